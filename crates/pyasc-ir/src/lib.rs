@@ -1,1 +1,27 @@
-//! placeholder
+//! pyasc-ir: the data structures every later stage agrees on.
+//!
+//! * [`dtype`]: element types and NumPy's promotion rules (NEP 50 weak scalars).
+//! * [`shape`]: static shapes and broadcasting.
+//! * [`op`]: the closed op enum of the graph IR with its group predicates.
+//! * [`graph`]: the tensor-level SSA graph, stored in an arena and built by tracing.
+//! * [`infer`]: the result dtype and shape of one op from its operands.
+//! * [`verify`] / [`print`]: the verifier run after every pass and the text form.
+//! * [`tile`]: tile programs, the contract between the compiler and the backends.
+
+pub mod dtype;
+pub mod error;
+pub mod graph;
+pub mod infer;
+pub mod op;
+pub mod print;
+pub mod scalar;
+pub mod shape;
+pub mod tile;
+pub mod verify;
+
+pub use dtype::DType;
+pub use error::{IrError, SourceLoc};
+pub use graph::{Graph, Node, NodeId};
+pub use op::{BinaryOp, Op, UnaryOp};
+pub use scalar::Scalar;
+pub use shape::Shape;

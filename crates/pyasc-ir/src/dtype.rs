@@ -1,0 +1,286 @@
+//! Element types and NumPy 2's type promotion, including NEP 50 "weak" Python scalars.
+
+use std::fmt;
+
+/// An element type of a tensor. The order of variants is not meaningful.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DType {
+    /// Booleans, stored as one byte holding 0 or 1.
+    Bool,
+    /// Signed 8-bit integers.
+    I8,
+    /// Unsigned 8-bit integers.
+    U8,
+    /// Signed 32-bit integers.
+    I32,
+    /// Signed 64-bit integers.
+    I64,
+    /// IEEE half precision.
+    F16,
+    /// Brain floating point.
+    BF16,
+    /// IEEE single precision.
+    F32,
+    /// IEEE double precision.
+    F64,
+}
+
+/// The kind of a Python scalar constant, which promotes "weakly" (NEP 50).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum WeakKind {
+    /// A Python `bool`.
+    Bool,
+    /// A Python `int`.
+    Int,
+    /// A Python `float`.
+    Float,
+}
+
+/// The type of a value in the graph: a concrete dtype, possibly weak.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct VType {
+    /// The concrete dtype the value is stored in.
+    pub dtype: DType,
+    /// Set when the value is a Python scalar whose type yields to array types.
+    pub weak: Option<WeakKind>,
+}
+
+impl VType {
+    /// A strong (array) type.
+    pub fn strong(dtype: DType) -> Self {
+        VType { dtype, weak: None }
+    }
+    /// The type of a Python scalar of the given kind.
+    pub fn weak(kind: WeakKind) -> Self {
+        let dtype = match kind {
+            WeakKind::Bool => DType::Bool,
+            WeakKind::Int => DType::I64,
+            WeakKind::Float => DType::F64,
+        };
+        VType {
+            dtype,
+            weak: Some(kind),
+        }
+    }
+}
+
+impl DType {
+    /// Every dtype, for tables and tests.
+    pub const ALL: [DType; 9] = [
+        DType::Bool,
+        DType::I8,
+        DType::U8,
+        DType::I32,
+        DType::I64,
+        DType::F16,
+        DType::BF16,
+        DType::F32,
+        DType::F64,
+    ];
+
+    /// Size of one element in bytes.
+    pub fn size(self) -> usize {
+        match self {
+            DType::Bool | DType::I8 | DType::U8 => 1,
+            DType::F16 | DType::BF16 => 2,
+            DType::I32 | DType::F32 => 4,
+            DType::I64 | DType::F64 => 8,
+        }
+    }
+
+    /// NumPy's name for the dtype.
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::Bool => "bool",
+            DType::I8 => "int8",
+            DType::U8 => "uint8",
+            DType::I32 => "int32",
+            DType::I64 => "int64",
+            DType::F16 => "float16",
+            DType::BF16 => "bfloat16",
+            DType::F32 => "float32",
+            DType::F64 => "float64",
+        }
+    }
+
+    /// Parse NumPy's name (also accepts `float`, `int`, `bool_`).
+    pub fn from_name(name: &str) -> Option<DType> {
+        Some(match name {
+            "bool" | "bool_" => DType::Bool,
+            "int8" => DType::I8,
+            "uint8" => DType::U8,
+            "int32" => DType::I32,
+            "int64" | "int" => DType::I64,
+            "float16" | "half" => DType::F16,
+            "bfloat16" => DType::BF16,
+            "float32" | "single" => DType::F32,
+            "float64" | "float" | "double" => DType::F64,
+            _ => return None,
+        })
+    }
+
+    /// True for the floating-point types.
+    pub fn is_float(self) -> bool {
+        matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
+    }
+
+    /// True for the integer types (not bool).
+    pub fn is_int(self) -> bool {
+        matches!(self, DType::I8 | DType::U8 | DType::I32 | DType::I64)
+    }
+
+    /// True for the dtypes the CPU executor computes in today.
+    pub fn is_executable(self) -> bool {
+        matches!(
+            self,
+            DType::Bool | DType::I32 | DType::I64 | DType::F32 | DType::F64
+        )
+    }
+
+    /// The float type NumPy computes a float-only function of this type in
+    /// (`np.exp(int32) -> float64`, `np.exp(float32) -> float32`).
+    pub fn float_result(self) -> DType {
+        match self {
+            DType::Bool | DType::I8 | DType::U8 => DType::F16,
+            DType::I32 | DType::I64 => DType::F64,
+            f => f,
+        }
+    }
+
+    fn rank(self) -> (u8, u8) {
+        // (kind, size): kind 0 bool, 1 int, 2 float.
+        match self {
+            DType::Bool => (0, 1),
+            DType::I8 | DType::U8 => (1, 1),
+            DType::I32 => (1, 4),
+            DType::I64 => (1, 8),
+            DType::F16 | DType::BF16 => (2, 2),
+            DType::F32 => (2, 4),
+            DType::F64 => (2, 8),
+        }
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Promote two strong dtypes as `np.result_type` does.
+pub fn promote(a: DType, b: DType) -> DType {
+    use DType::*;
+    if a == b {
+        return a;
+    }
+    match (a, b) {
+        (Bool, x) | (x, Bool) => x,
+        // NumPy gives int16, which pyasc does not store; the next wider type keeps every value.
+        (I8, U8) | (U8, I8) => I32,
+        (F16, BF16) | (BF16, F16) => F32,
+        _ => {
+            let (ka, sa) = a.rank();
+            let (kb, sb) = b.rank();
+            if ka == kb {
+                if sa >= sb {
+                    a
+                } else {
+                    b
+                }
+            } else {
+                // int with float: NumPy picks a float wide enough for the int.
+                let (int, float) = if ka == 1 { (a, b) } else { (b, a) };
+                match (int, float) {
+                    (I8 | U8, f) => f,
+                    (I32, F16 | BF16 | F32) => F64,
+                    (I64, _) => F64,
+                    (_, f) => f,
+                }
+            }
+        }
+    }
+}
+
+/// Promote two value types with NEP 50's rules for weak Python scalars.
+pub fn promote_v(a: VType, b: VType) -> VType {
+    match (a.weak, b.weak) {
+        (None, None) => VType::strong(promote(a.dtype, b.dtype)),
+        (Some(_), None) => VType::strong(weak_with(a.weak.unwrap(), b.dtype)),
+        (None, Some(_)) => VType::strong(weak_with(b.weak.unwrap(), a.dtype)),
+        (Some(x), Some(y)) => {
+            let kind = match (x, y) {
+                (WeakKind::Float, _) | (_, WeakKind::Float) => WeakKind::Float,
+                (WeakKind::Int, _) | (_, WeakKind::Int) => WeakKind::Int,
+                _ => WeakKind::Bool,
+            };
+            VType::weak(kind)
+        }
+    }
+}
+
+/// The dtype a weak scalar of `kind` combined with a strong `dtype` yields.
+fn weak_with(kind: WeakKind, dtype: DType) -> DType {
+    match kind {
+        WeakKind::Bool => dtype,
+        WeakKind::Int => {
+            if dtype == DType::Bool {
+                DType::I64
+            } else {
+                dtype
+            }
+        }
+        WeakKind::Float => {
+            if dtype.is_float() {
+                dtype
+            } else {
+                DType::F64
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strong_promotion_matches_numpy() {
+        use DType::*;
+        let cases = [
+            (Bool, I32, I32),
+            (I32, I64, I64),
+            (I32, F32, F64),
+            (I64, F32, F64),
+            (F32, F64, F64),
+            (Bool, F32, F32),
+            (F32, F32, F32),
+            (I8, F32, F32),
+        ];
+        for (a, b, want) in cases {
+            assert_eq!(promote(a, b), want, "{a} with {b}");
+            assert_eq!(promote(b, a), want, "{b} with {a}");
+        }
+    }
+
+    #[test]
+    fn weak_scalars_yield_to_arrays() {
+        let f32a = VType::strong(DType::F32);
+        let i32a = VType::strong(DType::I32);
+        let boola = VType::strong(DType::Bool);
+        let pf = VType::weak(WeakKind::Float);
+        let pi = VType::weak(WeakKind::Int);
+        assert_eq!(promote_v(f32a, pf).dtype, DType::F32);
+        assert_eq!(promote_v(i32a, pi).dtype, DType::I32);
+        assert_eq!(promote_v(i32a, pf).dtype, DType::F64);
+        assert_eq!(promote_v(boola, pi).dtype, DType::I64);
+        assert_eq!(promote_v(pi, pf), VType::weak(WeakKind::Float));
+        assert!(promote_v(pi, pf).weak.is_some());
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for d in DType::ALL {
+            assert_eq!(DType::from_name(d.name()), Some(d));
+        }
+    }
+}

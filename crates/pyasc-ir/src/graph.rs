@@ -1,0 +1,224 @@
+//! The tensor-level SSA graph: nodes in an arena addressed by [`NodeId`], operands always
+//! earlier than their users, each node typed and tagged with the user's source line.
+
+use crate::dtype::{VType, WeakKind};
+use crate::error::{IrError, Result, SourceLoc};
+use crate::infer::infer;
+use crate::op::{BinaryOp, Op, UnaryOp};
+use crate::scalar::Scalar;
+use crate::shape::Shape;
+use crate::DType;
+
+/// Index of a node in its graph's arena.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NodeId(pub u32);
+
+impl NodeId {
+    /// The arena index.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// One operation with its operands, result type and origin.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Node {
+    /// What the node computes.
+    pub op: Op,
+    /// Operands, all earlier in the arena.
+    pub inputs: Vec<NodeId>,
+    /// Result dtype (and weakness for Python scalars).
+    pub vtype: VType,
+    /// Result shape.
+    pub shape: Shape,
+    /// The user's line that created the node.
+    pub loc: Option<SourceLoc>,
+}
+
+impl Node {
+    /// The result dtype.
+    pub fn dtype(&self) -> DType {
+        self.vtype.dtype
+    }
+}
+
+/// A traced function: its arguments, its nodes and its results.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Graph {
+    /// The arena; a node's operands always come before it.
+    pub nodes: Vec<Node>,
+    /// The node of each argument, in argument order.
+    pub inputs: Vec<NodeId>,
+    /// The returned nodes, in order.
+    pub outputs: Vec<NodeId>,
+}
+
+impl Graph {
+    /// An empty graph.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The node with this id.
+    pub fn node(&self, id: NodeId) -> &Node {
+        &self.nodes[id.index()]
+    }
+
+    /// Number of nodes.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// True when the graph has no nodes.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// Append a node as is (no inference); passes use this when rebuilding.
+    pub fn push(&mut self, node: Node) -> NodeId {
+        self.nodes.push(node);
+        NodeId((self.nodes.len() - 1) as u32)
+    }
+
+    /// Add the next function argument.
+    pub fn add_input(&mut self, vtype: VType, shape: Shape) -> NodeId {
+        let i = self.inputs.len() as u32;
+        let id = self.push(Node {
+            op: Op::Input(i),
+            inputs: vec![],
+            vtype,
+            shape,
+            loc: None,
+        });
+        self.inputs.push(id);
+        id
+    }
+
+    /// Add a constant of the given type (weak for Python scalars).
+    pub fn constant(&mut self, value: Scalar, vtype: VType, loc: Option<SourceLoc>) -> NodeId {
+        let value = value.cast(vtype.dtype);
+        self.push(Node {
+            op: Op::Const(value),
+            inputs: vec![],
+            vtype,
+            shape: Shape::scalar(),
+            loc,
+        })
+    }
+
+    /// Add a Python scalar constant: bool, int or float, typed weakly.
+    pub fn py_scalar(&mut self, value: Scalar, loc: Option<SourceLoc>) -> NodeId {
+        let kind = match value {
+            Scalar::Bool(_) => WeakKind::Bool,
+            Scalar::Int(_) => WeakKind::Int,
+            Scalar::Float(_) => WeakKind::Float,
+        };
+        self.constant(value, VType::weak(kind), loc)
+    }
+
+    /// Add an op node, inferring its type; errors carry `loc`.
+    pub fn apply(&mut self, op: Op, inputs: &[NodeId], loc: Option<SourceLoc>) -> Result<NodeId> {
+        if let Some(bad) = inputs.iter().find(|i| i.index() >= self.nodes.len()) {
+            return Err(
+                IrError::internal(format!("operand %{} does not exist", bad.0)).at(loc.as_ref()),
+            );
+        }
+        let operands: Vec<(VType, &Shape)> = inputs
+            .iter()
+            .map(|i| (self.node(*i).vtype, &self.node(*i).shape))
+            .collect();
+        let (vtype, shape) = infer(&op, &operands).map_err(|e| e.at(loc.as_ref()))?;
+        Ok(self.push(Node {
+            op,
+            inputs: inputs.to_vec(),
+            vtype,
+            shape,
+            loc,
+        }))
+    }
+
+    /// Shorthand for a unary op.
+    pub fn unary(&mut self, op: UnaryOp, x: NodeId, loc: Option<SourceLoc>) -> Result<NodeId> {
+        self.apply(Op::Unary(op), &[x], loc)
+    }
+
+    /// Shorthand for a binary op.
+    pub fn binary(
+        &mut self,
+        op: BinaryOp,
+        a: NodeId,
+        b: NodeId,
+        loc: Option<SourceLoc>,
+    ) -> Result<NodeId> {
+        self.apply(Op::Binary(op), &[a, b], loc)
+    }
+
+    /// For each node, how many times it is used as an operand or output.
+    pub fn use_counts(&self) -> Vec<u32> {
+        let mut uses = vec![0u32; self.nodes.len()];
+        for n in &self.nodes {
+            for i in &n.inputs {
+                uses[i.index()] += 1;
+            }
+        }
+        for o in &self.outputs {
+            uses[o.index()] += 1;
+        }
+        uses
+    }
+
+    /// Nodes reachable from the outputs (inputs always count as live).
+    pub fn live(&self) -> Vec<bool> {
+        let mut live = vec![false; self.nodes.len()];
+        for o in &self.outputs {
+            live[o.index()] = true;
+        }
+        for i in (0..self.nodes.len()).rev() {
+            if live[i] {
+                for op in &self.nodes[i].inputs {
+                    live[op.index()] = true;
+                }
+            }
+        }
+        for i in &self.inputs {
+            live[i.index()] = true;
+        }
+        live
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::DType;
+
+    #[test]
+    fn gelu_graph_builds_with_weak_constants() {
+        let mut g = Graph::new();
+        let x = g.add_input(VType::strong(DType::F32), Shape(vec![8]));
+        let c = g.py_scalar(Scalar::Float(1.41421), None);
+        let d = g.binary(BinaryOp::Div, x, c, None).unwrap();
+        let e = g.unary(UnaryOp::Erf, d, None).unwrap();
+        assert_eq!(g.node(e).dtype(), DType::F32);
+        assert_eq!(g.node(e).shape, Shape(vec![8]));
+        g.outputs.push(e);
+        assert_eq!(g.use_counts()[x.index()], 1);
+        assert!(g.live().iter().all(|l| *l));
+    }
+
+    #[test]
+    fn errors_carry_the_source_line() {
+        let mut g = Graph::new();
+        let a = g.add_input(VType::strong(DType::F32), Shape(vec![3]));
+        let b = g.add_input(VType::strong(DType::F32), Shape(vec![4]));
+        let loc = SourceLoc {
+            file: "user.py".into(),
+            line: 7,
+        };
+        let err = g
+            .binary(BinaryOp::Add, a, b, Some(loc.clone()))
+            .unwrap_err();
+        assert_eq!(err.loc, Some(loc));
+        assert!(err.to_string().contains("user.py:7"));
+    }
+}

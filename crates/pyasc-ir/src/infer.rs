@@ -1,0 +1,185 @@
+//! Result types of ops: NumPy's dtype rules per op family, and broadcasting.
+//!
+//! Used twice: by the tracer, so that `.dtype` and `.shape` of a traced tensor are
+//! known at once, and by the verifier, which re-derives every node's type.
+
+use crate::dtype::{promote_v, DType, VType, WeakKind};
+use crate::error::{IrError, Result};
+use crate::op::{BinaryOp, Op, UnaryKind, UnaryOp};
+use crate::shape::Shape;
+
+/// The result type and shape of `op` applied to operands of the given types and shapes.
+/// Leaves (`Input`, `Const`) are typed by whoever creates them and are rejected here.
+pub fn infer(op: &Op, operands: &[(VType, &Shape)]) -> Result<(VType, Shape)> {
+    if operands.len() != op.arity() || op.is_leaf() {
+        return Err(IrError::internal(format!(
+            "{} takes {} operands, got {}",
+            op.name(),
+            op.arity(),
+            operands.len()
+        )));
+    }
+    let mut shape = operands[0].1.clone();
+    for (_, s) in &operands[1..] {
+        shape = shape.broadcast(s)?;
+    }
+    let vt = match op {
+        Op::Unary(u) => unary_type(*u, operands[0].0)?,
+        Op::Binary(b) => binary_type(*b, operands[0].0, operands[1].0)?,
+        Op::Where => {
+            let t = promote_v(operands[1].0, operands[2].0);
+            if operands.iter().all(|(v, _)| v.weak.is_some()) {
+                t
+            } else {
+                VType::strong(t.dtype)
+            }
+        }
+        Op::Cast(d) => VType::strong(*d),
+        Op::Input(_) | Op::Const(_) => unreachable!("leaves rejected above"),
+    };
+    check_executable(vt.dtype, op)?;
+    Ok((vt, shape))
+}
+
+fn check_executable(d: DType, op: &Op) -> Result<()> {
+    if d.is_executable() {
+        Ok(())
+    } else {
+        Err(IrError::dtype(format!(
+            "{} would produce {d}, which pyasc does not compute yet; cast the operand to float32 or float64 first",
+            op.name()
+        )))
+    }
+}
+
+/// The result type of a unary op.
+pub fn unary_type(u: UnaryOp, x: VType) -> Result<VType> {
+    let d = x.dtype;
+    let bad = || {
+        Err(IrError::dtype(format!(
+            "{} is not defined for {} operands",
+            u.name(),
+            d
+        )))
+    };
+    Ok(match u.kind() {
+        UnaryKind::Numeric => {
+            if d == DType::Bool && u != UnaryOp::Abs && u != UnaryOp::Square {
+                return bad();
+            }
+            x
+        }
+        UnaryKind::Bitwise => {
+            if d.is_float() {
+                return bad();
+            }
+            x
+        }
+        UnaryKind::Float => match x.weak {
+            Some(_) => VType::weak(WeakKind::Float),
+            None => VType::strong(d.float_result()),
+        },
+        UnaryKind::Rounding => {
+            if d.is_int() {
+                x
+            } else if x.weak.is_some() {
+                VType::weak(WeakKind::Float)
+            } else {
+                VType::strong(d.float_result())
+            }
+        }
+        UnaryKind::Classify => VType::strong(DType::Bool),
+    })
+}
+
+/// The result type of a binary op.
+pub fn binary_type(b: BinaryOp, x: VType, y: VType) -> Result<VType> {
+    use BinaryOp::*;
+    let t = promote_v(x, y);
+    let both_weak = x.weak.is_some() && y.weak.is_some();
+    let d = t.dtype;
+    let bad = |why: &str| {
+        Err(IrError::dtype(format!(
+            "{} is not defined for {} and {} operands{why}",
+            b.name(),
+            x.dtype,
+            y.dtype
+        )))
+    };
+    Ok(match b {
+        Div => {
+            if d.is_float() {
+                t
+            } else if both_weak {
+                VType::weak(WeakKind::Float)
+            } else {
+                VType::strong(DType::F64)
+            }
+        }
+        Eq | Ne | Lt | Le | Gt | Ge => VType::strong(DType::Bool),
+        And | Or | Xor => {
+            if d.is_float() {
+                return bad("");
+            }
+            t
+        }
+        Sub if d == DType::Bool => return bad("; use ^ or logical_xor for booleans"),
+        FloorDiv | Mod | Pow if d == DType::Bool => return bad(""),
+        _ => t,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[usize]) -> Shape {
+        Shape(v.to_vec())
+    }
+
+    #[test]
+    fn float_functions_promote_integers_to_float64() {
+        let i32a = VType::strong(DType::I32);
+        let (t, _) = infer(&Op::Unary(UnaryOp::Exp), &[(i32a, &s(&[3]))]).unwrap();
+        assert_eq!(t.dtype, DType::F64);
+        let f32a = VType::strong(DType::F32);
+        let (t, _) = infer(&Op::Unary(UnaryOp::Exp), &[(f32a, &s(&[3]))]).unwrap();
+        assert_eq!(t.dtype, DType::F32);
+    }
+
+    #[test]
+    fn true_division_of_integers_is_float64() {
+        let i = VType::strong(DType::I64);
+        let (t, sh) = infer(
+            &Op::Binary(BinaryOp::Div),
+            &[(i, &s(&[2, 1])), (i, &s(&[3]))],
+        )
+        .unwrap();
+        assert_eq!(t.dtype, DType::F64);
+        assert_eq!(sh, s(&[2, 3]));
+    }
+
+    #[test]
+    fn bad_operands_are_dtype_errors() {
+        let b = VType::strong(DType::Bool);
+        let f = VType::strong(DType::F32);
+        let e = infer(&Op::Binary(BinaryOp::Sub), &[(b, &s(&[])), (b, &s(&[]))]).unwrap_err();
+        assert_eq!(e.kind, crate::error::ErrorKind::DType);
+        assert!(infer(&Op::Binary(BinaryOp::And), &[(f, &s(&[])), (f, &s(&[]))]).is_err());
+        assert!(infer(&Op::Unary(UnaryOp::Exp), &[(b, &s(&[]))]).is_err());
+        let e = infer(&Op::Binary(BinaryOp::Add), &[(f, &s(&[3])), (f, &s(&[4]))]).unwrap_err();
+        assert_eq!(e.kind, crate::error::ErrorKind::Shape);
+    }
+
+    #[test]
+    fn comparisons_return_bool_and_where_promotes_branches() {
+        let f = VType::strong(DType::F32);
+        let i = VType::strong(DType::I64);
+        let (t, _) = infer(&Op::Binary(BinaryOp::Lt), &[(f, &s(&[2])), (i, &s(&[2]))]).unwrap();
+        assert_eq!(t.dtype, DType::Bool);
+        let c = VType::strong(DType::Bool);
+        let w = VType::weak(WeakKind::Float);
+        let (t, _) = infer(&Op::Where, &[(c, &s(&[2])), (f, &s(&[2])), (w, &s(&[]))]).unwrap();
+        assert_eq!(t, VType::strong(DType::F32));
+    }
+}

@@ -1,0 +1,115 @@
+//! The text form of graphs and tile programs, shown by `graph_ir()`, logs and tests.
+
+use crate::graph::Graph;
+use crate::tile::{Instr, KernelPlan, RegKind, TileKernel};
+use std::fmt::Write;
+
+/// Print a graph, one node a line: `%3 = mul(%1, %2) : float32(8,)  # user.py:4`.
+pub fn graph_to_string(g: &Graph) -> String {
+    let mut s = String::new();
+    for (i, n) in g.nodes.iter().enumerate() {
+        let args: Vec<String> = n.inputs.iter().map(|x| format!("%{}", x.0)).collect();
+        let weak = if n.vtype.weak.is_some() { " weak" } else { "" };
+        let _ = write!(
+            s,
+            "%{i} = {}({}) : {}{}{weak}",
+            n.op.name(),
+            args.join(", "),
+            n.vtype.dtype,
+            n.shape
+        );
+        if let Some(loc) = &n.loc {
+            let _ = write!(s, "  # {loc}");
+        }
+        s.push('\n');
+    }
+    let outs: Vec<String> = g.outputs.iter().map(|x| format!("%{}", x.0)).collect();
+    let _ = writeln!(s, "return {}", outs.join(", "));
+    s
+}
+
+/// Print one kernel's tile program.
+pub fn kernel_to_string(k: &TileKernel) -> String {
+    let mut s = String::new();
+    let args: Vec<String> = k.args.iter().map(|b| format!("b{}", b.0)).collect();
+    let outs: Vec<String> = k.outs.iter().map(|b| format!("b{}", b.0)).collect();
+    let _ = writeln!(
+        s,
+        "kernel {}({}) -> ({}) over {} tile={} fused_ops={}",
+        k.name,
+        args.join(", "),
+        outs.join(", "),
+        k.shape,
+        k.tile_elems,
+        k.fused_ops
+    );
+    for (i, r) in k.regs.iter().enumerate() {
+        let kind = match r.kind {
+            RegKind::Tile => "tile".to_string(),
+            RegKind::Scalar(v) => format!("scalar {v}"),
+            RegKind::Arg(a) => format!("load b{}", k.args[a as usize].0),
+            RegKind::Out(o) => format!("store b{}", k.outs[o as usize].0),
+        };
+        let _ = writeln!(s, "  r{i}: {} {kind}", r.dtype);
+    }
+    for ins in &k.body {
+        let line = match ins {
+            Instr::Unary { op, dst, src } => format!("{dst} = {}({src})", op.name()),
+            Instr::Binary { op, dst, a, b } => format!("{dst} = {}({a}, {b})", op.name()),
+            Instr::Select { dst, cond, a, b } => format!("{dst} = select({cond}, {a}, {b})"),
+            Instr::Cast { dst, src } => {
+                format!("{dst} = cast<{}>({src})", k.regs[dst.0 as usize].dtype)
+            }
+            Instr::Copy { dst, src } => format!("{dst} = copy({src})"),
+        };
+        let _ = writeln!(s, "  {line}");
+    }
+    s
+}
+
+/// Print a whole plan: buffers then kernels.
+pub fn plan_to_string(p: &KernelPlan) -> String {
+    let mut s = String::new();
+    for (i, b) in p.buffers.iter().enumerate() {
+        let _ = writeln!(s, "b{i}: {}{} {:?}", b.dtype, b.shape, b.kind);
+    }
+    for k in &p.kernels {
+        s.push_str(&kernel_to_string(k));
+    }
+    let outs: Vec<String> = p.outputs.iter().map(|b| format!("b{}", b.0)).collect();
+    let _ = writeln!(s, "return {}", outs.join(", "));
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::VType;
+    use crate::op::{BinaryOp, UnaryOp};
+    use crate::scalar::Scalar;
+    use crate::shape::Shape;
+    use crate::{DType, SourceLoc};
+
+    #[test]
+    fn prints_nodes_with_types_and_lines() {
+        let mut g = Graph::new();
+        let x = g.add_input(VType::strong(DType::F32), Shape(vec![8]));
+        let loc = SourceLoc {
+            file: "op.py".into(),
+            line: 3,
+        };
+        let h = g.py_scalar(Scalar::Float(0.5), Some(loc.clone()));
+        let m = g.binary(BinaryOp::Mul, x, h, Some(loc.clone())).unwrap();
+        let t = g.unary(UnaryOp::Tanh, m, Some(loc)).unwrap();
+        g.outputs.push(t);
+        let text = graph_to_string(&g);
+        assert_eq!(
+            text,
+            "%0 = input0() : float32(8,)\n\
+             %1 = const 0.5() : float64() weak  # op.py:3\n\
+             %2 = mul(%0, %1) : float32(8,)  # op.py:3\n\
+             %3 = tanh(%2) : float32(8,)  # op.py:3\n\
+             return %3\n"
+        );
+    }
+}

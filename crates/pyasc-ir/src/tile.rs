@@ -1,0 +1,296 @@
+//! Tile programs: the contract between the compiler and every backend.
+//!
+//! A [`KernelPlan`] is a list of [`TileKernel`]s over numbered buffers. Each kernel
+//! walks its iteration space (the shape of its outputs) in blocks spread over the cores;
+//! each block walks tiles of `tile_elems` consecutive elements (in C order), and for each
+//! tile runs the straight-line `body` on registers, mirroring Ascend C's
+//! CopyIn -> Compute -> CopyOut: `Arg` registers are the tile of an input buffer
+//! (read in place when it is contiguous, gathered otherwise), `Out` registers are the
+//! tile of an output buffer, `Tile` registers are scratch buffers in cache and `Scalar`
+//! registers hold one broadcast value.
+
+use crate::dtype::DType;
+use crate::error::{IrError, Result, SourceLoc};
+use crate::op::{BinaryOp, UnaryKind, UnaryOp};
+use crate::scalar::Scalar;
+use crate::shape::Shape;
+use std::fmt;
+
+/// A register of a tile program.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Reg(pub u16);
+
+/// Index of a buffer of a plan.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BufferId(pub u32);
+
+/// Where a register's data lives for the current tile.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum RegKind {
+    /// A scratch tile in the block's local memory.
+    Tile,
+    /// One value, broadcast over the tile.
+    Scalar(Scalar),
+    /// The tile of the kernel's `i`-th argument buffer, broadcast to the iteration space.
+    Arg(u16),
+    /// The tile of the kernel's `i`-th output buffer.
+    Out(u16),
+}
+
+/// A register's declaration.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct RegDecl {
+    /// Element type.
+    pub dtype: DType,
+    /// Storage.
+    pub kind: RegKind,
+}
+
+/// One vector instruction over whole tiles. `dst` is never one of the operands.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum Instr {
+    /// `dst = op(src)`.
+    Unary {
+        /// Function.
+        op: UnaryOp,
+        /// Destination.
+        dst: Reg,
+        /// Operand.
+        src: Reg,
+    },
+    /// `dst = op(a, b)`.
+    Binary {
+        /// Function.
+        op: BinaryOp,
+        /// Destination.
+        dst: Reg,
+        /// Left operand.
+        a: Reg,
+        /// Right operand.
+        b: Reg,
+    },
+    /// `dst = cond ? a : b`.
+    Select {
+        /// Destination.
+        dst: Reg,
+        /// Bool condition.
+        cond: Reg,
+        /// Value where true.
+        a: Reg,
+        /// Value where false.
+        b: Reg,
+    },
+    /// `dst = src as dst.dtype`.
+    Cast {
+        /// Destination.
+        dst: Reg,
+        /// Operand.
+        src: Reg,
+    },
+    /// `dst = src` (same dtype).
+    Copy {
+        /// Destination.
+        dst: Reg,
+        /// Operand.
+        src: Reg,
+    },
+}
+
+impl Instr {
+    /// The register written.
+    pub fn dst(&self) -> Reg {
+        match *self {
+            Instr::Unary { dst, .. }
+            | Instr::Binary { dst, .. }
+            | Instr::Select { dst, .. }
+            | Instr::Cast { dst, .. }
+            | Instr::Copy { dst, .. } => dst,
+        }
+    }
+    /// The registers read.
+    pub fn srcs(&self) -> Vec<Reg> {
+        match *self {
+            Instr::Unary { src, .. } | Instr::Cast { src, .. } | Instr::Copy { src, .. } => {
+                vec![src]
+            }
+            Instr::Binary { a, b, .. } => vec![a, b],
+            Instr::Select { cond, a, b, .. } => vec![cond, a, b],
+        }
+    }
+}
+
+/// One fused kernel.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TileKernel {
+    /// Name used in logs, profiles and errors.
+    pub name: String,
+    /// The iteration space; every output has this shape.
+    pub shape: Shape,
+    /// Buffers read; register `Arg(i)` is `args[i]` broadcast to `shape`.
+    pub args: Vec<BufferId>,
+    /// Buffers written; register `Out(i)` is `outs[i]`.
+    pub outs: Vec<BufferId>,
+    /// The register file.
+    pub regs: Vec<RegDecl>,
+    /// Straight-line program run once per tile.
+    pub body: Vec<Instr>,
+    /// Elements per tile, chosen so the tile registers fit in cache.
+    pub tile_elems: usize,
+    /// The user's source lines whose ops this kernel computes.
+    pub locs: Vec<SourceLoc>,
+    /// Number of graph ops fused into the kernel.
+    pub fused_ops: usize,
+}
+
+/// What a buffer is.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum BufferKind {
+    /// The `i`-th argument of the operator (read only, never written).
+    Input(u32),
+    /// Produced by a kernel of the plan.
+    Computed,
+}
+
+/// A buffer's declaration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BufferDecl {
+    /// Element type.
+    pub dtype: DType,
+    /// Logical shape.
+    pub shape: Shape,
+    /// Origin.
+    pub kind: BufferKind,
+}
+
+/// A compiled operator: kernels in execution order over a set of buffers.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct KernelPlan {
+    /// All buffers.
+    pub buffers: Vec<BufferDecl>,
+    /// Kernels in dependency order.
+    pub kernels: Vec<TileKernel>,
+    /// The buffer of each result of the operator, in order (may repeat).
+    pub outputs: Vec<BufferId>,
+}
+
+impl KernelPlan {
+    /// Check register and buffer references, writability and dtypes of every kernel.
+    pub fn verify(&self) -> Result<()> {
+        let mut written = vec![false; self.buffers.len()];
+        for (b, d) in self.buffers.iter().enumerate() {
+            written[b] = matches!(d.kind, BufferKind::Input(_));
+        }
+        for k in &self.kernels {
+            verify_kernel(k, &self.buffers, &written)?;
+            for o in &k.outs {
+                written[o.0 as usize] = true;
+            }
+        }
+        for o in &self.outputs {
+            if !written.get(o.0 as usize).copied().unwrap_or(false) {
+                return Err(IrError::internal(format!(
+                    "output buffer b{} is never written",
+                    o.0
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn verify_kernel(k: &TileKernel, buffers: &[BufferDecl], ready: &[bool]) -> Result<()> {
+    let err = |m: String| Err(IrError::internal(format!("kernel {}: {m}", k.name)));
+    let reg = |r: Reg| k.regs.get(r.0 as usize).copied();
+    for (i, b) in k.args.iter().enumerate() {
+        let Some(decl) = buffers.get(b.0 as usize) else {
+            return err(format!("arg {i} is no buffer"));
+        };
+        if !ready[b.0 as usize] {
+            return err(format!("reads b{} before it is written", b.0));
+        }
+        if !decl.shape.broadcasts_to(&k.shape) {
+            return err(format!(
+                "arg b{} of shape {} does not broadcast to {}",
+                b.0, decl.shape, k.shape
+            ));
+        }
+    }
+    for b in &k.outs {
+        match buffers.get(b.0 as usize) {
+            Some(d) if d.shape == k.shape && d.kind == BufferKind::Computed => {}
+            _ => {
+                return err(format!(
+                    "output b{} is not a computed buffer of shape {}",
+                    b.0, k.shape
+                ))
+            }
+        }
+    }
+    for (i, r) in k.regs.iter().enumerate() {
+        let buf = match r.kind {
+            RegKind::Arg(a) => k.args.get(a as usize),
+            RegKind::Out(o) => k.outs.get(o as usize),
+            _ => None,
+        };
+        if let Some(b) = buf {
+            if buffers[b.0 as usize].dtype != r.dtype {
+                return err(format!(
+                    "register r{i} has dtype {} but its buffer has another",
+                    r.dtype
+                ));
+            }
+        } else if matches!(r.kind, RegKind::Arg(_) | RegKind::Out(_)) {
+            return err(format!("register r{i} names a missing buffer"));
+        }
+    }
+    for ins in &k.body {
+        let Some(dst) = reg(ins.dst()) else {
+            return err(format!("{ins:?} writes a missing register"));
+        };
+        if !matches!(dst.kind, RegKind::Tile | RegKind::Out(_)) {
+            return err(format!("{ins:?} writes a read-only register"));
+        }
+        let mut srcs = Vec::new();
+        for s in ins.srcs() {
+            if s == ins.dst() {
+                return err(format!("{ins:?} reads its own destination"));
+            }
+            match reg(s) {
+                Some(d) => srcs.push(d.dtype),
+                None => return err(format!("{ins:?} reads a missing register")),
+            }
+        }
+        let ok = match ins {
+            Instr::Unary { op, .. } => match op.kind() {
+                UnaryKind::Classify => dst.dtype == DType::Bool && srcs[0].is_float(),
+                _ => dst.dtype == srcs[0],
+            },
+            Instr::Binary { op, .. } => {
+                srcs[0] == srcs[1]
+                    && (if op.is_compare() {
+                        dst.dtype == DType::Bool
+                    } else {
+                        dst.dtype == srcs[0]
+                    })
+            }
+            Instr::Select { .. } => {
+                srcs[0] == DType::Bool && srcs[1] == dst.dtype && srcs[2] == dst.dtype
+            }
+            Instr::Cast { .. } => true,
+            Instr::Copy { .. } => srcs[0] == dst.dtype,
+        };
+        if !ok {
+            return err(format!("{ins:?} has operands of the wrong dtype"));
+        }
+    }
+    if k.tile_elems == 0 {
+        return err("tile_elems is 0".to_string());
+    }
+    Ok(())
+}
+
+impl fmt::Display for Reg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "r{}", self.0)
+    }
+}
