@@ -1,1 +1,20 @@
-//! placeholder
+//! SIMD primitives for pyasc's tile VM: elementwise math, arithmetic, comparisons, casts.
+//!
+//! Every entry point takes whole tiles (slices) and runs a loop compiled once per ISA
+//! (AVX-512, AVX2+FMA, SSE2 / NEON baseline), picked at run time from the CPU's features; see
+//! [`isa`]. float32 transcendental functions are vectorised implementations within 2 ulp of
+//! the correctly rounded result over the whole float32 range; float64 ones use Rust std and
+//! `libm`. Semantics follow NumPy.
+
+pub mod binary;
+mod cast;
+mod dispatch;
+mod element;
+pub mod isa;
+mod math;
+mod src;
+pub mod unary;
+
+pub use cast::{cast, fill, select};
+pub use element::Element;
+pub use src::Src;

@@ -1,0 +1,187 @@
+//! Per-type arithmetic and bitwise operations behind [`super::arith`] and [`super::bitwise`].
+//!
+//! Integer division by zero yields 0 (NumPy's result) with the divisor replaced by 1 before
+//! dividing, so no lane traps. Float FloorDiv and Mod follow NumPy's `npy_divmod` step by step.
+
+use super::ArithFn;
+use crate::math::real::Real;
+use crate::src::{map2, Src};
+
+/// Arithmetic of one element type.
+pub trait ArithOps: Sized + Copy {
+    /// `y = f(a, b)` elementwise.
+    fn arith(f: ArithFn, a: Src<'_, Self>, b: Src<'_, Self>, y: &mut [Self]);
+}
+
+/// Bitwise operations of one element type.
+pub trait BitOps: Sized + Copy {
+    /// `a & b`.
+    fn and(a: Self, b: Self) -> Self;
+    /// `a | b`.
+    fn or(a: Self, b: Self) -> Self;
+    /// `a ^ b`.
+    fn xor(a: Self, b: Self) -> Self;
+}
+
+macro_rules! bit_ops {
+    ($($t:ty),*) => {$(
+        impl BitOps for $t {
+            #[inline(always)]
+            fn and(a: Self, b: Self) -> Self {
+                a & b
+            }
+            #[inline(always)]
+            fn or(a: Self, b: Self) -> Self {
+                a | b
+            }
+            #[inline(always)]
+            fn xor(a: Self, b: Self) -> Self {
+                a ^ b
+            }
+        }
+    )*};
+}
+
+bit_ops!(u8, i32, i64);
+
+macro_rules! int_arith {
+    ($t:ty) => {
+        impl ArithOps for $t {
+            #[inline(always)]
+            fn arith(f: ArithFn, a: Src<'_, Self>, b: Src<'_, Self>, y: &mut [Self]) {
+                match f {
+                    ArithFn::Add => map2(a, b, y, <$t>::wrapping_add),
+                    ArithFn::Sub => map2(a, b, y, <$t>::wrapping_sub),
+                    ArithFn::Mul => map2(a, b, y, <$t>::wrapping_mul),
+                    ArithFn::Div => map2(a, b, y, |a: $t, b: $t| {
+                        let q = a.wrapping_div(if b == 0 { 1 } else { b });
+                        if b == 0 {
+                            0
+                        } else {
+                            q
+                        }
+                    }),
+                    ArithFn::FloorDiv => map2(a, b, y, |a: $t, b: $t| {
+                        let d = if b == 0 { 1 } else { b };
+                        let (q, r) = (a.wrapping_div(d), a.wrapping_rem(d));
+                        let q = if r != 0 && ((r < 0) != (d < 0)) {
+                            q - 1
+                        } else {
+                            q
+                        };
+                        if b == 0 {
+                            0
+                        } else {
+                            q
+                        }
+                    }),
+                    ArithFn::Mod => map2(a, b, y, |a: $t, b: $t| {
+                        let d = if b == 0 { 1 } else { b };
+                        let r = a.wrapping_rem(d);
+                        let r = if r != 0 && ((r < 0) != (d < 0)) {
+                            r + d
+                        } else {
+                            r
+                        };
+                        if b == 0 {
+                            0
+                        } else {
+                            r
+                        }
+                    }),
+                    ArithFn::Pow => map2(a, b, y, |a: $t, b: $t| {
+                        let (mut r, mut base, mut e): ($t, $t, $t) = (1, a, b);
+                        for _ in 0..<$t>::BITS - 1 {
+                            r = if e & 1 != 0 { r.wrapping_mul(base) } else { r };
+                            base = base.wrapping_mul(base);
+                            e >>= 1;
+                        }
+                        if b < 0 {
+                            0
+                        } else {
+                            r
+                        }
+                    }),
+                    ArithFn::Min => map2(a, b, y, |a: $t, b: $t| if a < b { a } else { b }),
+                    ArithFn::Max => map2(a, b, y, |a: $t, b: $t| if a > b { a } else { b }),
+                }
+            }
+        }
+    };
+}
+
+int_arith!(i32);
+int_arith!(i64);
+
+/// NumPy's `npy_divmod`: `(floor_divide(a, b), remainder(a, b))`.
+#[inline(always)]
+fn divmod<
+    T: Real + std::ops::Rem<Output = T> + std::ops::Add<Output = T> + std::ops::Sub<Output = T>,
+>(
+    a: T,
+    b: T,
+) -> (T, T) {
+    let zero = T::from(0.0);
+    let one = T::from(1.0);
+    let half = T::from(0.5);
+    let m = a % b;
+    let div = (a - m) / b;
+    let m_zero = m == zero;
+    let fix = !m_zero && ((b < zero) != (m < zero));
+    let (m, div) = if fix { (m + b, div - one) } else { (m, div) };
+    let m = if m_zero { zero.copysign_(b) } else { m };
+    let fl = div.floor_();
+    let fl = if div - fl > half { fl + one } else { fl };
+    let fl = if div == zero {
+        zero.copysign_(a / b)
+    } else {
+        fl
+    };
+    // Division by zero: a / b (inf or NaN) and fmod's NaN.
+    let b0 = b == zero;
+    (if b0 { a / b } else { fl }, if b0 { a % b } else { m })
+}
+
+/// NaN-propagating minimum (`np.minimum`).
+#[inline(always)]
+fn minimum<T: Real>(a: T, b: T) -> T {
+    if a.nan_() || a <= b {
+        a
+    } else {
+        b
+    }
+}
+
+/// NaN-propagating maximum (`np.maximum`).
+#[inline(always)]
+fn maximum<T: Real>(a: T, b: T) -> T {
+    if a.nan_() || a >= b {
+        a
+    } else {
+        b
+    }
+}
+
+macro_rules! float_arith {
+    ($t:ty, $pow:expr) => {
+        impl ArithOps for $t {
+            #[inline(always)]
+            fn arith(f: ArithFn, a: Src<'_, Self>, b: Src<'_, Self>, y: &mut [Self]) {
+                match f {
+                    ArithFn::Add => map2(a, b, y, |a: $t, b: $t| a + b),
+                    ArithFn::Sub => map2(a, b, y, |a: $t, b: $t| a - b),
+                    ArithFn::Mul => map2(a, b, y, |a: $t, b: $t| a * b),
+                    ArithFn::Div => map2(a, b, y, |a: $t, b: $t| a / b),
+                    ArithFn::FloorDiv => map2(a, b, y, |a: $t, b: $t| divmod(a, b).0),
+                    ArithFn::Mod => map2(a, b, y, |a: $t, b: $t| divmod(a, b).1),
+                    ArithFn::Pow => map2(a, b, y, $pow),
+                    ArithFn::Min => map2(a, b, y, minimum::<$t>),
+                    ArithFn::Max => map2(a, b, y, maximum::<$t>),
+                }
+            }
+        }
+    };
+}
+
+float_arith!(f32, |a: f32, b: f32| (a as f64).powf(b as f64) as f32);
+float_arith!(f64, f64::powf);
