@@ -1,1 +1,22 @@
-//! placeholder
+//! pyasc-compiler: turns a traced [`Graph`] into a [`KernelPlan`].
+//!
+//! The pipeline is an explicit list of passes ([`pipeline`]), one pass per file, each a
+//! struct implementing [`Pass`]. After every graph pass the verifier runs when
+//! [`CompileOptions::verify_each_pass`] is set (always in tests and debug builds).
+//!
+//! ```text
+//! verify → promote → fold → cse → dce → fuse → lower (tiles, registers, tile sizes)
+//! ```
+
+pub mod cse;
+pub mod dce;
+pub mod fold;
+pub mod fuse;
+pub mod lower;
+pub mod pass;
+pub mod promote;
+pub mod rewrite;
+
+pub use pass::{compile, pipeline, CompileOptions, CompileState, Compiled, Pass, PassReport};
+pub use pyasc_ir::tile::KernelPlan;
+pub use pyasc_ir::{Graph, IrError};

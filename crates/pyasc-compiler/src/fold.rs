@@ -1,0 +1,281 @@
+//! Constant folding and algebraic identities.
+//!
+//! Needs: promoted operands (see `promote`). Guarantees: no elementwise node has only
+//! constant operands (it became a constant computed with NumPy's semantics for its
+//! dtype: wrapping integers, Python floor division and modulo, IEEE floats rounded to
+//! the node's dtype); `x*1`, `1*x`, `x/1`, `x-0`, `x**1` become `x` and `x**2` becomes
+//! `square(x)` when that keeps the node's dtype and shape. `x+0` is kept: it turns
+//! -0.0 into +0.0.
+
+use crate::pass::{CompileState, Pass};
+use crate::rewrite::{copy_node, rebuild};
+use pyasc_ir::error::Result;
+use pyasc_ir::op::{BinaryOp, Op, UnaryKind, UnaryOp};
+use pyasc_ir::{DType, Graph, Node, NodeId, Scalar};
+
+/// Folds constant subexpressions and removes identity operations.
+pub struct FoldPass;
+
+impl Pass for FoldPass {
+    fn name(&self) -> &'static str {
+        "fold"
+    }
+    fn run(&self, st: &mut CompileState) -> Result<()> {
+        let (mut folded, mut simplified) = (0usize, 0usize);
+        st.graph = rebuild(&st.graph, |g, n, ops| {
+            if n.op.is_elementwise() {
+                let consts: Option<Vec<Scalar>> = ops
+                    .iter()
+                    .map(|o| match g.node(*o).op {
+                        Op::Const(v) => Some(v),
+                        _ => None,
+                    })
+                    .collect();
+                if let Some(vals) = consts {
+                    let operand_dtype = g.node(ops[0]).dtype();
+                    if let Some(v) = eval(&n.op, &vals, operand_dtype, n.dtype()) {
+                        folded += 1;
+                        return Ok(g.constant(v, n.vtype, n.loc.clone()));
+                    }
+                }
+                if let Some(id) = simplify(g, n, &ops) {
+                    simplified += 1;
+                    return Ok(id);
+                }
+            }
+            Ok(copy_node(g, n, ops))
+        })?;
+        if folded + simplified > 0 {
+            st.notes.push(format!(
+                "folded {folded} constant nodes, removed {simplified} identities"
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn is_const(g: &Graph, id: NodeId, x: f64) -> bool {
+    matches!(g.node(id).op, Op::Const(v) if !matches!(v, Scalar::Bool(_)) && v.as_f64() == x)
+}
+
+fn simplify(g: &mut Graph, n: &Node, ops: &[NodeId]) -> Option<NodeId> {
+    let Op::Binary(b) = n.op else { return None };
+    let keeps = |g: &Graph, x: NodeId| g.node(x).dtype() == n.dtype() && g.node(x).shape == n.shape;
+    let (a, c) = (ops[0], ops[1]);
+    match b {
+        BinaryOp::Mul if is_const(g, c, 1.0) && keeps(g, a) => Some(a),
+        BinaryOp::Mul if is_const(g, a, 1.0) && keeps(g, c) => Some(c),
+        BinaryOp::Div | BinaryOp::Pow if is_const(g, c, 1.0) && keeps(g, a) => Some(a),
+        BinaryOp::Sub if is_const(g, c, 0.0) && keeps(g, a) => Some(a),
+        BinaryOp::Pow if is_const(g, c, 2.0) && keeps(g, a) => Some(g.push(Node {
+            op: Op::Unary(UnaryOp::Square),
+            inputs: vec![a],
+            ..n.clone()
+        })),
+        _ => None,
+    }
+}
+
+/// Evaluate an elementwise op on constants; `None` when it cannot be folded exactly.
+pub fn eval(op: &Op, v: &[Scalar], operand: DType, result: DType) -> Option<Scalar> {
+    Some(match *op {
+        Op::Cast(to) => v[0].cast(to),
+        Op::Where => {
+            if v[0].as_bool() {
+                v[1].cast(result)
+            } else {
+                v[2].cast(result)
+            }
+        }
+        Op::Unary(u) => eval_unary(u, v[0], operand)?.cast(result),
+        Op::Binary(b) => eval_binary(b, v[0], v[1], operand)?.cast(result),
+        Op::Input(_) | Op::Const(_) => return None,
+    })
+}
+
+fn eval_unary(u: UnaryOp, x: Scalar, dt: DType) -> Option<Scalar> {
+    if dt.is_float() {
+        let r = u.eval_f64(x.as_f64());
+        return Some(match u.kind() {
+            UnaryKind::Classify => Scalar::Bool(r != 0.0),
+            _ => Scalar::Float(r),
+        });
+    }
+    if dt == DType::Bool {
+        let b = x.as_bool();
+        return match u {
+            UnaryOp::Not => Some(Scalar::Bool(!b)),
+            UnaryOp::Abs | UnaryOp::Square => Some(Scalar::Bool(b)),
+            _ => None,
+        };
+    }
+    let i = x.as_i64();
+    Some(Scalar::Int(match u {
+        UnaryOp::Neg => i.wrapping_neg(),
+        UnaryOp::Abs => i.wrapping_abs(),
+        UnaryOp::Square => i.wrapping_mul(i),
+        UnaryOp::Sign => i.signum(),
+        UnaryOp::Not => !i,
+        UnaryOp::Relu => i.max(0),
+        _ => return None,
+    }))
+}
+
+fn eval_binary(b: BinaryOp, x: Scalar, y: Scalar, dt: DType) -> Option<Scalar> {
+    use BinaryOp::*;
+    if dt.is_float() {
+        let (p, q) = (x.as_f64(), y.as_f64());
+        let round = |v: f64| if dt == DType::F32 { v as f32 as f64 } else { v };
+        let (p, q) = (round(p), round(q));
+        return Some(match b {
+            Add => Scalar::Float(p + q),
+            Sub => Scalar::Float(p - q),
+            Mul => Scalar::Float(p * q),
+            Div => Scalar::Float(p / q),
+            FloorDiv => Scalar::Float(py_floordiv(p, q)),
+            Mod => Scalar::Float(py_mod(p, q)),
+            Pow => Scalar::Float(p.powf(q)),
+            Min => Scalar::Float(if p.is_nan() || q.is_nan() {
+                f64::NAN
+            } else {
+                p.min(q)
+            }),
+            Max => Scalar::Float(if p.is_nan() || q.is_nan() {
+                f64::NAN
+            } else {
+                p.max(q)
+            }),
+            Eq => Scalar::Bool(p == q),
+            Ne => Scalar::Bool(p != q),
+            Lt => Scalar::Bool(p < q),
+            Le => Scalar::Bool(p <= q),
+            Gt => Scalar::Bool(p > q),
+            Ge => Scalar::Bool(p >= q),
+            And | Or | Xor => return None,
+        });
+    }
+    let (p, q) = (x.as_i64(), y.as_i64());
+    let int = |v: i64| Scalar::Int(v);
+    Some(match b {
+        Add => int(p.wrapping_add(q)),
+        Sub => int(p.wrapping_sub(q)),
+        Mul => int(p.wrapping_mul(q)),
+        FloorDiv => int(if q == 0 {
+            0
+        } else {
+            p.wrapping_div(q) - ((p.wrapping_rem(q) != 0 && (p < 0) != (q < 0)) as i64)
+        }),
+        Mod => int(match p.checked_rem(q) {
+            None | Some(0) => 0,
+            Some(r) if (r < 0) != (q < 0) => r + q,
+            Some(r) => r,
+        }),
+        Pow if q >= 0 => int(p.wrapping_pow(q.min(u32::MAX as i64) as u32)),
+        Min => int(p.min(q)),
+        Max => int(p.max(q)),
+        Eq => Scalar::Bool(p == q),
+        Ne => Scalar::Bool(p != q),
+        Lt => Scalar::Bool(p < q),
+        Le => Scalar::Bool(p <= q),
+        Gt => Scalar::Bool(p > q),
+        Ge => Scalar::Bool(p >= q),
+        And if dt == DType::Bool => Scalar::Bool(p & q != 0),
+        Or if dt == DType::Bool => Scalar::Bool((p | q) != 0),
+        Xor if dt == DType::Bool => Scalar::Bool((p ^ q) != 0),
+        And => int(p & q),
+        Or => int(p | q),
+        Xor => int(p ^ q),
+        Div | Pow => return None,
+    })
+}
+
+/// Python's float floor division (NumPy `floor_divide`).
+pub fn py_floordiv(a: f64, b: f64) -> f64 {
+    if b == 0.0 {
+        return a / b;
+    }
+    let m = a % b;
+    let mut div = (a - m) / b;
+    if m != 0.0 && ((b < 0.0) != (m < 0.0)) {
+        div -= 1.0;
+    }
+    if div != 0.0 {
+        let f = div.floor();
+        if div - f > 0.5 {
+            f + 1.0
+        } else {
+            f
+        }
+    } else {
+        0.0f64.copysign(a / b)
+    }
+}
+
+/// Python's float modulo (NumPy `remainder`): the sign follows the divisor.
+pub fn py_mod(a: f64, b: f64) -> f64 {
+    if b == 0.0 {
+        return f64::NAN;
+    }
+    let m = a % b;
+    if m != 0.0 {
+        if (b < 0.0) != (m < 0.0) {
+            m + b
+        } else {
+            m
+        }
+    } else {
+        0.0f64.copysign(b)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pass::CompileOptions;
+    use pyasc_ir::dtype::VType;
+    use pyasc_ir::Shape;
+
+    #[test]
+    fn folds_constant_chains_with_dtype_rounding() {
+        let mut g = Graph::new();
+        let x = g.add_input(VType::strong(DType::F32), Shape(vec![2]));
+        let a = g.constant(Scalar::Float(0.1), VType::strong(DType::F32), None);
+        let b = g.constant(Scalar::Float(0.2), VType::strong(DType::F32), None);
+        let s = g.binary(BinaryOp::Add, a, b, None).unwrap();
+        let y = g.binary(BinaryOp::Mul, x, s, None).unwrap();
+        g.outputs.push(y);
+        let mut st = CompileState {
+            graph: g,
+            options: CompileOptions::default(),
+            fusion: None,
+            plan: None,
+            notes: vec![],
+        };
+        FoldPass.run(&mut st).unwrap();
+        crate::dce::DcePass.run(&mut st).unwrap();
+        let consts: Vec<f64> = st
+            .graph
+            .nodes
+            .iter()
+            .filter_map(|n| match n.op {
+                Op::Const(v) => Some(v.as_f64()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(consts, vec![(0.1f32 + 0.2f32) as f64]);
+    }
+
+    #[test]
+    fn integer_semantics_follow_python() {
+        let i = |v| Scalar::Int(v);
+        let e = |b, x, y| eval_binary(b, i(x), i(y), DType::I64).unwrap().as_i64();
+        assert_eq!(e(BinaryOp::FloorDiv, -7, 2), -4);
+        assert_eq!(e(BinaryOp::Mod, -7, 2), 1);
+        assert_eq!(e(BinaryOp::Mod, 7, -2), -1);
+        assert_eq!(e(BinaryOp::FloorDiv, 7, 0), 0);
+        assert_eq!(e(BinaryOp::Add, i64::MAX, 1), i64::MIN);
+        assert_eq!(py_floordiv(-7.0, 2.0), -4.0);
+        assert_eq!(py_mod(-7.0, 2.0), 1.0);
+        assert!(py_mod(1.0, 0.0).is_nan());
+    }
+}

@@ -1,0 +1,135 @@
+//! The [`Pass`] trait, the pipeline list and the compile driver that times each pass.
+
+use crate::fuse::Fusion;
+use pyasc_ir::error::Result;
+use pyasc_ir::tile::KernelPlan;
+use pyasc_ir::verify::verify;
+use pyasc_ir::Graph;
+use std::time::Instant;
+
+/// Options that steer compilation.
+#[derive(Clone, Debug)]
+pub struct CompileOptions {
+    /// 0: every op its own kernel; 1: elementwise fusion; 2 and 3: also across broadcasts.
+    pub op_break_level: u8,
+    /// Base name of the kernels.
+    pub kernel_name: String,
+    /// Bytes of local memory a block's tile registers may use (L2 share on a CPU,
+    /// the 192 KiB Unified Buffer on the NPU twin).
+    pub tile_budget_bytes: usize,
+    /// Run the verifier after every pass.
+    pub verify_each_pass: bool,
+}
+
+impl Default for CompileOptions {
+    fn default() -> Self {
+        CompileOptions {
+            op_break_level: 3,
+            kernel_name: "op".to_string(),
+            tile_budget_bytes: 256 * 1024,
+            verify_each_pass: cfg!(debug_assertions),
+        }
+    }
+}
+
+/// Everything a pass may read or change.
+#[derive(Debug)]
+pub struct CompileState {
+    /// The graph being optimised.
+    pub graph: Graph,
+    /// The options.
+    pub options: CompileOptions,
+    /// Set by the fusion pass.
+    pub fusion: Option<Fusion>,
+    /// Set by the lowering pass.
+    pub plan: Option<KernelPlan>,
+    /// Messages of the running pass (decisions worth a log line).
+    pub notes: Vec<String>,
+}
+
+/// One step of the pipeline.
+pub trait Pass {
+    /// Name shown in logs.
+    fn name(&self) -> &'static str;
+    /// Transform the state.
+    fn run(&self, st: &mut CompileState) -> Result<()>;
+}
+
+/// What one pass did.
+#[derive(Clone, Debug)]
+pub struct PassReport {
+    /// The pass.
+    pub name: &'static str,
+    /// Wall time in microseconds.
+    pub micros: f64,
+    /// Graph size before.
+    pub nodes_before: usize,
+    /// Graph size after.
+    pub nodes_after: usize,
+    /// Decisions it reported.
+    pub notes: Vec<String>,
+}
+
+/// The result of compilation.
+#[derive(Clone, Debug)]
+pub struct Compiled {
+    /// The optimised graph.
+    pub graph: Graph,
+    /// The kernels.
+    pub plan: KernelPlan,
+    /// One report per pass, in order.
+    pub reports: Vec<PassReport>,
+}
+
+/// The passes in order.
+pub fn pipeline() -> Vec<Box<dyn Pass>> {
+    vec![
+        Box::new(crate::promote::PromotePass),
+        Box::new(crate::fold::FoldPass),
+        Box::new(crate::cse::CsePass),
+        Box::new(crate::dce::DcePass),
+        Box::new(crate::fuse::FusePass),
+        Box::new(crate::lower::LowerPass),
+    ]
+}
+
+/// Run the whole pipeline on a traced graph.
+pub fn compile(graph: Graph, options: &CompileOptions) -> Result<Compiled> {
+    verify(&graph)?;
+    let mut st = CompileState {
+        graph,
+        options: options.clone(),
+        fusion: None,
+        plan: None,
+        notes: Vec::new(),
+    };
+    let mut reports = Vec::new();
+    for pass in pipeline() {
+        let before = st.graph.len();
+        let t = Instant::now();
+        pass.run(&mut st)?;
+        let micros = t.elapsed().as_secs_f64() * 1e6;
+        if st.options.verify_each_pass {
+            verify(&st.graph)?;
+            if let Some(plan) = &st.plan {
+                plan.verify()?;
+            }
+        }
+        reports.push(PassReport {
+            name: pass.name(),
+            micros,
+            nodes_before: before,
+            nodes_after: st.graph.len(),
+            notes: std::mem::take(&mut st.notes),
+        });
+    }
+    let plan = st
+        .plan
+        .take()
+        .ok_or_else(|| pyasc_ir::IrError::internal("lowering produced no plan"))?;
+    Ok(Compiled {
+        graph: st.graph,
+        plan,
+        reports,
+    })
+}
