@@ -1,8 +1,8 @@
 //! float32 sine, cosine and tangent, computed in float64.
 //!
-//! Reduction: `x = k pi/2 + r` with pi/2 split in two parts (33 + 53 bits, as fdlibm's
-//! `__rem_pio2f`), exact enough for every float32 below 2^28 pi/2; the vector path is used for
-//! |x| < 2^27 and larger lanes are recomputed one by one with float64 `sin`/`cos`/`tan`
+//! Reduction: `x = k pi/2 + r` with pi/2 split in three parts (Cody-Waite: 26 + 26 + 53 bits,
+//! so `k * P1` and `k * P2` are exact for |k| < 2^27 even without FMA); the vector path is used
+//! for |x| < 2^27 and larger lanes are recomputed one by one with float64 `sin`/`cos`/`tan`
 //! (full Payne-Hanek reduction) by the caller, see [`HUGE`]. `sin r`, `cos r` on
 //! `|r| <= pi/4` by Taylor polynomials to r^13 / r^14.
 
@@ -13,10 +13,12 @@ use crate::dispatch::Simd;
 pub(crate) const HUGE: f32 = 134_217_728.0;
 
 const TWO_OVER_PI: f64 = std::f64::consts::FRAC_2_PI;
-/// First 33 bits of pi/2.
-const PIO2_1: f64 = f64::from_bits(0x3FF9_21FB_5440_0000);
-/// pi/2 - PIO2_1.
-const PIO2_1T: f64 = f64::from_bits(0x3DD0_B461_1A62_6331);
+/// First 26 bits of pi/2.
+const PIO2_1: f64 = f64::from_bits(0x3FF9_21FB_5000_0000);
+/// Next 26 bits of pi/2.
+const PIO2_2: f64 = f64::from_bits(0x3E51_10B4_6000_0000);
+/// pi/2 - PIO2_1 - PIO2_2, rounded.
+const PIO2_3: f64 = f64::from_bits(0x3C91_A626_3314_5C07);
 
 /// (-1)^n / (2n+1)! for n = 1..=6.
 const SIN: [f64; 6] = [
@@ -44,7 +46,8 @@ fn reduce<S: Simd>(x: f32) -> (f64, f64, i64) {
     let x = x as f64;
     let (kf, k) = magic_split(mad::<S>(x, TWO_OVER_PI, ROUND_MAGIC));
     let r = mad::<S>(kf, -PIO2_1, x);
-    let r = mad::<S>(kf, -PIO2_1T, r);
+    let r = mad::<S>(kf, -PIO2_2, r);
+    let r = mad::<S>(kf, -PIO2_3, r);
     let z = r * r;
     let s = mad::<S>(r * z, horner::<S, 6>(z, &SIN), r);
     let c = mad::<S>(z, horner::<S, 7>(z, &COS), 1.0);

@@ -1,0 +1,204 @@
+//! float32 math kernels against float64 references rounded to float32, under every ISA:
+//! millions of random bit patterns, dense sweeps around 0, ±1, thresholds and subnormals,
+//! and special values. Run with `--nocapture` to see the measured maximum ulp error.
+
+mod common;
+
+use common::{for_each_isa, inputs_f32, ulp_f32};
+use pyasc_kernels::unary::{self, FloatFn};
+
+const N_RANDOM: usize = 2_000_000;
+
+/// Checks `f` against `reference` (float64, rounded to float32) within `limit` ulp.
+fn check(f: FloatFn, reference: fn(f64) -> f64, centers: &[f32], limit: u64) {
+    let x = inputs_f32(N_RANDOM, centers, f as u64 + 1);
+    let want: Vec<f32> = x.iter().map(|&v| reference(v as f64) as f32).collect();
+    let mut y = vec![0.0f32; x.len()];
+    for_each_isa(|isa| {
+        y.fill(0.0);
+        unary::f32(f, &x, &mut y);
+        let mut worst = (0u64, 0usize);
+        for (i, (&g, &w)) in y.iter().zip(&want).enumerate() {
+            let d = ulp_f32(g, w);
+            if d > worst.0 {
+                worst = (d, i);
+            }
+        }
+        let i = worst.1;
+        println!(
+            "{f:?} [{}]: max {} ulp at x = {:e} (got {:e}, want {:e})",
+            isa.name(),
+            worst.0,
+            x[i],
+            y[i],
+            want[i]
+        );
+        assert!(
+            worst.0 <= limit,
+            "{f:?} [{}]: {} ulp at x = {:e}",
+            isa.name(),
+            worst.0,
+            x[i]
+        );
+    });
+}
+
+#[test]
+fn exp() {
+    check(
+        FloatFn::Exp,
+        f64::exp,
+        &[88.72284, -87.33655, -103.97208, -88.0],
+        2,
+    );
+}
+
+#[test]
+fn exp2() {
+    check(
+        FloatFn::Exp2,
+        f64::exp2,
+        &[128.0, -126.0, -149.0, -150.0],
+        2,
+    );
+}
+
+#[test]
+fn expm1() {
+    check(
+        FloatFn::Expm1,
+        f64::exp_m1,
+        &[88.72284, -17.0, 0.35, -0.35],
+        2,
+    );
+}
+
+#[test]
+fn log() {
+    check(
+        FloatFn::Log,
+        f64::ln,
+        &[f32::MAX, 0.70710677, 1.4142135, 2.0],
+        2,
+    );
+}
+
+#[test]
+fn log2() {
+    check(
+        FloatFn::Log2,
+        f64::log2,
+        &[f32::MAX, 0.70710677, 1.4142135, 2.0],
+        2,
+    );
+}
+
+#[test]
+fn log1p() {
+    check(
+        FloatFn::Log1p,
+        f64::ln_1p,
+        &[-0.99999, -0.5, f32::MAX, 0.41421357],
+        2,
+    );
+}
+
+#[test]
+fn sin() {
+    check(
+        FloatFn::Sin,
+        f64::sin,
+        &[3.1415927, 1.5707964, 134217728.0, 100000.0],
+        2,
+    );
+}
+
+#[test]
+fn cos() {
+    check(
+        FloatFn::Cos,
+        f64::cos,
+        &[3.1415927, 1.5707964, 134217728.0, 100000.0],
+        2,
+    );
+}
+
+#[test]
+fn tan() {
+    check(
+        FloatFn::Tan,
+        f64::tan,
+        &[0.7853982, 1.5707964, 134217728.0, 100000.0],
+        2,
+    );
+}
+
+#[test]
+fn tanh() {
+    check(FloatFn::Tanh, f64::tanh, &[0.0625, 0.55, 9.0, 20.0], 2);
+}
+
+fn sigmoid(x: f64) -> f64 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+#[test]
+fn sigmoid_() {
+    check(FloatFn::Sigmoid, sigmoid, &[-103.0, -88.0, 17.0, 40.0], 2);
+}
+
+#[test]
+fn erf() {
+    check(FloatFn::Erf, libm::erf, &[2.0, 4.0, 3.9, 0.5], 2);
+}
+
+#[test]
+fn erfc() {
+    check(FloatFn::Erfc, libm::erfc, &[2.0, 4.0, 9.2, 10.05], 2);
+}
+
+fn gelu(x: f64) -> f64 {
+    0.5 * x * libm::erfc(-x * std::f64::consts::FRAC_1_SQRT_2)
+}
+
+#[test]
+fn gelu_() {
+    check(FloatFn::Gelu, gelu, &[-5.0, -13.0, -14.2, 3.0], 4);
+}
+
+fn fast_gelu(x: f64) -> f64 {
+    let d = if x < 0.0 { 2.0 * x } else { 0.0 };
+    x / (1.0 + (-1.702 * x.abs()).exp()) * (0.851 * d).exp()
+}
+
+#[test]
+fn fast_gelu_() {
+    check(FloatFn::FastGelu, fast_gelu, &[-5.0, -60.0, -61.0, 3.0], 4);
+}
+
+#[test]
+fn silu() {
+    check(
+        FloatFn::Silu,
+        |x| x * sigmoid(x),
+        &[-5.0, -100.0, -110.0, 3.0],
+        4,
+    );
+}
+
+fn softplus(x: f64) -> f64 {
+    let m = if x > 0.0 || x.is_nan() { x } else { 0.0 };
+    m + (-x.abs()).exp().ln_1p()
+}
+
+#[test]
+fn softplus_() {
+    check(FloatFn::Softplus, softplus, &[-100.0, -103.0, 17.0, 3.0], 4);
+}
+
+#[test]
+fn sqrt_reciprocal_rsqrt() {
+    check(FloatFn::Sqrt, f64::sqrt, &[4.0], 0);
+    check(FloatFn::Reciprocal, |x| 1.0 / x, &[3.0], 0);
+    check(FloatFn::Rsqrt, |x| 1.0 / x.sqrt(), &[4.0], 1);
+}

@@ -1,0 +1,43 @@
+//! Rough throughput per ISA (ignored by default; `cargo test --test speed -- --ignored
+//! --nocapture`). A vectorised kernel is several times faster under AVX-512 than under SSE2.
+
+mod common;
+
+use common::for_each_isa;
+use pyasc_kernels::binary::{self, ArithFn};
+use pyasc_kernels::unary::{self, FloatFn};
+use pyasc_kernels::Src;
+use std::time::Instant;
+
+#[test]
+#[ignore]
+fn throughput() {
+    let n = 4096;
+    let x: Vec<f32> = (0..n).map(|i| (i as f32 - 2048.0) * 0.01).collect();
+    let mut y = vec![0.0f32; n];
+    let fns = [
+        FloatFn::Exp,
+        FloatFn::Log,
+        FloatFn::Sin,
+        FloatFn::Tanh,
+        FloatFn::Erf,
+        FloatFn::Gelu,
+        FloatFn::Floor,
+    ];
+    for_each_isa(|isa| {
+        for f in fns {
+            let t = Instant::now();
+            for _ in 0..1000 {
+                unary::f32(f, &x, &mut y);
+            }
+            let ns = t.elapsed().as_nanos() as f64 / (1000 * n) as f64;
+            println!("{} {f:?}: {ns:.2} ns/elem", isa.name());
+        }
+        let t = Instant::now();
+        for _ in 0..1000 {
+            binary::arith(ArithFn::Add, Src::Slice(&x), Src::Scalar(1.5), &mut y);
+        }
+        let ns = t.elapsed().as_nanos() as f64 / (1000 * n) as f64;
+        println!("{} add: {ns:.3} ns/elem", isa.name());
+    });
+}
