@@ -1,1 +1,19 @@
-//! placeholder
+//! pyasc-runtime: executes kernel plans.
+//!
+//! * [`device`]: the [`Device`] trait, the CPU device, the NPU twin and the null device.
+//! * [`vm`]: the tile VM, which runs one kernel's tile program over blocks on all cores.
+//! * [`instr`]: the single place where an instruction's dtype picks a SIMD primitive.
+//! * [`layout`]: broadcasting strides, dimension collapsing and strided gathers.
+//! * [`view`]: raw views of caller-owned memory handed to the executor.
+//! * [`pool`]: the worker pool.
+
+pub mod device;
+pub mod instr;
+pub mod layout;
+pub mod pool;
+pub mod view;
+pub mod vm;
+
+pub use device::{device_for, CpuDevice, Device, DeviceInfo, DeviceKind, NullDevice};
+pub use view::{InputView, OutputPtr};
+pub use vm::{execute_plan, KernelRecord, RunStats};

@@ -1,0 +1,351 @@
+//! Executing one tile instruction: the single place where dtypes pick SIMD primitives
+//! of `pyasc-kernels`.
+
+use pyasc_ir::error::{IrError, Result};
+use pyasc_ir::op::{BinaryOp, UnaryOp};
+use pyasc_ir::tile::{Instr, RegDecl};
+use pyasc_ir::{DType, Scalar};
+use pyasc_kernels::binary::{self, ArithFn, BitFn, CmpFn};
+use pyasc_kernels::unary::{self, ClassFn, FloatFn, IntFn};
+use pyasc_kernels::{cast, fill, select, Element, Src};
+use std::slice;
+
+/// A register's contents for the current tile.
+#[derive(Copy, Clone, Debug)]
+pub enum Val {
+    /// `len` elements at this address.
+    Ptr(*mut u8),
+    /// One value broadcast over the tile.
+    Scalar(Scalar),
+}
+
+/// Conversion of a constant to a tile element type.
+pub trait FromScalar: Element {
+    /// The constant as this type.
+    fn from_scalar(s: Scalar) -> Self;
+}
+
+impl FromScalar for u8 {
+    fn from_scalar(s: Scalar) -> Self {
+        s.as_bool() as u8
+    }
+}
+impl FromScalar for i32 {
+    fn from_scalar(s: Scalar) -> Self {
+        s.as_i64() as i32
+    }
+}
+impl FromScalar for i64 {
+    fn from_scalar(s: Scalar) -> Self {
+        s.as_i64()
+    }
+}
+impl FromScalar for f32 {
+    fn from_scalar(s: Scalar) -> Self {
+        s.as_f64() as f32
+    }
+}
+impl FromScalar for f64 {
+    fn from_scalar(s: Scalar) -> Self {
+        s.as_f64()
+    }
+}
+
+/// Run `$body` with `$T` bound to the element type of `$dtype`.
+macro_rules! with_dtype {
+    ($dtype:expr, $T:ident => $body:expr) => {
+        match $dtype {
+            DType::Bool => {
+                type $T = u8;
+                $body
+            }
+            DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            other => {
+                return Err(IrError::new(
+                    pyasc_ir::error::ErrorKind::Unsupported,
+                    format!("{other} tiles are not executable on this device"),
+                ))
+            }
+        }
+    };
+}
+
+/// Typed view of an operand.
+///
+/// # Safety
+/// A `Ptr` must address `len` initialised elements of `T` not written during the borrow.
+unsafe fn src<'a, T: FromScalar>(v: Val, len: usize) -> Src<'a, T> {
+    match v {
+        // SAFETY: per the contract above.
+        Val::Ptr(p) => Src::Slice(unsafe { slice::from_raw_parts(p as *const T, len) }),
+        Val::Scalar(s) => Src::Scalar(T::from_scalar(s)),
+    }
+}
+
+/// Typed view of a destination.
+///
+/// # Safety
+/// `v` must be a `Ptr` to `len` writable elements of `T` that nothing else borrows.
+unsafe fn dst<'a, T>(v: Val, len: usize) -> Result<&'a mut [T]> {
+    match v {
+        // SAFETY: per the contract above.
+        Val::Ptr(p) => Ok(unsafe { slice::from_raw_parts_mut(p as *mut T, len) }),
+        Val::Scalar(_) => Err(IrError::internal("instruction writes a scalar register")),
+    }
+}
+
+/// Apply a slice-to-slice function to an operand that may be a scalar: a scalar is
+/// computed once and broadcast.
+fn map1<S: FromScalar, D: FromScalar>(x: Src<'_, S>, y: &mut [D], f: impl Fn(&[S], &mut [D])) {
+    match x {
+        Src::Slice(s) => f(s, y),
+        Src::Scalar(v) => {
+            if let Some((first, rest)) = y.split_first_mut() {
+                f(&[v], slice::from_mut(first));
+                fill(*first, rest);
+            }
+        }
+    }
+}
+
+/// Execute `ins` on a tile of `len` elements.
+///
+/// # Safety
+/// `vals` must hold, for every register, a value valid for `len` elements of the
+/// register's dtype; the destination must not alias any operand (the tile verifier
+/// guarantees distinct registers, the VM distinct memory).
+pub unsafe fn exec(ins: &Instr, decls: &[RegDecl], vals: &[Val], len: usize) -> Result<()> {
+    let dt = |r: pyasc_ir::tile::Reg| decls[r.0 as usize].dtype;
+    let val = |r: pyasc_ir::tile::Reg| vals[r.0 as usize];
+    // SAFETY (all blocks below): register values satisfy this function's contract.
+    unsafe {
+        match *ins {
+            Instr::Unary { op, dst: d, src: s } => exec_unary(op, dt(s), val(s), val(d), len),
+            Instr::Binary { op, dst: d, a, b } => {
+                exec_binary(op, dt(a), val(a), val(b), val(d), len)
+            }
+            Instr::Select { dst: d, cond, a, b } => with_dtype!(dt(d), T => {
+                select::<T>(src::<u8>(val(cond), len), src::<T>(val(a), len), src::<T>(val(b), len), dst::<T>(val(d), len)?);
+                Ok(())
+            }),
+            Instr::Cast { dst: d, src: s } => with_dtype!(dt(s), S => with_dtype!(dt(d), D => {
+                map1(src::<S>(val(s), len), dst::<D>(val(d), len)?, cast::<S, D>);
+                Ok(())
+            })),
+            Instr::Copy { dst: d, src: s } => with_dtype!(dt(d), T => {
+                let out = dst::<T>(val(d), len)?;
+                match src::<T>(val(s), len) {
+                    Src::Slice(x) => out.copy_from_slice(x),
+                    Src::Scalar(v) => fill(v, out),
+                }
+                Ok(())
+            }),
+        }
+    }
+}
+
+fn float_fn(op: UnaryOp) -> Option<FloatFn> {
+    use UnaryOp as U;
+    Some(match op {
+        U::Neg => FloatFn::Neg,
+        U::Abs => FloatFn::Abs,
+        U::Square => FloatFn::Square,
+        U::Sign => FloatFn::Sign,
+        U::Exp => FloatFn::Exp,
+        U::Exp2 => FloatFn::Exp2,
+        U::Log => FloatFn::Log,
+        U::Log2 => FloatFn::Log2,
+        U::Log1p => FloatFn::Log1p,
+        U::Expm1 => FloatFn::Expm1,
+        U::Sqrt => FloatFn::Sqrt,
+        U::Rsqrt => FloatFn::Rsqrt,
+        U::Reciprocal => FloatFn::Reciprocal,
+        U::Sin => FloatFn::Sin,
+        U::Cos => FloatFn::Cos,
+        U::Tan => FloatFn::Tan,
+        U::Tanh => FloatFn::Tanh,
+        U::Sigmoid => FloatFn::Sigmoid,
+        U::Erf => FloatFn::Erf,
+        U::Erfc => FloatFn::Erfc,
+        U::Relu => FloatFn::Relu,
+        U::Gelu => FloatFn::Gelu,
+        U::FastGelu => FloatFn::FastGelu,
+        U::Silu => FloatFn::Silu,
+        U::Softplus => FloatFn::Softplus,
+        U::Floor => FloatFn::Floor,
+        U::Ceil => FloatFn::Ceil,
+        U::Round => FloatFn::Round,
+        U::Not | U::IsNan | U::IsInf | U::IsFinite => return None,
+    })
+}
+
+unsafe fn exec_unary(op: UnaryOp, dtype: DType, s: Val, d: Val, len: usize) -> Result<()> {
+    let unsupported = || {
+        Err(IrError::internal(format!(
+            "{} has no {dtype} kernel",
+            op.name()
+        )))
+    };
+    let class = match op {
+        UnaryOp::IsNan => Some(ClassFn::IsNan),
+        UnaryOp::IsInf => Some(ClassFn::IsInf),
+        UnaryOp::IsFinite => Some(ClassFn::IsFinite),
+        _ => None,
+    };
+    // SAFETY: operand and destination are valid for `len` elements (caller's contract).
+    unsafe {
+        match (dtype, class) {
+            (DType::F32, Some(c)) => map1(src::<f32>(s, len), dst::<u8>(d, len)?, |x, y| {
+                unary::classify_f32(c, x, y)
+            }),
+            (DType::F64, Some(c)) => map1(src::<f64>(s, len), dst::<u8>(d, len)?, |x, y| {
+                unary::classify_f64(c, x, y)
+            }),
+            (DType::F32, None) => match float_fn(op) {
+                Some(f) => map1(src::<f32>(s, len), dst::<f32>(d, len)?, |x, y| {
+                    unary::f32(f, x, y)
+                }),
+                None => return unsupported(),
+            },
+            (DType::F64, None) => match float_fn(op) {
+                Some(f) => map1(src::<f64>(s, len), dst::<f64>(d, len)?, |x, y| {
+                    unary::f64(f, x, y)
+                }),
+                None => return unsupported(),
+            },
+            (DType::I32 | DType::I64, None) => {
+                let int_fn = match op {
+                    UnaryOp::Neg => IntFn::Neg,
+                    UnaryOp::Abs => IntFn::Abs,
+                    UnaryOp::Square => IntFn::Square,
+                    UnaryOp::Sign => IntFn::Sign,
+                    UnaryOp::Not => IntFn::Not,
+                    UnaryOp::Relu => {
+                        return exec_binary(
+                            BinaryOp::Max,
+                            dtype,
+                            s,
+                            Val::Scalar(Scalar::Int(0)),
+                            d,
+                            len,
+                        );
+                    }
+                    _ => return unsupported(),
+                };
+                if dtype == DType::I32 {
+                    map1(src::<i32>(s, len), dst::<i32>(d, len)?, |x, y| {
+                        unary::i32(int_fn, x, y)
+                    });
+                } else {
+                    map1(src::<i64>(s, len), dst::<i64>(d, len)?, |x, y| {
+                        unary::i64(int_fn, x, y)
+                    });
+                }
+            }
+            (DType::Bool, None) => match op {
+                UnaryOp::Not => map1(src::<u8>(s, len), dst::<u8>(d, len)?, unary::bool_not),
+                UnaryOp::Abs | UnaryOp::Square => {
+                    map1(src::<u8>(s, len), dst::<u8>(d, len)?, |x, y| {
+                        y.copy_from_slice(x)
+                    })
+                }
+                _ => return unsupported(),
+            },
+            _ => return unsupported(),
+        }
+    }
+    Ok(())
+}
+
+unsafe fn exec_binary(
+    op: BinaryOp,
+    dtype: DType,
+    a: Val,
+    b: Val,
+    d: Val,
+    len: usize,
+) -> Result<()> {
+    use BinaryOp as B;
+    let cmp = match op {
+        B::Eq => Some(CmpFn::Eq),
+        B::Ne => Some(CmpFn::Ne),
+        B::Lt => Some(CmpFn::Lt),
+        B::Le => Some(CmpFn::Le),
+        B::Gt => Some(CmpFn::Gt),
+        B::Ge => Some(CmpFn::Ge),
+        _ => None,
+    };
+    let bit = match op {
+        B::And => Some(BitFn::And),
+        B::Or => Some(BitFn::Or),
+        B::Xor => Some(BitFn::Xor),
+        _ => None,
+    };
+    let arith = match op {
+        B::Add => Some(ArithFn::Add),
+        B::Sub => Some(ArithFn::Sub),
+        B::Mul => Some(ArithFn::Mul),
+        B::Div => Some(ArithFn::Div),
+        B::FloorDiv => Some(ArithFn::FloorDiv),
+        B::Mod => Some(ArithFn::Mod),
+        B::Pow => Some(ArithFn::Pow),
+        B::Min => Some(ArithFn::Min),
+        B::Max => Some(ArithFn::Max),
+        _ => None,
+    };
+    let unsupported = || {
+        Err(IrError::internal(format!(
+            "{} has no {dtype} kernel",
+            op.name()
+        )))
+    };
+    // SAFETY: operands and destination are valid for `len` elements (caller's contract).
+    unsafe {
+        if let Some(c) = cmp {
+            return with_dtype!(dtype, T => {
+                binary::compare::<T>(c, src::<T>(a, len), src::<T>(b, len), dst::<u8>(d, len)?);
+                Ok(())
+            });
+        }
+        match (dtype, bit, arith) {
+            (DType::Bool, Some(f), _) => {
+                binary::bitwise::<u8>(f, src(a, len), src(b, len), dst(d, len)?)
+            }
+            (DType::I32, Some(f), _) => {
+                binary::bitwise::<i32>(f, src(a, len), src(b, len), dst(d, len)?)
+            }
+            (DType::I64, Some(f), _) => {
+                binary::bitwise::<i64>(f, src(a, len), src(b, len), dst(d, len)?)
+            }
+            (DType::I32, _, Some(f)) => {
+                binary::arith::<i32>(f, src(a, len), src(b, len), dst(d, len)?)
+            }
+            (DType::I64, _, Some(f)) => {
+                binary::arith::<i64>(f, src(a, len), src(b, len), dst(d, len)?)
+            }
+            (DType::F32, _, Some(f)) => {
+                binary::arith::<f32>(f, src(a, len), src(b, len), dst(d, len)?)
+            }
+            (DType::F64, _, Some(f)) => {
+                binary::arith::<f64>(f, src(a, len), src(b, len), dst(d, len)?)
+            }
+            _ => return unsupported(),
+        }
+    }
+    Ok(())
+}

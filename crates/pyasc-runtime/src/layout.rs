@@ -1,0 +1,186 @@
+//! Memory layouts of kernel operands: broadcasting strides, collapsing dimensions that
+//! are contiguous for every operand, and gathering a strided tile into local memory.
+
+/// Largest rank the executor handles (NumPy's limit is 64).
+pub const MAX_RANK: usize = 64;
+
+/// How the executor reads an argument.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Access {
+    /// Contiguous in iteration order: tiles are read in place.
+    Contiguous,
+    /// Every element is the same one: read once as a scalar.
+    Broadcast,
+    /// Anything else: each tile is gathered (strides per collapsed dim).
+    Strided(Vec<isize>),
+}
+
+/// Strides (in elements) of an operand of `shape`/`strides` broadcast to `dims`:
+/// broadcast axes get stride 0.
+pub fn broadcast_strides(shape: &[usize], strides: &[isize], dims: &[usize]) -> Vec<isize> {
+    let off = dims.len() - shape.len();
+    (0..dims.len())
+        .map(|d| {
+            if d < off || shape[d - off] == 1 {
+                0
+            } else {
+                strides[d - off]
+            }
+        })
+        .collect()
+}
+
+/// Drop unit dims and merge neighbours that are contiguous for every operand.
+/// `strides` holds one stride vector per operand (all of length `dims.len()`), rewritten
+/// in place; returns the collapsed dims (at least one).
+pub fn collapse(dims: &[usize], strides: &mut [Vec<isize>]) -> Vec<usize> {
+    let keep: Vec<usize> = (0..dims.len()).filter(|&d| dims[d] != 1).collect();
+    let mut out_dims: Vec<usize> = Vec::with_capacity(keep.len());
+    let mut out_strides: Vec<Vec<isize>> = vec![Vec::with_capacity(keep.len()); strides.len()];
+    for &d in &keep {
+        let mergeable = !out_dims.is_empty()
+            && strides
+                .iter()
+                .zip(&out_strides)
+                .all(|(s, o)| *o.last().unwrap() == s[d] * dims[d] as isize);
+        if mergeable {
+            *out_dims.last_mut().unwrap() *= dims[d];
+            for (s, o) in strides.iter().zip(out_strides.iter_mut()) {
+                *o.last_mut().unwrap() = s[d];
+            }
+        } else {
+            out_dims.push(dims[d]);
+            for (s, o) in strides.iter().zip(out_strides.iter_mut()) {
+                o.push(s[d]);
+            }
+        }
+    }
+    if out_dims.is_empty() {
+        out_dims.push(1);
+        for o in out_strides.iter_mut() {
+            o.push(0);
+        }
+    }
+    for (s, o) in strides.iter_mut().zip(out_strides) {
+        *s = o;
+    }
+    out_dims
+}
+
+/// Classify an operand's collapsed strides.
+pub fn classify(dims: &[usize], strides: &[isize]) -> Access {
+    if strides.iter().zip(dims).all(|(s, d)| *s == 0 || *d == 1) {
+        Access::Broadcast
+    } else if dims.len() == 1 && strides[0] == 1 {
+        Access::Contiguous
+    } else {
+        Access::Strided(strides.to_vec())
+    }
+}
+
+/// Copy the elements at flat iteration positions `start..start + dst.len()` of a strided
+/// operand into `dst`.
+///
+/// # Safety
+/// Every position of the iteration space `dims` must address a readable element from
+/// `base` through `strides`.
+pub unsafe fn gather<T: Copy>(
+    base: *const T,
+    dims: &[usize],
+    strides: &[isize],
+    start: usize,
+    dst: &mut [T],
+) {
+    let r = dims.len();
+    let mut idx = [0usize; MAX_RANK];
+    let mut rem = start;
+    let mut off = 0isize;
+    for d in (0..r).rev() {
+        idx[d] = rem % dims[d];
+        rem /= dims[d];
+        off += idx[d] as isize * strides[d];
+    }
+    let inner = dims[r - 1];
+    let s = strides[r - 1];
+    let mut k = 0;
+    while k < dst.len() {
+        let run = (inner - idx[r - 1]).min(dst.len() - k);
+        let out = &mut dst[k..k + run];
+        // SAFETY: positions in range address valid elements (caller's contract).
+        unsafe {
+            let p = base.offset(off);
+            match s {
+                1 => std::ptr::copy_nonoverlapping(p, out.as_mut_ptr(), run),
+                0 => out.fill(*p),
+                _ => {
+                    for (j, o) in out.iter_mut().enumerate() {
+                        *o = *p.offset(j as isize * s);
+                    }
+                }
+            }
+        }
+        k += run;
+        idx[r - 1] += run;
+        off += run as isize * s;
+        if idx[r - 1] == inner {
+            idx[r - 1] = 0;
+            off -= inner as isize * s;
+            let mut d = r - 1;
+            while d > 0 {
+                d -= 1;
+                idx[d] += 1;
+                off += strides[d];
+                if idx[d] < dims[d] {
+                    break;
+                }
+                off -= dims[d] as isize * strides[d];
+                idx[d] = 0;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn collapses_contiguous_operands_to_one_dim() {
+        let dims = [4, 5, 6];
+        let mut s = vec![vec![30, 6, 1], vec![30, 6, 1]];
+        assert_eq!(collapse(&dims, &mut s), vec![120]);
+        assert_eq!(s, vec![vec![1], vec![1]]);
+    }
+
+    #[test]
+    fn broadcast_rows_keep_two_dims() {
+        let dims = [4, 5];
+        let b = broadcast_strides(&[5], &[1], &dims);
+        assert_eq!(b, vec![0, 1]);
+        let mut s = vec![b, vec![5, 1]];
+        assert_eq!(collapse(&dims, &mut s), vec![4, 5]);
+        assert_eq!(classify(&[4, 5], &s[0]), Access::Strided(vec![0, 1]));
+        assert_eq!(classify(&[4, 5], &[0, 0]), Access::Broadcast);
+    }
+
+    #[test]
+    fn gather_matches_naive_indexing() {
+        // A transposed 3x4 view of a 4x3 array, read from every start position.
+        let data: Vec<i64> = (0..12).collect();
+        let dims = [3, 4];
+        let strides = [1isize, 3];
+        let want: Vec<i64> = (0..12).map(|p| data[(p % 4) * 3 + p / 4]).collect();
+        for start in 0..12 {
+            for len in 0..=(12 - start) {
+                let mut got = vec![-1i64; len];
+                unsafe { gather(data.as_ptr(), &dims, &strides, start, &mut got) };
+                assert_eq!(got, want[start..start + len], "start {start} len {len}");
+            }
+        }
+        // Negative strides: a reversed vector.
+        let rev: Vec<i64> = (0..12).rev().collect();
+        let mut got = vec![0i64; 12];
+        unsafe { gather(data.as_ptr().add(11), &[12], &[-1], 0, &mut got) };
+        assert_eq!(got, rev);
+    }
+}

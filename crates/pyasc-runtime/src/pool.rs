@@ -1,0 +1,27 @@
+//! The worker pool: rayon's global pool, sized once from `PYASC_NUM_THREADS` or the
+//! number of cores.
+
+use std::sync::OnceLock;
+
+static THREADS: OnceLock<usize> = OnceLock::new();
+
+/// Number of worker threads kernels are spread over (built on first use).
+pub fn num_threads() -> usize {
+    *THREADS.get_or_init(|| {
+        let n = std::env::var("PYASC_NUM_THREADS")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .filter(|n| *n > 0)
+            .unwrap_or_else(|| {
+                std::thread::available_parallelism()
+                    .map(|n| n.get())
+                    .unwrap_or(1)
+            });
+        // Another library may have built the global pool already; then use its size.
+        let _ = rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .thread_name(|i| format!("pyasc-worker-{i}"))
+            .build_global();
+        rayon::current_num_threads()
+    })
+}

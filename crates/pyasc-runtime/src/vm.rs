@@ -1,0 +1,285 @@
+//! The tile VM: runs a kernel plan on the host cores.
+//!
+//! A kernel's iteration space (its output shape, collapsed to as few dims as the operand
+//! layouts allow) is cut into tiles of `tile_elems` consecutive elements; tiles are dealt
+//! out in contiguous ranges (blocks) to the worker pool. Per tile each register resolves
+//! to memory: contiguous arguments and outputs in place, strided arguments gathered into
+//! the block's scratch, scratch tiles reused for every tile of the block. Then the body
+//! runs instruction by instruction, each a SIMD loop over the whole tile.
+
+use crate::instr::{exec, Val};
+use crate::layout::{broadcast_strides, classify, collapse, gather, Access};
+use crate::pool::num_threads;
+use crate::view::{read_scalar, InputView, OutputPtr, SendPtr};
+use pyasc_ir::error::{IrError, Result};
+use pyasc_ir::tile::{BufferKind, KernelPlan, RegKind, TileKernel};
+use pyasc_ir::DType;
+use rayon::prelude::*;
+use std::time::Instant;
+
+/// Below this many elements a kernel runs on the calling thread.
+pub const PARALLEL_THRESHOLD: usize = 1 << 15;
+/// Blocks per worker, for load balance.
+const BLOCKS_PER_THREAD: usize = 4;
+
+/// One kernel launch as the log and the profiler see it.
+#[derive(Clone, Debug)]
+pub struct KernelRecord {
+    /// Kernel name.
+    pub name: String,
+    /// Elements computed.
+    pub elements: usize,
+    /// Tiles walked.
+    pub tiles: usize,
+    /// Blocks (parallel tasks) used.
+    pub blocks: usize,
+    /// Wall time in microseconds.
+    pub micros: f64,
+}
+
+/// What a plan execution did.
+#[derive(Clone, Debug, Default)]
+pub struct RunStats {
+    /// One record per kernel, in order.
+    pub kernels: Vec<KernelRecord>,
+}
+
+#[repr(C, align(64))]
+#[derive(Copy, Clone)]
+struct Line([u8; 64]);
+
+/// Scratch memory of one block: one tile per scratch or gathered register.
+struct Scratch {
+    mem: Vec<Line>,
+    offsets: Vec<Option<usize>>,
+    vals: Vec<Val>,
+}
+
+impl Scratch {
+    fn new(k: &TileKernel, gathered: &[bool]) -> Self {
+        let mut offsets = Vec::with_capacity(k.regs.len());
+        let mut lines = 0usize;
+        for r in &k.regs {
+            let needs = match r.kind {
+                RegKind::Tile => true,
+                RegKind::Arg(a) => gathered[a as usize],
+                _ => false,
+            };
+            if needs {
+                offsets.push(Some(lines * 64));
+                lines += (k.tile_elems * r.dtype.size()).div_ceil(64);
+            } else {
+                offsets.push(None);
+            }
+        }
+        Scratch {
+            mem: vec![Line([0; 64]); lines],
+            offsets,
+            vals: vec![Val::Scalar(pyasc_ir::Scalar::Int(0)); k.regs.len()],
+        }
+    }
+}
+
+/// How each kernel argument is read during a launch.
+enum ArgMode {
+    Contiguous(SendPtr),
+    Broadcast(pyasc_ir::Scalar),
+    Strided(SendPtr, Vec<usize>, Vec<isize>),
+}
+
+/// Execute a whole plan. `inputs` are the operator's arguments (in order), `outputs` one
+/// C-contiguous buffer per entry of `plan.outputs` (repeated buffers may share memory).
+pub fn execute_plan(
+    plan: &KernelPlan,
+    inputs: &[InputView],
+    outputs: &[OutputPtr],
+    record: bool,
+) -> Result<RunStats> {
+    if outputs.len() != plan.outputs.len() {
+        return Err(IrError::internal("wrong number of output buffers"));
+    }
+    // Memory of every buffer: inputs as given, outputs as given, the rest owned here.
+    let mut owned: Vec<Vec<Line>> = Vec::new();
+    let mut views: Vec<Option<InputView>> = vec![None; plan.buffers.len()];
+    for (b, decl) in plan.buffers.iter().enumerate() {
+        if let BufferKind::Input(i) = decl.kind {
+            let v = inputs
+                .get(i as usize)
+                .ok_or_else(|| IrError::internal(format!("missing argument {i}")))?;
+            if v.dtype != decl.dtype || v.shape != decl.shape.0 {
+                return Err(IrError::internal(format!(
+                    "argument {i} does not match the compiled signature"
+                )));
+            }
+            views[b] = Some(v.clone());
+        }
+    }
+    for (o, b) in outputs.iter().zip(&plan.outputs) {
+        let decl = &plan.buffers[b.0 as usize];
+        views[b.0 as usize] = Some(InputView::contiguous(o.0, decl.dtype, decl.shape.0.clone()));
+    }
+    for (b, decl) in plan.buffers.iter().enumerate() {
+        if views[b].is_none() {
+            let mut mem =
+                vec![Line([0; 64]); (decl.shape.numel() * decl.dtype.size()).div_ceil(64).max(1)];
+            views[b] = Some(InputView::contiguous(
+                mem.as_mut_ptr() as *const u8,
+                decl.dtype,
+                decl.shape.0.clone(),
+            ));
+            owned.push(mem);
+        }
+    }
+    let mut stats = RunStats::default();
+    for k in &plan.kernels {
+        let t = Instant::now();
+        let args: Vec<&InputView> = k
+            .args
+            .iter()
+            .map(|b| {
+                views[b.0 as usize]
+                    .as_ref()
+                    .expect("all buffers have memory")
+            })
+            .collect();
+        let outs: Vec<*mut u8> = k
+            .outs
+            .iter()
+            .map(|b| {
+                views[b.0 as usize]
+                    .as_ref()
+                    .expect("all buffers have memory")
+                    .ptr as *mut u8
+            })
+            .collect();
+        let (tiles, blocks) = run_kernel(k, &args, &outs)?;
+        if record {
+            stats.kernels.push(KernelRecord {
+                name: k.name.clone(),
+                elements: k.shape.numel(),
+                tiles,
+                blocks,
+                micros: t.elapsed().as_secs_f64() * 1e6,
+            });
+        }
+    }
+    drop(owned);
+    Ok(stats)
+}
+
+/// Run one kernel; returns (tiles, blocks).
+fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(usize, usize)> {
+    let n = k.shape.numel();
+    if n == 0 {
+        return Ok((0, 0));
+    }
+    let dims = &k.shape.0;
+    // Strides of every operand over the iteration space; the output pattern goes last.
+    let mut strides: Vec<Vec<isize>> = args
+        .iter()
+        .map(|a| broadcast_strides(&a.shape, &a.strides, dims))
+        .collect();
+    strides.push(InputView::contiguous(std::ptr::null(), DType::U8, dims.clone()).strides);
+    let cdims = collapse(dims, &mut strides);
+    let modes: Vec<ArgMode> = args
+        .iter()
+        .zip(&strides)
+        .map(|(a, s)| match classify(&cdims, s) {
+            // SAFETY: a broadcast operand has at least one element at its base address.
+            Access::Broadcast => ArgMode::Broadcast(unsafe { read_scalar(a.ptr, a.dtype) }),
+            Access::Contiguous => ArgMode::Contiguous(SendPtr(a.ptr as *mut u8)),
+            Access::Strided(st) => ArgMode::Strided(SendPtr(a.ptr as *mut u8), cdims.clone(), st),
+        })
+        .collect();
+    let gathered: Vec<bool> = modes
+        .iter()
+        .map(|m| matches!(m, ArgMode::Strided(..)))
+        .collect();
+    let outs: Vec<SendPtr> = outs.iter().map(|p| SendPtr(*p)).collect();
+    let tile = k.tile_elems;
+    let tiles = n.div_ceil(tile);
+    let run_range = |range: std::ops::Range<usize>| -> Result<()> {
+        let mut scratch = Scratch::new(k, &gathered);
+        for t in range {
+            let start = t * tile;
+            let len = tile.min(n - start);
+            // SAFETY: modes, outputs and scratch describe memory valid for this tile.
+            unsafe { run_tile(k, &modes, &outs, &mut scratch, start, len)? };
+        }
+        Ok(())
+    };
+    let threads = num_threads();
+    if n < PARALLEL_THRESHOLD || tiles == 1 || threads == 1 {
+        run_range(0..tiles)?;
+        return Ok((tiles, 1));
+    }
+    let blocks = tiles.min(threads * BLOCKS_PER_THREAD);
+    (0..blocks)
+        .into_par_iter()
+        .try_for_each(|b| run_range(b * tiles / blocks..(b + 1) * tiles / blocks))?;
+    Ok((tiles, blocks))
+}
+
+/// Resolve registers for the tile at `start` and run the body.
+///
+/// # Safety
+/// Argument and output memory must cover the kernel's iteration space.
+unsafe fn run_tile(
+    k: &TileKernel,
+    modes: &[ArgMode],
+    outs: &[SendPtr],
+    scratch: &mut Scratch,
+    start: usize,
+    len: usize,
+) -> Result<()> {
+    let base = scratch.mem.as_mut_ptr() as *mut u8;
+    for (i, r) in k.regs.iter().enumerate() {
+        let size = r.dtype.size();
+        // SAFETY: offsets stay inside the scratch allocation or the caller's buffers.
+        scratch.vals[i] = unsafe {
+            match r.kind {
+                RegKind::Tile => {
+                    Val::Ptr(base.add(scratch.offsets[i].expect("tiles have scratch")))
+                }
+                RegKind::Scalar(v) => Val::Scalar(v),
+                RegKind::Out(o) => Val::Ptr(outs[o as usize].0.add(start * size)),
+                RegKind::Arg(a) => match &modes[a as usize] {
+                    ArgMode::Broadcast(v) => Val::Scalar(*v),
+                    ArgMode::Contiguous(p) => Val::Ptr(p.0.add(start * size)),
+                    ArgMode::Strided(p, dims, st) => {
+                        let dst = base.add(scratch.offsets[i].expect("gathered args have scratch"));
+                        match size {
+                            1 => gather(
+                                p.0 as *const u8,
+                                dims,
+                                st,
+                                start,
+                                std::slice::from_raw_parts_mut(dst, len),
+                            ),
+                            4 => gather(
+                                p.0 as *const u32,
+                                dims,
+                                st,
+                                start,
+                                std::slice::from_raw_parts_mut(dst as *mut u32, len),
+                            ),
+                            _ => gather(
+                                p.0 as *const u64,
+                                dims,
+                                st,
+                                start,
+                                std::slice::from_raw_parts_mut(dst as *mut u64, len),
+                            ),
+                        }
+                        Val::Ptr(dst)
+                    }
+                },
+            }
+        };
+    }
+    for ins in &k.body {
+        // SAFETY: every register value is valid for `len` elements; dst differs from srcs.
+        unsafe { exec(ins, &k.regs, &scratch.vals, len)? };
+    }
+    Ok(())
+}
