@@ -78,7 +78,12 @@ fn log() {
     check(
         FloatFn::Log,
         f64::ln,
-        &[f32::MAX, 0.70710677, 1.4142135, 2.0],
+        &[
+            f32::MAX,
+            std::f32::consts::FRAC_1_SQRT_2,
+            std::f32::consts::SQRT_2,
+            2.0,
+        ],
         2,
     );
 }
@@ -88,7 +93,12 @@ fn log2() {
     check(
         FloatFn::Log2,
         f64::log2,
-        &[f32::MAX, 0.70710677, 1.4142135, 2.0],
+        &[
+            f32::MAX,
+            std::f32::consts::FRAC_1_SQRT_2,
+            std::f32::consts::SQRT_2,
+            2.0,
+        ],
         2,
     );
 }
@@ -108,7 +118,12 @@ fn sin() {
     check(
         FloatFn::Sin,
         f64::sin,
-        &[3.1415927, 1.5707964, 134217728.0, 100000.0],
+        &[
+            std::f32::consts::PI,
+            std::f32::consts::FRAC_PI_2,
+            134217728.0,
+            100000.0,
+        ],
         2,
     );
 }
@@ -118,7 +133,12 @@ fn cos() {
     check(
         FloatFn::Cos,
         f64::cos,
-        &[3.1415927, 1.5707964, 134217728.0, 100000.0],
+        &[
+            std::f32::consts::PI,
+            std::f32::consts::FRAC_PI_2,
+            134217728.0,
+            100000.0,
+        ],
         2,
     );
 }
@@ -128,7 +148,12 @@ fn tan() {
     check(
         FloatFn::Tan,
         f64::tan,
-        &[0.7853982, 1.5707964, 134217728.0, 100000.0],
+        &[
+            std::f32::consts::FRAC_PI_4,
+            std::f32::consts::FRAC_PI_2,
+            134217728.0,
+            100000.0,
+        ],
         2,
     );
 }

@@ -152,7 +152,13 @@ pub(crate) fn exp2_f32<S: Simd>(x: f32) -> f32 {
 /// float32 `e^x - 1`.
 #[inline(always)]
 pub(crate) fn expm1_f32<S: Simd>(x: f32) -> f32 {
-    expm1_64::<S>(x as f64) as f32
+    let y = expm1_64::<S>(x as f64) as f32;
+    // Keep the sign of ±0.
+    if x == 0.0 {
+        x
+    } else {
+        y
+    }
 }
 
 /// float32 natural log.
@@ -174,5 +180,6 @@ pub(crate) fn log1p_f32<S: Simd>(x: f32) -> f32 {
     let u = x as f64;
     let w = 1.0 + u;
     let y = log64::<S>(w) + (u - (w - 1.0)) / w;
-    log_special(x, -1.0, y as f32)
+    let y = if x == 0.0 { x } else { y as f32 };
+    log_special(x, -1.0, y)
 }

@@ -49,7 +49,8 @@ fn reduce<S: Simd>(x: f32) -> (f64, f64, i64) {
     let r = mad::<S>(kf, -PIO2_2, r);
     let r = mad::<S>(kf, -PIO2_3, r);
     let z = r * r;
-    let s = mad::<S>(r * z, horner::<S, 6>(z, &SIN), r);
+    // r (1 + z P(z)) keeps the sign of r = -0.
+    let s = r * mad::<S>(z, horner::<S, 6>(z, &SIN), 1.0);
     let c = mad::<S>(z, horner::<S, 7>(z, &COS), 1.0);
     (s, c, k)
 }

@@ -136,3 +136,14 @@ pub fn inputs_f32(n: usize, centers: &[f32], seed: u64) -> Vec<f32> {
     v.extend(specials_f32());
     v
 }
+
+#[test]
+fn ulp_metric() {
+    assert_eq!(ulp_f32(1.0, 1.0), 0);
+    assert_eq!(ulp_f32(1.0, f32::from_bits(1.0f32.to_bits() + 2)), 2);
+    assert_eq!(ulp_f32(f32::from_bits(1), -f32::from_bits(1)), 2);
+    assert_eq!(ulp_f32(0.0, -0.0), 0);
+    assert_eq!(ulp_f32(f32::NAN, f32::NAN), 0);
+    assert_eq!(ulp_f32(f32::NAN, 1.0), u64::MAX);
+    assert_eq!(ulp_f32(f32::MAX, f32::INFINITY), 1);
+}
