@@ -22,15 +22,19 @@ impl Simd for Base {
 }
 
 /// x86_64 AVX2 + FMA.
+#[cfg(target_arch = "x86_64")]
 #[derive(Copy, Clone)]
 pub(crate) struct Avx2;
+#[cfg(target_arch = "x86_64")]
 impl Simd for Avx2 {
     const FMA: bool = true;
 }
 
 /// x86_64 AVX-512 F/BW/DQ/VL.
+#[cfg(target_arch = "x86_64")]
 #[derive(Copy, Clone)]
 pub(crate) struct Avx512;
+#[cfg(target_arch = "x86_64")]
 impl Simd for Avx512 {
     const FMA: bool = true;
 }

@@ -165,3 +165,30 @@ pub fn available() -> Vec<Isa> {
         .filter(|&i| supported(i))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_codes_round_trip() {
+        for isa in [Isa::Scalar, Isa::Sse2, Isa::Neon, Isa::Avx2Fma, Isa::Avx512] {
+            assert_eq!(Isa::from_u8(isa.to_u8()), isa);
+        }
+        assert_eq!(Isa::Avx2Fma.name(), "avx2+fma");
+        assert_eq!(Isa::Avx512.name(), "avx512");
+    }
+
+    #[test]
+    fn force_is_clamped_and_restorable() {
+        let best = detected();
+        force(Some(Isa::Avx512));
+        assert!(active() <= best);
+        force(Some(Isa::Scalar));
+        assert_eq!(active(), Isa::Scalar);
+        force(None);
+        assert!(active() <= best);
+        assert!(available().contains(&best));
+        assert!(available().contains(&Isa::Scalar));
+    }
+}

@@ -7,7 +7,7 @@ mod common;
 use common::{for_each_isa, inputs_f32, ulp_f32};
 use pyasc_kernels::unary::{self, FloatFn};
 
-const N_RANDOM: usize = 2_000_000;
+const N_RANDOM: usize = 4_000_000;
 
 /// Checks `f` against `reference` (float64, rounded to float32) within `limit` ulp.
 fn check(f: FloatFn, reference: fn(f64) -> f64, centers: &[f32], limit: u64) {
