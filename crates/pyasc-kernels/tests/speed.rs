@@ -20,8 +20,13 @@ fn throughput() {
         FloatFn::Log,
         FloatFn::Sin,
         FloatFn::Tanh,
+        FloatFn::Sigmoid,
         FloatFn::Erf,
+        FloatFn::Erfc,
         FloatFn::Gelu,
+        FloatFn::FastGelu,
+        FloatFn::Silu,
+        FloatFn::Softplus,
         FloatFn::Floor,
     ];
     for_each_isa(|isa| {

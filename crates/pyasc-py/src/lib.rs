@@ -1,1 +1,52 @@
-//! placeholder
+//! pyasc-py: the only crate that knows Python exists.
+//!
+//! * [`tensor`]: the tracer tensor handed to operator functions.
+//! * [`operator`]: the operator object: signature cache, tracing, the cached call path.
+//! * [`args`]: turning call arguments into signatures and raw views.
+//! * [`arrays`]: NumPy dtype mapping and output allocation.
+//! * [`compiled`]: `CompiledOp`, the introspection object.
+//! * [`errors`]: mapping typed Rust errors onto the `pyasc` exception classes.
+//! * [`frames`]: finding the user's file and line.
+//! * [`log`]: the bridge to Python's `logging`.
+
+use pyo3::prelude::*;
+
+pub mod args;
+pub mod arrays;
+pub mod compiled;
+pub mod errors;
+pub mod frames;
+pub mod log;
+pub mod operator;
+pub mod tensor;
+
+/// The extension module `pyasc._pyasc`.
+#[pymodule]
+fn _pyasc(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<tensor::Tensor>()?;
+    m.add_class::<operator::Operator>()?;
+    m.add_class::<compiled::CompiledOp>()?;
+    m.add_function(wrap_pyfunction!(tensor::apply_unary, m)?)?;
+    m.add_function(wrap_pyfunction!(tensor::apply_binary, m)?)?;
+    m.add_function(wrap_pyfunction!(tensor::apply_where, m)?)?;
+    m.add_function(wrap_pyfunction!(tensor::apply_cast, m)?)?;
+    m.add_function(wrap_pyfunction!(log::set_native_log_level, m)?)?;
+    m.add_function(wrap_pyfunction!(device_info, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}
+
+/// Facts about a device kind ("cpu", "npu", "auto") as a dict.
+#[pyfunction]
+fn device_info(py: Python<'_>, device_type: &str) -> PyResult<Py<PyAny>> {
+    let kind = pyasc_runtime::DeviceKind::parse(device_type).map_err(errors::to_py)?;
+    let info = pyasc_runtime::device_for(kind).info();
+    let d = pyo3::types::PyDict::new(py);
+    d.set_item("kind", info.kind.name())?;
+    d.set_item("name", info.name)?;
+    d.set_item("cores", info.cores)?;
+    d.set_item("isa", info.isa)?;
+    d.set_item("detected_isa", pyasc_kernels::isa::detected().name())?;
+    d.set_item("local_memory_bytes", info.local_memory_bytes)?;
+    Ok(d.into_any().unbind())
+}

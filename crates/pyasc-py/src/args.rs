@@ -1,0 +1,191 @@
+//! Call arguments: each becomes part of the cache key (kind, dtype, shape) and a raw view
+//! the executor reads in place. Python scalars are weakly typed 0-d inputs, so a new value
+//! never recompiles.
+
+use crate::arrays::{dtype_of, numpy, view_of};
+use crate::errors::user_error;
+use numpy::{PyUntypedArray, PyUntypedArrayMethods};
+use pyasc_ir::dtype::{VType, WeakKind};
+use pyasc_ir::error::ErrorKind;
+use pyasc_ir::DType;
+use pyasc_runtime::InputView;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple};
+
+/// The type of one argument as the compiled plan sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ArgSig {
+    /// Value type (weak for Python scalars).
+    pub vtype: VType,
+    /// Shape (empty for scalars).
+    pub shape: Vec<usize>,
+}
+
+/// Arguments of one call, ready for lookup and execution.
+pub struct Args<'py> {
+    /// Encoded signature, the cache key.
+    pub key: Vec<u64>,
+    /// Per argument: signature.
+    pub sigs: Vec<ArgSig>,
+    /// Per argument: a view of its memory (scalars point into `scalars`).
+    pub views: Vec<InputView>,
+    /// Storage of scalar arguments' values.
+    scalars: Box<[u64]>,
+    /// Arrays made here (copies of oddly strided inputs) that views point into.
+    _keep: Vec<Bound<'py, PyAny>>,
+}
+
+fn weak_tag(k: WeakKind) -> u64 {
+    match k {
+        WeakKind::Bool => 1,
+        WeakKind::Int => 2,
+        WeakKind::Float => 3,
+    }
+}
+
+fn dtype_tag(d: DType) -> u64 {
+    DType::ALL.iter().position(|x| *x == d).unwrap_or(0) as u64
+}
+
+/// Parse the positional arguments of an operator call. `names` are the parameter names
+/// of the user's function, for error messages.
+pub fn parse<'py>(
+    py: Python<'py>,
+    args: &Bound<'py, PyTuple>,
+    names: &[String],
+) -> PyResult<Args<'py>> {
+    let n = args.len();
+    let mut key = Vec::with_capacity(n * 3);
+    let mut sigs = Vec::with_capacity(n);
+    let mut views = Vec::with_capacity(n);
+    let mut scalars = vec![0u64; n].into_boxed_slice();
+    let mut keep = Vec::new();
+    for (i, obj) in args.iter().enumerate() {
+        let label = || match names.get(i) {
+            Some(name) => format!("argument {i} ({name})"),
+            None => format!("argument {i}"),
+        };
+        let arr = match obj.cast::<PyUntypedArray>() {
+            Ok(a) => Some(a.clone()),
+            Err(_) => None,
+        };
+        if let Some(arr) = arr {
+            let dt = dtype_of(&arr)
+                .map_err(|e| user_error(py, e.kind, format!("{}: {}", label(), e.message)))?;
+            if !dt.is_executable() {
+                return Err(user_error(
+                    py,
+                    ErrorKind::DType,
+                    format!(
+                        "{}: {dt} arrays are not supported yet; use float32 or float64",
+                        label()
+                    ),
+                ));
+            }
+            let view = match view_of(&arr, dt) {
+                Some(v) => v,
+                None => {
+                    let copy = numpy(py)?.call_method1("ascontiguousarray", (&arr,))?;
+                    let v = view_of(copy.cast::<PyUntypedArray>()?, dt)
+                        .expect("contiguous arrays have element strides");
+                    keep.push(copy);
+                    v
+                }
+            };
+            key.push(((arr.ndim() as u64) << 16) | (dtype_tag(dt) << 8) | 1);
+            key.extend(arr.shape().iter().map(|d| *d as u64));
+            sigs.push(ArgSig {
+                vtype: VType::strong(dt),
+                shape: arr.shape().to_vec(),
+            });
+            views.push(view);
+            continue;
+        }
+        let (kind, bits) = if obj.is_instance_of::<PyBool>() {
+            (WeakKind::Bool, obj.extract::<bool>()? as u64)
+        } else if obj.is_instance_of::<PyInt>() {
+            match obj.extract::<i64>() {
+                Ok(v) => (WeakKind::Int, v as u64),
+                Err(_) => {
+                    return Err(user_error(
+                        py,
+                        ErrorKind::InvalidArgument,
+                        format!("{}: integer does not fit in int64", label()),
+                    ))
+                }
+            }
+        } else if obj.is_instance_of::<PyFloat>() {
+            (WeakKind::Float, obj.extract::<f64>()?.to_bits())
+        } else if obj.is_instance(&numpy(py)?.getattr("generic")?)? {
+            // A NumPy scalar: a strongly typed 0-d array.
+            let arr = numpy(py)?.call_method1("asarray", (&obj,))?;
+            let a = arr.cast::<PyUntypedArray>()?;
+            let dt = dtype_of(a)
+                .map_err(|e| user_error(py, e.kind, format!("{}: {}", label(), e.message)))?;
+            if !dt.is_executable() {
+                return Err(user_error(
+                    py,
+                    ErrorKind::DType,
+                    format!("{}: {dt} values are not supported yet", label()),
+                ));
+            }
+            let v = view_of(a, dt).expect("0-d arrays have element strides");
+            key.push((dtype_tag(dt) << 8) | 1);
+            sigs.push(ArgSig {
+                vtype: VType::strong(dt),
+                shape: vec![],
+            });
+            views.push(v);
+            keep.push(arr);
+            continue;
+        } else {
+            let tname = obj
+                .get_type()
+                .name()
+                .map(|s| s.to_string())
+                .unwrap_or_else(|_| "?".into());
+            return Err(user_error(
+                py,
+                ErrorKind::InvalidArgument,
+                format!("{} is a {tname}; operators take NumPy arrays or Python/NumPy scalars (use np.asarray)", label()),
+            ));
+        };
+        scalars[i] = bits;
+        key.push((weak_tag(kind) << 8) | 2);
+        let vt = VType::weak(kind);
+        sigs.push(ArgSig {
+            vtype: vt,
+            shape: vec![],
+        });
+        views.push(InputView {
+            ptr: std::ptr::null(),
+            dtype: vt.dtype,
+            shape: vec![],
+            strides: vec![],
+        });
+    }
+    // Point scalar views at their storage (stable: the boxed slice never moves).
+    for (i, v) in views.iter_mut().enumerate() {
+        if v.ptr.is_null() {
+            v.ptr = &scalars[i] as *const u64 as *const u8;
+        }
+    }
+    Ok(Args {
+        key,
+        sigs,
+        views,
+        scalars,
+        _keep: keep,
+    })
+}
+
+impl Args<'_> {
+    /// Number of scalar slots (one per argument).
+    pub fn len(&self) -> usize {
+        self.scalars.len()
+    }
+    /// True when there are no arguments.
+    pub fn is_empty(&self) -> bool {
+        self.scalars.is_empty()
+    }
+}

@@ -1,0 +1,100 @@
+//! NumPy arrays at the boundary: dtype mapping, zero-copy views of inputs and
+//! allocation of outputs.
+
+use numpy::{PyArray, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
+use pyasc_ir::error::{ErrorKind, IrError, Result};
+use pyasc_ir::DType;
+use pyasc_runtime::InputView;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+
+/// The pyasc dtype of a NumPy array, or a typed error naming what is unsupported.
+pub fn dtype_of(arr: &Bound<'_, PyUntypedArray>) -> Result<DType> {
+    let d = arr.dtype();
+    let native = matches!(d.byteorder(), b'=' | b'|')
+        || (d.byteorder() == b'<') == cfg!(target_endian = "little");
+    let dt = match (d.kind(), d.itemsize()) {
+        (b'b', 1) => Some(DType::Bool),
+        (b'i', 1) => Some(DType::I8),
+        (b'u', 1) => Some(DType::U8),
+        (b'i', 4) => Some(DType::I32),
+        (b'i', 8) => Some(DType::I64),
+        (b'f', 2) => Some(DType::F16),
+        (b'f', 4) => Some(DType::F32),
+        (b'f', 8) => Some(DType::F64),
+        _ => None,
+    };
+    match dt {
+        Some(dt) if native => Ok(dt),
+        _ => Err(IrError::new(
+            ErrorKind::DType,
+            format!(
+                "arrays of dtype {} are not supported; use bool, int32, int64, float32 or float64",
+                d
+            ),
+        )),
+    }
+}
+
+/// A view of an array's memory in place; strides are converted to elements.
+/// `None` when a stride is not a multiple of the item size (the caller then copies).
+pub fn view_of(arr: &Bound<'_, PyUntypedArray>, dtype: DType) -> Option<InputView> {
+    let size = dtype.size() as isize;
+    let strides: Option<Vec<isize>> = arr
+        .strides()
+        .iter()
+        .map(|s| if s % size == 0 { Some(s / size) } else { None })
+        .collect();
+    // SAFETY: the array object is alive for the duration of the call.
+    let ptr = unsafe { (*arr.as_array_ptr()).fields.data } as *const u8;
+    Some(InputView {
+        ptr,
+        dtype,
+        shape: arr.shape().to_vec(),
+        strides: strides?,
+    })
+}
+
+static NP: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
+
+/// The `numpy` module.
+pub fn numpy(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
+    Ok(NP
+        .get_or_try_init(py, || py.import("numpy").map(|m| m.unbind()))?
+        .bind(py))
+}
+
+/// `numpy.dtype(name)` for a pyasc dtype.
+pub fn np_dtype<'py>(py: Python<'py>, dt: DType) -> PyResult<Bound<'py, PyAny>> {
+    numpy(py)?.getattr("dtype")?.call1((dt.name(),))
+}
+
+/// A new uninitialised C-contiguous array of `dtype` and `shape`, and its data pointer.
+pub fn empty<'py>(
+    py: Python<'py>,
+    dtype: DType,
+    shape: &[usize],
+) -> Result<(Bound<'py, PyAny>, *mut u8)> {
+    macro_rules! alloc {
+        ($t:ty) => {{
+            // SAFETY: every element is written by the kernel before Python can read it.
+            let a = unsafe { PyArray::<$t, _>::new(py, shape.to_vec(), false) };
+            let p = a.data() as *mut u8;
+            (a.into_any(), p)
+        }};
+    }
+    use numpy::PyArrayMethods;
+    Ok(match dtype {
+        DType::Bool => alloc!(bool),
+        DType::I32 => alloc!(i32),
+        DType::I64 => alloc!(i64),
+        DType::F32 => alloc!(f32),
+        DType::F64 => alloc!(f64),
+        other => {
+            return Err(IrError::new(
+                ErrorKind::Unsupported,
+                format!("cannot allocate {other} outputs yet"),
+            ))
+        }
+    })
+}

@@ -1,0 +1,414 @@
+//! The operator object `@pyasc.operator` returns: a per-signature cache of compiled plans,
+//! tracing on a miss, and the cached call path (parse arguments, look up, allocate
+//! outputs, run with the GIL released) entirely in Rust.
+
+use crate::args::{parse, ArgSig};
+use crate::arrays::empty;
+use crate::compiled::CompiledOp;
+use crate::errors::{to_py, user_error};
+use crate::log;
+use crate::tensor::{node_of, Tensor, Trace, TraceRef};
+use pyasc_compiler::{compile, CompileOptions, Compiled};
+use pyasc_ir::error::ErrorKind;
+use pyasc_ir::print::{graph_to_string, plan_to_string};
+use pyasc_ir::tile::BufferId;
+use pyasc_ir::Shape;
+use pyasc_runtime::{device_for, DeviceKind, InputView, OutputPtr, RunStats};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyTuple};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// One compiled signature.
+pub struct Entry {
+    /// Compiler output (graph, plan, pass reports).
+    pub compiled: Compiled,
+    /// The traced graph before optimisation, as text.
+    pub traced_text: String,
+    /// True when the function returned a tuple or list (results are returned as a tuple).
+    pub tuple_out: bool,
+    /// Microseconds spent tracing and compiling.
+    pub compile_micros: f64,
+}
+
+/// A traced, compiled operator (what the `pyasc.operator` decorator returns).
+#[pyclass(module = "pyasc._pyasc", frozen)]
+pub struct Operator {
+    func: Py<PyAny>,
+    name: String,
+    params: Vec<String>,
+    device: DeviceKind,
+    options: CompileOptions,
+    settings: Py<PyDict>,
+    cache: Mutex<HashMap<Vec<u64>, Arc<Entry>>>,
+    hits: AtomicU64,
+    misses: AtomicU64,
+    compiles: AtomicU64,
+}
+
+/// Raw views and output pointers moved into a GIL-free section.
+struct Launch<'a> {
+    entry: &'a Entry,
+    views: &'a [InputView],
+    outs: Vec<OutputPtr>,
+    record: bool,
+    device: DeviceKind,
+}
+// SAFETY: the views and outputs point into arrays kept alive by the caller for the whole
+// launch, and no Python object is touched while the GIL is released.
+unsafe impl Send for Launch<'_> {}
+
+impl Launch<'_> {
+    fn run(self) -> pyasc_ir::error::Result<RunStats> {
+        device_for(self.device).execute(
+            &self.entry.compiled.plan,
+            self.views,
+            &self.outs,
+            self.record,
+        )
+    }
+}
+
+impl Operator {
+    fn lookup(&self, key: &[u64]) -> Option<Arc<Entry>> {
+        self.cache
+            .lock()
+            .expect("cache lock poisoned")
+            .get(key)
+            .cloned()
+    }
+
+    /// Trace the function on tensors of the given signatures and compile the graph.
+    fn trace_and_compile(&self, py: Python<'_>, sigs: &[ArgSig]) -> PyResult<Entry> {
+        let t0 = Instant::now();
+        let trace: TraceRef = Arc::new(Mutex::new(Trace {
+            open: true,
+            ..Default::default()
+        }));
+        let tensors: Vec<Py<Tensor>> = {
+            let mut tr = trace.lock().expect("trace lock poisoned");
+            let ids: Vec<_> = sigs
+                .iter()
+                .map(|s| tr.graph.add_input(s.vtype, Shape(s.shape.clone())))
+                .collect();
+            drop(tr);
+            ids.into_iter()
+                .zip(sigs)
+                .map(|(id, s)| {
+                    Py::new(
+                        py,
+                        Tensor::new(trace.clone(), id, s.vtype.dtype, s.shape.clone()),
+                    )
+                })
+                .collect::<PyResult<_>>()?
+        };
+        let result = self.func.bind(py).call1(PyTuple::new(py, tensors)?);
+        let result = match result {
+            Ok(r) => r,
+            Err(e) => {
+                trace.lock().expect("trace lock poisoned").open = false;
+                return Err(e);
+            }
+        };
+        let (items, tuple_out) =
+            if result.is_instance_of::<PyTuple>() || result.is_instance_of::<PyList>() {
+                (result.try_iter()?.collect::<PyResult<Vec<_>>>()?, true)
+            } else {
+                (vec![result], false)
+            };
+        let mut outputs = Vec::with_capacity(items.len());
+        for item in &items {
+            outputs.push(node_of(py, &trace, item).map_err(|_| {
+                let tname = item.get_type().name().map(|s| s.to_string()).unwrap_or_default();
+                user_error(py, ErrorKind::Trace, format!("operator {} returned a {tname}; return tensors, numbers or a tuple of them", self.name))
+            })?);
+        }
+        let mut tr = trace.lock().expect("trace lock poisoned");
+        tr.open = false;
+        tr.graph.outputs = outputs;
+        let graph = std::mem::take(&mut tr.graph);
+        drop(tr);
+        let traced_text = graph_to_string(&graph);
+        let mut options = self.options.clone();
+        options.tile_budget_bytes = device_for(self.device).info().local_memory_bytes;
+        let compiled = compile(graph, &options).map_err(to_py)?;
+        let compile_micros = t0.elapsed().as_secs_f64() * 1e6;
+        self.compiles.fetch_add(1, Ordering::Relaxed);
+        if log::enabled(log::DEBUG) {
+            log::emit(
+                py,
+                log::DEBUG,
+                &format!("trace of {}:\n{}", self.name, traced_text),
+            );
+            for r in &compiled.reports {
+                let mut line = format!(
+                    "pass {}: {:.1} us, {} -> {} nodes",
+                    r.name, r.micros, r.nodes_before, r.nodes_after
+                );
+                for n in &r.notes {
+                    line.push_str("\n  ");
+                    line.push_str(n);
+                }
+                log::emit(py, log::DEBUG, &line);
+            }
+            log::emit(
+                py,
+                log::DEBUG,
+                &format!(
+                    "kernel plan of {}:\n{}",
+                    self.name,
+                    plan_to_string(&compiled.plan)
+                ),
+            );
+        }
+        if log::enabled(log::INFO) {
+            let dev = device_for(self.device).info();
+            log::emit(
+                py,
+                log::INFO,
+                &format!(
+                    "compiled {} for {} in {:.0} us: {} kernel(s) on {}",
+                    self.name,
+                    describe(sigs),
+                    compile_micros,
+                    compiled.plan.kernels.len(),
+                    dev.name
+                ),
+            );
+        }
+        Ok(Entry {
+            compiled,
+            traced_text,
+            tuple_out,
+            compile_micros,
+        })
+    }
+
+    /// The entry for these arguments, compiling on a miss.
+    fn entry_for(&self, py: Python<'_>, key: &[u64], sigs: &[ArgSig]) -> PyResult<Arc<Entry>> {
+        if let Some(e) = self.lookup(key) {
+            self.hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(e);
+        }
+        self.misses.fetch_add(1, Ordering::Relaxed);
+        let entry = Arc::new(self.trace_and_compile(py, sigs)?);
+        self.cache
+            .lock()
+            .expect("cache lock poisoned")
+            .insert(key.to_vec(), entry.clone());
+        Ok(entry)
+    }
+
+    fn positional<'py>(
+        &self,
+        py: Python<'py>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        match kwargs {
+            Some(kw) if !kw.is_empty() => {
+                let bound = py
+                    .import("pyasc._binding")?
+                    .call_method1("bind", (self.func.bind(py), args, kw))?;
+                Ok(bound.cast_into::<PyTuple>()?)
+            }
+            _ => Ok(args.clone()),
+        }
+    }
+}
+
+fn describe(sigs: &[ArgSig]) -> String {
+    let parts: Vec<String> = sigs
+        .iter()
+        .map(|s| match s.vtype.weak {
+            Some(k) => format!("{k:?}").to_lowercase(),
+            None => format!("{}{:?}", s.vtype.dtype, s.shape),
+        })
+        .collect();
+    format!("({})", parts.join(", "))
+}
+
+#[pymethods]
+impl Operator {
+    /// Wrap `func`. Options are validated by the Python decorator.
+    #[new]
+    #[pyo3(signature = (func, name, device_type, op_break_level, settings))]
+    fn py_new(
+        py: Python<'_>,
+        func: Py<PyAny>,
+        name: String,
+        device_type: &str,
+        op_break_level: u8,
+        settings: Py<PyDict>,
+    ) -> PyResult<Self> {
+        let device = DeviceKind::parse(device_type).map_err(to_py)?;
+        let params: Vec<String> = func
+            .bind(py)
+            .getattr("__code__")
+            .and_then(|c| {
+                let n: usize = c.getattr("co_argcount")?.extract()?;
+                let names: Vec<String> = c.getattr("co_varnames")?.extract()?;
+                Ok(names.into_iter().take(n).collect())
+            })
+            .unwrap_or_default();
+        let options = CompileOptions {
+            op_break_level,
+            kernel_name: name.clone(),
+            ..CompileOptions::default()
+        };
+        if device == DeviceKind::NpuTwin && log::enabled(log::INFO) {
+            log::emit(
+                py,
+                log::INFO,
+                &format!("operator {name} targets the NPU twin: it runs on host CPU cores with the NPU's programming model (tiles sized for the 192 KiB Unified Buffer)"),
+            );
+        }
+        Ok(Operator {
+            func,
+            name,
+            params,
+            device,
+            options,
+            settings,
+            cache: Mutex::new(HashMap::new()),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+            compiles: AtomicU64::new(0),
+        })
+    }
+
+    /// Run the operator: NumPy arrays and scalars in, NumPy arrays out.
+    #[pyo3(signature = (*args, **kwargs))]
+    fn __call__<'py>(
+        &self,
+        py: Python<'py>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        let args = self.positional(py, args, kwargs)?;
+        let parsed = parse(py, &args, &self.params)?;
+        let entry = self.entry_for(py, &parsed.key, &parsed.sigs)?;
+        let plan = &entry.compiled.plan;
+        // One array per distinct output buffer.
+        let mut made: Vec<(BufferId, Bound<'py, PyAny>, *mut u8)> =
+            Vec::with_capacity(plan.outputs.len());
+        let mut outs = Vec::with_capacity(plan.outputs.len());
+        let mut elements = 0usize;
+        for b in &plan.outputs {
+            if let Some((_, _, p)) = made.iter().find(|(id, _, _)| id == b) {
+                outs.push(OutputPtr(*p));
+                continue;
+            }
+            let decl = &plan.buffers[b.0 as usize];
+            elements += decl.shape.numel();
+            let (arr, p) = empty(py, decl.dtype, &decl.shape.0).map_err(to_py)?;
+            outs.push(OutputPtr(p));
+            made.push((*b, arr, p));
+        }
+        let record = log::enabled(log::DEBUG);
+        let launch = Launch {
+            entry: &entry,
+            views: &parsed.views,
+            outs,
+            record,
+            device: self.device,
+        };
+        let stats = if elements >= pyasc_runtime::vm::PARALLEL_THRESHOLD {
+            py.detach(move || launch.run())
+        } else {
+            launch.run()
+        }
+        .map_err(to_py)?;
+        if record {
+            for k in &stats.kernels {
+                log::emit(
+                    py,
+                    log::DEBUG,
+                    &format!(
+                        "launch {}: {} elements, {} tiles, {} blocks, {:.1} us",
+                        k.name, k.elements, k.tiles, k.blocks, k.micros
+                    ),
+                );
+            }
+        }
+        let results: Vec<Bound<'py, PyAny>> = plan
+            .outputs
+            .iter()
+            .map(|b| {
+                made.iter()
+                    .find(|(id, _, _)| id == b)
+                    .expect("allocated above")
+                    .1
+                    .clone()
+            })
+            .collect();
+        if entry.tuple_out {
+            Ok(PyTuple::new(py, results)?.into_any().unbind())
+        } else {
+            Ok(results.into_iter().next().expect("one output").unbind())
+        }
+    }
+
+    /// Compile (or fetch) the plan for these example arguments without running it.
+    #[pyo3(signature = (*args, **kwargs))]
+    fn get_compiled_op(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<CompiledOp> {
+        let args = self.positional(py, args, kwargs)?;
+        let parsed = parse(py, &args, &self.params)?;
+        let entry = self.entry_for(py, &parsed.key, &parsed.sigs)?;
+        Ok(CompiledOp::new(entry, self.device))
+    }
+
+    /// Cache statistics: hits, misses, compiles and entries.
+    fn cache_info(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let size = self.cache.lock().expect("cache lock poisoned").len();
+        let cls = py.import("pyasc._types")?.getattr("CacheInfo")?;
+        Ok(cls
+            .call1((
+                self.hits.load(Ordering::Relaxed),
+                self.misses.load(Ordering::Relaxed),
+                self.compiles.load(Ordering::Relaxed),
+                size,
+            ))?
+            .unbind())
+    }
+
+    /// Drop every compiled plan (statistics are kept).
+    fn cache_clear(&self) {
+        self.cache.lock().expect("cache lock poisoned").clear();
+    }
+
+    /// The user's function.
+    #[getter]
+    fn __wrapped__(&self, py: Python<'_>) -> Py<PyAny> {
+        self.func.clone_ref(py)
+    }
+
+    /// The operator's name (`kernel_name` or the function's name).
+    #[getter]
+    fn __name__(&self) -> String {
+        self.name.clone()
+    }
+
+    /// The validated options the operator was created with.
+    #[getter]
+    fn options<'py>(&self, py: Python<'py>) -> Bound<'py, PyDict> {
+        self.settings.bind(py).clone()
+    }
+
+    /// The device kind name ("cpu" or "npu-twin").
+    #[getter]
+    fn device(&self) -> &'static str {
+        self.device.name()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<pyasc.operator {} on {}>", self.name, self.device.name())
+    }
+}

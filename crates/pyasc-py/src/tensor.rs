@@ -1,0 +1,460 @@
+//! The tracer tensor: what an operator function receives instead of arrays. Every
+//! operation on it appends a node (with the user's file:line) to the open trace.
+
+use crate::arrays::{dtype_of, np_dtype, numpy};
+use crate::errors::{to_py, user_error};
+use crate::frames::user_loc;
+use numpy::{PyUntypedArray, PyUntypedArrayMethods};
+use pyasc_ir::error::{ErrorKind, IrError};
+use pyasc_ir::op::{BinaryOp, Op, UnaryOp};
+use pyasc_ir::{DType, Graph, NodeId, Scalar};
+use pyo3::basic::CompareOp;
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple};
+use std::sync::{Arc, Mutex};
+
+/// A graph being traced; closed once the function returns.
+#[derive(Debug, Default)]
+pub struct Trace {
+    /// The graph built so far.
+    pub graph: Graph,
+    /// False once tracing ended: tensors that escaped can no longer be used.
+    pub open: bool,
+}
+
+/// Shared handle to a trace.
+pub type TraceRef = Arc<Mutex<Trace>>;
+
+/// A traced tensor: a node of the operator's graph, with static dtype and shape.
+#[pyclass(module = "pyasc._pyasc", frozen)]
+pub struct Tensor {
+    /// The trace the node belongs to.
+    pub trace: TraceRef,
+    /// The node.
+    pub id: NodeId,
+    dtype: DType,
+    shape: Vec<usize>,
+}
+
+impl Tensor {
+    /// A tensor for node `id` of `trace`.
+    pub fn new(trace: TraceRef, id: NodeId, dtype: DType, shape: Vec<usize>) -> Self {
+        Tensor {
+            trace,
+            id,
+            dtype,
+            shape,
+        }
+    }
+}
+
+fn trace_error(py: Python<'_>, msg: impl Into<String>) -> PyErr {
+    user_error(py, ErrorKind::Trace, msg)
+}
+
+/// Append `op` over `operands` to `trace`, typed, with the user's line.
+pub fn apply(
+    py: Python<'_>,
+    trace: &TraceRef,
+    op: Op,
+    operands: &[NodeId],
+) -> PyResult<Py<Tensor>> {
+    let loc = user_loc(py);
+    let mut t = trace.lock().expect("trace lock poisoned");
+    if !t.open {
+        return Err(to_py(
+            IrError::new(
+                ErrorKind::Trace,
+                "a traced tensor was used after its operator returned",
+            )
+            .at(loc.as_ref()),
+        ));
+    }
+    let id = t.graph.apply(op, operands, loc).map_err(to_py)?;
+    let n = t.graph.node(id);
+    let tensor = Tensor {
+        trace: trace.clone(),
+        id,
+        dtype: n.dtype(),
+        shape: n.shape.0.clone(),
+    };
+    drop(t);
+    Py::new(py, tensor)
+}
+
+/// The node for an operand: a tensor of this trace, or a constant (Python scalar,
+/// NumPy scalar, 0-d array).
+pub fn node_of(py: Python<'_>, trace: &TraceRef, obj: &Bound<'_, PyAny>) -> PyResult<NodeId> {
+    if let Ok(t) = obj.cast::<Tensor>() {
+        let t = t.get();
+        if !Arc::ptr_eq(&t.trace, trace) {
+            return Err(trace_error(
+                py,
+                "a tensor from another operator's trace was used here",
+            ));
+        }
+        return Ok(t.id);
+    }
+    let loc = user_loc(py);
+    let scalar = if obj.is_instance_of::<PyBool>() {
+        Some(Scalar::Bool(obj.extract()?))
+    } else if obj.is_instance_of::<PyInt>() {
+        match obj.extract::<i64>() {
+            Ok(v) => Some(Scalar::Int(v)),
+            Err(_) => {
+                return Err(user_error(
+                    py,
+                    ErrorKind::InvalidArgument,
+                    "integer constant does not fit in int64",
+                ))
+            }
+        }
+    } else if obj.is_instance_of::<PyFloat>() {
+        Some(Scalar::Float(obj.extract()?))
+    } else {
+        None
+    };
+    let mut t = trace.lock().expect("trace lock poisoned");
+    if let Some(s) = scalar {
+        return Ok(t.graph.py_scalar(s, loc));
+    }
+    drop(t);
+    let np = numpy(py)?;
+    let is_np =
+        obj.is_instance(&np.getattr("ndarray")?)? || obj.is_instance(&np.getattr("generic")?)?;
+    if is_np {
+        let arr = np.call_method1("asarray", (obj,))?;
+        let arr = arr.cast::<PyUntypedArray>()?;
+        if arr.ndim() != 0 {
+            return Err(trace_error(
+                py,
+                format!(
+                    "an array of shape {:?} captured from outside the operator cannot be traced; pass it as an argument",
+                    arr.shape()
+                ),
+            ));
+        }
+        let dt = dtype_of(arr).map_err(|e| to_py(e.at(loc.as_ref())))?;
+        let item = arr.call_method0("item")?;
+        let value = if dt == DType::Bool {
+            Scalar::Bool(item.extract()?)
+        } else if dt.is_float() {
+            Scalar::Float(item.extract()?)
+        } else {
+            Scalar::Int(item.extract()?)
+        };
+        let mut t = trace.lock().expect("trace lock poisoned");
+        return Ok(t
+            .graph
+            .constant(value, pyasc_ir::dtype::VType::strong(dt), loc));
+    }
+    Err(user_error(
+        py,
+        ErrorKind::DType,
+        format!(
+            "operand of type {} cannot be used in an operator",
+            obj.get_type().name()?
+        ),
+    ))
+}
+
+fn trace_of(objs: &[&Bound<'_, PyAny>]) -> Option<TraceRef> {
+    objs.iter()
+        .find_map(|o| o.cast::<Tensor>().ok().map(|t| t.get().trace.clone()))
+}
+
+fn binary(
+    py: Python<'_>,
+    op: BinaryOp,
+    a: &Bound<'_, PyAny>,
+    b: &Bound<'_, PyAny>,
+) -> PyResult<Py<Tensor>> {
+    let trace = trace_of(&[a, b])
+        .ok_or_else(|| PyTypeError::new_err("no traced tensor among the operands"))?;
+    let x = node_of(py, &trace, a)?;
+    let y = node_of(py, &trace, b)?;
+    apply(py, &trace, Op::Binary(op), &[x, y])
+}
+
+/// `pyasc` elementwise function of one operand by name, on a traced tensor.
+#[pyfunction]
+pub fn apply_unary(py: Python<'_>, name: &str, x: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
+    let op = UnaryOp::from_name(name)
+        .ok_or_else(|| PyTypeError::new_err(format!("unknown unary op {name}")))?;
+    let trace = trace_of(&[x])
+        .ok_or_else(|| PyTypeError::new_err("no traced tensor among the operands"))?;
+    let id = node_of(py, &trace, x)?;
+    apply(py, &trace, Op::Unary(op), &[id])
+}
+
+/// `pyasc` elementwise function of two operands by name, on traced tensors.
+#[pyfunction]
+pub fn apply_binary(
+    py: Python<'_>,
+    name: &str,
+    a: &Bound<'_, PyAny>,
+    b: &Bound<'_, PyAny>,
+) -> PyResult<Py<Tensor>> {
+    let op = BinaryOp::from_name(name)
+        .ok_or_else(|| PyTypeError::new_err(format!("unknown binary op {name}")))?;
+    binary(py, op, a, b)
+}
+
+/// `where(cond, a, b)` on traced tensors.
+#[pyfunction]
+pub fn apply_where(
+    py: Python<'_>,
+    cond: &Bound<'_, PyAny>,
+    a: &Bound<'_, PyAny>,
+    b: &Bound<'_, PyAny>,
+) -> PyResult<Py<Tensor>> {
+    let trace = trace_of(&[cond, a, b])
+        .ok_or_else(|| PyTypeError::new_err("no traced tensor among the operands"))?;
+    let ids = [
+        node_of(py, &trace, cond)?,
+        node_of(py, &trace, a)?,
+        node_of(py, &trace, b)?,
+    ];
+    apply(py, &trace, Op::Where, &ids)
+}
+
+/// Parse anything `numpy.dtype()` accepts into a pyasc dtype.
+pub fn parse_dtype(py: Python<'_>, dtype: &Bound<'_, PyAny>) -> PyResult<DType> {
+    let name: String = numpy(py)?
+        .getattr("dtype")?
+        .call1((dtype,))?
+        .getattr("name")?
+        .extract()?;
+    DType::from_name(&name)
+        .filter(|d| d.is_executable())
+        .ok_or_else(|| {
+            user_error(
+                py,
+                ErrorKind::DType,
+                format!(
+                    "dtype {name} is not supported; use bool, int32, int64, float32 or float64"
+                ),
+            )
+        })
+}
+
+/// `x.astype(dtype)` on a traced tensor.
+#[pyfunction]
+pub fn apply_cast(
+    py: Python<'_>,
+    x: &Bound<'_, PyAny>,
+    dtype: &Bound<'_, PyAny>,
+) -> PyResult<Py<Tensor>> {
+    let to = parse_dtype(py, dtype)?;
+    let trace = trace_of(&[x])
+        .ok_or_else(|| PyTypeError::new_err("no traced tensor among the operands"))?;
+    let id = node_of(py, &trace, x)?;
+    apply(py, &trace, Op::Cast(to), &[id])
+}
+
+fn numpy_api(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
+    py.import("pyasc._numpy_api")
+}
+
+#[pymethods]
+impl Tensor {
+    /// The static shape.
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, &self.shape)
+    }
+    /// The dtype, as a `numpy.dtype`.
+    #[getter]
+    fn dtype<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        np_dtype(py, self.dtype)
+    }
+    /// Number of axes.
+    #[getter]
+    fn ndim(&self) -> usize {
+        self.shape.len()
+    }
+    /// Number of elements.
+    #[getter]
+    fn size(&self) -> usize {
+        self.shape.iter().product()
+    }
+    /// Convert to another dtype (NumPy `astype`).
+    fn astype(slf: &Bound<'_, Self>, dtype: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
+        apply_cast(slf.py(), slf.as_any(), dtype)
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "Tensor(shape={:?}, dtype={}, node=%{})",
+            self.shape, self.dtype, self.id.0
+        )
+    }
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        self.shape
+            .first()
+            .copied()
+            .ok_or_else(|| trace_error(py, "len() of a 0-d tensor"))
+    }
+    fn __bool__(&self, py: Python<'_>) -> PyResult<bool> {
+        Err(trace_error(
+            py,
+            "the truth value of a traced tensor depends on data: Python control flow (if/while/and/or/bool()) cannot be traced; use pyasc.where(cond, a, b)",
+        ))
+    }
+    fn __float__(&self, py: Python<'_>) -> PyResult<f64> {
+        Err(trace_error(
+            py,
+            "a traced tensor cannot be converted to a Python number",
+        ))
+    }
+    fn __int__(&self, py: Python<'_>) -> PyResult<i64> {
+        Err(trace_error(
+            py,
+            "a traced tensor cannot be converted to a Python number",
+        ))
+    }
+    fn __index__(&self, py: Python<'_>) -> PyResult<i64> {
+        Err(trace_error(
+            py,
+            "a traced tensor cannot be used as an index or size",
+        ))
+    }
+    #[pyo3(signature = (*_args, **_kwargs))]
+    fn __array__(
+        &self,
+        py: Python<'_>,
+        _args: &Bound<'_, PyTuple>,
+        _kwargs: Option<&Bound<'_, pyo3::types::PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        Err(trace_error(
+            py,
+            "a traced tensor has no values yet and cannot become a NumPy array inside an operator",
+        ))
+    }
+    fn __iter__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        Err(trace_error(
+            py,
+            "iterating over a traced tensor is not supported; use vectorised operations",
+        ))
+    }
+    #[pyo3(signature = (ufunc, method, *inputs, **kwargs))]
+    fn __array_ufunc__(
+        &self,
+        py: Python<'_>,
+        ufunc: &Bound<'_, PyAny>,
+        method: &str,
+        inputs: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, pyo3::types::PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        Ok(numpy_api(py)?
+            .call_method1("array_ufunc", (ufunc, method, inputs, kwargs))?
+            .unbind())
+    }
+    fn __array_function__(
+        &self,
+        py: Python<'_>,
+        func: &Bound<'_, PyAny>,
+        types: &Bound<'_, PyAny>,
+        args: &Bound<'_, PyAny>,
+        kwargs: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyAny>> {
+        Ok(numpy_api(py)?
+            .call_method1("array_function", (func, types, args, kwargs))?
+            .unbind())
+    }
+    fn __neg__(slf: &Bound<'_, Self>) -> PyResult<Py<Tensor>> {
+        apply_unary(slf.py(), "neg", slf.as_any())
+    }
+    fn __pos__(slf: &Bound<'_, Self>) -> Py<Tensor> {
+        slf.clone().unbind()
+    }
+    fn __abs__(slf: &Bound<'_, Self>) -> PyResult<Py<Tensor>> {
+        apply_unary(slf.py(), "abs", slf.as_any())
+    }
+    fn __invert__(slf: &Bound<'_, Self>) -> PyResult<Py<Tensor>> {
+        apply_unary(slf.py(), "not", slf.as_any())
+    }
+    fn __add__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
+        binary(slf.py(), BinaryOp::Add, slf.as_any(), o)
+    }
+    fn __radd__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
+        binary(slf.py(), BinaryOp::Add, o, slf.as_any())
+    }
+    fn __sub__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
+        binary(slf.py(), BinaryOp::Sub, slf.as_any(), o)
+    }
+    fn __rsub__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
+        binary(slf.py(), BinaryOp::Sub, o, slf.as_any())
+    }
+    fn __mul__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
+        binary(slf.py(), BinaryOp::Mul, slf.as_any(), o)
+    }
+    fn __rmul__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
+        binary(slf.py(), BinaryOp::Mul, o, slf.as_any())
+    }
+    fn __truediv__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
+        binary(slf.py(), BinaryOp::Div, slf.as_any(), o)
+    }
+    fn __rtruediv__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
+        binary(slf.py(), BinaryOp::Div, o, slf.as_any())
+    }
+    fn __floordiv__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
+        binary(slf.py(), BinaryOp::FloorDiv, slf.as_any(), o)
+    }
+    fn __rfloordiv__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
+        binary(slf.py(), BinaryOp::FloorDiv, o, slf.as_any())
+    }
+    fn __mod__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
+        binary(slf.py(), BinaryOp::Mod, slf.as_any(), o)
+    }
+    fn __rmod__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
+        binary(slf.py(), BinaryOp::Mod, o, slf.as_any())
+    }
+    fn __pow__(
+        slf: &Bound<'_, Self>,
+        o: &Bound<'_, PyAny>,
+        _modulo: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<Tensor>> {
+        binary(slf.py(), BinaryOp::Pow, slf.as_any(), o)
+    }
+    fn __rpow__(
+        slf: &Bound<'_, Self>,
+        o: &Bound<'_, PyAny>,
+        _modulo: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<Tensor>> {
+        binary(slf.py(), BinaryOp::Pow, o, slf.as_any())
+    }
+    fn __and__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
+        binary(slf.py(), BinaryOp::And, slf.as_any(), o)
+    }
+    fn __rand__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
+        binary(slf.py(), BinaryOp::And, o, slf.as_any())
+    }
+    fn __or__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
+        binary(slf.py(), BinaryOp::Or, slf.as_any(), o)
+    }
+    fn __ror__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
+        binary(slf.py(), BinaryOp::Or, o, slf.as_any())
+    }
+    fn __xor__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
+        binary(slf.py(), BinaryOp::Xor, slf.as_any(), o)
+    }
+    fn __rxor__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
+        binary(slf.py(), BinaryOp::Xor, o, slf.as_any())
+    }
+    fn __richcmp__(
+        slf: &Bound<'_, Self>,
+        o: &Bound<'_, PyAny>,
+        cmp: CompareOp,
+    ) -> PyResult<Py<Tensor>> {
+        let op = match cmp {
+            CompareOp::Lt => BinaryOp::Lt,
+            CompareOp::Le => BinaryOp::Le,
+            CompareOp::Eq => BinaryOp::Eq,
+            CompareOp::Ne => BinaryOp::Ne,
+            CompareOp::Gt => BinaryOp::Gt,
+            CompareOp::Ge => BinaryOp::Ge,
+        };
+        binary(slf.py(), op, slf.as_any(), o)
+    }
+}

@@ -1,0 +1,90 @@
+"""pyasc: custom numerical operators as plain Python functions, compiled by a Rust core.
+
+Decorate a function with :func:`pyasc.operator`; pyasc traces it, fuses its elementwise
+ops into tile kernels and runs them on all cores with run-time selected SIMD.
+"""
+
+from __future__ import annotations
+
+from . import _pyasc
+from ._log import _init_from_env, set_log_level
+from ._types import CacheInfo
+from .decorators import OPTION_STATUS, operator
+from .errors import (
+    AlignmentError,
+    DeviceError,
+    DTypeError,
+    FusionError,
+    InternalError,
+    InvalidArgumentError,
+    OutOfMemoryError,
+    PyAscError,
+    ShapeError,
+    TraceError,
+    UnsupportedError,
+)
+from .ops import (
+    abs,
+    add,
+    cast,
+    ceil,
+    clip,
+    cos,
+    divide,
+    erf,
+    erfc,
+    exp,
+    exp2,
+    expm1,
+    fast_gelu,
+    floor,
+    gelu,
+    isfinite,
+    isinf,
+    isnan,
+    log,
+    log1p,
+    log2,
+    maximum,
+    minimum,
+    multiply,
+    negative,
+    pow,
+    reciprocal,
+    relu,
+    round,
+    rsqrt,
+    sigmoid,
+    sign,
+    silu,
+    sin,
+    softplus,
+    sqrt,
+    square,
+    subtract,
+    tan,
+    tanh,
+    where,
+)
+
+Tensor = _pyasc.Tensor
+CompiledOp = _pyasc.CompiledOp
+__version__ = _pyasc.__version__
+
+
+def device_info(device_type: str = "auto") -> dict:
+    """Facts about a device kind: name, cores, SIMD ISA, local memory tiles are sized for."""
+    return _pyasc.device_info(device_type)
+
+
+__all__ = [
+    "AlignmentError", "CacheInfo", "CompiledOp", "DTypeError", "DeviceError", "FusionError", "InternalError",
+    "InvalidArgumentError", "OPTION_STATUS", "OutOfMemoryError", "PyAscError", "ShapeError", "Tensor",
+    "TraceError", "UnsupportedError", "abs", "add", "cast", "ceil", "clip", "cos", "device_info", "divide",
+    "erf", "erfc", "exp", "exp2", "expm1", "fast_gelu", "floor", "gelu", "isfinite", "isinf", "isnan", "log",
+    "log1p", "log2", "maximum", "minimum", "multiply", "negative", "operator", "pow", "reciprocal", "relu",
+    "round", "rsqrt", "set_log_level", "sigmoid", "sign", "silu", "sin", "softplus", "sqrt", "square",
+    "subtract", "tan", "tanh", "where",
+]
+
+_init_from_env()

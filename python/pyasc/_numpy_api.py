@@ -1,0 +1,133 @@
+"""NumPy's protocols on traced tensors: ``__array_ufunc__`` and ``__array_function__``.
+
+``np.exp(x)``, ``x + np_scalar``, ``np.where(c, a, b)``, ``np.clip``... inside an operator map
+onto the op library. NumPy calls on plain numbers (``np.sqrt(dim)``) never reach here and
+stay numbers.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict
+
+from . import _pyasc, ops
+from .errors import UnsupportedError
+
+_UFUNC_UNARY = {
+    "negative": "neg",
+    "absolute": "abs",
+    "fabs": "abs",
+    "exp": "exp",
+    "exp2": "exp2",
+    "log": "log",
+    "log2": "log2",
+    "log1p": "log1p",
+    "expm1": "expm1",
+    "sqrt": "sqrt",
+    "reciprocal": "reciprocal",
+    "sin": "sin",
+    "cos": "cos",
+    "tan": "tan",
+    "tanh": "tanh",
+    "floor": "floor",
+    "ceil": "ceil",
+    "rint": "round",
+    "sign": "sign",
+    "isnan": "isnan",
+    "isinf": "isinf",
+    "isfinite": "isfinite",
+    "square": "square",
+    "invert": "not",
+}
+
+_UFUNC_BINARY = {
+    "add": "add",
+    "subtract": "sub",
+    "multiply": "mul",
+    "divide": "div",
+    "true_divide": "div",
+    "floor_divide": "floordiv",
+    "remainder": "mod",
+    "power": "pow",
+    "minimum": "minimum",
+    "maximum": "maximum",
+    "equal": "eq",
+    "not_equal": "ne",
+    "less": "lt",
+    "less_equal": "le",
+    "greater": "gt",
+    "greater_equal": "ge",
+    "bitwise_and": "and",
+    "bitwise_or": "or",
+    "bitwise_xor": "xor",
+}
+
+_LOGICAL = {"logical_and": "and", "logical_or": "or", "logical_xor": "xor"}
+
+
+def _as_bool(x: Any) -> Any:
+    return ops.cast(x, "bool") if isinstance(x, _pyasc.Tensor) else bool(x)
+
+
+def array_ufunc(ufunc: Any, method: str, inputs: tuple, kwargs: Dict[str, Any]) -> Any:
+    """Dispatch a NumPy ufunc call whose operands include a traced tensor."""
+    name = ufunc.__name__
+    if method != "__call__":
+        raise UnsupportedError(f"np.{name}.{method} is not supported inside operators yet")
+    kwargs = dict(kwargs or {})
+    dtype = kwargs.pop("dtype", None)
+    if kwargs:
+        raise UnsupportedError(f"np.{name}(..., {', '.join(kwargs)}=...) is not supported inside operators")
+    if name == "positive":
+        result = inputs[0]
+    elif name in _UFUNC_UNARY:
+        result = _pyasc.apply_unary(_UFUNC_UNARY[name], inputs[0])
+    elif name in _UFUNC_BINARY:
+        result = _pyasc.apply_binary(_UFUNC_BINARY[name], inputs[0], inputs[1])
+    elif name in _LOGICAL:
+        result = _pyasc.apply_binary(_LOGICAL[name], _as_bool(inputs[0]), _as_bool(inputs[1]))
+    elif name == "logical_not":
+        result = _pyasc.apply_unary("not", _as_bool(inputs[0]))
+    else:
+        raise UnsupportedError(f"np.{name} is not supported inside operators yet")
+    if dtype is not None:
+        result = ops.cast(result, dtype)
+    return result
+
+
+def _where(condition: Any, x: Any = None, y: Any = None) -> Any:
+    if x is None or y is None:
+        raise UnsupportedError("np.where with one argument (nonzero indices) is not supported inside operators")
+    return ops.where(condition, x, y)
+
+
+def _clip(a: Any, a_min: Any = None, a_max: Any = None, out: Any = None, **kw: Any) -> Any:
+    if out is not None or kw:
+        raise UnsupportedError("np.clip(..., out=/keywords) is not supported inside operators")
+    return ops.clip(a, a_min, a_max)
+
+
+def _round(a: Any, decimals: int = 0, out: Any = None) -> Any:
+    if out is not None:
+        raise UnsupportedError("np.round(..., out=) is not supported inside operators")
+    return ops.round(a, decimals)
+
+
+def _astype(x: Any, dtype: Any, copy: bool = True, **kw: Any) -> Any:
+    return ops.cast(x, dtype)
+
+
+_FUNCTIONS: Dict[str, Callable[..., Any]] = {
+    "where": _where,
+    "clip": _clip,
+    "round": _round,
+    "around": _round,
+    "astype": _astype,
+}
+
+
+def array_function(func: Any, types: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
+    """Dispatch a NumPy function call whose arguments include a traced tensor."""
+    impl = _FUNCTIONS.get(func.__name__)
+    if impl is None:
+        raise UnsupportedError(f"np.{func.__name__} is not supported inside operators yet")
+    return impl(*args, **kwargs)

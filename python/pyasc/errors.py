@@ -1,0 +1,92 @@
+"""The pyasc exception hierarchy.
+
+Every error pyasc raises is a :class:`PyAscError` with a numeric ``code`` in ACL-style
+bands (1xxxxx invalid input, 2xxxxx resources, 5xxxxx internal) and, when it comes from
+the user's code, the ``filename`` and ``lineno`` of the Python expression responsible.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+__all__ = [
+    "PyAscError",
+    "InvalidArgumentError",
+    "AlignmentError",
+    "ShapeError",
+    "DTypeError",
+    "TraceError",
+    "FusionError",
+    "UnsupportedError",
+    "OutOfMemoryError",
+    "DeviceError",
+    "InternalError",
+]
+
+
+class PyAscError(Exception):
+    """Base class of every pyasc error."""
+
+    code: int = 0
+    filename: Optional[str] = None
+    lineno: Optional[int] = None
+
+
+class InvalidArgumentError(PyAscError, ValueError):
+    """An argument or option that is not accepted (code 100000)."""
+
+    code = 100000
+
+
+class AlignmentError(PyAscError, ValueError):
+    """Memory that is not aligned as the device requires (code 100001)."""
+
+    code = 100001
+
+
+class ShapeError(PyAscError, ValueError):
+    """Shapes that do not broadcast or do not fit an op (code 100002)."""
+
+    code = 100002
+
+
+class DTypeError(PyAscError, TypeError):
+    """A dtype an op does not accept (code 100003)."""
+
+    code = 100003
+
+
+class TraceError(PyAscError):
+    """A Python construct that cannot be traced, such as data-dependent control flow (code 100004)."""
+
+    code = 100004
+
+
+class FusionError(PyAscError):
+    """A function required to become one kernel could not be fused (code 100005)."""
+
+    code = 100005
+
+
+class UnsupportedError(PyAscError, NotImplementedError):
+    """A feature the API names but this version or backend does not provide (code 100006)."""
+
+    code = 100006
+
+
+class OutOfMemoryError(PyAscError, MemoryError):
+    """The device ran out of memory (code 200001)."""
+
+    code = 200001
+
+
+class DeviceError(PyAscError):
+    """The device failed while running a kernel (code 200002)."""
+
+    code = 200002
+
+
+class InternalError(PyAscError):
+    """A bug in pyasc; please report it (code 500001)."""
+
+    code = 500001

@@ -1,0 +1,114 @@
+"""The elementwise op library: ``pyasc.exp``, ``pyasc.gelu``, ``pyasc.where``, ...
+
+Inside an operator these record nodes on traced tensors. Called on NumPy arrays outside an
+operator they run at once, each through a cached one-op operator (like ``jax.numpy``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, Optional
+
+from . import _pyasc
+
+_UNARY = (
+    "exp exp2 log log2 log1p expm1 sqrt rsqrt reciprocal sin cos tan tanh sigmoid erf erfc "
+    "relu gelu fast_gelu silu softplus abs sign floor ceil isnan isinf isfinite square"
+).split()
+
+__all__ = _UNARY + ["round", "minimum", "maximum", "pow", "where", "clip", "cast", "negative", "add",
+                    "subtract", "multiply", "divide"]
+
+_eager: Dict[str, Any] = {}
+
+
+def _is_traced(*xs: Any) -> bool:
+    return any(isinstance(x, _pyasc.Tensor) for x in xs)
+
+
+def _eager_op(key: str, fn: Callable[..., Any]) -> Any:
+    op = _eager.get(key)
+    if op is None:
+        from .decorators import operator
+
+        op = operator(fn, kernel_name=key)
+        _eager[key] = op
+    return op
+
+
+def _unary(name: str) -> Callable[[Any], Any]:
+    def f(x: Any) -> Any:
+        if _is_traced(x):
+            return _pyasc.apply_unary(name, x)
+        return _eager_op(name, lambda t: _pyasc.apply_unary(name, t))(x)
+
+    f.__name__ = name
+    f.__qualname__ = name
+    f.__doc__ = f"Elementwise ``{name}`` (NumPy dtype rules; integers compute in float64)."
+    return f
+
+
+for _name in _UNARY:
+    globals()[_name] = _unary(_name)
+negative = _unary("neg")
+negative.__name__ = "negative"
+
+
+def _binary(name: str, public: str) -> Callable[[Any, Any], Any]:
+    def f(a: Any, b: Any) -> Any:
+        if _is_traced(a, b):
+            return _pyasc.apply_binary(name, a, b)
+        return _eager_op(name, lambda x, y: _pyasc.apply_binary(name, x, y))(a, b)
+
+    f.__name__ = public
+    f.__qualname__ = public
+    f.__doc__ = f"Elementwise ``{public}`` with NumPy broadcasting and type promotion."
+    return f
+
+
+minimum = _binary("minimum", "minimum")
+maximum = _binary("maximum", "maximum")
+pow = _binary("pow", "pow")  # noqa: A001 - the API's name
+add = _binary("add", "add")
+subtract = _binary("sub", "subtract")
+multiply = _binary("mul", "multiply")
+divide = _binary("div", "divide")
+
+
+def where(cond: Any, a: Any, b: Any) -> Any:
+    """Elementwise ``a if cond else b``, broadcasting all three (``np.where`` with three arguments)."""
+    if _is_traced(cond, a, b):
+        return _pyasc.apply_where(cond, a, b)
+    return _eager_op("where", lambda c, x, y: _pyasc.apply_where(c, x, y))(cond, a, b)
+
+
+def clip(x: Any, a_min: Optional[Any] = None, a_max: Optional[Any] = None) -> Any:
+    """Limit values to ``[a_min, a_max]`` (either may be None), propagating NaN like ``np.clip``."""
+    if a_min is None and a_max is None:
+        from .errors import InvalidArgumentError
+
+        raise InvalidArgumentError("clip needs a_min or a_max")
+    if a_min is not None:
+        x = maximum(x, a_min)
+    if a_max is not None:
+        x = minimum(x, a_max)
+    return x
+
+
+def round(x: Any, decimals: int = 0) -> Any:  # noqa: A001 - the API's name
+    """Round half to even (``np.round``); ``decimals`` scales by a power of ten first, as NumPy does."""
+    if decimals == 0:
+        if _is_traced(x):
+            return _pyasc.apply_unary("round", x)
+        return _eager_op("round", lambda t: _pyasc.apply_unary("round", t))(x)
+    scale = 10.0 ** decimals
+    return divide(round(multiply(x, scale)), scale)
+
+
+def cast(x: Any, dtype: Any) -> Any:
+    """Convert to ``dtype`` with NumPy's ``astype`` semantics."""
+    if _is_traced(x):
+        return _pyasc.apply_cast(x, dtype)
+    import numpy as np
+
+    key = f"cast_{np.dtype(dtype).name}"
+    return _eager_op(key, lambda t: _pyasc.apply_cast(t, dtype))(x)
