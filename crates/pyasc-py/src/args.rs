@@ -2,7 +2,7 @@
 //! the executor reads in place. Python scalars are weakly typed 0-d inputs, so a new value
 //! never recompiles.
 
-use crate::arrays::{dtype_of, numpy, view_of};
+use crate::arrays::{dtype_of, is_numpy_scalar, numpy, view_of};
 use crate::errors::user_error;
 use numpy::{PyUntypedArray, PyUntypedArrayMethods};
 use pyasc_ir::dtype::{VType, WeakKind};
@@ -101,22 +101,7 @@ pub fn parse<'py>(
             views.push(view);
             continue;
         }
-        let (kind, bits) = if obj.is_instance_of::<PyBool>() {
-            (WeakKind::Bool, obj.extract::<bool>()? as u64)
-        } else if obj.is_instance_of::<PyInt>() {
-            match obj.extract::<i64>() {
-                Ok(v) => (WeakKind::Int, v as u64),
-                Err(_) => {
-                    return Err(user_error(
-                        py,
-                        ErrorKind::InvalidArgument,
-                        format!("{}: integer does not fit in int64", label()),
-                    ))
-                }
-            }
-        } else if obj.is_instance_of::<PyFloat>() {
-            (WeakKind::Float, obj.extract::<f64>()?.to_bits())
-        } else if obj.is_instance(&numpy(py)?.getattr("generic")?)? {
+        if is_numpy_scalar(py, &obj)? {
             // A NumPy scalar: a strongly typed 0-d array.
             let arr = numpy(py)?.call_method1("asarray", (&obj,))?;
             let a = arr.cast::<PyUntypedArray>()?;
@@ -138,6 +123,22 @@ pub fn parse<'py>(
             views.push(v);
             keep.push(arr);
             continue;
+        }
+        let (kind, bits) = if obj.is_instance_of::<PyBool>() {
+            (WeakKind::Bool, obj.extract::<bool>()? as u64)
+        } else if obj.is_instance_of::<PyInt>() {
+            match obj.extract::<i64>() {
+                Ok(v) => (WeakKind::Int, v as u64),
+                Err(_) => {
+                    return Err(user_error(
+                        py,
+                        ErrorKind::InvalidArgument,
+                        format!("{}: integer does not fit in int64", label()),
+                    ))
+                }
+            }
+        } else if obj.is_instance_of::<PyFloat>() {
+            (WeakKind::Float, obj.extract::<f64>()?.to_bits())
         } else {
             let tname = obj
                 .get_type()

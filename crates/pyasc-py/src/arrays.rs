@@ -64,6 +64,16 @@ pub fn numpy(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
         .bind(py))
 }
 
+static GENERIC: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// True for NumPy scalars (`np.float32(1)`, `np.float64(2)`, ...), which are strongly typed
+/// even where they subclass Python's `float`.
+pub fn is_numpy_scalar(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let generic =
+        GENERIC.get_or_try_init(py, || numpy(py)?.getattr("generic").map(|g| g.unbind()))?;
+    obj.is_instance(generic.bind(py))
+}
+
 /// `numpy.dtype(name)` for a pyasc dtype.
 pub fn np_dtype<'py>(py: Python<'py>, dt: DType) -> PyResult<Bound<'py, PyAny>> {
     numpy(py)?.getattr("dtype")?.call1((dt.name(),))

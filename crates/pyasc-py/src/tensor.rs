@@ -1,7 +1,7 @@
 //! The tracer tensor: what an operator function receives instead of arrays. Every
 //! operation on it appends a node (with the user's file:line) to the open trace.
 
-use crate::arrays::{dtype_of, np_dtype, numpy};
+use crate::arrays::{dtype_of, is_numpy_scalar, np_dtype, numpy};
 use crate::errors::{to_py, user_error};
 use crate::frames::user_loc;
 use numpy::{PyUntypedArray, PyUntypedArrayMethods};
@@ -97,7 +97,10 @@ pub fn node_of(py: Python<'_>, trace: &TraceRef, obj: &Bound<'_, PyAny>) -> PyRe
         return Ok(t.id);
     }
     let loc = user_loc(py);
-    let scalar = if obj.is_instance_of::<PyBool>() {
+    let np_scalar = is_numpy_scalar(py, obj)?;
+    let scalar = if np_scalar {
+        None
+    } else if obj.is_instance_of::<PyBool>() {
         Some(Scalar::Bool(obj.extract()?))
     } else if obj.is_instance_of::<PyInt>() {
         match obj.extract::<i64>() {
