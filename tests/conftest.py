@@ -15,11 +15,14 @@ def ulp_distance(got: np.ndarray, ref64: np.ndarray, dtype) -> np.ndarray:
         spacing = np.abs(np.spacing(rounded.astype(dtype))).astype(np.float64)
         tiny = np.finfo(dtype).smallest_subnormal
         dist = np.abs(got - ref) / np.maximum(spacing, tiny)
+    # A reference beyond the dtype's range must round to the same infinity.
+    overflow = np.isinf(rounded) & ~np.isinf(ref)
+    dist = np.where(overflow, np.where(got == rounded, 0.0, np.inf), dist)
     both_nan = np.isnan(got) & np.isnan(ref)
     same_inf = np.isinf(got) & np.isinf(ref) & (np.sign(got) == np.sign(ref))
     dist = np.where(both_nan | same_inf, 0.0, dist)
     dist = np.where(np.isnan(got) != np.isnan(ref), np.inf, dist)
-    return dist
+    return np.where(np.isnan(dist), np.inf, dist)
 
 
 def assert_ulp(got: np.ndarray, ref64: np.ndarray, max_ulp: float, dtype=None) -> None:
