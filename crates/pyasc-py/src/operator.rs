@@ -43,6 +43,7 @@ pub struct Operator {
     options: CompileOptions,
     settings: Py<PyDict>,
     cache: Mutex<HashMap<Vec<u64>, Arc<Entry>>>,
+    last: Mutex<Option<Arc<Entry>>>,
     hits: AtomicU64,
     misses: AtomicU64,
     compiles: AtomicU64,
@@ -198,6 +199,7 @@ impl Operator {
             .lock()
             .expect("cache lock poisoned")
             .insert(key.to_vec(), entry.clone());
+        *self.last.lock().expect("cache lock poisoned") = Some(entry.clone());
         Ok(entry)
     }
 
@@ -273,6 +275,7 @@ impl Operator {
             options,
             settings,
             cache: Mutex::new(HashMap::new()),
+            last: Mutex::new(None),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
             compiles: AtomicU64::new(0),
@@ -351,7 +354,8 @@ impl Operator {
         }
     }
 
-    /// Compile (or fetch) the plan for these example arguments without running it.
+    /// Compile (or fetch) the plan for these example arguments without running it; with no
+    /// arguments, the plan compiled most recently.
     #[pyo3(signature = (*args, **kwargs))]
     fn get_compiled_op(
         &self,
@@ -359,6 +363,20 @@ impl Operator {
         args: &Bound<'_, PyTuple>,
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<CompiledOp> {
+        if args.is_empty() && kwargs.is_none_or(|k| k.is_empty()) && !self.params.is_empty() {
+            let last = self.last.lock().expect("cache lock poisoned").clone();
+            return match last {
+                Some(entry) => Ok(CompiledOp::new(entry, self.device)),
+                None => Err(user_error(
+                    py,
+                    ErrorKind::InvalidArgument,
+                    format!(
+                        "{} has not been compiled yet: call it once or pass example arguments",
+                        self.name
+                    ),
+                )),
+            };
+        }
         let args = self.positional(py, args, kwargs)?;
         let parsed = parse(py, &args, &self.params)?;
         let entry = self.entry_for(py, &parsed.key, &parsed.sigs)?;

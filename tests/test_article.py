@@ -1,0 +1,75 @@
+"""The practitioner article's snippets that belong to the features built so far, as written."""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import numpy as np
+import pytest
+
+import pyasc
+
+
+def test_article_gelu_template():
+    # 典型PyAsc算子开发模板
+    @pyasc.operator(device_type="NPU")
+    def custom_gelu(x):
+        # 算子核心计算逻辑
+        y = x * 0.5 * (1.0 + pyasc.erf(x / 1.41421))
+        return y
+
+    x = np.random.default_rng(0).standard_normal(10000).astype(np.float32)
+    x64 = x.astype(np.float64)
+    want = x64 * 0.5 * (1.0 + np.array([math.erf(v / 1.41421) for v in x64]))
+    np.testing.assert_allclose(custom_gelu(x), want, rtol=1e-6, atol=1e-7)
+    assert custom_gelu.get_compiled_op(x).kernels()[0]["fused_ops"] == 5
+
+
+def test_article_debug_logging_and_normalize_memory_usage(capsys, caplog):
+    caplog.set_level(logging.DEBUG, logger="pyasc")
+    pyasc.set_log_level("DEBUG")  # 可看到算子编译/执行的详细过程
+    try:
+        @pyasc.operator(device_type="NPU", compute_type="vector")
+        def normalize(x, scale, bias):
+            return (x - bias) * scale
+
+        x = np.arange(12, dtype=np.float32).reshape(3, 4)
+        np.testing.assert_array_equal(normalize(x, 0.5, 1.0), (x - 1.0) * 0.5)
+        op = normalize.get_compiled_op()
+        print(op.memory_usage())  # 显示各buffer内存占用
+    finally:
+        pyasc.set_log_level("WARNING")
+    out = capsys.readouterr()
+    assert "'role': 'output'" in out.out and "'bytes': 48" in out.out
+    assert "launch normalize_k0" in caplog.text
+
+
+def test_article_get_compiled_op_before_any_call_is_a_clear_error():
+    @pyasc.operator
+    def normalize(x, scale, bias):
+        return (x - bias) * scale
+
+    with pytest.raises(pyasc.InvalidArgumentError, match="not been compiled yet"):
+        normalize.get_compiled_op()
+
+
+def test_article_fast_gelu_with_precision_shorthand():
+    @pyasc.operator(precision="fp16")
+    def gelu_npu(x):
+        # 使用NPU内置近似计算
+        return pyasc.fast_gelu(x)
+
+    x = np.linspace(-6, 6, 1001, dtype=np.float32)
+    x64 = x.astype(np.float64)
+    np.testing.assert_allclose(gelu_npu(x), x64 / (1 + np.exp(-1.702 * x64)), rtol=1e-6, atol=1e-7)
+    assert gelu_npu.options["precision_mode"] == "force_fp16"
+
+
+def test_article_debug_false_release_operator():
+    @pyasc.operator(debug=False)  # 发布时设为False
+    def inference_op(x):
+        return pyasc.relu(x) * 2
+
+    x = np.array([-1.0, 0.0, 2.0])
+    np.testing.assert_array_equal(inference_op(x), np.array([0.0, 0.0, 4.0]))

@@ -1,0 +1,138 @@
+"""Typed errors: classes, codes in ACL bands, and the user's file and line."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+import pyasc
+
+HERE = __file__
+
+
+def _line_of(fn, text):
+    src, start = inspect.getsourcelines(fn)
+    for i, line in enumerate(src):
+        if text in line:
+            return start + i
+    raise AssertionError(text)
+
+
+def test_hierarchy_and_codes():
+    classes = [pyasc.InvalidArgumentError, pyasc.AlignmentError, pyasc.ShapeError, pyasc.DTypeError,
+               pyasc.TraceError, pyasc.FusionError, pyasc.UnsupportedError, pyasc.OutOfMemoryError,
+               pyasc.DeviceError, pyasc.InternalError]
+    codes = [c.code for c in classes]
+    assert len(set(codes)) == len(codes)
+    for c in classes:
+        assert issubclass(c, pyasc.PyAscError)
+        band = c.code // 100000
+        assert band in (1, 2, 5)
+    assert pyasc.AlignmentError.code == 100001
+    assert pyasc.OutOfMemoryError.code // 100000 == 2
+    assert pyasc.InternalError.code // 100000 == 5
+
+
+def test_data_dependent_control_flow_names_the_if_line():
+    def relu_branch(x):
+        if x > 0:  # the offending line
+            return x
+        return -x
+
+    op = pyasc.operator(relu_branch)
+    with pytest.raises(pyasc.TraceError) as e:
+        op(np.ones(3))
+    assert e.value.filename == HERE
+    assert e.value.lineno == _line_of(relu_branch, "the offending line")
+    assert f"{HERE}:{e.value.lineno}" in str(e.value)
+    assert e.value.code == 100004
+
+
+def test_broadcast_errors_name_the_expression_line():
+    def add(a, b):
+        c = a * 2.0
+        return c + b  # mismatched shapes
+
+    with pytest.raises(pyasc.ShapeError) as e:
+        pyasc.operator(add)(np.ones(3), np.ones(4))
+    assert e.value.lineno == _line_of(add, "mismatched shapes")
+    assert "(3,)" in str(e.value) and "(4,)" in str(e.value)
+
+
+def test_dtype_errors_name_the_line():
+    def bad(a):
+        return a - a  # bool subtract
+
+    with pytest.raises(pyasc.DTypeError) as e:
+        pyasc.operator(bad)(np.ones(3, bool))
+    assert e.value.lineno == _line_of(bad, "bool subtract")
+
+    def neg_pow(a):
+        return a ** -1  # negative integer power
+
+    with pytest.raises(pyasc.DTypeError) as e:
+        pyasc.operator(neg_pow)(np.arange(3))
+    assert e.value.lineno == _line_of(neg_pow, "negative integer power")
+
+    def fexp(a):
+        return pyasc.exp(a)  # float16 result
+
+    with pytest.raises(pyasc.DTypeError):
+        pyasc.operator(fexp)(np.ones(3, bool))
+
+
+def test_conversions_and_iteration_are_trace_errors():
+    for body in (lambda x: float(x), lambda x: int(x), lambda x: [v for v in x], lambda x: np.asarray(x) + 1,
+                 lambda x: range(x)):
+        with pytest.raises(pyasc.TraceError):
+            pyasc.operator(body)(np.ones(3))
+
+
+def test_captured_arrays_and_bad_returns_are_trace_errors():
+    w = np.ones(3)
+    with pytest.raises(pyasc.TraceError, match="pass it as an argument"):
+        pyasc.operator(lambda x: x * w)(np.ones(3))
+    with pytest.raises(pyasc.TraceError, match="returned a str"):
+        pyasc.operator(lambda x: "nope")(np.ones(3))
+
+
+def test_escaped_tensors_cannot_be_used_later():
+    kept = []
+
+    @pyasc.operator
+    def leak(x):
+        kept.append(x)
+        return x + 1
+
+    leak(np.ones(2))
+    with pytest.raises(pyasc.TraceError, match="after its operator returned"):
+        kept[0] + 1
+
+
+def test_unsupported_numpy_calls_are_typed():
+    with pytest.raises(pyasc.UnsupportedError, match="np.sum"):
+        pyasc.operator(lambda x: np.sum(x))(np.ones(3))
+    with pytest.raises(pyasc.UnsupportedError):
+        pyasc.operator(lambda x: np.add.reduce(x))(np.ones(3))
+
+
+def test_user_exceptions_propagate_unchanged_and_the_operator_stays_usable():
+    calls = {"n": 0}
+
+    @pyasc.operator
+    def flaky(x):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise KeyError("boom")
+        return x * 3
+
+    with pytest.raises(KeyError):
+        flaky(np.ones(2))
+    np.testing.assert_array_equal(flaky(np.ones(2)), np.full(2, 3.0))
+
+
+def test_bad_log_level():
+    with pytest.raises(pyasc.InvalidArgumentError):
+        pyasc.set_log_level("LOUD")
