@@ -4,9 +4,9 @@
 //! call Rust std / `libm` per element (correctly rounded or within an ulp or two).
 
 use crate::dispatch::{dispatch, Kernel, Simd};
-use crate::math::erf::{erf_f32, erfc_f32};
+use crate::math::erf::{erf_f32, erfc_f32, gelu_f32};
 use crate::math::exp_log::{exp2_f32, exp_f32, expm1_f32, log1p_f32, log2_f32, log_f32};
-use crate::math::hyper::{fast_gelu_f32, gelu_f32, sigmoid_f32, silu_f32, softplus_f32, tanh_f32};
+use crate::math::hyper::{fast_gelu_f32, sigmoid_f32, silu_f32, softplus_f32, tanh_f32};
 use crate::math::real::Real;
 use crate::math::trig::{cos_f32, needs_wide, sin_f32, tan_f32};
 use crate::src::map1;

@@ -1,164 +1,311 @@
-//! The error function in float64 (relative error ~1e-14) and float32 `erf`/`erfc` on top.
+//! float32 `erf`, `erfc` and `gelu` in native float32 arithmetic (16 lanes per AVX-512 vector).
 //!
-//! For |x| < 1, `erf x = x P(x^2)` (Taylor to x^33). For 1 <= |x| <= 10.5,
-//! `erfc x = e^(-x^2) g(x)` with the smooth factor `g = erfc e^(x^2)` given by Chebyshev
-//! expansions on [1, 2], [2, 4] and [4, 10.5] (coefficients computed with mpmath at 40
-//! digits); beyond 10.5, erfc underflows every float32 result. All pieces are evaluated and
-//! selected, so the code stays branch-free.
+//! Small arguments use odd/even polynomials: `erf x = x (2/sqrt(pi) + x^2 P(x^2))` for
+//! |x| < 0.47 (2/sqrt(pi) split in two floats) and `gelu x = x (1/2 + x S(x^2))` for
+//! |x| < 0.47 sqrt 2. Beyond, the tail `erfc z = e^(-z^2) g(z)` (and `erfc(a/sqrt2)/2 =
+//! e^(-a^2/2) h(a)` for gelu) is evaluated once per lane: the smooth factor is one polynomial
+//! whose coefficients are picked per lane from two fitted sets (in `z` near, in `1/z` far), and
+//! `e^(-z^2)` comes from the exactly split square `z^2 = hi + lo`, so erfc keeps its relative
+//! accuracy down to the subnormal range. erf is `1 - erfc` there, erfc of negative x is
+//! `2 - erfc|x|`, and gelu of positive x is `x (1 - erfc(x/sqrt2)/2)`; none of these cancel.
+//! The coefficients come from `tools/fit_erf.py` (near-minimax, mpmath references).
 
-use super::exp_log::exp64;
-use super::{horner, mad};
+use super::{fma32, horner32, mad32};
 use crate::dispatch::Simd;
 
-/// Taylor coefficients of `erf(x) / x` in powers of x^2.
-const ERF_SMALL: [f64; 17] = [
-    std::f64::consts::FRAC_2_SQRT_PI,
-    -0.37612638903183754,
-    0.11283791670955126,
-    -0.026866170645131252,
-    0.005223977625442188,
-    -0.0008548327023450853,
-    0.00012055332981789664,
-    -1.492565035840625e-05,
-    1.6462114365889248e-06,
-    -1.6365844691234924e-07,
-    1.4807192815879218e-08,
-    -1.2290555301717928e-09,
-    9.422759064650411e-11,
-    -6.7113668551641105e-12,
-    4.4632242632864775e-13,
-    -2.7835162072109215e-14,
-    1.6342614095367152e-15,
+/// ln 2 rounded to float32 (`k * LN2_HI` is exact inside an FMA).
+const LN2_HI: f32 = std::f32::consts::LN_2;
+/// `ln 2 - LN2_HI`.
+const LN2_LO: f32 = -1.904_654_2e-9;
+/// `1.5 * 2^23`: adding it rounds a float32 below 2^22 in magnitude to an integer.
+const ROUND_MAGIC: f32 = 12_582_912.0;
+/// The tail factor is scaled by `2^(k + SCALE_BIAS)` and then by `2^-SCALE_BIAS`, so that only
+/// the last step rounds when the result is subnormal.
+const SCALE_BIAS: i32 = 64;
+/// `2^-SCALE_BIAS`.
+const SCALE_DOWN: f32 = f32::from_bits(((127 - SCALE_BIAS) as u32) << 23);
+
+/// `(e^r - 1 - r) / r^2` for |r| <= 0.35 (fit error 2^-28.1).
+const EXP_Q: [f32; 5] = [
+    0.49999994,
+    0.16666517,
+    0.04166828,
+    0.008369248,
+    0.0013820775,
 ];
 
-/// Chebyshev coefficients of `erfc(x) e^(x^2)` on [1, 2].
-const G1: [f64; 15] = [
-    0.331427281639452,
-    -0.0850021377067432,
-    0.009951127341466115,
-    -0.0010810888102208325,
-    0.0001102324363119495,
-    -1.0636830518218601e-05,
-    9.775012680479055e-07,
-    -8.597922867888315e-08,
-    7.267708411724842e-09,
-    -5.92354384059248e-10,
-    4.6683928572192346e-11,
-    -3.566127699920895e-12,
-    2.645877690568859e-13,
-    -1.9101252151284302e-14,
-    1.3377839153951851e-15,
+/// 2/sqrt(pi) = ERF_C0_HI + ERF_C0_LO.
+const ERF_C0_HI: f32 = std::f32::consts::FRAC_2_SQRT_PI;
+/// Low part of 2/sqrt(pi).
+const ERF_C0_LO: f32 = -5.8635383e-08;
+
+/// `(erf(x) / x - 2/sqrt(pi)) / x^2` in x^2 for |x| <= 0.75 (fit error 2^-33.1).
+const ERF_SMALL: [f32; 6] = [
+    -0.37612638,
+    0.11283762,
+    -0.026863316,
+    0.0052113575,
+    -0.0008265965,
+    8.9077694e-05,
 ];
 
-/// Chebyshev coefficients of `erfc(x) e^(x^2)` on [2, 4].
-const G2: [f64; 17] = [
-    0.1874295690262241,
-    -0.05794652883669097,
-    0.008595247387396534,
-    -0.0012284613640242594,
-    0.00016974366686180488,
-    -2.2738329337044562e-05,
-    2.959844378804878e-06,
-    -3.7513575581379714e-07,
-    4.6372828761738244e-08,
-    -5.599455392564087e-09,
-    6.613160896679808e-10,
-    -7.648271522188293e-11,
-    8.670904324669656e-12,
-    -9.645456149599564e-13,
-    1.0536815229934182e-13,
-    -1.1311350180887004e-14,
-    1.1818156036856033e-15,
+/// `erf(x/sqrt2) / 2x` in x^2 for |x| <= 0.47 sqrt 2 (fit error 2^-26.4).
+const GELU_SMALL: [f32; 5] = [
+    0.3989423,
+    -0.06649117,
+    0.009982154,
+    -0.0012164557,
+    0.0001424288,
 ];
 
-/// Chebyshev coefficients of `erfc(x) e^(x^2)` on [4, 10.5].
-const G3: [f64; 23] = [
-    0.08571277611164935,
-    -0.03959944150237841,
-    0.009050845795207044,
-    -0.0020475042424736734,
-    0.00045860059689974825,
-    -0.00010172974615844683,
-    2.2355578491963817e-05,
-    -4.868128480649928e-06,
-    1.0507105120801109e-06,
-    -2.2482759928767082e-07,
-    4.77041982380705e-08,
-    -1.0039076911776568e-08,
-    2.0957824493013636e-09,
-    -4.3410474520171525e-10,
-    8.923093553107016e-11,
-    -1.8204631381785677e-11,
-    3.686917122877443e-12,
-    -7.413550056687434e-13,
-    1.4802455453561526e-13,
-    -2.935255060910125e-14,
-    5.780969893951282e-15,
-    -1.1295891751928191e-15,
-    2.117282419157807e-16,
+/// Centre of the first piece of `G_NEAR`.
+const G_ZC: f32 = 1.1104529;
+/// Centre (in 1/v) of `G_FAR`.
+const G_TC: f32 = 0.3344164;
+
+/// `erfc(z) e^(z^2)` on [0.47, 1.75] in v - G_ZC (fit error 2^-27.2).
+const G_NEAR: [f32; 10] = [
+    0.3991884,
+    -0.24181934,
+    0.13065924,
+    -0.064485624,
+    0.029529974,
+    -0.012679135,
+    0.0051161167,
+    -0.0019841623,
+    0.00082899444,
+    -0.00028553655,
 ];
 
-/// Sums a Chebyshev series `sum c[j] T_j(t)` by Clenshaw's recurrence.
+/// v times `erfc(z) e^(z^2)` on [1.75, 10.1] in 1/v - G_TC (fit error 2^-29.0).
+const G_FAR: [f32; 10] = [
+    0.5368485,
+    -0.14320856,
+    -0.114737205,
+    0.19523415,
+    -0.103241555,
+    -0.09480649,
+    0.2794158,
+    -0.2883147,
+    -0.098693095,
+    0.56399137,
+];
+
+/// Centre of the first piece of `H_NEAR`.
+const H_ZC: f32 = 1.5764372;
+/// Centre (in 1/v) of `H_FAR`.
+const H_TC: f32 = 0.23823746;
+
+/// `erfc(a/sqrt2) e^(a^2/2) / 2` on [0.6647, 2.475] in v - H_ZC (fit error 2^-27.3).
+const H_NEAR: [f32; 10] = [
+    0.19908072,
+    -0.08510402,
+    0.03245974,
+    -0.011311079,
+    0.0036577156,
+    -0.0011091961,
+    0.00031603803,
+    -8.6471475e-05,
+    2.5593932e-05,
+    -6.2949734e-06,
+];
+
+/// v times `erfc(a/sqrt2) e^(a^2/2) / 2` on [2.475, 14.28] in 1/v - H_TC (fit error 2^-28.9).
+const H_FAR: [f32; 10] = [
+    0.3793553,
+    -0.1437791,
+    -0.16019584,
+    0.38838843,
+    -0.29528165,
+    -0.36247668,
+    1.5513695,
+    -2.3254218,
+    -0.9629119,
+    9.0739355,
+];
+
+/// Splits `e^-(hi + lo)` (`0 <= hi <= 104`, `|lo| <= ulp(hi)`) as `(r, w, k)` with
+/// `e^-(hi + lo) = 2^k (1 + r + w)`, `|r| <= 0.35`, `w = r^2 Q(r)` small.
 #[inline(always)]
-fn clenshaw<S: Simd, const N: usize>(t: f64, c: &[f64; N]) -> f64 {
-    let t2 = 2.0 * t;
-    let (mut b1, mut b2) = (0.0, 0.0);
-    let mut j = N - 1;
-    while j > 0 {
-        let b0 = mad::<S>(t2, b1, c[j] - b2);
-        b2 = b1;
-        b1 = b0;
-        j -= 1;
-    }
-    mad::<S>(t, b1, c[0] - b2)
+fn exp_neg<S: Simd>(hi: f32, lo: f32) -> (f32, f32, i32) {
+    let t = mad32::<S>(-hi, std::f32::consts::LOG2_E, ROUND_MAGIC);
+    let kf = t - ROUND_MAGIC;
+    let k = (t.to_bits() as i32).wrapping_sub(ROUND_MAGIC.to_bits() as i32);
+    let r = fma32::<S>(kf, -LN2_HI, -hi);
+    let r = mad32::<S>(kf, -LN2_LO, r) - lo;
+    (r, r * r * horner32::<S, 5>(r, &EXP_Q), k)
 }
 
-/// `(erf a if a < 1, erfc a if a >= 1)` for `a = |x|`; the caller selects on `a < 1`.
+/// `m 2^k` for `-150 <= k <= 0` with a single rounding (into the subnormal range if need be).
 #[inline(always)]
-fn parts<S: Simd>(a: f64) -> (f64, f64) {
-    let z = a * a;
-    let small = a * horner::<S, 17>(z, &ERF_SMALL);
-    let g1 = clenshaw::<S, 15>(mad::<S>(a, 2.0, -3.0), &G1);
-    let g2 = clenshaw::<S, 17>(mad::<S>(a, 1.0, -3.0), &G2);
-    let g3 = clenshaw::<S, 23>(mad::<S>(a, 2.0 / 6.5, -14.5 / 6.5), &G3);
-    let g = if a < 2.0 { g1 } else { g2 };
-    let g = if a < 4.0 { g } else { g3 };
-    let large = exp64::<S>(-z) * g;
-    let large = if a > 10.5 { 0.0 } else { large };
-    (small, large)
+fn scale<S: Simd>(m: f32, k: i32) -> f32 {
+    let p = f32::from_bits((k.wrapping_add(127 + SCALE_BIAS) as u32) << 23);
+    m * p * SCALE_DOWN
 }
 
-/// float64 `erf x` (for float32-accuracy purposes).
-#[inline(always)]
-pub(crate) fn erf64<S: Simd>(x: f64) -> f64 {
-    let a = x.abs();
-    let (small, large) = parts::<S>(a);
-    let r = if a < 1.0 { small } else { 1.0 - large };
-    r.copysign(x)
+/// A fitted factor `f(v)` in two pieces: `f(v)` in `v - zc` below `split`, `v f(v)` in
+/// `1/v - tc` from `split` on (smooth and free of cancellation out to the last float32 result);
+/// `d ln(v f(v)) / d ln(1/v) ~ -kappa / v^2` there.
+struct Factor<const N: usize> {
+    split: f32,
+    zc: f32,
+    tc: f32,
+    kappa: f32,
+    near: [f32; N],
+    far: [f32; N],
 }
 
-/// float64 `erfc x` (for float32-accuracy purposes).
+/// `erfc(z) e^(z^2)`.
+const G: Factor<10> = Factor {
+    split: 1.75,
+    zc: G_ZC,
+    tc: G_TC,
+    kappa: 0.8,
+    near: G_NEAR,
+    far: G_FAR,
+};
+
+/// `erfc(a/sqrt2) e^(a^2/2) / 2`.
+const H: Factor<10> = Factor {
+    split: 1.75 * std::f32::consts::SQRT_2,
+    zc: H_ZC,
+    tc: H_TC,
+    kappa: 1.6,
+    near: H_NEAR,
+    far: H_FAR,
+};
+
+/// `e^(-v^2/d) f(v)` (`d` 2 if `half`, else 1) for `v` in [0.47, 14.3], in pieces that the
+/// callers combine with one final rounding.
+struct Tail {
+    /// `v` is in the far piece.
+    far: bool,
+    /// `e^(-v^2/d) f(v) = 2^k (c + b)` near, `2^k (c + b) / v` far.
+    c: f32,
+    /// See `c`; `|b| < |c| / 2`.
+    b: f32,
+    /// See `c`.
+    k: i32,
+    /// `1/v = t (1 + e)` to first order.
+    t: f32,
+    /// See `t`.
+    e: f32,
+}
+
 #[inline(always)]
-pub(crate) fn erfc64<S: Simd>(x: f64) -> f64 {
-    let a = x.abs();
-    let (small, large) = parts::<S>(a);
-    let pos = if a < 1.0 { 1.0 - small } else { large };
-    let neg = if a < 1.0 { 1.0 + small } else { 2.0 - large };
-    if x < 0.0 {
-        neg
+fn tail<S: Simd, const N: usize>(v: f32, half: bool, f: &Factor<N>) -> Tail {
+    let hi = v * v;
+    let lo = fma32::<S>(v, v, -hi);
+    let (hi, lo) = if half { (0.5 * hi, 0.5 * lo) } else { (hi, lo) };
+    let (r, w, k) = exp_neg::<S>(hi, lo);
+    let far = v >= f.split;
+    let t = 1.0 / v;
+    // 1/v = t (1 + e) to first order, with e exact: v f(v) at 1/v is v f(v) at t times
+    // (1 + e d ln(v f(v)) / d ln t).
+    let e = fma32::<S>(-v, t, 1.0);
+    let w = if far {
+        mad32::<S>(e * t, -f.kappa * t, w)
     } else {
-        pos
+        w
+    };
+    let u = if far { t - f.tc } else { v - f.zc };
+    let pick = |i: usize| if far { f.far[i] } else { f.near[i] };
+    let mut acc = pick(N - 1);
+    let mut i = N - 1;
+    while i > 1 {
+        i -= 1;
+        acc = mad32::<S>(acc, u, pick(i));
     }
+    // f e^r = (c + s)(1 + r + w) = c + b with b = s + (c + s)(r + w), c exact.
+    let c = pick(0);
+    let s = acc * u;
+    let cs = c + s;
+    let b = fma32::<S>(cs, r, mad32::<S>(cs, w, s));
+    Tail { far, c, b, k, t, e }
+}
+
+/// erf uses [`erf_small`] below this (where `1 - erfc` would cancel), erfc below 0.47 (where
+/// `1 - erf` does not).
+const ERF_SMALL_MAX: f32 = 0.75;
+/// gelu uses its small-argument polynomial below this.
+const GELU_SMALL_MAX: f32 = 0.47 * std::f32::consts::SQRT_2;
+/// Lanes that do not need the tail evaluate it here instead: a far-out or tiny argument would
+/// make subnormal intermediate results, which cost a microcode assist each on x86.
+const SAFE: f32 = 1.0;
+
+/// `erf x` for |x| <= ERF_SMALL_MAX.
+#[inline(always)]
+fn erf_small<S: Simd>(x: f32) -> f32 {
+    let z = x * x;
+    let s = x * mad32::<S>(z, horner32::<S, 6>(z, &ERF_SMALL), ERF_C0_LO);
+    mad32::<S>(x, ERF_C0_HI, s)
+}
+
+/// `erfc v` for `v` in [0.47, 10.1] (NaN stays NaN).
+#[inline(always)]
+fn erfc_tail<S: Simd>(v: f32) -> f32 {
+    let p = tail::<S, 10>(v, false, &G);
+    // Far: (c + b) / v = (c + b) t (1 + e) = t c + t d with d = b + (c + b) e.
+    let d = mad32::<S>(p.c + p.b, p.e, p.b);
+    let (t, d) = if p.far { (p.t, d) } else { (1.0, p.b) };
+    scale::<S>(fma32::<S>(t, p.c, t * d), p.k)
 }
 
 /// float32 `erf`.
 #[inline(always)]
 pub(crate) fn erf_f32<S: Simd>(x: f32) -> f32 {
-    erf64::<S>(x as f64) as f32
+    let a = x.abs();
+    // From 3.92 on erf rounds to 1: erfc(3.95) is below half an ulp of 1.
+    let v = if a > 3.95 { 3.95 } else { a };
+    let v = if a < ERF_SMALL_MAX { SAFE } else { v };
+    let big = (1.0 - erfc_tail::<S>(v)).copysign(x);
+    if a < ERF_SMALL_MAX {
+        erf_small::<S>(x)
+    } else {
+        big
+    }
 }
 
 /// float32 `erfc`.
 #[inline(always)]
 pub(crate) fn erfc_f32<S: Simd>(x: f32) -> f32 {
-    erfc64::<S>(x as f64) as f32
+    let a = x.abs();
+    let v = if a > 10.1 { SAFE } else { a };
+    let v = if a < 0.47 { SAFE } else { v };
+    // erfc(10.06) and beyond round to 0.
+    let e = if a > 10.1 { 0.0 } else { erfc_tail::<S>(v) };
+    let big = if x < 0.0 { 2.0 - e } else { e };
+    if a < 0.47 {
+        1.0 - erf_small::<S>(x)
+    } else {
+        big
+    }
+}
+
+/// float32 `x/2 (1 + erf(x/sqrt 2)) = x/2 erfc(-x/sqrt 2)`; NaN at -inf, as that formula.
+#[inline(always)]
+pub(crate) fn gelu_f32<S: Simd>(x: f32) -> f32 {
+    let a = x.abs();
+    // Above 6, gelu x rounds to x; below -14.3 to -0.
+    let v = if x > 6.0 { SAFE } else { a };
+    let v = if a < GELU_SMALL_MAX || x < -14.3 {
+        SAFE
+    } else {
+        v
+    };
+    let p = tail::<S, 10>(v, true, &H);
+    // |x| erfc(|x|/sqrt2)/2 = 2^k (c + b) far (no division there), 2^k |x| (c + b) near,
+    // scaled only after the product (it may be subnormal).
+    let w = if p.far { 1.0 } else { v };
+    let m = scale::<S>(fma32::<S>(w, p.c, w * p.b), p.k);
+    // -inf gives NaN, as the formula.
+    let neg = if x < -14.3 { x * 0.0 } else { -m };
+    let pos = if x > 6.0 { x } else { x - m };
+    let big = if x < 0.0 { neg } else { pos };
+    let small = x * mad32::<S>(x, horner32::<S, 5>(x * x, &GELU_SMALL), 0.5);
+    if a < GELU_SMALL_MAX {
+        small
+    } else {
+        big
+    }
 }

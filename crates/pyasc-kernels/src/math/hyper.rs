@@ -1,7 +1,6 @@
-//! float32 tanh, sigmoid and the activation functions, computed in float64 from the exp, log
-//! and erf cores (all formulas are cancellation-free, so accuracy holds in ulps near 0 too).
+//! float32 tanh, sigmoid and the activation functions (gelu is in [`super::erf`]), computed in
+//! float64 from the exp and log cores (all formulas are cancellation-free, so accuracy holds in ulps near 0 too).
 
-use super::erf::erfc64;
 use super::exp_log::{exp64, expm1_64, log1p_pos64};
 use crate::dispatch::Simd;
 
@@ -31,13 +30,6 @@ pub(crate) fn sigmoid_f32<S: Simd>(x: f32) -> f32 {
 pub(crate) fn silu_f32<S: Simd>(x: f32) -> f32 {
     let x = x as f64;
     (x * sigmoid64::<S>(x)) as f32
-}
-
-/// float32 `x/2 (1 + erf(x/sqrt 2)) = x/2 erfc(-x/sqrt 2)`.
-#[inline(always)]
-pub(crate) fn gelu_f32<S: Simd>(x: f32) -> f32 {
-    let x = x as f64;
-    (0.5 * x * erfc64::<S>(-x * std::f64::consts::FRAC_1_SQRT_2)) as f32
 }
 
 /// float32 Ascend FastGelu: `x / (1 + e^(-1.702|x|)) e^(0.851 (x - |x|))`.

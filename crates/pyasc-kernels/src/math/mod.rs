@@ -1,10 +1,11 @@
 //! Branch-free scalar building blocks of the vectorised math kernels.
 //!
 //! Every function here is `#[inline(always)]` and free of early exits and libm calls, so that
-//! it vectorises once inlined into a kernel loop. The float32 transcendental functions compute
+//! it vectorises once inlined into a kernel loop. Most float32 transcendental functions compute
 //! internally in float64 (like glibc's modern `expf`/`logf`/`sinf`): this keeps them within
 //! about 0.5 ulp without fiddly float32 error compensation, and float32 subnormal inputs and
-//! outputs are ordinary float64 numbers.
+//! outputs are ordinary float64 numbers. erf, erfc and gelu are native float32 (twice the
+//! lanes per vector) with exact-product tricks where cancellation or large arguments demand.
 
 pub(crate) mod erf;
 pub(crate) mod exp_log;
@@ -24,6 +25,27 @@ pub(crate) fn mad<S: Simd>(a: f64, b: f64, c: f64) -> f64 {
     }
 }
 
+/// `a * b + c` in float32, fused when the ISA has an FMA instruction.
+#[inline(always)]
+pub(crate) fn mad32<S: Simd>(a: f32, b: f32, c: f32) -> f32 {
+    if S::FMA {
+        a.mul_add(b, c)
+    } else {
+        a * b + c
+    }
+}
+
+/// `a * b + c` in float32 with one rounding on every ISA: without an FMA instruction it goes
+/// through float64, where the product of two float32 values is exact.
+#[inline(always)]
+pub(crate) fn fma32<S: Simd>(a: f32, b: f32, c: f32) -> f32 {
+    if S::FMA {
+        a.mul_add(b, c)
+    } else {
+        ((a as f64) * (b as f64) + c as f64) as f32
+    }
+}
+
 /// Evaluates `c[0] + c[1] x + ... + c[N-1] x^(N-1)` by Horner's rule.
 #[inline(always)]
 pub(crate) fn horner<S: Simd, const N: usize>(x: f64, c: &[f64; N]) -> f64 {
@@ -32,6 +54,18 @@ pub(crate) fn horner<S: Simd, const N: usize>(x: f64, c: &[f64; N]) -> f64 {
     while i > 0 {
         i -= 1;
         acc = mad::<S>(acc, x, c[i]);
+    }
+    acc
+}
+
+/// Evaluates `c[0] + c[1] x + ... + c[N-1] x^(N-1)` in float32 by Horner's rule.
+#[inline(always)]
+pub(crate) fn horner32<S: Simd, const N: usize>(x: f32, c: &[f32; N]) -> f32 {
+    let mut acc = c[N - 1];
+    let mut i = N - 1;
+    while i > 0 {
+        i -= 1;
+        acc = mad32::<S>(acc, x, c[i]);
     }
     acc
 }
