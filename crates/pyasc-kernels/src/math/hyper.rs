@@ -1,5 +1,6 @@
 //! float32 tanh, sigmoid and the activation functions (gelu is in [`super::erf`]), computed in
-//! float64 from the exp and log cores (all formulas are cancellation-free, so accuracy holds in ulps near 0 too).
+//! float64 from the exp and log cores (all formulas are cancellation-free, so accuracy holds
+//! in ulps near 0 too).
 
 use super::exp_log::{exp64, expm1_64, log1p_pos64};
 use crate::dispatch::Simd;
@@ -32,15 +33,15 @@ pub(crate) fn silu_f32<S: Simd>(x: f32) -> f32 {
     (x * sigmoid64::<S>(x)) as f32
 }
 
-/// float32 Ascend FastGelu: `x / (1 + e^(-1.702|x|)) e^(0.851 (x - |x|))`.
+/// float32 Ascend FastGelu: `x / (1 + e^(-1.702|x|)) e^(0.851 (x - |x|))`, with one
+/// exponential: for x < 0 the second factor is `e^(-1.702|x|)` itself.
 #[inline(always)]
 pub(crate) fn fast_gelu_f32<S: Simd>(x: f32) -> f32 {
     let x = x as f64;
-    let a = x.abs();
-    // x - |x|, written so that x = +inf gives 0 rather than NaN.
-    let d = if x < 0.0 { 2.0 * x } else { 0.0 };
-    let num = x * exp64::<S>(0.851 * d);
-    (num / (1.0 + exp64::<S>(-1.702 * a))) as f32
+    let e = exp64::<S>(-1.702 * x.abs());
+    // -inf gives -inf * 0 = NaN, as the formula.
+    let num = if x < 0.0 { x * e } else { x };
+    (num / (1.0 + e)) as f32
 }
 
 /// float32 `max(x, 0) + log1p(e^-|x|)`.
