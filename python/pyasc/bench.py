@@ -1,0 +1,203 @@
+"""``pyasc bench``: pyasc against the peers installed in the same environment (NumPy, numexpr,
+Numba, JAX; ``pip install .[bench]``), measured in the same run, reported as ratios.
+
+Each line gives the best time over several rounds; ``ratio`` is the peer's time divided by
+pyasc's (above 1: pyasc is faster). ``np.copyto`` of the same bytes stands for the machine's
+memory-bandwidth limit of an elementwise kernel.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import os
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import numpy as np
+
+import pyasc
+
+from ._timing import best_time, fmt_time
+
+Row = Tuple[str, str, float]
+
+
+def _peer(name: str) -> Optional[Any]:
+    try:
+        return importlib.import_module(name)
+    except Exception:  # noqa: BLE001 - a broken peer install is just an absent peer
+        return None
+
+
+def _gelu_op():
+    @pyasc.operator
+    def custom_gelu(x):
+        return x * 0.5 * (1.0 + pyasc.erf(x / 1.41421))
+
+    return custom_gelu
+
+
+def bench_gelu(n: int, repeat: int) -> List[Row]:
+    """GELU with the exact erf on ``n`` float32 values, and ``np.copyto`` of the same bytes."""
+    x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
+    rows: List[Row] = []
+    op = _gelu_op()
+    rows.append(("pyasc", "operator", best_time(lambda: op(x), repeat)))
+    dst = np.empty_like(x)
+    rows.append(("limit", "np.copyto same bytes", best_time(lambda: np.copyto(dst, x), repeat)))
+    special = _peer("scipy.special")
+    if special is not None:
+        rows.append(("numpy", "numpy + scipy.special.erf", best_time(
+            lambda: x * np.float32(0.5) * (np.float32(1.0) + special.erf(x / np.float32(1.41421))), repeat)))
+    numba = _peer("numba")
+    if numba is not None:
+        @numba.vectorize(["float32(float32)"], target="parallel")
+        def nb_gelu(v):
+            return v * np.float32(0.5) * (np.float32(1.0) + math.erf(v / np.float32(1.41421)))
+
+        rows.append(("numba", "vectorize(target='parallel')", best_time(lambda: nb_gelu(x), repeat)))
+    jax = _peer("jax")
+    if jax is not None:
+        import jax.numpy as jnp
+        from jax.scipy.special import erf as jerf
+
+        f = jax.jit(lambda v: v * 0.5 * (1.0 + jerf(v / 1.41421)))
+        xj = jnp.asarray(x)
+        rows.append(("jax", "jax.jit", best_time(lambda: f(xj).block_until_ready(), repeat)))
+    return rows
+
+
+def bench_normalize(shape: Tuple[int, int], repeat: int) -> List[Row]:
+    """``(X - b) * s`` with a broadcast row ``b`` and scalar ``s``."""
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(shape).astype(np.float32)
+    b = rng.standard_normal(shape[1]).astype(np.float32)
+    s = np.float32(1.5)
+
+    @pyasc.operator
+    def normalize(x, scale, bias):
+        return (x - bias) * scale
+
+    rows: List[Row] = [("pyasc", "operator", best_time(lambda: normalize(x, 1.5, b), repeat)),
+                       ("numpy", "(x - b) * s", best_time(lambda: (x - b) * s, repeat))]
+    ne = _peer("numexpr")
+    if ne is not None:
+        rows.append(("numexpr", "evaluate", best_time(lambda: ne.evaluate("(x - b) * s", local_dict={"x": x, "b": b, "s": s}), repeat)))
+    numba = _peer("numba")
+    if numba is not None:
+        @numba.njit(parallel=True, fastmath=False)
+        def nb_norm(x, s, b):
+            out = np.empty_like(x)
+            for i in numba.prange(x.shape[0]):
+                for j in range(x.shape[1]):
+                    out[i, j] = (x[i, j] - b[j]) * s
+            return out
+
+        rows.append(("numba", "njit(parallel=True)", best_time(lambda: nb_norm(x, s, b), repeat)))
+    jax = _peer("jax")
+    if jax is not None:
+        import jax.numpy as jnp
+
+        f = jax.jit(lambda x, s, b: (x - b) * s)
+        xj, bj = jnp.asarray(x), jnp.asarray(b)
+        rows.append(("jax", "jax.jit", best_time(lambda: f(xj, 1.5, bj).block_until_ready(), repeat)))
+    return rows
+
+
+def _fresh(i: int) -> Callable[[Any], Any]:
+    # A new function object each time, so no peer can reuse an earlier compilation.
+    ns: Dict[str, Any] = {}
+    exec(f"def f(x):\n    return (x * {i + 2}.0 + 1.0) * (x - {i}.5)\n", ns)  # noqa: S102
+    return ns["f"]
+
+
+def bench_first_call(rounds: int) -> List[Row]:
+    """Trace + compile + run of a new small operator (1000 float32)."""
+    x = np.linspace(-1, 1, 1000, dtype=np.float32)
+
+    def first(make: Callable[[Callable[[Any], Any]], Callable[[], Any]]) -> float:
+        times = []
+        for i in range(rounds):
+            fn = make(_fresh(i))
+            times.append(best_time(fn, repeat=1, warmup=0))
+        return sorted(times)[len(times) // 2]
+
+    rows: List[Row] = [("pyasc", "operator", first(lambda f: lambda: pyasc.operator(f)(x)))]
+    numba = _peer("numba")
+    if numba is not None:
+        rows.append(("numba", "njit", first(lambda f: lambda: numba.njit(f)(x))))
+    jax = _peer("jax")
+    if jax is not None:
+        import jax.numpy as jnp
+
+        xj = jnp.asarray(x)
+        rows.append(("jax", "jax.jit", first(lambda f: lambda: jax.jit(f)(xj).block_until_ready())))
+    return rows
+
+
+def bench_cached_call(repeat: int) -> List[Row]:
+    """A compiled operator called again on 8-element float32 arrays."""
+    x = np.arange(8, dtype=np.float32)
+    op = pyasc.operator(lambda v: v * 2.0 + 1.0)
+    n = 20000
+    rows: List[Row] = [("pyasc", "operator", best_time(lambda: op(x), repeat, number=n)),
+                       ("numpy", "x * 2 + 1", best_time(lambda: x * np.float32(2) + np.float32(1), repeat, number=n))]
+    ne = _peer("numexpr")
+    if ne is not None:
+        rows.append(("numexpr", "evaluate", best_time(lambda: ne.evaluate("x * 2 + 1", local_dict={"x": x}), repeat, number=n)))
+    numba = _peer("numba")
+    if numba is not None:
+        nb = numba.njit(lambda v: v * np.float32(2) + np.float32(1))
+        rows.append(("numba", "njit", best_time(lambda: nb(x), repeat, number=n)))
+    jax = _peer("jax")
+    if jax is not None:
+        import jax.numpy as jnp
+
+        f = jax.jit(lambda v: v * 2.0 + 1.0)
+        xj = jnp.asarray(x)
+        rows.append(("jax", "jax.jit", best_time(lambda: f(xj).block_until_ready(), repeat, number=n // 4)))
+    return rows
+
+
+def _report(title: str, rows: List[Row]) -> Dict[str, float]:
+    base = rows[0][2]
+    print(f"\n{title}")
+    for who, how, t in rows:
+        ratio = "" if who == "pyasc" else f"{t / base:8.2f}x"
+        print(f"  {who:<8} {how:<30} {fmt_time(t):>10} {ratio}")
+    return {who: t for who, t in ((r[0], r[2]) for r in rows)}
+
+
+def run(quick: bool = False, only: Optional[List[str]] = None) -> int:
+    """Run the benchmarks; prints a table per benchmark and the targets. Returns 0."""
+    info = pyasc.device_info("cpu")
+    print(f"pyasc {pyasc.__version__} bench on {info['name']}; ratio = peer time / pyasc time")
+    for var in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
+        if var in os.environ:
+            print(f"  note: {var}={os.environ[var]} is set (it only matters for matmul peers)")
+    want = set(only or ["gelu", "normalize", "first_call", "cached_call"])
+    repeat = 3 if quick else 7
+    summary: List[str] = []
+    if "gelu" in want:
+        n = 1 << 20 if quick else 1 << 24
+        t = _report(f"gelu: {n:,} float32", bench_gelu(n, repeat))
+        gb = 2 * 4 * n / t["pyasc"] / 1e9
+        summary.append(f"gelu: {gb:.1f} GB/s; {t['pyasc'] / t['limit']:.2f}x the time of np.copyto (target <= 1.5x)")
+        if "jax" in t:
+            summary.append(f"gelu: {t['jax'] / t['pyasc']:.1f}x faster than jax.jit (target >= 3x)")
+    if "normalize" in want:
+        shape = (512, 1024) if quick else (4096, 1024)
+        t = _report(f"normalize (X - b) * s: {shape[0]}x{shape[1]} float32", bench_normalize(shape, repeat))
+        if "jax" in t:
+            summary.append(f"normalize: {t['jax'] / t['pyasc']:.2f}x jax.jit's speed (target >= 1x)")
+    if "first_call" in want:
+        t = _report("first call of a new operator (trace + compile + run, 1000 float32)",
+                    bench_first_call(3 if quick else 5))
+        summary.append(f"first call: {fmt_time(t['pyasc'])} (target <= 2 ms)")
+    if "cached_call" in want:
+        t = _report("cached call on 8 float32", bench_cached_call(repeat))
+        summary.append(f"cached call: {fmt_time(t['pyasc'])} (target <= 3 us)")
+    print("\nsummary")
+    for line in summary:
+        print(f"  {line}")
+    return 0
