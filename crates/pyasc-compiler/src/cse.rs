@@ -51,8 +51,7 @@ impl Pass for CsePass {
             Ok(id)
         })?;
         if merged > 0 {
-            st.notes
-                .push(format!("merged {merged} repeated subexpressions"));
+            st.notes.push(format!("merged {merged} repeated subexpressions"));
         }
         Ok(())
     }
@@ -77,19 +76,9 @@ mod tests {
         let eb = g.unary(UnaryOp::Exp, b, None).unwrap();
         let s = g.binary(BinaryOp::Sub, ea, eb, None).unwrap();
         g.outputs.push(s);
-        let mut st = CompileState {
-            graph: g,
-            options: CompileOptions::default(),
-            fusion: None,
-            plan: None,
-            notes: vec![],
-        };
+        let mut st =
+            CompileState { graph: g, options: CompileOptions::default(), fusion: None, plan: None, notes: vec![] };
         CsePass.run(&mut st).unwrap();
-        assert_eq!(
-            st.graph.len(),
-            5,
-            "{}",
-            pyasc_ir::print::graph_to_string(&st.graph)
-        );
+        assert_eq!(st.graph.len(), 5, "{}", pyasc_ir::print::graph_to_string(&st.graph));
     }
 }

@@ -15,8 +15,7 @@ impl Pass for DcePass {
         let before = st.graph.len();
         st.graph = rebuild(&st.graph, |out, n, ops| Ok(copy_node(out, n, ops)))?;
         if st.graph.len() < before {
-            st.notes
-                .push(format!("removed {} dead nodes", before - st.graph.len()));
+            st.notes.push(format!("removed {} dead nodes", before - st.graph.len()));
         }
         Ok(())
     }

@@ -46,9 +46,7 @@ impl Pass for FoldPass {
             Ok(copy_node(g, n, ops))
         })?;
         if folded + simplified > 0 {
-            st.notes.push(format!(
-                "folded {folded} constant nodes, removed {simplified} identities"
-            ));
+            st.notes.push(format!("folded {folded} constant nodes, removed {simplified} identities"));
         }
         Ok(())
     }
@@ -67,11 +65,9 @@ fn simplify(g: &mut Graph, n: &Node, ops: &[NodeId]) -> Option<NodeId> {
         BinaryOp::Mul if is_const(g, a, 1.0) && keeps(g, c) => Some(c),
         BinaryOp::Div | BinaryOp::Pow if is_const(g, c, 1.0) && keeps(g, a) => Some(a),
         BinaryOp::Sub if is_const(g, c, 0.0) && keeps(g, a) => Some(a),
-        BinaryOp::Pow if is_const(g, c, 2.0) && keeps(g, a) => Some(g.push(Node {
-            op: Op::Unary(UnaryOp::Square),
-            inputs: vec![a],
-            ..n.clone()
-        })),
+        BinaryOp::Pow if is_const(g, c, 2.0) && keeps(g, a) => {
+            Some(g.push(Node { op: Op::Unary(UnaryOp::Square), inputs: vec![a], ..n.clone() }))
+        }
         _ => None,
     }
 }
@@ -135,16 +131,8 @@ fn eval_binary(b: BinaryOp, x: Scalar, y: Scalar, dt: DType) -> Option<Scalar> {
             FloorDiv => Scalar::Float(py_floordiv(p, q)),
             Mod => Scalar::Float(py_mod(p, q)),
             Pow => Scalar::Float(p.powf(q)),
-            Min => Scalar::Float(if p.is_nan() || q.is_nan() {
-                f64::NAN
-            } else {
-                p.min(q)
-            }),
-            Max => Scalar::Float(if p.is_nan() || q.is_nan() {
-                f64::NAN
-            } else {
-                p.max(q)
-            }),
+            Min => Scalar::Float(if p.is_nan() || q.is_nan() { f64::NAN } else { p.min(q) }),
+            Max => Scalar::Float(if p.is_nan() || q.is_nan() { f64::NAN } else { p.max(q) }),
             Eq => Scalar::Bool(p == q),
             Ne => Scalar::Bool(p != q),
             Lt => Scalar::Bool(p < q),
@@ -160,11 +148,9 @@ fn eval_binary(b: BinaryOp, x: Scalar, y: Scalar, dt: DType) -> Option<Scalar> {
         Add => int(p.wrapping_add(q)),
         Sub => int(p.wrapping_sub(q)),
         Mul => int(p.wrapping_mul(q)),
-        FloorDiv => int(if q == 0 {
-            0
-        } else {
-            p.wrapping_div(q) - ((p.wrapping_rem(q) != 0 && (p < 0) != (q < 0)) as i64)
-        }),
+        FloorDiv => {
+            int(if q == 0 { 0 } else { p.wrapping_div(q) - ((p.wrapping_rem(q) != 0 && (p < 0) != (q < 0)) as i64) })
+        }
         Mod => int(match p.checked_rem(q) {
             None | Some(0) => 0,
             Some(r) if (r < 0) != (q < 0) => r + q,
@@ -244,13 +230,8 @@ mod tests {
         let s = g.binary(BinaryOp::Add, a, b, None).unwrap();
         let y = g.binary(BinaryOp::Mul, x, s, None).unwrap();
         g.outputs.push(y);
-        let mut st = CompileState {
-            graph: g,
-            options: CompileOptions::default(),
-            fusion: None,
-            plan: None,
-            notes: vec![],
-        };
+        let mut st =
+            CompileState { graph: g, options: CompileOptions::default(), fusion: None, plan: None, notes: vec![] };
         FoldPass.run(&mut st).unwrap();
         crate::dce::DcePass.run(&mut st).unwrap();
         let consts: Vec<f64> = st

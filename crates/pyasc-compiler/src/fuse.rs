@@ -86,10 +86,7 @@ impl Pass for FusePass {
                 count_ops(g, &mat, roots)
             ));
         }
-        st.fusion = Some(Fusion {
-            groups,
-            materialized: mat,
-        });
+        st.fusion = Some(Fusion { groups, materialized: mat });
         Ok(())
     }
 }
@@ -145,17 +142,12 @@ fn group_roots(g: &Graph, mat: &[bool], merge: bool) -> Vec<Vec<NodeId>> {
         let id = NodeId(i as u32);
         let n = g.node(id);
         // Leaves returned as outputs get a copy kernel of their own.
-        let after = frontier(g, mat, id)
-            .iter()
-            .filter_map(|d| group_of[d.index()])
-            .max();
+        let after = frontier(g, mat, id).iter().filter_map(|d| group_of[d.index()]).max();
         let joinable = if n.op.is_leaf() || !merge {
             None
         } else {
             groups.iter().enumerate().position(|(k, (s, roots))| {
-                *s == n.shape
-                    && after.is_none_or(|a| k > a)
-                    && roots.iter().all(|r| !g.node(*r).op.is_leaf())
+                *s == n.shape && after.is_none_or(|a| k > a) && roots.iter().all(|r| !g.node(*r).op.is_leaf())
             })
         };
         let k = match joinable {

@@ -12,9 +12,7 @@ use crate::fuse::{count_ops, Fusion};
 use crate::pass::{CompileState, Pass};
 use pyasc_ir::error::{IrError, Result};
 use pyasc_ir::op::Op;
-use pyasc_ir::tile::{
-    BufferDecl, BufferId, BufferKind, Instr, KernelPlan, Reg, RegDecl, RegKind, TileKernel,
-};
+use pyasc_ir::tile::{BufferDecl, BufferId, BufferKind, Instr, KernelPlan, Reg, RegDecl, RegKind, TileKernel};
 use pyasc_ir::{DType, Graph, NodeId};
 use std::collections::HashMap;
 
@@ -22,7 +20,7 @@ use std::collections::HashMap;
 pub struct LowerPass;
 
 /// Smallest and largest tile, in elements.
-const TILE_MIN: usize = 512;
+const TILE_MIN: usize = 256;
 const TILE_MAX: usize = 16384;
 
 impl Pass for LowerPass {
@@ -30,23 +28,14 @@ impl Pass for LowerPass {
         "lower"
     }
     fn run(&self, st: &mut CompileState) -> Result<()> {
-        let fusion = st
-            .fusion
-            .take()
-            .ok_or_else(|| IrError::internal("lowering needs the fusion pass"))?;
+        let fusion = st.fusion.take().ok_or_else(|| IrError::internal("lowering needs the fusion pass"))?;
         let g = &st.graph;
         let mut plan = KernelPlan::default();
         let mut input_buf = HashMap::new();
         for &i in &g.inputs {
             let n = g.node(i);
-            let Op::Input(k) = n.op else {
-                unreachable!("inputs are Input nodes")
-            };
-            plan.buffers.push(BufferDecl {
-                dtype: n.dtype(),
-                shape: n.shape.clone(),
-                kind: BufferKind::Input(k),
-            });
+            let Op::Input(k) = n.op else { unreachable!("inputs are Input nodes") };
+            plan.buffers.push(BufferDecl { dtype: n.dtype(), shape: n.shape.clone(), kind: BufferKind::Input(k) });
             input_buf.insert(i, BufferId(plan.buffers.len() as u32 - 1));
         }
         let mut out_buf: HashMap<NodeId, BufferId> = HashMap::new();
@@ -74,12 +63,7 @@ impl Pass for LowerPass {
         plan.outputs = g
             .outputs
             .iter()
-            .map(|o| {
-                out_buf
-                    .get(o)
-                    .copied()
-                    .ok_or_else(|| IrError::internal(format!("output %{} has no buffer", o.0)))
-            })
+            .map(|o| out_buf.get(o).copied().ok_or_else(|| IrError::internal(format!("output %{} has no buffer", o.0))))
             .collect::<Result<_>>()?;
         plan.verify()?;
         st.fusion = Some(fusion);
@@ -128,17 +112,10 @@ impl Builder<'_> {
         let reg = match n.op {
             Op::Const(v) => self.regs.add(n.dtype(), RegKind::Scalar(v)),
             _ => {
-                let buf = if n.op.is_leaf() {
-                    self.input_buf.get(&x)
-                } else {
-                    self.out_buf.get(&x)
-                };
-                let buf = *buf.ok_or_else(|| {
-                    IrError::internal(format!("%{} read before it is computed", x.0))
-                })?;
+                let buf = if n.op.is_leaf() { self.input_buf.get(&x) } else { self.out_buf.get(&x) };
+                let buf = *buf.ok_or_else(|| IrError::internal(format!("%{} read before it is computed", x.0)))?;
                 self.args.push(buf);
-                self.regs
-                    .add(n.dtype(), RegKind::Arg(self.args.len() as u16 - 1))
+                self.regs.add(n.dtype(), RegKind::Arg(self.args.len() as u16 - 1))
             }
         };
         self.value.insert(x, reg);
@@ -148,16 +125,11 @@ impl Builder<'_> {
     /// A new output buffer for root `x` and the `Out` register writing it.
     fn out_reg(&mut self, x: NodeId) -> Reg {
         let n = self.g.node(x);
-        self.plan.buffers.push(BufferDecl {
-            dtype: n.dtype(),
-            shape: n.shape.clone(),
-            kind: BufferKind::Computed,
-        });
+        self.plan.buffers.push(BufferDecl { dtype: n.dtype(), shape: n.shape.clone(), kind: BufferKind::Computed });
         let b = BufferId(self.plan.buffers.len() as u32 - 1);
         self.out_buf.insert(x, b);
         self.outs.push(b);
-        self.regs
-            .add(n.dtype(), RegKind::Out(self.outs.len() as u16 - 1))
+        self.regs.add(n.dtype(), RegKind::Out(self.outs.len() as u16 - 1))
     }
 }
 
@@ -176,11 +148,7 @@ fn lower_group(
     let shape = g.node(roots[0]).shape.clone();
     // Nodes computed here, in arena (topological) order.
     let mut inside = vec![false; g.len()];
-    let mut stack: Vec<NodeId> = roots
-        .iter()
-        .copied()
-        .filter(|r| !g.node(*r).op.is_leaf())
-        .collect();
+    let mut stack: Vec<NodeId> = roots.iter().copied().filter(|r| !g.node(*r).op.is_leaf()).collect();
     while let Some(n) = stack.pop() {
         if inside[n.index()] {
             continue;
@@ -192,10 +160,7 @@ fn lower_group(
             }
         }
     }
-    let order: Vec<NodeId> = (0..g.len())
-        .filter(|i| inside[*i])
-        .map(|i| NodeId(i as u32))
-        .collect();
+    let order: Vec<NodeId> = (0..g.len()).filter(|i| inside[*i]).map(|i| NodeId(i as u32)).collect();
     // Last position (in `order`) where each node is read.
     let mut last_use: HashMap<NodeId, usize> = HashMap::new();
     for (pos, n) in order.iter().enumerate() {
@@ -208,10 +173,7 @@ fn lower_group(
         input_buf,
         out_buf,
         plan,
-        regs: Regs {
-            decls: Vec::new(),
-            free: HashMap::new(),
-        },
+        regs: Regs { decls: Vec::new(), free: HashMap::new() },
         args: Vec::new(),
         outs: Vec::new(),
         value: HashMap::new(),
@@ -220,34 +182,12 @@ fn lower_group(
     let mut locs = Vec::new();
     for (pos, &id) in order.iter().enumerate() {
         let n = g.node(id);
-        let srcs: Vec<Reg> = n
-            .inputs
-            .iter()
-            .map(|x| b.operand(*x))
-            .collect::<Result<_>>()?;
-        let dst = if roots.contains(&id) {
-            b.out_reg(id)
-        } else {
-            b.regs.tile(n.dtype())
-        };
+        let srcs: Vec<Reg> = n.inputs.iter().map(|x| b.operand(*x)).collect::<Result<_>>()?;
+        let dst = if roots.contains(&id) { b.out_reg(id) } else { b.regs.tile(n.dtype()) };
         body.push(match n.op {
-            Op::Unary(op) => Instr::Unary {
-                op,
-                dst,
-                src: srcs[0],
-            },
-            Op::Binary(op) => Instr::Binary {
-                op,
-                dst,
-                a: srcs[0],
-                b: srcs[1],
-            },
-            Op::Where => Instr::Select {
-                dst,
-                cond: srcs[0],
-                a: srcs[1],
-                b: srcs[2],
-            },
+            Op::Unary(op) => Instr::Unary { op, dst, src: srcs[0] },
+            Op::Binary(op) => Instr::Binary { op, dst, a: srcs[0], b: srcs[1] },
+            Op::Where => Instr::Select { dst, cond: srcs[0], a: srcs[1], b: srcs[2] },
             Op::Cast(_) => Instr::Cast { dst, src: srcs[0] },
             Op::Input(_) | Op::Const(_) => unreachable!("leaves are not computed"),
         });
@@ -274,25 +214,10 @@ fn lower_group(
         let dst = b.out_reg(r);
         body.push(Instr::Copy { dst, src });
     }
-    let scratch: usize = b
-        .regs
-        .decls
-        .iter()
-        .filter(|d| matches!(d.kind, RegKind::Tile | RegKind::Arg(_)))
-        .map(|d| d.dtype.size())
-        .sum();
+    let scratch: usize =
+        b.regs.decls.iter().filter(|d| matches!(d.kind, RegKind::Tile | RegKind::Arg(_))).map(|d| d.dtype.size()).sum();
     let tile = (budget / scratch.max(1)).clamp(TILE_MIN, TILE_MAX) / 256 * 256;
     let tile_elems = tile.min(shape.numel()).max(1);
     let fused_ops = count_ops(g, mat, roots);
-    Ok(TileKernel {
-        name,
-        shape,
-        args: b.args,
-        outs: b.outs,
-        regs: b.regs.decls,
-        body,
-        tile_elems,
-        locs,
-        fused_ops,
-    })
+    Ok(TileKernel { name, shape, args: b.args, outs: b.outs, regs: b.regs.decls, body, tile_elems, locs, fused_ops })
 }

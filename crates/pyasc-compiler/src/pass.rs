@@ -96,13 +96,7 @@ pub fn pipeline() -> Vec<Box<dyn Pass>> {
 /// Run the whole pipeline on a traced graph.
 pub fn compile(graph: Graph, options: &CompileOptions) -> Result<Compiled> {
     verify(&graph)?;
-    let mut st = CompileState {
-        graph,
-        options: options.clone(),
-        fusion: None,
-        plan: None,
-        notes: Vec::new(),
-    };
+    let mut st = CompileState { graph, options: options.clone(), fusion: None, plan: None, notes: Vec::new() };
     let mut reports = Vec::new();
     for pass in pipeline() {
         let before = st.graph.len();
@@ -123,13 +117,6 @@ pub fn compile(graph: Graph, options: &CompileOptions) -> Result<Compiled> {
             notes: std::mem::take(&mut st.notes),
         });
     }
-    let plan = st
-        .plan
-        .take()
-        .ok_or_else(|| pyasc_ir::IrError::internal("lowering produced no plan"))?;
-    Ok(Compiled {
-        graph: st.graph,
-        plan,
-        reports,
-    })
+    let plan = st.plan.take().ok_or_else(|| pyasc_ir::IrError::internal("lowering produced no plan"))?;
+    Ok(Compiled { graph: st.graph, plan, reports })
 }

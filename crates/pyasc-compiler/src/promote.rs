@@ -39,13 +39,7 @@ fn cast_to(g: &mut Graph, x: NodeId, to: DType, n: &Node, casts: &mut usize) -> 
     }
     *casts += 1;
     let shape = g.node(x).shape.clone();
-    g.push(Node {
-        op: Op::Cast(to),
-        inputs: vec![x],
-        vtype: VType::strong(to),
-        shape,
-        loc: n.loc.clone(),
-    })
+    g.push(Node { op: Op::Cast(to), inputs: vec![x], vtype: VType::strong(to), shape, loc: n.loc.clone() })
 }
 
 fn rewrite(g: &mut Graph, n: &Node, ops: Vec<NodeId>, casts: &mut usize) -> Result<NodeId> {
@@ -58,11 +52,7 @@ fn rewrite(g: &mut Graph, n: &Node, ops: Vec<NodeId>, casts: &mut usize) -> Resu
             match u.kind() {
                 UnaryKind::Rounding if !xd.is_float() => return Ok(x),
                 UnaryKind::Classify if !xd.is_float() => {
-                    let cmp = if u == UnaryOp::IsFinite {
-                        BinaryOp::Eq
-                    } else {
-                        BinaryOp::Ne
-                    };
+                    let cmp = if u == UnaryOp::IsFinite { BinaryOp::Eq } else { BinaryOp::Ne };
                     return g.apply(Op::Binary(cmp), &[x, x], n.loc.clone());
                 }
                 UnaryKind::Classify => return Ok(copy_node(g, n, vec![x])),
@@ -76,18 +66,13 @@ fn rewrite(g: &mut Graph, n: &Node, ops: Vec<NodeId>, casts: &mut usize) -> Resu
             if b == BinaryOp::Pow && dt.is_int() {
                 if let Op::Const(v) = g.node(c).op {
                     if v.as_i64() < 0 {
-                        return Err(IrError::dtype(
-                            "integers to negative integer powers are not allowed",
-                        )
-                        .at(n.loc.as_ref()));
+                        return Err(
+                            IrError::dtype("integers to negative integer powers are not allowed").at(n.loc.as_ref())
+                        );
                     }
                 }
             }
-            let compute = if b.is_compare() {
-                promote_v(g.node(a).vtype, g.node(c).vtype).dtype
-            } else {
-                dt
-            };
+            let compute = if b.is_compare() { promote_v(g.node(a).vtype, g.node(c).vtype).dtype } else { dt };
             let a = cast_to(g, a, compute, n, casts);
             let c = cast_to(g, c, compute, n, casts);
             let op = match b {
@@ -95,11 +80,7 @@ fn rewrite(g: &mut Graph, n: &Node, ops: Vec<NodeId>, casts: &mut usize) -> Resu
                 BinaryOp::Mul | BinaryOp::Min if bool_result => BinaryOp::And,
                 other => other,
             };
-            Ok(g.push(Node {
-                op: Op::Binary(op),
-                inputs: vec![a, c],
-                ..n.clone()
-            }))
+            Ok(g.push(Node { op: Op::Binary(op), inputs: vec![a, c], ..n.clone() }))
         }
         Op::Where => {
             let cond = cast_to(g, ops[0], DType::Bool, n, casts);
@@ -114,10 +95,7 @@ fn rewrite(g: &mut Graph, n: &Node, ops: Vec<NodeId>, casts: &mut usize) -> Resu
                 Ok(copy_node(g, n, ops))
             }
         }
-        Op::Const(v) => Ok(g.push(Node {
-            op: Op::Const(v.cast(dt)),
-            ..n.clone()
-        })),
+        Op::Const(v) => Ok(g.push(Node { op: Op::Const(v.cast(dt)), ..n.clone() })),
         Op::Input(_) => Ok(copy_node(g, n, ops)),
     }
 }
@@ -131,13 +109,7 @@ mod tests {
     use pyasc_ir::{Scalar, Shape};
 
     fn state(g: Graph) -> CompileState {
-        CompileState {
-            graph: g,
-            options: CompileOptions::default(),
-            fusion: None,
-            plan: None,
-            notes: vec![],
-        }
+        CompileState { graph: g, options: CompileOptions::default(), fusion: None, plan: None, notes: vec![] }
     }
 
     #[test]
@@ -150,12 +122,7 @@ mod tests {
         let mut st = state(g);
         PromotePass.run(&mut st).unwrap();
         verify(&st.graph).unwrap();
-        let casts = st
-            .graph
-            .nodes
-            .iter()
-            .filter(|n| matches!(n.op, Op::Cast(DType::F64)))
-            .count();
+        let casts = st.graph.nodes.iter().filter(|n| matches!(n.op, Op::Cast(DType::F64))).count();
         assert_eq!(casts, 2);
     }
 
@@ -170,16 +137,8 @@ mod tests {
         let mut st = state(g);
         PromotePass.run(&mut st).unwrap();
         verify(&st.graph).unwrap();
-        let ops: Vec<Op> = st
-            .graph
-            .outputs
-            .iter()
-            .map(|o| st.graph.node(*o).op)
-            .collect();
-        assert_eq!(
-            ops,
-            vec![Op::Binary(BinaryOp::Or), Op::Binary(BinaryOp::Ne)]
-        );
+        let ops: Vec<Op> = st.graph.outputs.iter().map(|o| st.graph.node(*o).op).collect();
+        assert_eq!(ops, vec![Op::Binary(BinaryOp::Or), Op::Binary(BinaryOp::Ne)]);
     }
 
     #[test]

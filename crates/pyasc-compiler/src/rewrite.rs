@@ -6,10 +6,7 @@ use pyasc_ir::{Graph, Node, NodeId};
 
 /// Rebuild `g`: inputs are recreated first, then for every other live node `f(new, node,
 /// operands)` returns the id that replaces it (pushing a node or reusing an earlier one).
-pub fn rebuild(
-    g: &Graph,
-    mut f: impl FnMut(&mut Graph, &Node, Vec<NodeId>) -> Result<NodeId>,
-) -> Result<Graph> {
+pub fn rebuild(g: &Graph, mut f: impl FnMut(&mut Graph, &Node, Vec<NodeId>) -> Result<NodeId>) -> Result<Graph> {
     let live = g.live();
     let mut out = Graph::new();
     let mut map: Vec<Option<NodeId>> = vec![None; g.len()];
@@ -21,25 +18,14 @@ pub fn rebuild(
         if !live[i] || map[i].is_some() {
             continue;
         }
-        let ops = n
-            .inputs
-            .iter()
-            .map(|o| map[o.index()].expect("operands precede users"))
-            .collect();
+        let ops = n.inputs.iter().map(|o| map[o.index()].expect("operands precede users")).collect();
         map[i] = Some(f(&mut out, n, ops)?);
     }
-    out.outputs = g
-        .outputs
-        .iter()
-        .map(|o| map[o.index()].expect("outputs are live"))
-        .collect();
+    out.outputs = g.outputs.iter().map(|o| map[o.index()].expect("outputs are live")).collect();
     Ok(out)
 }
 
 /// Push a copy of `n` with new operands.
 pub fn copy_node(out: &mut Graph, n: &Node, inputs: Vec<NodeId>) -> NodeId {
-    out.push(Node {
-        inputs,
-        ..n.clone()
-    })
+    out.push(Node { inputs, ..n.clone() })
 }

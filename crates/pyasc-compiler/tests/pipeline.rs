@@ -7,11 +7,7 @@ use pyasc_ir::tile::{Instr, RegKind};
 use pyasc_ir::{DType, Graph, NodeId, Scalar, Shape};
 
 fn opts(level: u8) -> CompileOptions {
-    CompileOptions {
-        op_break_level: level,
-        verify_each_pass: true,
-        ..CompileOptions::default()
-    }
+    CompileOptions { op_break_level: level, verify_each_pass: true, ..CompileOptions::default() }
 }
 
 /// x * 0.5 * (1.0 + erf(x / 1.41421)), with the rounded constant the article writes.
@@ -39,20 +35,8 @@ fn gelu_is_one_kernel_with_scalar_constants() {
     assert_eq!(k.fused_ops, 5);
     assert_eq!(k.body.len(), 5);
     assert!(k.regs.iter().all(|r| r.dtype == DType::F32));
-    assert_eq!(
-        k.regs
-            .iter()
-            .filter(|r| matches!(r.kind, RegKind::Scalar(_)))
-            .count(),
-        3
-    );
-    assert!(matches!(
-        k.body.last(),
-        Some(Instr::Binary {
-            op: BinaryOp::Mul,
-            ..
-        })
-    ));
+    assert_eq!(k.regs.iter().filter(|r| matches!(r.kind, RegKind::Scalar(_))).count(), 3);
+    assert!(matches!(k.body.last(), Some(Instr::Binary { op: BinaryOp::Mul, .. })));
     assert_eq!(c.reports.len(), 6);
 }
 
@@ -97,21 +81,8 @@ fn outputs_of_different_shapes_get_their_own_kernels_and_leaves_are_copied() {
     let c = compile(g, &opts(3)).unwrap();
     assert_eq!(c.plan.kernels.len(), 4);
     assert_eq!(c.plan.outputs.len(), 4);
-    let shapes: Vec<_> = c
-        .plan
-        .outputs
-        .iter()
-        .map(|b| c.plan.buffers[b.0 as usize].shape.clone())
-        .collect();
-    assert_eq!(
-        shapes,
-        vec![
-            Shape(vec![3, 4]),
-            Shape(vec![4]),
-            Shape(vec![3, 4]),
-            Shape(vec![])
-        ]
-    );
+    let shapes: Vec<_> = c.plan.outputs.iter().map(|b| c.plan.buffers[b.0 as usize].shape.clone()).collect();
+    assert_eq!(shapes, vec![Shape(vec![3, 4]), Shape(vec![4]), Shape(vec![3, 4]), Shape(vec![])]);
     let dt = c.plan.buffers[c.plan.outputs[3].0 as usize].dtype;
     assert_eq!(dt, DType::I64, "a bare Python int is returned as int64");
 }

@@ -57,26 +57,14 @@ impl VType {
             WeakKind::Int => DType::I64,
             WeakKind::Float => DType::F64,
         };
-        VType {
-            dtype,
-            weak: Some(kind),
-        }
+        VType { dtype, weak: Some(kind) }
     }
 }
 
 impl DType {
     /// Every dtype, for tables and tests.
-    pub const ALL: [DType; 9] = [
-        DType::Bool,
-        DType::I8,
-        DType::U8,
-        DType::I32,
-        DType::I64,
-        DType::F16,
-        DType::BF16,
-        DType::F32,
-        DType::F64,
-    ];
+    pub const ALL: [DType; 9] =
+        [DType::Bool, DType::I8, DType::U8, DType::I32, DType::I64, DType::F16, DType::BF16, DType::F32, DType::F64];
 
     /// Size of one element in bytes.
     pub fn size(self) -> usize {
@@ -131,10 +119,7 @@ impl DType {
 
     /// True for the dtypes the CPU executor computes in today.
     pub fn is_executable(self) -> bool {
-        matches!(
-            self,
-            DType::Bool | DType::I32 | DType::I64 | DType::F32 | DType::F64
-        )
+        matches!(self, DType::Bool | DType::I32 | DType::I64 | DType::F32 | DType::F64)
     }
 
     /// The float type NumPy computes a float-only function of this type in

@@ -100,11 +100,7 @@ impl fmt::Display for IrError {
 impl IrError {
     /// A new error without a location.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        IrError {
-            kind,
-            message: message.into(),
-            loc: None,
-        }
+        IrError { kind, message: message.into(), loc: None }
     }
     /// Attach a location unless one is already set.
     pub fn at(mut self, loc: Option<&SourceLoc>) -> Self {

@@ -83,13 +83,7 @@ impl Graph {
     /// Add the next function argument.
     pub fn add_input(&mut self, vtype: VType, shape: Shape) -> NodeId {
         let i = self.inputs.len() as u32;
-        let id = self.push(Node {
-            op: Op::Input(i),
-            inputs: vec![],
-            vtype,
-            shape,
-            loc: None,
-        });
+        let id = self.push(Node { op: Op::Input(i), inputs: vec![], vtype, shape, loc: None });
         self.inputs.push(id);
         id
     }
@@ -97,13 +91,7 @@ impl Graph {
     /// Add a constant of the given type (weak for Python scalars).
     pub fn constant(&mut self, value: Scalar, vtype: VType, loc: Option<SourceLoc>) -> NodeId {
         let value = value.cast(vtype.dtype);
-        self.push(Node {
-            op: Op::Const(value),
-            inputs: vec![],
-            vtype,
-            shape: Shape::scalar(),
-            loc,
-        })
+        self.push(Node { op: Op::Const(value), inputs: vec![], vtype, shape: Shape::scalar(), loc })
     }
 
     /// Add a Python scalar constant: bool, int or float, typed weakly.
@@ -119,22 +107,12 @@ impl Graph {
     /// Add an op node, inferring its type; errors carry `loc`.
     pub fn apply(&mut self, op: Op, inputs: &[NodeId], loc: Option<SourceLoc>) -> Result<NodeId> {
         if let Some(bad) = inputs.iter().find(|i| i.index() >= self.nodes.len()) {
-            return Err(
-                IrError::internal(format!("operand %{} does not exist", bad.0)).at(loc.as_ref()),
-            );
+            return Err(IrError::internal(format!("operand %{} does not exist", bad.0)).at(loc.as_ref()));
         }
-        let operands: Vec<(VType, &Shape)> = inputs
-            .iter()
-            .map(|i| (self.node(*i).vtype, &self.node(*i).shape))
-            .collect();
+        let operands: Vec<(VType, &Shape)> =
+            inputs.iter().map(|i| (self.node(*i).vtype, &self.node(*i).shape)).collect();
         let (vtype, shape) = infer(&op, &operands).map_err(|e| e.at(loc.as_ref()))?;
-        Ok(self.push(Node {
-            op,
-            inputs: inputs.to_vec(),
-            vtype,
-            shape,
-            loc,
-        }))
+        Ok(self.push(Node { op, inputs: inputs.to_vec(), vtype, shape, loc }))
     }
 
     /// Shorthand for a unary op.
@@ -143,13 +121,7 @@ impl Graph {
     }
 
     /// Shorthand for a binary op.
-    pub fn binary(
-        &mut self,
-        op: BinaryOp,
-        a: NodeId,
-        b: NodeId,
-        loc: Option<SourceLoc>,
-    ) -> Result<NodeId> {
+    pub fn binary(&mut self, op: BinaryOp, a: NodeId, b: NodeId, loc: Option<SourceLoc>) -> Result<NodeId> {
         self.apply(Op::Binary(op), &[a, b], loc)
     }
 
@@ -211,13 +183,8 @@ mod tests {
         let mut g = Graph::new();
         let a = g.add_input(VType::strong(DType::F32), Shape(vec![3]));
         let b = g.add_input(VType::strong(DType::F32), Shape(vec![4]));
-        let loc = SourceLoc {
-            file: "user.py".into(),
-            line: 7,
-        };
-        let err = g
-            .binary(BinaryOp::Add, a, b, Some(loc.clone()))
-            .unwrap_err();
+        let loc = SourceLoc { file: "user.py".into(), line: 7 };
+        let err = g.binary(BinaryOp::Add, a, b, Some(loc.clone())).unwrap_err();
         assert_eq!(err.loc, Some(loc));
         assert!(err.to_string().contains("user.py:7"));
     }

@@ -12,12 +12,7 @@ use crate::shape::Shape;
 /// Leaves (`Input`, `Const`) are typed by whoever creates them and are rejected here.
 pub fn infer(op: &Op, operands: &[(VType, &Shape)]) -> Result<(VType, Shape)> {
     if operands.len() != op.arity() || op.is_leaf() {
-        return Err(IrError::internal(format!(
-            "{} takes {} operands, got {}",
-            op.name(),
-            op.arity(),
-            operands.len()
-        )));
+        return Err(IrError::internal(format!("{} takes {} operands, got {}", op.name(), op.arity(), operands.len())));
     }
     let mut shape = operands[0].1.clone();
     for (_, s) in &operands[1..] {
@@ -55,13 +50,7 @@ fn check_executable(d: DType, op: &Op) -> Result<()> {
 /// The result type of a unary op.
 pub fn unary_type(u: UnaryOp, x: VType) -> Result<VType> {
     let d = x.dtype;
-    let bad = || {
-        Err(IrError::dtype(format!(
-            "{} is not defined for {} operands",
-            u.name(),
-            d
-        )))
-    };
+    let bad = || Err(IrError::dtype(format!("{} is not defined for {} operands", u.name(), d)));
     Ok(match u.kind() {
         UnaryKind::Numeric => {
             if d == DType::Bool && u != UnaryOp::Abs && u != UnaryOp::Square {
@@ -99,12 +88,7 @@ pub fn binary_type(b: BinaryOp, x: VType, y: VType) -> Result<VType> {
     let both_weak = x.weak.is_some() && y.weak.is_some();
     let d = t.dtype;
     let bad = |why: &str| {
-        Err(IrError::dtype(format!(
-            "{} is not defined for {} and {} operands{why}",
-            b.name(),
-            x.dtype,
-            y.dtype
-        )))
+        Err(IrError::dtype(format!("{} is not defined for {} and {} operands{why}", b.name(), x.dtype, y.dtype)))
     };
     Ok(match b {
         Div => {
@@ -150,11 +134,7 @@ mod tests {
     #[test]
     fn true_division_of_integers_is_float64() {
         let i = VType::strong(DType::I64);
-        let (t, sh) = infer(
-            &Op::Binary(BinaryOp::Div),
-            &[(i, &s(&[2, 1])), (i, &s(&[3]))],
-        )
-        .unwrap();
+        let (t, sh) = infer(&Op::Binary(BinaryOp::Div), &[(i, &s(&[2, 1])), (i, &s(&[3]))]).unwrap();
         assert_eq!(t.dtype, DType::F64);
         assert_eq!(sh, s(&[2, 3]));
     }

@@ -10,14 +10,7 @@ pub fn graph_to_string(g: &Graph) -> String {
     for (i, n) in g.nodes.iter().enumerate() {
         let args: Vec<String> = n.inputs.iter().map(|x| format!("%{}", x.0)).collect();
         let weak = if n.vtype.weak.is_some() { " weak" } else { "" };
-        let _ = write!(
-            s,
-            "%{i} = {}({}) : {}{}{weak}",
-            n.op.name(),
-            args.join(", "),
-            n.vtype.dtype,
-            n.shape
-        );
+        let _ = write!(s, "%{i} = {}({}) : {}{}{weak}", n.op.name(), args.join(", "), n.vtype.dtype, n.shape);
         if let Some(loc) = &n.loc {
             let _ = write!(s, "  # {loc}");
         }
@@ -94,10 +87,7 @@ mod tests {
     fn prints_nodes_with_types_and_lines() {
         let mut g = Graph::new();
         let x = g.add_input(VType::strong(DType::F32), Shape(vec![8]));
-        let loc = SourceLoc {
-            file: "op.py".into(),
-            line: 3,
-        };
+        let loc = SourceLoc { file: "op.py".into(), line: 3 };
         let h = g.py_scalar(Scalar::Float(0.5), Some(loc.clone()));
         let m = g.binary(BinaryOp::Mul, x, h, Some(loc.clone())).unwrap();
         let t = g.unary(UnaryOp::Tanh, m, Some(loc)).unwrap();

@@ -188,10 +188,7 @@ impl KernelPlan {
         }
         for o in &self.outputs {
             if !written.get(o.0 as usize).copied().unwrap_or(false) {
-                return Err(IrError::internal(format!(
-                    "output buffer b{} is never written",
-                    o.0
-                )));
+                return Err(IrError::internal(format!("output buffer b{} is never written", o.0)));
             }
         }
         Ok(())
@@ -209,21 +206,13 @@ fn verify_kernel(k: &TileKernel, buffers: &[BufferDecl], ready: &[bool]) -> Resu
             return err(format!("reads b{} before it is written", b.0));
         }
         if !decl.shape.broadcasts_to(&k.shape) {
-            return err(format!(
-                "arg b{} of shape {} does not broadcast to {}",
-                b.0, decl.shape, k.shape
-            ));
+            return err(format!("arg b{} of shape {} does not broadcast to {}", b.0, decl.shape, k.shape));
         }
     }
     for b in &k.outs {
         match buffers.get(b.0 as usize) {
             Some(d) if d.shape == k.shape && d.kind == BufferKind::Computed => {}
-            _ => {
-                return err(format!(
-                    "output b{} is not a computed buffer of shape {}",
-                    b.0, k.shape
-                ))
-            }
+            _ => return err(format!("output b{} is not a computed buffer of shape {}", b.0, k.shape)),
         }
     }
     for (i, r) in k.regs.iter().enumerate() {
@@ -234,10 +223,7 @@ fn verify_kernel(k: &TileKernel, buffers: &[BufferDecl], ready: &[bool]) -> Resu
         };
         if let Some(b) = buf {
             if buffers[b.0 as usize].dtype != r.dtype {
-                return err(format!(
-                    "register r{i} has dtype {} but its buffer has another",
-                    r.dtype
-                ));
+                return err(format!("register r{i} has dtype {} but its buffer has another", r.dtype));
             }
         } else if matches!(r.kind, RegKind::Arg(_) | RegKind::Out(_)) {
             return err(format!("register r{i} names a missing buffer"));
@@ -266,16 +252,9 @@ fn verify_kernel(k: &TileKernel, buffers: &[BufferDecl], ready: &[bool]) -> Resu
                 _ => dst.dtype == srcs[0],
             },
             Instr::Binary { op, .. } => {
-                srcs[0] == srcs[1]
-                    && (if op.is_compare() {
-                        dst.dtype == DType::Bool
-                    } else {
-                        dst.dtype == srcs[0]
-                    })
+                srcs[0] == srcs[1] && (if op.is_compare() { dst.dtype == DType::Bool } else { dst.dtype == srcs[0] })
             }
-            Instr::Select { .. } => {
-                srcs[0] == DType::Bool && srcs[1] == dst.dtype && srcs[2] == dst.dtype
-            }
+            Instr::Select { .. } => srcs[0] == DType::Bool && srcs[1] == dst.dtype && srcs[2] == dst.dtype,
             Instr::Cast { .. } => true,
             Instr::Copy { .. } => srcs[0] == dst.dtype,
         };

@@ -14,18 +14,10 @@ pub fn verify(g: &Graph) -> Result<()> {
     for (i, n) in g.nodes.iter().enumerate() {
         let here = || format!("node %{i} ({})", n.op.name());
         if n.inputs.len() != n.op.arity() {
-            return Err(IrError::internal(format!(
-                "{} has {} operands",
-                here(),
-                n.inputs.len()
-            )));
+            return Err(IrError::internal(format!("{} has {} operands", here(), n.inputs.len())));
         }
         if let Some(bad) = n.inputs.iter().find(|op| op.index() >= i) {
-            return Err(IrError::internal(format!(
-                "{} uses %{} which does not precede it",
-                here(),
-                bad.0
-            )));
+            return Err(IrError::internal(format!("{} uses %{} which does not precede it", here(), bad.0)));
         }
         match n.op {
             Op::Input(k) => {
@@ -39,11 +31,7 @@ pub fn verify(g: &Graph) -> Result<()> {
                 }
             }
             _ => {
-                let operands: Vec<_> = n
-                    .inputs
-                    .iter()
-                    .map(|o| (g.node(*o).vtype, &g.node(*o).shape))
-                    .collect();
+                let operands: Vec<_> = n.inputs.iter().map(|o| (g.node(*o).vtype, &g.node(*o).shape)).collect();
                 let (vt, shape) = infer(&n.op, &operands).map_err(|e| e.at(n.loc.as_ref()))?;
                 if vt.dtype != n.vtype.dtype || shape != n.shape {
                     return Err(IrError::internal(format!(

@@ -38,13 +38,7 @@ impl<T: Element> Kernel for SelectK<'_, T> {
     type Out = ();
     #[inline(always)]
     fn run<S: Simd>(self) {
-        map3(
-            self.c,
-            self.a,
-            self.b,
-            self.y,
-            |c, a, b| if c != 0 { a } else { b },
-        );
+        map3(self.c, self.a, self.b, self.y, |c, a, b| if c != 0 { a } else { b });
     }
 }
 

@@ -94,9 +94,7 @@ fn supported(isa: Isa) -> bool {
     match isa {
         Isa::Scalar => true,
         Isa::Neon => best == Isa::Neon,
-        Isa::Sse2 | Isa::Avx2Fma | Isa::Avx512 => {
-            cfg!(target_arch = "x86_64") && best != Isa::Neon && isa <= best
-        }
+        Isa::Sse2 | Isa::Avx2Fma | Isa::Avx512 => cfg!(target_arch = "x86_64") && best != Isa::Neon && isa <= best,
     }
 }
 
@@ -160,10 +158,7 @@ pub fn force(isa: Option<Isa>) {
 
 /// Every ISA this CPU can run, lowest first (useful to test each dispatch path).
 pub fn available() -> Vec<Isa> {
-    [Isa::Scalar, Isa::Sse2, Isa::Neon, Isa::Avx2Fma, Isa::Avx512]
-        .into_iter()
-        .filter(|&i| supported(i))
-        .collect()
+    [Isa::Scalar, Isa::Sse2, Isa::Neon, Isa::Avx2Fma, Isa::Avx512].into_iter().filter(|&i| supported(i)).collect()
 }
 
 #[cfg(test)]

@@ -30,12 +30,7 @@ pub(crate) fn map1<A: Copy, O>(x: &[A], y: &mut [O], f: impl Fn(A) -> O) {
 
 /// `y[i] = f(a[i], b[i])` with either operand possibly broadcast.
 #[inline(always)]
-pub(crate) fn map2<A: Copy, B: Copy, O: Copy>(
-    a: Src<'_, A>,
-    b: Src<'_, B>,
-    y: &mut [O],
-    f: impl Fn(A, B) -> O,
-) {
+pub(crate) fn map2<A: Copy, B: Copy, O: Copy>(a: Src<'_, A>, b: Src<'_, B>, y: &mut [O], f: impl Fn(A, B) -> O) {
     check(&a, y.len());
     check(&b, y.len());
     match (a, b) {
@@ -72,11 +67,7 @@ pub(crate) fn map3<C: Copy, A: Copy, B: Copy, O: Copy>(
         Src::Slice(c) => {
             check(&a, y.len());
             check(&b, y.len());
-            assert_eq!(
-                c.len(),
-                y.len(),
-                "operand length differs from output length"
-            );
+            assert_eq!(c.len(), y.len(), "operand length differs from output length");
             match (a, b) {
                 (Src::Slice(a), Src::Slice(b)) => {
                     for (((o, &c), &a), &b) in y.iter_mut().zip(c).zip(a).zip(b) {

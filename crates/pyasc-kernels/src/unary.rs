@@ -231,18 +231,8 @@ macro_rules! int_unary {
     };
 }
 
-int_unary!(
-    i32,
-    UnaryI32,
-    i32,
-    "`y = f(x)` on int32 tiles (`x.len() == y.len()`)."
-);
-int_unary!(
-    i64,
-    UnaryI64,
-    i64,
-    "`y = f(x)` on int64 tiles (`x.len() == y.len()`)."
-);
+int_unary!(i32, UnaryI32, i32, "`y = f(x)` on int32 tiles (`x.len() == y.len()`).");
+int_unary!(i64, UnaryI64, i64, "`y = f(x)` on int64 tiles (`x.len() == y.len()`).");
 
 struct BoolNot<'a> {
     x: &'a [u8],
@@ -303,15 +293,5 @@ macro_rules! classify {
     };
 }
 
-classify!(
-    classify_f32,
-    ClassifyF32,
-    f32,
-    "`y = f(x)` (0/1) on a float32 tile."
-);
-classify!(
-    classify_f64,
-    ClassifyF64,
-    f64,
-    "`y = f(x)` (0/1) on a float64 tile."
-);
+classify!(classify_f32, ClassifyF32, f32, "`y = f(x)` (0/1) on a float32 tile.");
+classify!(classify_f64, ClassifyF64, f64, "`y = f(x)` (0/1) on a float64 tile.");

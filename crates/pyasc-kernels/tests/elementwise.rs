@@ -11,11 +11,7 @@ use std::fmt::Debug;
 const LENS: [usize; 9] = [0, 1, 3, 7, 16, 31, 64, 99, 1023];
 
 /// Calls `f` with every operand combination of two tiles of length `n`.
-fn combos<T: Copy>(
-    a: &[T],
-    b: &[T],
-    f: &mut impl FnMut(Src<'_, T>, Src<'_, T>, &dyn Fn(usize) -> (T, T)),
-) {
+fn combos<T: Copy>(a: &[T], b: &[T], f: &mut impl FnMut(Src<'_, T>, Src<'_, T>, &dyn Fn(usize) -> (T, T))) {
     let (a0, b0) = (a[0], b[0]);
     f(Src::Slice(a), Src::Slice(b), &|i| (a[i], b[i]));
     f(Src::Slice(a), Src::Scalar(b0), &|i| (a[i], b0));
@@ -42,10 +38,7 @@ impl Same for f64 {
     }
 }
 
-fn check_arith<T: Arith + Same + Default>(
-    gen: &mut impl FnMut() -> T,
-    reference: &impl Fn(ArithFn, T, T) -> T,
-) {
+fn check_arith<T: Arith + Same + Default>(gen: &mut impl FnMut() -> T, reference: &impl Fn(ArithFn, T, T) -> T) {
     use ArithFn::*;
     for n in LENS.into_iter().map(|n| n.max(1)) {
         let a: Vec<T> = (0..n).map(|_| gen()).collect();
@@ -199,21 +192,7 @@ fn np_max(a: f64, b: f64) -> f64 {
 
 #[test]
 fn arith_floats() {
-    let pool = [
-        0.0,
-        -0.0,
-        1.0,
-        -1.0,
-        2.5,
-        -2.5,
-        3.0,
-        1e-300,
-        f64::INFINITY,
-        f64::NEG_INFINITY,
-        f64::NAN,
-        7.0,
-        -0.5,
-    ];
+    let pool = [0.0, -0.0, 1.0, -1.0, 2.5, -2.5, 3.0, 1e-300, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 7.0, -0.5];
     let r64 = |f: ArithFn, a: f64, b: f64| match f {
         ArithFn::Add => a + b,
         ArithFn::Sub => a - b,
@@ -273,12 +252,7 @@ fn arith_floats() {
         };
         check_arith::<f32>(&mut g, &r32);
         let mut y = [0.0f32; 3];
-        binary::arith(
-            ArithFn::Div,
-            Src::Slice(&[1.0, -1.0, 0.0]),
-            Src::Scalar(0.0),
-            &mut y,
-        );
+        binary::arith(ArithFn::Div, Src::Slice(&[1.0, -1.0, 0.0]), Src::Scalar(0.0), &mut y);
         assert_eq!(y[..2], [f32::INFINITY, f32::NEG_INFINITY]);
         assert!(y[2].is_nan());
     });
@@ -318,9 +292,7 @@ fn compare_all_types() {
             let l: Vec<i64> = (0..2 * n).map(|_| rng.next_u64() as i64 % 4).collect();
             check_compare(&l[..n], &l[n..]);
             let pool = [0.0, -0.0, 1.0, f64::NAN, f64::INFINITY, -2.0];
-            let d: Vec<f64> = (0..2 * n)
-                .map(|_| pool[rng.next_u32() as usize % 6])
-                .collect();
+            let d: Vec<f64> = (0..2 * n).map(|_| pool[rng.next_u32() as usize % 6]).collect();
             check_compare(&d[..n], &d[n..]);
             let s: Vec<f32> = d.iter().map(|&v| v as f32).collect();
             check_compare(&s[..n], &s[n..]);
@@ -328,11 +300,7 @@ fn compare_all_types() {
     });
 }
 
-fn check_bitwise<T: Bits + Debug + PartialEq + Default>(
-    a: &[T],
-    b: &[T],
-    r: impl Fn(BitFn, T, T) -> T,
-) {
+fn check_bitwise<T: Bits + Debug + PartialEq + Default>(a: &[T], b: &[T], r: impl Fn(BitFn, T, T) -> T) {
     for f in [BitFn::And, BitFn::Or, BitFn::Xor] {
         combos(a, b, &mut |sa, sb, get| {
             let mut y = vec![T::default(); a.len()];
@@ -438,36 +406,12 @@ macro_rules! all_targets {
 fn cast_all_pairs() {
     for_each_isa(|_| {
         let mut rng = Rng::new(8);
-        let pool = [
-            0.0,
-            -0.0,
-            0.5,
-            -0.5,
-            1.7,
-            -1.7,
-            3e9,
-            -3e9,
-            1e20,
-            f64::NAN,
-            f64::INFINITY,
-            -f64::INFINITY,
-        ];
-        let d: Vec<f64> = (0..1023)
-            .map(|i| {
-                if i % 2 == 0 {
-                    pool[i / 2 % pool.len()]
-                } else {
-                    rng.uniform(-1e6, 1e6)
-                }
-            })
-            .collect();
+        let pool = [0.0, -0.0, 0.5, -0.5, 1.7, -1.7, 3e9, -3e9, 1e20, f64::NAN, f64::INFINITY, -f64::INFINITY];
+        let d: Vec<f64> =
+            (0..1023).map(|i| if i % 2 == 0 { pool[i / 2 % pool.len()] } else { rng.uniform(-1e6, 1e6) }).collect();
         let f: Vec<f32> = d.iter().map(|&v| v as f32).collect();
-        let i: Vec<i32> = (0..1023)
-            .map(|_| rng.next_u32() as i32 >> (rng.next_u32() % 31))
-            .collect();
-        let l: Vec<i64> = (0..1023)
-            .map(|_| rng.next_u64() as i64 >> (rng.next_u32() % 63))
-            .collect();
+        let i: Vec<i32> = (0..1023).map(|_| rng.next_u32() as i32 >> (rng.next_u32() % 31)).collect();
+        let l: Vec<i64> = (0..1023).map(|_| rng.next_u64() as i64 >> (rng.next_u32() % 63)).collect();
         let u: Vec<u8> = (0..1023).map(|_| (rng.next_u32() % 2) as u8).collect();
         check_cast(&d, |v: f64| (v != 0.0) as u8);
         check_cast(&d, |v: f64| v as i32);

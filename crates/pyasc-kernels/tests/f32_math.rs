@@ -25,122 +25,49 @@ fn check(f: FloatFn, reference: fn(f64) -> f64, centers: &[f32], limit: u64) {
             }
         }
         let i = worst.1;
-        println!(
-            "{f:?} [{}]: max {} ulp at x = {:e} (got {:e}, want {:e})",
-            isa.name(),
-            worst.0,
-            x[i],
-            y[i],
-            want[i]
-        );
-        assert!(
-            worst.0 <= limit,
-            "{f:?} [{}]: {} ulp at x = {:e}",
-            isa.name(),
-            worst.0,
-            x[i]
-        );
+        println!("{f:?} [{}]: max {} ulp at x = {:e} (got {:e}, want {:e})", isa.name(), worst.0, x[i], y[i], want[i]);
+        assert!(worst.0 <= limit, "{f:?} [{}]: {} ulp at x = {:e}", isa.name(), worst.0, x[i]);
     });
 }
 
 #[test]
 fn exp() {
-    check(
-        FloatFn::Exp,
-        f64::exp,
-        &[88.72284, -87.33655, -103.97208, -88.0],
-        2,
-    );
+    check(FloatFn::Exp, f64::exp, &[88.72284, -87.33655, -103.97208, -88.0], 2);
 }
 
 #[test]
 fn exp2() {
-    check(
-        FloatFn::Exp2,
-        f64::exp2,
-        &[128.0, -126.0, -149.0, -150.0],
-        2,
-    );
+    check(FloatFn::Exp2, f64::exp2, &[128.0, -126.0, -149.0, -150.0], 2);
 }
 
 #[test]
 fn expm1() {
-    check(
-        FloatFn::Expm1,
-        f64::exp_m1,
-        &[88.72284, -17.0, 0.35, -0.35],
-        2,
-    );
+    check(FloatFn::Expm1, f64::exp_m1, &[88.72284, -17.0, 0.35, -0.35], 2);
 }
 
 #[test]
 fn log() {
-    check(
-        FloatFn::Log,
-        f64::ln,
-        &[
-            f32::MAX,
-            std::f32::consts::FRAC_1_SQRT_2,
-            std::f32::consts::SQRT_2,
-            2.0,
-        ],
-        2,
-    );
+    check(FloatFn::Log, f64::ln, &[f32::MAX, std::f32::consts::FRAC_1_SQRT_2, std::f32::consts::SQRT_2, 2.0], 2);
 }
 
 #[test]
 fn log2() {
-    check(
-        FloatFn::Log2,
-        f64::log2,
-        &[
-            f32::MAX,
-            std::f32::consts::FRAC_1_SQRT_2,
-            std::f32::consts::SQRT_2,
-            2.0,
-        ],
-        2,
-    );
+    check(FloatFn::Log2, f64::log2, &[f32::MAX, std::f32::consts::FRAC_1_SQRT_2, std::f32::consts::SQRT_2, 2.0], 2);
 }
 
 #[test]
 fn log1p() {
-    check(
-        FloatFn::Log1p,
-        f64::ln_1p,
-        &[-0.99999, -0.5, f32::MAX, 0.41421357],
-        2,
-    );
+    check(FloatFn::Log1p, f64::ln_1p, &[-0.99999, -0.5, f32::MAX, 0.41421357], 2);
 }
 
 #[test]
 fn sin() {
-    check(
-        FloatFn::Sin,
-        f64::sin,
-        &[
-            std::f32::consts::PI,
-            std::f32::consts::FRAC_PI_2,
-            134217728.0,
-            100000.0,
-        ],
-        2,
-    );
+    check(FloatFn::Sin, f64::sin, &[std::f32::consts::PI, std::f32::consts::FRAC_PI_2, 134217728.0, 100000.0], 2);
 }
 
 #[test]
 fn cos() {
-    check(
-        FloatFn::Cos,
-        f64::cos,
-        &[
-            std::f32::consts::PI,
-            std::f32::consts::FRAC_PI_2,
-            134217728.0,
-            100000.0,
-        ],
-        2,
-    );
+    check(FloatFn::Cos, f64::cos, &[std::f32::consts::PI, std::f32::consts::FRAC_PI_2, 134217728.0, 100000.0], 2);
 }
 
 #[test]
@@ -148,12 +75,7 @@ fn tan() {
     check(
         FloatFn::Tan,
         f64::tan,
-        &[
-            std::f32::consts::FRAC_PI_4,
-            std::f32::consts::FRAC_PI_2,
-            134217728.0,
-            100000.0,
-        ],
+        &[std::f32::consts::FRAC_PI_4, std::f32::consts::FRAC_PI_2, 134217728.0, 100000.0],
         2,
     );
 }
@@ -203,12 +125,7 @@ fn fast_gelu_() {
 
 #[test]
 fn silu() {
-    check(
-        FloatFn::Silu,
-        |x| x * sigmoid(x),
-        &[-5.0, -100.0, -110.0, 3.0],
-        4,
-    );
+    check(FloatFn::Silu, |x| x * sigmoid(x), &[-5.0, -100.0, -110.0, 3.0], 4);
 }
 
 fn softplus(x: f64) -> f64 {

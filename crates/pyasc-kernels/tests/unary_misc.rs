@@ -50,20 +50,9 @@ fn same64(a: f64, b: f64) -> bool {
 fn exact_float_fns_bitwise() {
     let x32 = inputs_f32(200_000, &[0.5, 1.5, 2.5, 8388607.5], 11);
     let mut rng = Rng::new(12);
-    let mut x64: Vec<f64> = (0..200_000)
-        .map(|_| f64::from_bits(rng.next_u64()))
-        .collect();
+    let mut x64: Vec<f64> = (0..200_000).map(|_| f64::from_bits(rng.next_u64())).collect();
     x64.extend(x32.iter().map(|&v| v as f64));
-    x64.extend([
-        0.5,
-        -0.5,
-        1.5,
-        2.5,
-        -2.5,
-        4503599627370495.5,
-        -0.0,
-        0.49999999999999994,
-    ]);
+    x64.extend([0.5, -0.5, 1.5, 2.5, -2.5, 4503599627370495.5, -0.0, 0.49999999999999994]);
     let mut y32 = vec![0.0f32; x32.len()];
     let mut y64 = vec![0.0f64; x64.len()];
     for_each_isa(|isa| {
@@ -72,20 +61,11 @@ fn exact_float_fns_bitwise() {
             for (&x, &y) in x32.iter().zip(&y32) {
                 let want = r(x as f64) as f32;
                 let same = y.to_bits() == want.to_bits() || (y.is_nan() && want.is_nan());
-                assert!(
-                    same,
-                    "{f:?} [{}] f32({x:e}) = {y:e}, want {want:e}",
-                    isa.name()
-                );
+                assert!(same, "{f:?} [{}] f32({x:e}) = {y:e}, want {want:e}", isa.name());
             }
             unary::f64(f, &x64, &mut y64);
             for (&x, &y) in x64.iter().zip(&y64) {
-                assert!(
-                    same64(y, r(x)),
-                    "{f:?} [{}] f64({x:e}) = {y:e}, want {:e}",
-                    isa.name(),
-                    r(x)
-                );
+                assert!(same64(y, r(x)), "{f:?} [{}] f64({x:e}) = {y:e}, want {:e}", isa.name(), r(x));
             }
         }
     });
@@ -124,22 +104,14 @@ fn float64_functions() {
             (FloatFn::Sigmoid, |x| 1.0 / (1.0 + (-x).exp())),
             (FloatFn::Silu, |x| x / (1.0 + (-x).exp())),
             (FloatFn::Softplus, |x| (1.0 + x.exp()).ln()),
-            (FloatFn::Gelu, |x| {
-                0.5 * x * libm::erfc(-x / std::f64::consts::SQRT_2)
-            }),
+            (FloatFn::Gelu, |x| 0.5 * x * libm::erfc(-x / std::f64::consts::SQRT_2)),
         ];
-        let xm: Vec<f64> = (0..20_000)
-            .map(|i| -3.0 + 6.0 * i as f64 / 20_000.0)
-            .collect();
+        let xm: Vec<f64> = (0..20_000).map(|i| -3.0 + 6.0 * i as f64 / 20_000.0).collect();
         let mut ym = vec![0.0; xm.len()];
         for (f, r) in acts {
             unary::f64(f, &xm, &mut ym);
             for (&v, &g) in xm.iter().zip(&ym) {
-                assert!(
-                    rel_f64(g, r(v)) < 1e-14 || (g - r(v)).abs() < 1e-300,
-                    "{f:?}({v}) = {g}, want {}",
-                    r(v)
-                );
+                assert!(rel_f64(g, r(v)) < 1e-14 || (g - r(v)).abs() < 1e-300, "{f:?}({v}) = {g}, want {}", r(v));
             }
         }
         let mut s = [0.0];
@@ -147,11 +119,7 @@ fn float64_functions() {
         assert_eq!(s[0], sigmoid(-800.0));
         // Gelu far in the tail, against mpmath at 40 digits.
         let xs = [-30.0, -8.0, -20.5];
-        let want = [
-            -1.472014178144456e-196,
-            -4.976768459417427e-15,
-            -2.206758018052147e-92,
-        ];
+        let want = [-1.472014178144456e-196, -4.976768459417427e-15, -2.206758018052147e-92];
         let mut g = [0.0; 3];
         unary::f64(FloatFn::Gelu, &xs, &mut g);
         for (&g, &w) in g.iter().zip(&want) {
@@ -189,25 +157,13 @@ fn special_values_f32() {
 #[test]
 fn int_and_bool_unary() {
     let mut rng = Rng::new(14);
-    let mut x32: Vec<i32> = (0..1001)
-        .map(|_| rng.next_u32() as i32 >> (rng.next_u32() % 31))
-        .collect();
+    let mut x32: Vec<i32> = (0..1001).map(|_| rng.next_u32() as i32 >> (rng.next_u32() % 31)).collect();
     x32.extend([0, 1, -1, i32::MIN, i32::MAX]);
-    let x64: Vec<i64> = x32
-        .iter()
-        .map(|&v| (v as i64) << (v & 31))
-        .chain([i64::MIN, i64::MAX])
-        .collect();
+    let x64: Vec<i64> = x32.iter().map(|&v| (v as i64) << (v & 31)).chain([i64::MIN, i64::MAX]).collect();
     let mut y32 = vec![0; x32.len()];
     let mut y64 = vec![0; x64.len()];
     for_each_isa(|_| {
-        for f in [
-            IntFn::Neg,
-            IntFn::Abs,
-            IntFn::Sign,
-            IntFn::Square,
-            IntFn::Not,
-        ] {
+        for f in [IntFn::Neg, IntFn::Abs, IntFn::Sign, IntFn::Square, IntFn::Not] {
             unary::i32(f, &x32, &mut y32);
             unary::i64(f, &x64, &mut y64);
             macro_rules! check {
@@ -236,15 +192,7 @@ fn int_and_bool_unary() {
 
 #[test]
 fn classification() {
-    let x = [
-        0.0,
-        -1.0,
-        f64::NAN,
-        f64::INFINITY,
-        f64::NEG_INFINITY,
-        f64::MAX,
-        5e-324,
-    ];
+    let x = [0.0, -1.0, f64::NAN, f64::INFINITY, f64::NEG_INFINITY, f64::MAX, 5e-324];
     let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
     let mut y = [9u8; 7];
     for_each_isa(|_| {

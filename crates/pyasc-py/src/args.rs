@@ -49,11 +49,7 @@ fn dtype_tag(d: DType) -> u64 {
 
 /// Parse the positional arguments of an operator call. `names` are the parameter names
 /// of the user's function, for error messages.
-pub fn parse<'py>(
-    py: Python<'py>,
-    args: &Bound<'py, PyTuple>,
-    names: &[String],
-) -> PyResult<Args<'py>> {
+pub fn parse<'py>(py: Python<'py>, args: &Bound<'py, PyTuple>, names: &[String]) -> PyResult<Args<'py>> {
     let n = args.len();
     let mut key = Vec::with_capacity(n * 3);
     let mut sigs = Vec::with_capacity(n);
@@ -70,34 +66,27 @@ pub fn parse<'py>(
             Err(_) => None,
         };
         if let Some(arr) = arr {
-            let dt = dtype_of(&arr)
-                .map_err(|e| user_error(py, e.kind, format!("{}: {}", label(), e.message)))?;
+            let dt = dtype_of(&arr).map_err(|e| user_error(py, e.kind, format!("{}: {}", label(), e.message)))?;
             if !dt.is_executable() {
                 return Err(user_error(
                     py,
                     ErrorKind::DType,
-                    format!(
-                        "{}: {dt} arrays are not supported yet; use float32 or float64",
-                        label()
-                    ),
+                    format!("{}: {dt} arrays are not supported yet; use float32 or float64", label()),
                 ));
             }
             let view = match view_of(&arr, dt) {
                 Some(v) => v,
                 None => {
                     let copy = numpy(py)?.call_method1("ascontiguousarray", (&arr,))?;
-                    let v = view_of(copy.cast::<PyUntypedArray>()?, dt)
-                        .expect("contiguous arrays have element strides");
+                    let v =
+                        view_of(copy.cast::<PyUntypedArray>()?, dt).expect("contiguous arrays have element strides");
                     keep.push(copy);
                     v
                 }
             };
             key.push(((arr.ndim() as u64) << 16) | (dtype_tag(dt) << 8) | 1);
             key.extend(arr.shape().iter().map(|d| *d as u64));
-            sigs.push(ArgSig {
-                vtype: VType::strong(dt),
-                shape: arr.shape().to_vec(),
-            });
+            sigs.push(ArgSig { vtype: VType::strong(dt), shape: arr.shape().to_vec() });
             views.push(view);
             continue;
         }
@@ -105,8 +94,7 @@ pub fn parse<'py>(
             // A NumPy scalar: a strongly typed 0-d array.
             let arr = numpy(py)?.call_method1("asarray", (&obj,))?;
             let a = arr.cast::<PyUntypedArray>()?;
-            let dt = dtype_of(a)
-                .map_err(|e| user_error(py, e.kind, format!("{}: {}", label(), e.message)))?;
+            let dt = dtype_of(a).map_err(|e| user_error(py, e.kind, format!("{}: {}", label(), e.message)))?;
             if !dt.is_executable() {
                 return Err(user_error(
                     py,
@@ -116,10 +104,7 @@ pub fn parse<'py>(
             }
             let v = view_of(a, dt).expect("0-d arrays have element strides");
             key.push((dtype_tag(dt) << 8) | 1);
-            sigs.push(ArgSig {
-                vtype: VType::strong(dt),
-                shape: vec![],
-            });
+            sigs.push(ArgSig { vtype: VType::strong(dt), shape: vec![] });
             views.push(v);
             keep.push(arr);
             continue;
@@ -140,30 +125,21 @@ pub fn parse<'py>(
         } else if obj.is_instance_of::<PyFloat>() {
             (WeakKind::Float, obj.extract::<f64>()?.to_bits())
         } else {
-            let tname = obj
-                .get_type()
-                .name()
-                .map(|s| s.to_string())
-                .unwrap_or_else(|_| "?".into());
+            let tname = obj.get_type().name().map(|s| s.to_string()).unwrap_or_else(|_| "?".into());
             return Err(user_error(
                 py,
                 ErrorKind::InvalidArgument,
-                format!("{} is a {tname}; operators take NumPy arrays or Python/NumPy scalars (use np.asarray)", label()),
+                format!(
+                    "{} is a {tname}; operators take NumPy arrays or Python/NumPy scalars (use np.asarray)",
+                    label()
+                ),
             ));
         };
         scalars[i] = bits;
         key.push((weak_tag(kind) << 8) | 2);
         let vt = VType::weak(kind);
-        sigs.push(ArgSig {
-            vtype: vt,
-            shape: vec![],
-        });
-        views.push(InputView {
-            ptr: std::ptr::null(),
-            dtype: vt.dtype,
-            shape: vec![],
-            strides: vec![],
-        });
+        sigs.push(ArgSig { vtype: vt, shape: vec![] });
+        views.push(InputView { ptr: std::ptr::null(), dtype: vt.dtype, shape: vec![], strides: vec![] });
     }
     // Point scalar views at their storage (stable: the boxed slice never moves).
     for (i, v) in views.iter_mut().enumerate() {
@@ -171,13 +147,7 @@ pub fn parse<'py>(
             v.ptr = &scalars[i] as *const u64 as *const u8;
         }
     }
-    Ok(Args {
-        key,
-        sigs,
-        views,
-        scalars,
-        _keep: keep,
-    })
+    Ok(Args { key, sigs, views, scalars, _keep: keep })
 }
 
 impl Args<'_> {

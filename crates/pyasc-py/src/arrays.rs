@@ -1,7 +1,8 @@
 //! NumPy arrays at the boundary: dtype mapping, zero-copy views of inputs and
 //! allocation of outputs.
 
-use numpy::{PyArray, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
+use numpy::{npyffi, Element, PyArray, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
+use pyasc_runtime::memory::{self, PoolBlock};
 use pyasc_ir::error::{ErrorKind, IrError, Result};
 use pyasc_ir::DType;
 use pyasc_runtime::InputView;
@@ -11,8 +12,7 @@ use pyo3::sync::PyOnceLock;
 /// The pyasc dtype of a NumPy array, or a typed error naming what is unsupported.
 pub fn dtype_of(arr: &Bound<'_, PyUntypedArray>) -> Result<DType> {
     let d = arr.dtype();
-    let native = matches!(d.byteorder(), b'=' | b'|')
-        || (d.byteorder() == b'<') == cfg!(target_endian = "little");
+    let native = matches!(d.byteorder(), b'=' | b'|') || (d.byteorder() == b'<') == cfg!(target_endian = "little");
     let dt = match (d.kind(), d.itemsize()) {
         (b'b', 1) => Some(DType::Bool),
         (b'i', 1) => Some(DType::I8),
@@ -28,10 +28,7 @@ pub fn dtype_of(arr: &Bound<'_, PyUntypedArray>) -> Result<DType> {
         Some(dt) if native => Ok(dt),
         _ => Err(IrError::new(
             ErrorKind::DType,
-            format!(
-                "arrays of dtype {} are not supported; use bool, int32, int64, float32 or float64",
-                d
-            ),
+            format!("arrays of dtype {} are not supported; use bool, int32, int64, float32 or float64", d),
         )),
     }
 }
@@ -40,28 +37,18 @@ pub fn dtype_of(arr: &Bound<'_, PyUntypedArray>) -> Result<DType> {
 /// `None` when a stride is not a multiple of the item size (the caller then copies).
 pub fn view_of(arr: &Bound<'_, PyUntypedArray>, dtype: DType) -> Option<InputView> {
     let size = dtype.size() as isize;
-    let strides: Option<Vec<isize>> = arr
-        .strides()
-        .iter()
-        .map(|s| if s % size == 0 { Some(s / size) } else { None })
-        .collect();
+    let strides: Option<Vec<isize>> =
+        arr.strides().iter().map(|s| if s % size == 0 { Some(s / size) } else { None }).collect();
     // SAFETY: the array object is alive for the duration of the call.
     let ptr = unsafe { (*arr.as_array_ptr()).fields.data } as *const u8;
-    Some(InputView {
-        ptr,
-        dtype,
-        shape: arr.shape().to_vec(),
-        strides: strides?,
-    })
+    Some(InputView { ptr, dtype, shape: arr.shape().to_vec(), strides: strides? })
 }
 
 static NP: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
 
 /// The `numpy` module.
 pub fn numpy(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
-    Ok(NP
-        .get_or_try_init(py, || py.import("numpy").map(|m| m.unbind()))?
-        .bind(py))
+    Ok(NP.get_or_try_init(py, || py.import("numpy").map(|m| m.unbind()))?.bind(py))
 }
 
 static GENERIC: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
@@ -69,8 +56,7 @@ static GENERIC: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 /// True for NumPy scalars (`np.float32(1)`, `np.float64(2)`, ...), which are strongly typed
 /// even where they subclass Python's `float`.
 pub fn is_numpy_scalar(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<bool> {
-    let generic =
-        GENERIC.get_or_try_init(py, || numpy(py)?.getattr("generic").map(|g| g.unbind()))?;
+    let generic = GENERIC.get_or_try_init(py, || numpy(py)?.getattr("generic").map(|g| g.unbind()))?;
     obj.is_instance(generic.bind(py))
 }
 
@@ -79,18 +65,68 @@ pub fn np_dtype<'py>(py: Python<'py>, dt: DType) -> PyResult<Bound<'py, PyAny>> 
     numpy(py)?.getattr("dtype")?.call1((dt.name(),))
 }
 
+/// Outputs at least this large come from the caching pool (warm pages, no page faults).
+pub const POOL_MIN_BYTES: usize = 256 * 1024;
+
+/// Owner of a pool block backing a NumPy array; the block returns to the pool when the
+/// array (its base object) is collected.
+#[pyclass(module = "pyasc._pyasc", frozen)]
+pub struct PoolBuffer {
+    block: PoolBlock,
+}
+
+#[pymethods]
+impl PoolBuffer {
+    /// Usable bytes of the block.
+    #[getter]
+    fn nbytes(&self) -> usize {
+        self.block.capacity()
+    }
+}
+
+/// A C-contiguous array of `T` over a new pool block.
+fn pooled<'py, T: Element>(py: Python<'py>, shape: &[usize], bytes: usize) -> Result<(Bound<'py, PyAny>, *mut u8)> {
+    let block = memory::allocate(bytes)?;
+    let data = block.as_ptr();
+    let owner = Py::new(py, PoolBuffer { block })
+        .map_err(|e| IrError::new(ErrorKind::OutOfMemory, format!("cannot create the buffer owner: {e}")))?;
+    let mut dims: Vec<npyffi::npy_intp> = shape.iter().map(|d| *d as npyffi::npy_intp).collect();
+    // SAFETY: `data` holds `bytes` >= the array's size, aligned to 128; the array takes a
+    // reference to `owner`, which keeps the block alive for the array's lifetime.
+    unsafe {
+        let arr = npyffi::PY_ARRAY_API.PyArray_NewFromDescr(
+            py,
+            npyffi::get_type_object(py, npyffi::NpyTypes::PyArray_Type),
+            numpy::dtype::<T>(py).into_dtype_ptr(),
+            dims.len() as std::os::raw::c_int,
+            dims.as_mut_ptr(),
+            std::ptr::null_mut(),
+            data as *mut std::os::raw::c_void,
+            npyffi::NPY_ARRAY_CARRAY,
+            std::ptr::null_mut(),
+        );
+        if arr.is_null() {
+            return Err(IrError::new(ErrorKind::OutOfMemory, "NumPy could not create the output array"));
+        }
+        npyffi::PY_ARRAY_API.PyArray_SetBaseObject(py, arr as *mut npyffi::PyArrayObject, owner.into_ptr());
+        Ok((Bound::from_owned_ptr(py, arr), data))
+    }
+}
+
 /// A new uninitialised C-contiguous array of `dtype` and `shape`, and its data pointer.
-pub fn empty<'py>(
-    py: Python<'py>,
-    dtype: DType,
-    shape: &[usize],
-) -> Result<(Bound<'py, PyAny>, *mut u8)> {
+/// Large arrays live in pool blocks, small ones in NumPy's own allocation.
+pub fn empty<'py>(py: Python<'py>, dtype: DType, shape: &[usize]) -> Result<(Bound<'py, PyAny>, *mut u8)> {
+    let bytes = shape.iter().product::<usize>() * dtype.size();
     macro_rules! alloc {
         ($t:ty) => {{
-            // SAFETY: every element is written by the kernel before Python can read it.
-            let a = unsafe { PyArray::<$t, _>::new(py, shape.to_vec(), false) };
-            let p = a.data() as *mut u8;
-            (a.into_any(), p)
+            if bytes >= POOL_MIN_BYTES {
+                pooled::<$t>(py, shape, bytes)?
+            } else {
+                // SAFETY: every element is written by the kernel before Python can read it.
+                let a = unsafe { PyArray::<$t, _>::new(py, shape.to_vec(), false) };
+                let p = a.data() as *mut u8;
+                (a.into_any(), p)
+            }
         }};
     }
     use numpy::PyArrayMethods;
@@ -100,11 +136,6 @@ pub fn empty<'py>(
         DType::I64 => alloc!(i64),
         DType::F32 => alloc!(f32),
         DType::F64 => alloc!(f64),
-        other => {
-            return Err(IrError::new(
-                ErrorKind::Unsupported,
-                format!("cannot allocate {other} outputs yet"),
-            ))
-        }
+        other => return Err(IrError::new(ErrorKind::Unsupported, format!("cannot allocate {other} outputs yet"))),
     })
 }

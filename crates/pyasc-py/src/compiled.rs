@@ -51,10 +51,7 @@ impl CompiledOp {
                 d.set_item("instructions", k.body.len())?;
                 d.set_item("tile_elems", k.tile_elems)?;
                 d.set_item("registers", k.regs.len())?;
-                d.set_item(
-                    "source_lines",
-                    k.locs.iter().map(|l| l.to_string()).collect::<Vec<_>>(),
-                )?;
+                d.set_item("source_lines", k.locs.iter().map(|l| l.to_string()).collect::<Vec<_>>())?;
                 Ok(d)
             })
             .collect()
@@ -99,9 +96,7 @@ impl CompiledOp {
                 let d = PyDict::new(py);
                 let role = match b.kind {
                     BufferKind::Input(k) => format!("argument {k}"),
-                    BufferKind::Computed if plan.outputs.iter().any(|o| o.0 as usize == i) => {
-                        "output".to_string()
-                    }
+                    BufferKind::Computed if plan.outputs.iter().any(|o| o.0 as usize == i) => "output".to_string(),
                     BufferKind::Computed => "intermediate".to_string(),
                 };
                 d.set_item("name", format!("b{i}"))?;
@@ -111,11 +106,7 @@ impl CompiledOp {
                 d.set_item("role", role)?;
                 d.set_item(
                     "location",
-                    if matches!(b.kind, BufferKind::Input(_)) {
-                        "host (read in place)"
-                    } else {
-                        "host"
-                    },
+                    if matches!(b.kind, BufferKind::Input(_)) { "host (read in place)" } else { "host" },
                 )?;
                 Ok(d)
             })
@@ -126,11 +117,7 @@ impl CompiledOp {
     #[getter]
     fn peak_memory_bytes(&self) -> usize {
         let plan = &self.entry.compiled.plan;
-        plan.buffers
-            .iter()
-            .filter(|b| b.kind == BufferKind::Computed)
-            .map(|b| b.shape.numel() * b.dtype.size())
-            .sum()
+        plan.buffers.iter().filter(|b| b.kind == BufferKind::Computed).map(|b| b.shape.numel() * b.dtype.size()).sum()
     }
 
     /// Microseconds spent tracing and compiling this signature.

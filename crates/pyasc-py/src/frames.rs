@@ -12,11 +12,7 @@ fn skip_prefixes(py: Python<'_>) -> &Vec<String> {
     SKIP.get_or_init(py, || {
         let mut v = Vec::new();
         for m in ["pyasc", "numpy"] {
-            if let Ok(file) = py
-                .import(m)
-                .and_then(|m| m.getattr("__file__"))
-                .and_then(|f| f.extract::<String>())
-            {
+            if let Ok(file) = py.import(m).and_then(|m| m.getattr("__file__")).and_then(|f| f.extract::<String>()) {
                 if let Some(dir) = std::path::Path::new(&file).parent() {
                     v.push(format!("{}{}", dir.display(), std::path::MAIN_SEPARATOR));
                 }
@@ -34,14 +30,11 @@ pub fn user_loc(py: Python<'_>) -> Option<SourceLoc> {
     for _ in 0..64 {
         let code = frame.getattr("f_code").ok()?;
         let file: String = code.getattr("co_filename").ok()?.extract().ok()?;
-        let internal = skip.iter().any(|p| file.starts_with(p.as_str()))
-            || file.starts_with('<') && file.contains("frozen");
+        let internal =
+            skip.iter().any(|p| file.starts_with(p.as_str())) || file.starts_with('<') && file.contains("frozen");
         if !internal {
             let line: u32 = frame.getattr("f_lineno").ok()?.extract().unwrap_or(0);
-            return Some(SourceLoc {
-                file: Arc::from(file.as_str()),
-                line,
-            });
+            return Some(SourceLoc { file: Arc::from(file.as_str()), line });
         }
         let back = frame.getattr("f_back").ok()?;
         if back.is_none() {

@@ -26,6 +26,9 @@ fn _pyasc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tensor::Tensor>()?;
     m.add_class::<operator::Operator>()?;
     m.add_class::<compiled::CompiledOp>()?;
+    m.add_class::<arrays::PoolBuffer>()?;
+    m.add_function(wrap_pyfunction!(memory_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(empty_cache, m)?)?;
     m.add_function(wrap_pyfunction!(tensor::apply_unary, m)?)?;
     m.add_function(wrap_pyfunction!(tensor::apply_binary, m)?)?;
     m.add_function(wrap_pyfunction!(tensor::apply_where, m)?)?;
@@ -49,4 +52,23 @@ fn device_info(py: Python<'_>, device_type: &str) -> PyResult<Py<PyAny>> {
     d.set_item("detected_isa", pyasc_kernels::isa::detected().name())?;
     d.set_item("local_memory_bytes", info.local_memory_bytes)?;
     Ok(d.into_any().unbind())
+}
+
+/// Statistics of the caching memory pool as a dict (bytes in use, cached, peak; counts).
+#[pyfunction]
+fn memory_stats(py: Python<'_>) -> PyResult<Py<PyAny>> {
+    let s = pyasc_runtime::memory::stats();
+    let d = pyo3::types::PyDict::new(py);
+    d.set_item("bytes_in_use", s.in_use)?;
+    d.set_item("bytes_cached", s.cached)?;
+    d.set_item("peak_bytes_in_use", s.peak)?;
+    d.set_item("allocations", s.allocations)?;
+    d.set_item("reuses", s.reuses)?;
+    Ok(d.into_any().unbind())
+}
+
+/// Return every cached (free) pool block to the system.
+#[pyfunction]
+fn empty_cache() {
+    pyasc_runtime::memory::empty_cache();
 }

@@ -29,10 +29,7 @@ pub fn enabled(level: u32) -> bool {
 /// Emit a record through `logging.getLogger("pyasc")`.
 pub fn emit(py: Python<'_>, level: u32, msg: &str) {
     let logger = LOGGER.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
-        Ok(py
-            .import("logging")?
-            .call_method1("getLogger", ("pyasc",))?
-            .unbind())
+        Ok(py.import("logging")?.call_method1("getLogger", ("pyasc",))?.unbind())
     });
     if let Ok(l) = logger {
         let _ = l.bind(py).call_method1("log", (level, msg));

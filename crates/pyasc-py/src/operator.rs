@@ -63,46 +63,26 @@ unsafe impl Send for Launch<'_> {}
 
 impl Launch<'_> {
     fn run(self) -> pyasc_ir::error::Result<RunStats> {
-        device_for(self.device).execute(
-            &self.entry.compiled.plan,
-            self.views,
-            &self.outs,
-            self.record,
-        )
+        device_for(self.device).execute(&self.entry.compiled.plan, self.views, &self.outs, self.record)
     }
 }
 
 impl Operator {
     fn lookup(&self, key: &[u64]) -> Option<Arc<Entry>> {
-        self.cache
-            .lock()
-            .expect("cache lock poisoned")
-            .get(key)
-            .cloned()
+        self.cache.lock().expect("cache lock poisoned").get(key).cloned()
     }
 
     /// Trace the function on tensors of the given signatures and compile the graph.
     fn trace_and_compile(&self, py: Python<'_>, sigs: &[ArgSig]) -> PyResult<Entry> {
         let t0 = Instant::now();
-        let trace: TraceRef = Arc::new(Mutex::new(Trace {
-            open: true,
-            ..Default::default()
-        }));
+        let trace: TraceRef = Arc::new(Mutex::new(Trace { open: true, ..Default::default() }));
         let tensors: Vec<Py<Tensor>> = {
             let mut tr = trace.lock().expect("trace lock poisoned");
-            let ids: Vec<_> = sigs
-                .iter()
-                .map(|s| tr.graph.add_input(s.vtype, Shape(s.shape.clone())))
-                .collect();
+            let ids: Vec<_> = sigs.iter().map(|s| tr.graph.add_input(s.vtype, Shape(s.shape.clone()))).collect();
             drop(tr);
             ids.into_iter()
                 .zip(sigs)
-                .map(|(id, s)| {
-                    Py::new(
-                        py,
-                        Tensor::new(trace.clone(), id, s.vtype.dtype, s.shape.clone()),
-                    )
-                })
+                .map(|(id, s)| Py::new(py, Tensor::new(trace.clone(), id, s.vtype.dtype, s.shape.clone())))
                 .collect::<PyResult<_>>()?
         };
         let result = self.func.bind(py).call1(PyTuple::new(py, tensors)?);
@@ -113,17 +93,20 @@ impl Operator {
                 return Err(e);
             }
         };
-        let (items, tuple_out) =
-            if result.is_instance_of::<PyTuple>() || result.is_instance_of::<PyList>() {
-                (result.try_iter()?.collect::<PyResult<Vec<_>>>()?, true)
-            } else {
-                (vec![result], false)
-            };
+        let (items, tuple_out) = if result.is_instance_of::<PyTuple>() || result.is_instance_of::<PyList>() {
+            (result.try_iter()?.collect::<PyResult<Vec<_>>>()?, true)
+        } else {
+            (vec![result], false)
+        };
         let mut outputs = Vec::with_capacity(items.len());
         for item in &items {
             outputs.push(node_of(py, &trace, item).map_err(|_| {
                 let tname = item.get_type().name().map(|s| s.to_string()).unwrap_or_default();
-                user_error(py, ErrorKind::Trace, format!("operator {} returned a {tname}; return tensors, numbers or a tuple of them", self.name))
+                user_error(
+                    py,
+                    ErrorKind::Trace,
+                    format!("operator {} returned a {tname}; return tensors, numbers or a tuple of them", self.name),
+                )
             })?);
         }
         let mut tr = trace.lock().expect("trace lock poisoned");
@@ -138,31 +121,17 @@ impl Operator {
         let compile_micros = t0.elapsed().as_secs_f64() * 1e6;
         self.compiles.fetch_add(1, Ordering::Relaxed);
         if log::enabled(log::DEBUG) {
-            log::emit(
-                py,
-                log::DEBUG,
-                &format!("trace of {}:\n{}", self.name, traced_text),
-            );
+            log::emit(py, log::DEBUG, &format!("trace of {}:\n{}", self.name, traced_text));
             for r in &compiled.reports {
-                let mut line = format!(
-                    "pass {}: {:.1} us, {} -> {} nodes",
-                    r.name, r.micros, r.nodes_before, r.nodes_after
-                );
+                let mut line =
+                    format!("pass {}: {:.1} us, {} -> {} nodes", r.name, r.micros, r.nodes_before, r.nodes_after);
                 for n in &r.notes {
                     line.push_str("\n  ");
                     line.push_str(n);
                 }
                 log::emit(py, log::DEBUG, &line);
             }
-            log::emit(
-                py,
-                log::DEBUG,
-                &format!(
-                    "kernel plan of {}:\n{}",
-                    self.name,
-                    plan_to_string(&compiled.plan)
-                ),
-            );
+            log::emit(py, log::DEBUG, &format!("kernel plan of {}:\n{}", self.name, plan_to_string(&compiled.plan)));
         }
         if log::enabled(log::INFO) {
             let dev = device_for(self.device).info();
@@ -179,12 +148,7 @@ impl Operator {
                 ),
             );
         }
-        Ok(Entry {
-            compiled,
-            traced_text,
-            tuple_out,
-            compile_micros,
-        })
+        Ok(Entry { compiled, traced_text, tuple_out, compile_micros })
     }
 
     /// The entry for these arguments, compiling on a miss.
@@ -195,10 +159,7 @@ impl Operator {
         }
         self.misses.fetch_add(1, Ordering::Relaxed);
         let entry = Arc::new(self.trace_and_compile(py, sigs)?);
-        self.cache
-            .lock()
-            .expect("cache lock poisoned")
-            .insert(key.to_vec(), entry.clone());
+        self.cache.lock().expect("cache lock poisoned").insert(key.to_vec(), entry.clone());
         *self.last.lock().expect("cache lock poisoned") = Some(entry.clone());
         Ok(entry)
     }
@@ -211,9 +172,7 @@ impl Operator {
     ) -> PyResult<Bound<'py, PyTuple>> {
         match kwargs {
             Some(kw) if !kw.is_empty() => {
-                let bound = py
-                    .import("pyasc._binding")?
-                    .call_method1("bind", (self.func.bind(py), args, kw))?;
+                let bound = py.import("pyasc._binding")?.call_method1("bind", (self.func.bind(py), args, kw))?;
                 Ok(bound.cast_into::<PyTuple>()?)
             }
             _ => Ok(args.clone()),
@@ -255,11 +214,7 @@ impl Operator {
                 Ok(names.into_iter().take(n).collect())
             })
             .unwrap_or_default();
-        let options = CompileOptions {
-            op_break_level,
-            kernel_name: name.clone(),
-            ..CompileOptions::default()
-        };
+        let options = CompileOptions { op_break_level, kernel_name: name.clone(), ..CompileOptions::default() };
         if device == DeviceKind::NpuTwin && log::enabled(log::INFO) {
             log::emit(
                 py,
@@ -295,8 +250,7 @@ impl Operator {
         let entry = self.entry_for(py, &parsed.key, &parsed.sigs)?;
         let plan = &entry.compiled.plan;
         // One array per distinct output buffer.
-        let mut made: Vec<(BufferId, Bound<'py, PyAny>, *mut u8)> =
-            Vec::with_capacity(plan.outputs.len());
+        let mut made: Vec<(BufferId, Bound<'py, PyAny>, *mut u8)> = Vec::with_capacity(plan.outputs.len());
         let mut outs = Vec::with_capacity(plan.outputs.len());
         let mut elements = 0usize;
         for b in &plan.outputs {
@@ -311,13 +265,7 @@ impl Operator {
             made.push((*b, arr, p));
         }
         let record = log::enabled(log::DEBUG);
-        let launch = Launch {
-            entry: &entry,
-            views: &parsed.views,
-            outs,
-            record,
-            device: self.device,
-        };
+        let launch = Launch { entry: &entry, views: &parsed.views, outs, record, device: self.device };
         let stats = if elements >= pyasc_runtime::vm::PARALLEL_THRESHOLD {
             py.detach(move || launch.run())
         } else {
@@ -339,13 +287,7 @@ impl Operator {
         let results: Vec<Bound<'py, PyAny>> = plan
             .outputs
             .iter()
-            .map(|b| {
-                made.iter()
-                    .find(|(id, _, _)| id == b)
-                    .expect("allocated above")
-                    .1
-                    .clone()
-            })
+            .map(|b| made.iter().find(|(id, _, _)| id == b).expect("allocated above").1.clone())
             .collect();
         if entry.tuple_out {
             Ok(PyTuple::new(py, results)?.into_any().unbind())
@@ -370,10 +312,7 @@ impl Operator {
                 None => Err(user_error(
                     py,
                     ErrorKind::InvalidArgument,
-                    format!(
-                        "{} has not been compiled yet: call it once or pass example arguments",
-                        self.name
-                    ),
+                    format!("{} has not been compiled yet: call it once or pass example arguments", self.name),
                 )),
             };
         }

@@ -40,12 +40,7 @@ pub struct Tensor {
 impl Tensor {
     /// A tensor for node `id` of `trace`.
     pub fn new(trace: TraceRef, id: NodeId, dtype: DType, shape: Vec<usize>) -> Self {
-        Tensor {
-            trace,
-            id,
-            dtype,
-            shape,
-        }
+        Tensor { trace, id, dtype, shape }
     }
 }
 
@@ -54,31 +49,17 @@ fn trace_error(py: Python<'_>, msg: impl Into<String>) -> PyErr {
 }
 
 /// Append `op` over `operands` to `trace`, typed, with the user's line.
-pub fn apply(
-    py: Python<'_>,
-    trace: &TraceRef,
-    op: Op,
-    operands: &[NodeId],
-) -> PyResult<Py<Tensor>> {
+pub fn apply(py: Python<'_>, trace: &TraceRef, op: Op, operands: &[NodeId]) -> PyResult<Py<Tensor>> {
     let loc = user_loc(py);
     let mut t = trace.lock().expect("trace lock poisoned");
     if !t.open {
         return Err(to_py(
-            IrError::new(
-                ErrorKind::Trace,
-                "a traced tensor was used after its operator returned",
-            )
-            .at(loc.as_ref()),
+            IrError::new(ErrorKind::Trace, "a traced tensor was used after its operator returned").at(loc.as_ref()),
         ));
     }
     let id = t.graph.apply(op, operands, loc).map_err(to_py)?;
     let n = t.graph.node(id);
-    let tensor = Tensor {
-        trace: trace.clone(),
-        id,
-        dtype: n.dtype(),
-        shape: n.shape.0.clone(),
-    };
+    let tensor = Tensor { trace: trace.clone(), id, dtype: n.dtype(), shape: n.shape.0.clone() };
     drop(t);
     Py::new(py, tensor)
 }
@@ -89,10 +70,7 @@ pub fn node_of(py: Python<'_>, trace: &TraceRef, obj: &Bound<'_, PyAny>) -> PyRe
     if let Ok(t) = obj.cast::<Tensor>() {
         let t = t.get();
         if !Arc::ptr_eq(&t.trace, trace) {
-            return Err(trace_error(
-                py,
-                "a tensor from another operator's trace was used here",
-            ));
+            return Err(trace_error(py, "a tensor from another operator's trace was used here"));
         }
         return Ok(t.id);
     }
@@ -105,13 +83,7 @@ pub fn node_of(py: Python<'_>, trace: &TraceRef, obj: &Bound<'_, PyAny>) -> PyRe
     } else if obj.is_instance_of::<PyInt>() {
         match obj.extract::<i64>() {
             Ok(v) => Some(Scalar::Int(v)),
-            Err(_) => {
-                return Err(user_error(
-                    py,
-                    ErrorKind::InvalidArgument,
-                    "integer constant does not fit in int64",
-                ))
-            }
+            Err(_) => return Err(user_error(py, ErrorKind::InvalidArgument, "integer constant does not fit in int64")),
         }
     } else if obj.is_instance_of::<PyFloat>() {
         Some(Scalar::Float(obj.extract()?))
@@ -124,8 +96,7 @@ pub fn node_of(py: Python<'_>, trace: &TraceRef, obj: &Bound<'_, PyAny>) -> PyRe
     }
     drop(t);
     let np = numpy(py)?;
-    let is_np =
-        obj.is_instance(&np.getattr("ndarray")?)? || obj.is_instance(&np.getattr("generic")?)?;
+    let is_np = obj.is_instance(&np.getattr("ndarray")?)? || obj.is_instance(&np.getattr("generic")?)?;
     if is_np {
         let arr = np.call_method1("asarray", (obj,))?;
         let arr = arr.cast::<PyUntypedArray>()?;
@@ -148,33 +119,21 @@ pub fn node_of(py: Python<'_>, trace: &TraceRef, obj: &Bound<'_, PyAny>) -> PyRe
             Scalar::Int(item.extract()?)
         };
         let mut t = trace.lock().expect("trace lock poisoned");
-        return Ok(t
-            .graph
-            .constant(value, pyasc_ir::dtype::VType::strong(dt), loc));
+        return Ok(t.graph.constant(value, pyasc_ir::dtype::VType::strong(dt), loc));
     }
     Err(user_error(
         py,
         ErrorKind::DType,
-        format!(
-            "operand of type {} cannot be used in an operator",
-            obj.get_type().name()?
-        ),
+        format!("operand of type {} cannot be used in an operator", obj.get_type().name()?),
     ))
 }
 
 fn trace_of(objs: &[&Bound<'_, PyAny>]) -> Option<TraceRef> {
-    objs.iter()
-        .find_map(|o| o.cast::<Tensor>().ok().map(|t| t.get().trace.clone()))
+    objs.iter().find_map(|o| o.cast::<Tensor>().ok().map(|t| t.get().trace.clone()))
 }
 
-fn binary(
-    py: Python<'_>,
-    op: BinaryOp,
-    a: &Bound<'_, PyAny>,
-    b: &Bound<'_, PyAny>,
-) -> PyResult<Py<Tensor>> {
-    let trace = trace_of(&[a, b])
-        .ok_or_else(|| PyTypeError::new_err("no traced tensor among the operands"))?;
+fn binary(py: Python<'_>, op: BinaryOp, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
+    let trace = trace_of(&[a, b]).ok_or_else(|| PyTypeError::new_err("no traced tensor among the operands"))?;
     let x = node_of(py, &trace, a)?;
     let y = node_of(py, &trace, b)?;
     apply(py, &trace, Op::Binary(op), &[x, y])
@@ -183,24 +142,16 @@ fn binary(
 /// `pyasc` elementwise function of one operand by name, on a traced tensor.
 #[pyfunction]
 pub fn apply_unary(py: Python<'_>, name: &str, x: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
-    let op = UnaryOp::from_name(name)
-        .ok_or_else(|| PyTypeError::new_err(format!("unknown unary op {name}")))?;
-    let trace = trace_of(&[x])
-        .ok_or_else(|| PyTypeError::new_err("no traced tensor among the operands"))?;
+    let op = UnaryOp::from_name(name).ok_or_else(|| PyTypeError::new_err(format!("unknown unary op {name}")))?;
+    let trace = trace_of(&[x]).ok_or_else(|| PyTypeError::new_err("no traced tensor among the operands"))?;
     let id = node_of(py, &trace, x)?;
     apply(py, &trace, Op::Unary(op), &[id])
 }
 
 /// `pyasc` elementwise function of two operands by name, on traced tensors.
 #[pyfunction]
-pub fn apply_binary(
-    py: Python<'_>,
-    name: &str,
-    a: &Bound<'_, PyAny>,
-    b: &Bound<'_, PyAny>,
-) -> PyResult<Py<Tensor>> {
-    let op = BinaryOp::from_name(name)
-        .ok_or_else(|| PyTypeError::new_err(format!("unknown binary op {name}")))?;
+pub fn apply_binary(py: Python<'_>, name: &str, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
+    let op = BinaryOp::from_name(name).ok_or_else(|| PyTypeError::new_err(format!("unknown binary op {name}")))?;
     binary(py, op, a, b)
 }
 
@@ -212,46 +163,28 @@ pub fn apply_where(
     a: &Bound<'_, PyAny>,
     b: &Bound<'_, PyAny>,
 ) -> PyResult<Py<Tensor>> {
-    let trace = trace_of(&[cond, a, b])
-        .ok_or_else(|| PyTypeError::new_err("no traced tensor among the operands"))?;
-    let ids = [
-        node_of(py, &trace, cond)?,
-        node_of(py, &trace, a)?,
-        node_of(py, &trace, b)?,
-    ];
+    let trace = trace_of(&[cond, a, b]).ok_or_else(|| PyTypeError::new_err("no traced tensor among the operands"))?;
+    let ids = [node_of(py, &trace, cond)?, node_of(py, &trace, a)?, node_of(py, &trace, b)?];
     apply(py, &trace, Op::Where, &ids)
 }
 
 /// Parse anything `numpy.dtype()` accepts into a pyasc dtype.
 pub fn parse_dtype(py: Python<'_>, dtype: &Bound<'_, PyAny>) -> PyResult<DType> {
-    let name: String = numpy(py)?
-        .getattr("dtype")?
-        .call1((dtype,))?
-        .getattr("name")?
-        .extract()?;
-    DType::from_name(&name)
-        .filter(|d| d.is_executable())
-        .ok_or_else(|| {
-            user_error(
-                py,
-                ErrorKind::DType,
-                format!(
-                    "dtype {name} is not supported; use bool, int32, int64, float32 or float64"
-                ),
-            )
-        })
+    let name: String = numpy(py)?.getattr("dtype")?.call1((dtype,))?.getattr("name")?.extract()?;
+    DType::from_name(&name).filter(|d| d.is_executable()).ok_or_else(|| {
+        user_error(
+            py,
+            ErrorKind::DType,
+            format!("dtype {name} is not supported; use bool, int32, int64, float32 or float64"),
+        )
+    })
 }
 
 /// `x.astype(dtype)` on a traced tensor.
 #[pyfunction]
-pub fn apply_cast(
-    py: Python<'_>,
-    x: &Bound<'_, PyAny>,
-    dtype: &Bound<'_, PyAny>,
-) -> PyResult<Py<Tensor>> {
+pub fn apply_cast(py: Python<'_>, x: &Bound<'_, PyAny>, dtype: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
     let to = parse_dtype(py, dtype)?;
-    let trace = trace_of(&[x])
-        .ok_or_else(|| PyTypeError::new_err("no traced tensor among the operands"))?;
+    let trace = trace_of(&[x]).ok_or_else(|| PyTypeError::new_err("no traced tensor among the operands"))?;
     let id = node_of(py, &trace, x)?;
     apply(py, &trace, Op::Cast(to), &[id])
 }
@@ -287,16 +220,10 @@ impl Tensor {
         apply_cast(slf.py(), slf.as_any(), dtype)
     }
     fn __repr__(&self) -> String {
-        format!(
-            "Tensor(shape={:?}, dtype={}, node=%{})",
-            self.shape, self.dtype, self.id.0
-        )
+        format!("Tensor(shape={:?}, dtype={}, node=%{})", self.shape, self.dtype, self.id.0)
     }
     fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
-        self.shape
-            .first()
-            .copied()
-            .ok_or_else(|| trace_error(py, "len() of a 0-d tensor"))
+        self.shape.first().copied().ok_or_else(|| trace_error(py, "len() of a 0-d tensor"))
     }
     fn __bool__(&self, py: Python<'_>) -> PyResult<bool> {
         Err(trace_error(
@@ -305,22 +232,13 @@ impl Tensor {
         ))
     }
     fn __float__(&self, py: Python<'_>) -> PyResult<f64> {
-        Err(trace_error(
-            py,
-            "a traced tensor cannot be converted to a Python number",
-        ))
+        Err(trace_error(py, "a traced tensor cannot be converted to a Python number"))
     }
     fn __int__(&self, py: Python<'_>) -> PyResult<i64> {
-        Err(trace_error(
-            py,
-            "a traced tensor cannot be converted to a Python number",
-        ))
+        Err(trace_error(py, "a traced tensor cannot be converted to a Python number"))
     }
     fn __index__(&self, py: Python<'_>) -> PyResult<i64> {
-        Err(trace_error(
-            py,
-            "a traced tensor cannot be used as an index or size",
-        ))
+        Err(trace_error(py, "a traced tensor cannot be used as an index or size"))
     }
     #[pyo3(signature = (*_args, **_kwargs))]
     fn __array__(
@@ -329,16 +247,10 @@ impl Tensor {
         _args: &Bound<'_, PyTuple>,
         _kwargs: Option<&Bound<'_, pyo3::types::PyDict>>,
     ) -> PyResult<Py<PyAny>> {
-        Err(trace_error(
-            py,
-            "a traced tensor has no values yet and cannot become a NumPy array inside an operator",
-        ))
+        Err(trace_error(py, "a traced tensor has no values yet and cannot become a NumPy array inside an operator"))
     }
     fn __iter__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        Err(trace_error(
-            py,
-            "iterating over a traced tensor is not supported; use vectorised operations",
-        ))
+        Err(trace_error(py, "iterating over a traced tensor is not supported; use vectorised operations"))
     }
     #[pyo3(signature = (ufunc, method, *inputs, **kwargs))]
     fn __array_ufunc__(
@@ -349,9 +261,7 @@ impl Tensor {
         inputs: &Bound<'_, PyTuple>,
         kwargs: Option<&Bound<'_, pyo3::types::PyDict>>,
     ) -> PyResult<Py<PyAny>> {
-        Ok(numpy_api(py)?
-            .call_method1("array_ufunc", (ufunc, method, inputs, kwargs))?
-            .unbind())
+        Ok(numpy_api(py)?.call_method1("array_ufunc", (ufunc, method, inputs, kwargs))?.unbind())
     }
     fn __array_function__(
         &self,
@@ -361,9 +271,7 @@ impl Tensor {
         args: &Bound<'_, PyAny>,
         kwargs: &Bound<'_, PyAny>,
     ) -> PyResult<Py<PyAny>> {
-        Ok(numpy_api(py)?
-            .call_method1("array_function", (func, types, args, kwargs))?
-            .unbind())
+        Ok(numpy_api(py)?.call_method1("array_function", (func, types, args, kwargs))?.unbind())
     }
     fn __neg__(slf: &Bound<'_, Self>) -> PyResult<Py<Tensor>> {
         apply_unary(slf.py(), "neg", slf.as_any())
@@ -445,11 +353,7 @@ impl Tensor {
     fn __rxor__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
         binary(slf.py(), BinaryOp::Xor, o, slf.as_any())
     }
-    fn __richcmp__(
-        slf: &Bound<'_, Self>,
-        o: &Bound<'_, PyAny>,
-        cmp: CompareOp,
-    ) -> PyResult<Py<Tensor>> {
+    fn __richcmp__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>, cmp: CompareOp) -> PyResult<Py<Tensor>> {
         let op = match cmp {
             CompareOp::Lt => BinaryOp::Lt,
             CompareOp::Le => BinaryOp::Le,

@@ -61,13 +61,8 @@ pub trait Device: Send + Sync {
     /// Static facts (also what the compiler sizes tiles for).
     fn info(&self) -> DeviceInfo;
     /// Run `plan` on the arguments, writing the results.
-    fn execute(
-        &self,
-        plan: &KernelPlan,
-        inputs: &[InputView],
-        outputs: &[OutputPtr],
-        record: bool,
-    ) -> Result<RunStats>;
+    fn execute(&self, plan: &KernelPlan, inputs: &[InputView], outputs: &[OutputPtr], record: bool)
+        -> Result<RunStats>;
 }
 
 /// The host CPU.
@@ -92,7 +87,7 @@ impl Device for CpuDevice {
                 name: format!("host CPU ({cores} cores, {isa})"),
                 cores,
                 isa,
-                local_memory_bytes: 256 * 1024,
+                local_memory_bytes: std::env::var("PYASC_TILE_BUDGET").ok().and_then(|v| v.parse().ok()).unwrap_or(256 * 1024),
             },
         }
     }
@@ -120,24 +115,14 @@ impl Device for NullDevice {
             local_memory_bytes: 256 * 1024,
         }
     }
-    fn execute(
-        &self,
-        plan: &KernelPlan,
-        _: &[InputView],
-        _: &[OutputPtr],
-        _: bool,
-    ) -> Result<RunStats> {
+    fn execute(&self, plan: &KernelPlan, _: &[InputView], _: &[OutputPtr], _: bool) -> Result<RunStats> {
         plan.verify()?;
         Ok(RunStats::default())
     }
 }
 
-static CPU: CpuDevice = CpuDevice {
-    kind: DeviceKind::Cpu,
-};
-static NPU_TWIN: CpuDevice = CpuDevice {
-    kind: DeviceKind::NpuTwin,
-};
+static CPU: CpuDevice = CpuDevice { kind: DeviceKind::Cpu };
+static NPU_TWIN: CpuDevice = CpuDevice { kind: DeviceKind::NpuTwin };
 static NULL: NullDevice = NullDevice;
 
 /// The device of a kind.

@@ -136,9 +136,7 @@ pub unsafe fn exec(ins: &Instr, decls: &[RegDecl], vals: &[Val], len: usize) -> 
     unsafe {
         match *ins {
             Instr::Unary { op, dst: d, src: s } => exec_unary(op, dt(s), val(s), val(d), len),
-            Instr::Binary { op, dst: d, a, b } => {
-                exec_binary(op, dt(a), val(a), val(b), val(d), len)
-            }
+            Instr::Binary { op, dst: d, a, b } => exec_binary(op, dt(a), val(a), val(b), val(d), len),
             Instr::Select { dst: d, cond, a, b } => with_dtype!(dt(d), T => {
                 select::<T>(src::<u8>(val(cond), len), src::<T>(val(a), len), src::<T>(val(b), len), dst::<T>(val(d), len)?);
                 Ok(())
@@ -195,12 +193,7 @@ fn float_fn(op: UnaryOp) -> Option<FloatFn> {
 }
 
 unsafe fn exec_unary(op: UnaryOp, dtype: DType, s: Val, d: Val, len: usize) -> Result<()> {
-    let unsupported = || {
-        Err(IrError::internal(format!(
-            "{} has no {dtype} kernel",
-            op.name()
-        )))
-    };
+    let unsupported = || Err(IrError::internal(format!("{} has no {dtype} kernel", op.name())));
     let class = match op {
         UnaryOp::IsNan => Some(ClassFn::IsNan),
         UnaryOp::IsInf => Some(ClassFn::IsInf),
@@ -210,22 +203,14 @@ unsafe fn exec_unary(op: UnaryOp, dtype: DType, s: Val, d: Val, len: usize) -> R
     // SAFETY: operand and destination are valid for `len` elements (caller's contract).
     unsafe {
         match (dtype, class) {
-            (DType::F32, Some(c)) => map1(src::<f32>(s, len), dst::<u8>(d, len)?, |x, y| {
-                unary::classify_f32(c, x, y)
-            }),
-            (DType::F64, Some(c)) => map1(src::<f64>(s, len), dst::<u8>(d, len)?, |x, y| {
-                unary::classify_f64(c, x, y)
-            }),
+            (DType::F32, Some(c)) => map1(src::<f32>(s, len), dst::<u8>(d, len)?, |x, y| unary::classify_f32(c, x, y)),
+            (DType::F64, Some(c)) => map1(src::<f64>(s, len), dst::<u8>(d, len)?, |x, y| unary::classify_f64(c, x, y)),
             (DType::F32, None) => match float_fn(op) {
-                Some(f) => map1(src::<f32>(s, len), dst::<f32>(d, len)?, |x, y| {
-                    unary::f32(f, x, y)
-                }),
+                Some(f) => map1(src::<f32>(s, len), dst::<f32>(d, len)?, |x, y| unary::f32(f, x, y)),
                 None => return unsupported(),
             },
             (DType::F64, None) => match float_fn(op) {
-                Some(f) => map1(src::<f64>(s, len), dst::<f64>(d, len)?, |x, y| {
-                    unary::f64(f, x, y)
-                }),
+                Some(f) => map1(src::<f64>(s, len), dst::<f64>(d, len)?, |x, y| unary::f64(f, x, y)),
                 None => return unsupported(),
             },
             (DType::I32 | DType::I64, None) => {
@@ -236,33 +221,20 @@ unsafe fn exec_unary(op: UnaryOp, dtype: DType, s: Val, d: Val, len: usize) -> R
                     UnaryOp::Sign => IntFn::Sign,
                     UnaryOp::Not => IntFn::Not,
                     UnaryOp::Relu => {
-                        return exec_binary(
-                            BinaryOp::Max,
-                            dtype,
-                            s,
-                            Val::Scalar(Scalar::Int(0)),
-                            d,
-                            len,
-                        );
+                        return exec_binary(BinaryOp::Max, dtype, s, Val::Scalar(Scalar::Int(0)), d, len);
                     }
                     _ => return unsupported(),
                 };
                 if dtype == DType::I32 {
-                    map1(src::<i32>(s, len), dst::<i32>(d, len)?, |x, y| {
-                        unary::i32(int_fn, x, y)
-                    });
+                    map1(src::<i32>(s, len), dst::<i32>(d, len)?, |x, y| unary::i32(int_fn, x, y));
                 } else {
-                    map1(src::<i64>(s, len), dst::<i64>(d, len)?, |x, y| {
-                        unary::i64(int_fn, x, y)
-                    });
+                    map1(src::<i64>(s, len), dst::<i64>(d, len)?, |x, y| unary::i64(int_fn, x, y));
                 }
             }
             (DType::Bool, None) => match op {
                 UnaryOp::Not => map1(src::<u8>(s, len), dst::<u8>(d, len)?, unary::bool_not),
                 UnaryOp::Abs | UnaryOp::Square => {
-                    map1(src::<u8>(s, len), dst::<u8>(d, len)?, |x, y| {
-                        y.copy_from_slice(x)
-                    })
+                    map1(src::<u8>(s, len), dst::<u8>(d, len)?, |x, y| y.copy_from_slice(x))
                 }
                 _ => return unsupported(),
             },
@@ -272,14 +244,7 @@ unsafe fn exec_unary(op: UnaryOp, dtype: DType, s: Val, d: Val, len: usize) -> R
     Ok(())
 }
 
-unsafe fn exec_binary(
-    op: BinaryOp,
-    dtype: DType,
-    a: Val,
-    b: Val,
-    d: Val,
-    len: usize,
-) -> Result<()> {
+unsafe fn exec_binary(op: BinaryOp, dtype: DType, a: Val, b: Val, d: Val, len: usize) -> Result<()> {
     use BinaryOp as B;
     let cmp = match op {
         B::Eq => Some(CmpFn::Eq),
@@ -308,12 +273,7 @@ unsafe fn exec_binary(
         B::Max => Some(ArithFn::Max),
         _ => None,
     };
-    let unsupported = || {
-        Err(IrError::internal(format!(
-            "{} has no {dtype} kernel",
-            op.name()
-        )))
-    };
+    let unsupported = || Err(IrError::internal(format!("{} has no {dtype} kernel", op.name())));
     // SAFETY: operands and destination are valid for `len` elements (caller's contract).
     unsafe {
         if let Some(c) = cmp {
@@ -323,27 +283,13 @@ unsafe fn exec_binary(
             });
         }
         match (dtype, bit, arith) {
-            (DType::Bool, Some(f), _) => {
-                binary::bitwise::<u8>(f, src(a, len), src(b, len), dst(d, len)?)
-            }
-            (DType::I32, Some(f), _) => {
-                binary::bitwise::<i32>(f, src(a, len), src(b, len), dst(d, len)?)
-            }
-            (DType::I64, Some(f), _) => {
-                binary::bitwise::<i64>(f, src(a, len), src(b, len), dst(d, len)?)
-            }
-            (DType::I32, _, Some(f)) => {
-                binary::arith::<i32>(f, src(a, len), src(b, len), dst(d, len)?)
-            }
-            (DType::I64, _, Some(f)) => {
-                binary::arith::<i64>(f, src(a, len), src(b, len), dst(d, len)?)
-            }
-            (DType::F32, _, Some(f)) => {
-                binary::arith::<f32>(f, src(a, len), src(b, len), dst(d, len)?)
-            }
-            (DType::F64, _, Some(f)) => {
-                binary::arith::<f64>(f, src(a, len), src(b, len), dst(d, len)?)
-            }
+            (DType::Bool, Some(f), _) => binary::bitwise::<u8>(f, src(a, len), src(b, len), dst(d, len)?),
+            (DType::I32, Some(f), _) => binary::bitwise::<i32>(f, src(a, len), src(b, len), dst(d, len)?),
+            (DType::I64, Some(f), _) => binary::bitwise::<i64>(f, src(a, len), src(b, len), dst(d, len)?),
+            (DType::I32, _, Some(f)) => binary::arith::<i32>(f, src(a, len), src(b, len), dst(d, len)?),
+            (DType::I64, _, Some(f)) => binary::arith::<i64>(f, src(a, len), src(b, len), dst(d, len)?),
+            (DType::F32, _, Some(f)) => binary::arith::<f32>(f, src(a, len), src(b, len), dst(d, len)?),
+            (DType::F64, _, Some(f)) => binary::arith::<f64>(f, src(a, len), src(b, len), dst(d, len)?),
             _ => return unsupported(),
         }
     }

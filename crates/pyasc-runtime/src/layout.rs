@@ -19,15 +19,7 @@ pub enum Access {
 /// broadcast axes get stride 0.
 pub fn broadcast_strides(shape: &[usize], strides: &[isize], dims: &[usize]) -> Vec<isize> {
     let off = dims.len() - shape.len();
-    (0..dims.len())
-        .map(|d| {
-            if d < off || shape[d - off] == 1 {
-                0
-            } else {
-                strides[d - off]
-            }
-        })
-        .collect()
+    (0..dims.len()).map(|d| if d < off || shape[d - off] == 1 { 0 } else { strides[d - off] }).collect()
 }
 
 /// Drop unit dims and merge neighbours that are contiguous for every operand.
@@ -39,10 +31,7 @@ pub fn collapse(dims: &[usize], strides: &mut [Vec<isize>]) -> Vec<usize> {
     let mut out_strides: Vec<Vec<isize>> = vec![Vec::with_capacity(keep.len()); strides.len()];
     for &d in &keep {
         let mergeable = !out_dims.is_empty()
-            && strides
-                .iter()
-                .zip(&out_strides)
-                .all(|(s, o)| *o.last().unwrap() == s[d] * dims[d] as isize);
+            && strides.iter().zip(&out_strides).all(|(s, o)| *o.last().unwrap() == s[d] * dims[d] as isize);
         if mergeable {
             *out_dims.last_mut().unwrap() *= dims[d];
             for (s, o) in strides.iter().zip(out_strides.iter_mut()) {
@@ -84,13 +73,7 @@ pub fn classify(dims: &[usize], strides: &[isize]) -> Access {
 /// # Safety
 /// Every position of the iteration space `dims` must address a readable element from
 /// `base` through `strides`.
-pub unsafe fn gather<T: Copy>(
-    base: *const T,
-    dims: &[usize],
-    strides: &[isize],
-    start: usize,
-    dst: &mut [T],
-) {
+pub unsafe fn gather<T: Copy>(base: *const T, dims: &[usize], strides: &[isize], start: usize, dst: &mut [T]) {
     let r = dims.len();
     let mut idx = [0usize; MAX_RANK];
     let mut rem = start;

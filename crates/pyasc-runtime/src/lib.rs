@@ -5,11 +5,13 @@
 //! * [`instr`]: the single place where an instruction's dtype picks a SIMD primitive.
 //! * [`layout`]: broadcasting strides, dimension collapsing and strided gathers.
 //! * [`view`]: raw views of caller-owned memory handed to the executor.
+//! * [`memory`]: the caching pool for large buffers.
 //! * [`pool`]: the worker pool.
 
 pub mod device;
 pub mod instr;
 pub mod layout;
+pub mod memory;
 pub mod pool;
 pub mod view;
 pub mod vm;

@@ -12,16 +12,10 @@ pub fn num_threads() -> usize {
             .ok()
             .and_then(|v| v.parse::<usize>().ok())
             .filter(|n| *n > 0)
-            .unwrap_or_else(|| {
-                std::thread::available_parallelism()
-                    .map(|n| n.get())
-                    .unwrap_or(1)
-            });
+            .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
         // Another library may have built the global pool already; then use its size.
-        let _ = rayon::ThreadPoolBuilder::new()
-            .num_threads(n)
-            .thread_name(|i| format!("pyasc-worker-{i}"))
-            .build_global();
+        let _ =
+            rayon::ThreadPoolBuilder::new().num_threads(n).thread_name(|i| format!("pyasc-worker-{i}")).build_global();
         rayon::current_num_threads()
     })
 }

@@ -25,12 +25,7 @@ impl InputView {
             strides[i] = s;
             s *= shape[i].max(1) as isize;
         }
-        InputView {
-            ptr,
-            dtype,
-            shape,
-            strides,
-        }
+        InputView { ptr, dtype, shape, strides }
     }
 
     /// Read the element at flat C-order position 0 (used for 0-d and broadcast inputs).

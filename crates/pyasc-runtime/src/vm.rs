@@ -89,27 +89,18 @@ enum ArgMode {
 
 /// Execute a whole plan. `inputs` are the operator's arguments (in order), `outputs` one
 /// C-contiguous buffer per entry of `plan.outputs` (repeated buffers may share memory).
-pub fn execute_plan(
-    plan: &KernelPlan,
-    inputs: &[InputView],
-    outputs: &[OutputPtr],
-    record: bool,
-) -> Result<RunStats> {
+pub fn execute_plan(plan: &KernelPlan, inputs: &[InputView], outputs: &[OutputPtr], record: bool) -> Result<RunStats> {
     if outputs.len() != plan.outputs.len() {
         return Err(IrError::internal("wrong number of output buffers"));
     }
     // Memory of every buffer: inputs as given, outputs as given, the rest owned here.
-    let mut owned: Vec<Vec<Line>> = Vec::new();
+    let mut owned: Vec<crate::memory::PoolBlock> = Vec::new();
     let mut views: Vec<Option<InputView>> = vec![None; plan.buffers.len()];
     for (b, decl) in plan.buffers.iter().enumerate() {
         if let BufferKind::Input(i) = decl.kind {
-            let v = inputs
-                .get(i as usize)
-                .ok_or_else(|| IrError::internal(format!("missing argument {i}")))?;
+            let v = inputs.get(i as usize).ok_or_else(|| IrError::internal(format!("missing argument {i}")))?;
             if v.dtype != decl.dtype || v.shape != decl.shape.0 {
-                return Err(IrError::internal(format!(
-                    "argument {i} does not match the compiled signature"
-                )));
+                return Err(IrError::internal(format!("argument {i} does not match the compiled signature")));
             }
             views[b] = Some(v.clone());
         }
@@ -120,37 +111,20 @@ pub fn execute_plan(
     }
     for (b, decl) in plan.buffers.iter().enumerate() {
         if views[b].is_none() {
-            let mut mem =
-                vec![Line([0; 64]); (decl.shape.numel() * decl.dtype.size()).div_ceil(64).max(1)];
-            views[b] = Some(InputView::contiguous(
-                mem.as_mut_ptr() as *const u8,
-                decl.dtype,
-                decl.shape.0.clone(),
-            ));
+            let mem = crate::memory::allocate(decl.shape.numel() * decl.dtype.size())?;
+            views[b] = Some(InputView::contiguous(mem.as_ptr() as *const u8, decl.dtype, decl.shape.0.clone()));
             owned.push(mem);
         }
     }
     let mut stats = RunStats::default();
     for k in &plan.kernels {
         let t = Instant::now();
-        let args: Vec<&InputView> = k
-            .args
-            .iter()
-            .map(|b| {
-                views[b.0 as usize]
-                    .as_ref()
-                    .expect("all buffers have memory")
-            })
-            .collect();
+        let args: Vec<&InputView> =
+            k.args.iter().map(|b| views[b.0 as usize].as_ref().expect("all buffers have memory")).collect();
         let outs: Vec<*mut u8> = k
             .outs
             .iter()
-            .map(|b| {
-                views[b.0 as usize]
-                    .as_ref()
-                    .expect("all buffers have memory")
-                    .ptr as *mut u8
-            })
+            .map(|b| views[b.0 as usize].as_ref().expect("all buffers have memory").ptr as *mut u8)
             .collect();
         let (tiles, blocks) = run_kernel(k, &args, &outs)?;
         if record {
@@ -175,10 +149,7 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
     }
     let dims = &k.shape.0;
     // Strides of every operand over the iteration space; the output pattern goes last.
-    let mut strides: Vec<Vec<isize>> = args
-        .iter()
-        .map(|a| broadcast_strides(&a.shape, &a.strides, dims))
-        .collect();
+    let mut strides: Vec<Vec<isize>> = args.iter().map(|a| broadcast_strides(&a.shape, &a.strides, dims)).collect();
     strides.push(InputView::contiguous(std::ptr::null(), DType::U8, dims.clone()).strides);
     let cdims = collapse(dims, &mut strides);
     let modes: Vec<ArgMode> = args
@@ -191,10 +162,7 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
             Access::Strided(st) => ArgMode::Strided(SendPtr(a.ptr as *mut u8), cdims.clone(), st),
         })
         .collect();
-    let gathered: Vec<bool> = modes
-        .iter()
-        .map(|m| matches!(m, ArgMode::Strided(..)))
-        .collect();
+    let gathered: Vec<bool> = modes.iter().map(|m| matches!(m, ArgMode::Strided(..))).collect();
     let outs: Vec<SendPtr> = outs.iter().map(|p| SendPtr(*p)).collect();
     let tile = k.tile_elems;
     let tiles = n.div_ceil(tile);
@@ -214,9 +182,7 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
         return Ok((tiles, 1));
     }
     let blocks = tiles.min(threads * BLOCKS_PER_THREAD);
-    (0..blocks)
-        .into_par_iter()
-        .try_for_each(|b| run_range(b * tiles / blocks..(b + 1) * tiles / blocks))?;
+    (0..blocks).into_par_iter().try_for_each(|b| run_range(b * tiles / blocks..(b + 1) * tiles / blocks))?;
     Ok((tiles, blocks))
 }
 
@@ -238,9 +204,7 @@ unsafe fn run_tile(
         // SAFETY: offsets stay inside the scratch allocation or the caller's buffers.
         scratch.vals[i] = unsafe {
             match r.kind {
-                RegKind::Tile => {
-                    Val::Ptr(base.add(scratch.offsets[i].expect("tiles have scratch")))
-                }
+                RegKind::Tile => Val::Ptr(base.add(scratch.offsets[i].expect("tiles have scratch"))),
                 RegKind::Scalar(v) => Val::Scalar(v),
                 RegKind::Out(o) => Val::Ptr(outs[o as usize].0.add(start * size)),
                 RegKind::Arg(a) => match &modes[a as usize] {
@@ -249,13 +213,7 @@ unsafe fn run_tile(
                     ArgMode::Strided(p, dims, st) => {
                         let dst = base.add(scratch.offsets[i].expect("gathered args have scratch"));
                         match size {
-                            1 => gather(
-                                p.0 as *const u8,
-                                dims,
-                                st,
-                                start,
-                                std::slice::from_raw_parts_mut(dst, len),
-                            ),
+                            1 => gather(p.0 as *const u8, dims, st, start, std::slice::from_raw_parts_mut(dst, len)),
                             4 => gather(
                                 p.0 as *const u32,
                                 dims,

@@ -7,15 +7,8 @@ use pyasc_ir::{DType, Graph, NodeId, Scalar, Shape};
 use pyasc_runtime::{device_for, DeviceKind, InputView, OutputPtr};
 
 fn run(g: Graph, inputs: &[InputView], level: u8) -> Vec<Vec<u8>> {
-    let c = compile(
-        g,
-        &CompileOptions {
-            op_break_level: level,
-            verify_each_pass: true,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let c =
+        compile(g, &CompileOptions { op_break_level: level, verify_each_pass: true, ..Default::default() }).unwrap();
     let mut outs: Vec<Vec<u8>> = c
         .plan
         .outputs
@@ -26,21 +19,15 @@ fn run(g: Graph, inputs: &[InputView], level: u8) -> Vec<Vec<u8>> {
         })
         .collect();
     let ptrs: Vec<OutputPtr> = outs.iter_mut().map(|o| OutputPtr(o.as_mut_ptr())).collect();
-    device_for(DeviceKind::Cpu)
-        .execute(&c.plan, inputs, &ptrs, true)
-        .unwrap();
+    device_for(DeviceKind::Cpu).execute(&c.plan, inputs, &ptrs, true).unwrap();
     outs
 }
 
 fn as_f32(b: &[u8], n: usize) -> Vec<f32> {
-    (0..n)
-        .map(|i| f32::from_ne_bytes(b[4 * i..4 * i + 4].try_into().unwrap()))
-        .collect()
+    (0..n).map(|i| f32::from_ne_bytes(b[4 * i..4 * i + 4].try_into().unwrap())).collect()
 }
 fn as_i64(b: &[u8], n: usize) -> Vec<i64> {
-    (0..n)
-        .map(|i| i64::from_ne_bytes(b[8 * i..8 * i + 8].try_into().unwrap()))
-        .collect()
+    (0..n).map(|i| i64::from_ne_bytes(b[8 * i..8 * i + 8].try_into().unwrap())).collect()
 }
 
 #[test]
@@ -59,24 +46,13 @@ fn gelu_on_many_tiles_and_threads_matches_float64() {
         let p = g.binary(BinaryOp::Add, one, e, None).unwrap();
         let y = g.binary(BinaryOp::Mul, a, p, None).unwrap();
         g.outputs.push(y);
-        let out = run(
-            g,
-            &[InputView::contiguous(
-                x.as_ptr() as *const u8,
-                DType::F32,
-                vec![n],
-            )],
-            level,
-        );
+        let out = run(g, &[InputView::contiguous(x.as_ptr() as *const u8, DType::F32, vec![n])], level);
         let y = as_f32(&out[0], n);
         for (xv, yv) in x.iter().zip(&y) {
             let xd = *xv as f64;
             let want = xd * 0.5 * (1.0 + libm::erf(xd / std::f64::consts::SQRT_2));
             // 1 + erf(.) cancels in float32 for x << 0, so the bound scales with |x|.
-            assert!(
-                (*yv as f64 - want).abs() <= 1e-6 * want.abs().max(xd.abs()),
-                "gelu({xv}) = {yv}, want {want}"
-            );
+            assert!((*yv as f64 - want).abs() <= 1e-6 * want.abs().max(xd.abs()), "gelu({xv}) = {yv}, want {want}");
         }
     }
 }
@@ -85,12 +61,7 @@ fn gelu_on_many_tiles_and_threads_matches_float64() {
 fn strided_and_broadcast_inputs_are_read_in_place() {
     // out[i, j] = xt[i, j] * row[j] + 1 where xt is a transposed view of a (5, 4) array.
     let base: Vec<i64> = (0..20).collect();
-    let xt = InputView {
-        ptr: base.as_ptr() as *const u8,
-        dtype: DType::I64,
-        shape: vec![4, 5],
-        strides: vec![1, 4],
-    };
+    let xt = InputView { ptr: base.as_ptr() as *const u8, dtype: DType::I64, shape: vec![4, 5], strides: vec![1, 4] };
     let row: Vec<i64> = vec![1, -2, 3, -4, 5];
     let mut g = Graph::new();
     let a = g.add_input(VType::strong(DType::I64), Shape(vec![4, 5]));
@@ -99,18 +70,9 @@ fn strided_and_broadcast_inputs_are_read_in_place() {
     let m = g.binary(BinaryOp::Mul, a, r, None).unwrap();
     let s = g.binary(BinaryOp::Add, m, one, None).unwrap();
     g.outputs.push(s);
-    let out = run(
-        g,
-        &[
-            xt,
-            InputView::contiguous(row.as_ptr() as *const u8, DType::I64, vec![5]),
-        ],
-        3,
-    );
+    let out = run(g, &[xt, InputView::contiguous(row.as_ptr() as *const u8, DType::I64, vec![5])], 3);
     let got = as_i64(&out[0], 20);
-    let want: Vec<i64> = (0..20)
-        .map(|p| base[(p % 5) * 4 + p / 5] * row[p % 5] + 1)
-        .collect();
+    let want: Vec<i64> = (0..20).map(|p| base[(p % 5) * 4 + p / 5] * row[p % 5] + 1).collect();
     assert_eq!(got, want);
 }
 
@@ -128,11 +90,7 @@ fn zero_d_empty_and_identity_outputs() {
         g,
         &[
             InputView::contiguous(two.as_ptr() as *const u8, DType::F32, vec![]),
-            InputView::contiguous(
-                std::ptr::NonNull::<f32>::dangling().as_ptr() as *const u8,
-                DType::F32,
-                vec![0, 3],
-            ),
+            InputView::contiguous(std::ptr::NonNull::<f32>::dangling().as_ptr() as *const u8, DType::F32, vec![0, 3]),
         ],
         3,
     );
@@ -162,11 +120,7 @@ fn where_and_comparisons_mix_dtypes() {
     );
     for i in 0..n {
         let got = f64::from_ne_bytes(out[0][8 * i..8 * i + 8].try_into().unwrap());
-        let want = if (a[i] as f64) < b[i] {
-            a[i] as f64
-        } else {
-            b[i]
-        };
+        let want = if (a[i] as f64) < b[i] { a[i] as f64 } else { b[i] };
         assert_eq!(got, want);
     }
 }
@@ -178,9 +132,7 @@ fn null_device_runs_the_compiler_only() {
     let y = g.unary(UnaryOp::Tanh, x, None).unwrap();
     g.outputs.push(y);
     let c = compile(g, &CompileOptions::default()).unwrap();
-    let stats = device_for(DeviceKind::Null)
-        .execute(&c.plan, &[], &[], true)
-        .unwrap();
+    let stats = device_for(DeviceKind::Null).execute(&c.plan, &[], &[], true).unwrap();
     assert!(stats.kernels.is_empty());
     let _ = NodeId(0);
 }

@@ -64,11 +64,7 @@ macro_rules! int_arith {
                     ArithFn::FloorDiv => map2(a, b, y, |a: $t, b: $t| {
                         let d = if b == 0 { 1 } else { b };
                         let (q, r) = (a.wrapping_div(d), a.wrapping_rem(d));
-                        let q = if r != 0 && ((r < 0) != (d < 0)) {
-                            q - 1
-                        } else {
-                            q
-                        };
+                        let q = if r != 0 && ((r < 0) != (d < 0)) { q - 1 } else { q };
                         if b == 0 {
                             0
                         } else {
@@ -78,11 +74,7 @@ macro_rules! int_arith {
                     ArithFn::Mod => map2(a, b, y, |a: $t, b: $t| {
                         let d = if b == 0 { 1 } else { b };
                         let r = a.wrapping_rem(d);
-                        let r = if r != 0 && ((r < 0) != (d < 0)) {
-                            r + d
-                        } else {
-                            r
-                        };
+                        let r = if r != 0 && ((r < 0) != (d < 0)) { r + d } else { r };
                         if b == 0 {
                             0
                         } else {
@@ -115,9 +107,7 @@ int_arith!(i64);
 
 /// NumPy's `npy_divmod`: `(floor_divide(a, b), remainder(a, b))`.
 #[inline(always)]
-fn divmod<
-    T: Real + std::ops::Rem<Output = T> + std::ops::Add<Output = T> + std::ops::Sub<Output = T>,
->(
+fn divmod<T: Real + std::ops::Rem<Output = T> + std::ops::Add<Output = T> + std::ops::Sub<Output = T>>(
     a: T,
     b: T,
 ) -> (T, T) {
@@ -132,11 +122,7 @@ fn divmod<
     let m = if m_zero { zero.copysign_(b) } else { m };
     let fl = div.floor_();
     let fl = if div - fl > half { fl + one } else { fl };
-    let fl = if div == zero {
-        zero.copysign_(a / b)
-    } else {
-        fl
-    };
+    let fl = if div == zero { zero.copysign_(a / b) } else { fl };
     // Division by zero: a / b (inf or NaN) and fmod's NaN.
     let b0 = b == zero;
     (if b0 { a / b } else { fl }, if b0 { a % b } else { m })

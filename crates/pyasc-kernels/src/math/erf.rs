@@ -26,13 +26,7 @@ const SCALE_BIAS: i32 = 64;
 const SCALE_DOWN: f32 = f32::from_bits(((127 - SCALE_BIAS) as u32) << 23);
 
 /// `(e^r - 1 - r) / r^2` for |r| <= 0.35 (fit error 2^-28.1).
-const EXP_Q: [f32; 5] = [
-    0.49999994,
-    0.16666517,
-    0.04166828,
-    0.008369248,
-    0.0013820775,
-];
+const EXP_Q: [f32; 5] = [0.49999994, 0.16666517, 0.04166828, 0.008369248, 0.0013820775];
 
 /// 2/sqrt(pi) = ERF_C0_HI + ERF_C0_LO.
 const ERF_C0_HI: f32 = std::f32::consts::FRAC_2_SQRT_PI;
@@ -40,23 +34,10 @@ const ERF_C0_HI: f32 = std::f32::consts::FRAC_2_SQRT_PI;
 const ERF_C0_LO: f32 = -5.8635383e-08;
 
 /// `(erf(x) / x - 2/sqrt(pi)) / x^2` in x^2 for |x| <= 0.75 (fit error 2^-33.1).
-const ERF_SMALL: [f32; 6] = [
-    -0.37612638,
-    0.11283762,
-    -0.026863316,
-    0.0052113575,
-    -0.0008265965,
-    8.9077694e-05,
-];
+const ERF_SMALL: [f32; 6] = [-0.37612638, 0.11283762, -0.026863316, 0.0052113575, -0.0008265965, 8.9077694e-05];
 
 /// `erf(x/sqrt2) / 2x` in x^2 for |x| <= 0.47 sqrt 2 (fit error 2^-26.4).
-const GELU_SMALL: [f32; 5] = [
-    0.3989423,
-    -0.06649117,
-    0.009982154,
-    -0.0012164557,
-    0.0001424288,
-];
+const GELU_SMALL: [f32; 5] = [0.3989423, -0.06649117, 0.009982154, -0.0012164557, 0.0001424288];
 
 /// Centre of the first piece of `G_NEAR`.
 const G_ZC: f32 = 1.1104529;
@@ -156,24 +137,11 @@ struct Factor<const N: usize> {
 }
 
 /// `erfc(z) e^(z^2)`.
-const G: Factor<10> = Factor {
-    split: 1.75,
-    zc: G_ZC,
-    tc: G_TC,
-    kappa: 0.8,
-    near: G_NEAR,
-    far: G_FAR,
-};
+const G: Factor<10> = Factor { split: 1.75, zc: G_ZC, tc: G_TC, kappa: 0.8, near: G_NEAR, far: G_FAR };
 
 /// `erfc(a/sqrt2) e^(a^2/2) / 2`.
-const H: Factor<10> = Factor {
-    split: 1.75 * std::f32::consts::SQRT_2,
-    zc: H_ZC,
-    tc: H_TC,
-    kappa: 1.6,
-    near: H_NEAR,
-    far: H_FAR,
-};
+const H: Factor<10> =
+    Factor { split: 1.75 * std::f32::consts::SQRT_2, zc: H_ZC, tc: H_TC, kappa: 1.6, near: H_NEAR, far: H_FAR };
 
 /// `e^(-v^2/d) f(v)` (`d` 2 if `half`, else 1) for `v` in [0.47, 14.3], in pieces that the
 /// callers combine with one final rounding.
@@ -203,11 +171,7 @@ fn tail<S: Simd, const N: usize>(v: f32, half: bool, f: &Factor<N>) -> Tail {
     // 1/v = t (1 + e) to first order, with e exact: v f(v) at 1/v is v f(v) at t times
     // (1 + e d ln(v f(v)) / d ln t).
     let e = fma32::<S>(-v, t, 1.0);
-    let w = if far {
-        mad32::<S>(e * t, -f.kappa * t, w)
-    } else {
-        w
-    };
+    let w = if far { mad32::<S>(e * t, -f.kappa * t, w) } else { w };
     let u = if far { t - f.tc } else { v - f.zc };
     let pick = |i: usize| if far { f.far[i] } else { f.near[i] };
     let mut acc = pick(N - 1);
@@ -288,11 +252,7 @@ pub(crate) fn gelu_f32<S: Simd>(x: f32) -> f32 {
     let a = x.abs();
     // Above 6, gelu x rounds to x; below -14.3 to -0.
     let v = if x > 6.0 { SAFE } else { a };
-    let v = if a < GELU_SMALL_MAX || x < -14.3 {
-        SAFE
-    } else {
-        v
-    };
+    let v = if a < GELU_SMALL_MAX || x < -14.3 { SAFE } else { v };
     let p = tail::<S, 10>(v, true, &H);
     // |x| erfc(|x|/sqrt2)/2 = 2^k (c + b) far (no division there), 2^k |x| (c + b) near,
     // scaled only after the product (it may be subnormal).

@@ -78,16 +78,8 @@ fn exp2_64<S: Simd>(x: f64) -> f64 {
 }
 
 /// Odd-series coefficients of `2 atanh(s) / s` in powers of s^2: 2/(2n+1), n = 1..=8.
-const LOG_SERIES: [f64; 8] = [
-    2.0 / 3.0,
-    2.0 / 5.0,
-    2.0 / 7.0,
-    2.0 / 9.0,
-    2.0 / 11.0,
-    2.0 / 13.0,
-    2.0 / 15.0,
-    2.0 / 17.0,
-];
+const LOG_SERIES: [f64; 8] =
+    [2.0 / 3.0, 2.0 / 5.0, 2.0 / 7.0, 2.0 / 9.0, 2.0 / 11.0, 2.0 / 13.0, 2.0 / 15.0, 2.0 / 17.0];
 
 /// Splits a positive finite normal float64 as `(e, log(m))` with `x = 2^e m`.
 #[inline(always)]

@@ -77,10 +77,7 @@ pub(crate) const ROUND_MAGIC: f64 = 6755399441055744.0;
 /// Splits `t = v + ROUND_MAGIC` into the rounded value as float64 and as an integer.
 #[inline(always)]
 pub(crate) fn magic_split(t: f64) -> (f64, i64) {
-    (
-        t - ROUND_MAGIC,
-        (t.to_bits() as i64).wrapping_sub(ROUND_MAGIC.to_bits() as i64),
-    )
+    (t - ROUND_MAGIC, (t.to_bits() as i64).wrapping_sub(ROUND_MAGIC.to_bits() as i64))
 }
 
 /// Converts a small integer (|k| < 2^51) to float64 without a 64-bit integer conversion

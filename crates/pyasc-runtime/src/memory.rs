@@ -1,0 +1,177 @@
+//! The caching memory pool for large buffers (outputs and intermediates).
+//!
+//! Fresh large allocations come from the OS as untouched pages, and touching them costs a
+//! page fault per 4 KiB: for a 64 MiB output that is more than the kernel itself. The pool
+//! keeps freed blocks by size class (four classes per power of two, so at most 25% slack)
+//! and hands them out again, warm. Blocks are aligned to 128 bytes. The bytes it keeps
+//! cached are capped (`PYASC_POOL_CACHE_BYTES`, default 2 GiB); `empty_cache` returns them all.
+
+use pyasc_ir::error::{ErrorKind, IrError, Result};
+use std::alloc::{alloc, dealloc, Layout};
+use std::collections::HashMap;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+/// Alignment of every pool block, in bytes.
+pub const ALIGN: usize = 128;
+
+static CACHE: Mutex<Option<HashMap<usize, Vec<usize>>>> = Mutex::new(None);
+static IN_USE: AtomicUsize = AtomicUsize::new(0);
+static CACHED: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+static ALLOCS: AtomicUsize = AtomicUsize::new(0);
+static REUSES: AtomicUsize = AtomicUsize::new(0);
+
+fn cache_limit() -> usize {
+    static LIMIT: OnceLock<usize> = OnceLock::new();
+    *LIMIT.get_or_init(|| std::env::var("PYASC_POOL_CACHE_BYTES").ok().and_then(|v| v.parse().ok()).unwrap_or(2 << 30))
+}
+
+/// The size class of a request: rounded up to a quarter of its power of two.
+pub fn size_class(bytes: usize) -> usize {
+    let bytes = bytes.max(ALIGN);
+    let top = usize::BITS - 1 - bytes.leading_zeros();
+    let step = (1usize << top) / 4;
+    let step = step.max(ALIGN);
+    bytes.div_ceil(step) * step
+}
+
+/// A block of pool memory; returned to the pool when dropped.
+#[derive(Debug)]
+pub struct PoolBlock {
+    ptr: NonNull<u8>,
+    class: usize,
+}
+
+// SAFETY: a block is plain memory owned by exactly one PoolBlock.
+unsafe impl Send for PoolBlock {}
+// SAFETY: as above; shared access hands out only the raw address.
+unsafe impl Sync for PoolBlock {}
+
+impl PoolBlock {
+    /// Start of the block.
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+    /// Usable bytes.
+    pub fn capacity(&self) -> usize {
+        self.class
+    }
+}
+
+/// A block of at least `bytes` bytes, reused from the cache when one of its class is free.
+pub fn allocate(bytes: usize) -> Result<PoolBlock> {
+    let class = size_class(bytes);
+    let reused = CACHE.lock().expect("pool lock poisoned").as_mut().and_then(|m| m.get_mut(&class)?.pop());
+    let ptr = match reused {
+        Some(p) => {
+            CACHED.fetch_sub(class, Ordering::Relaxed);
+            REUSES.fetch_add(1, Ordering::Relaxed);
+            p as *mut u8
+        }
+        None => {
+            let layout = Layout::from_size_align(class, ALIGN).map_err(|_| oom(bytes))?;
+            // SAFETY: the layout has a non-zero size.
+            let p = unsafe { alloc(layout) };
+            if p.is_null() {
+                // Give the cache back to the system and try once more.
+                empty_cache();
+                // SAFETY: as above.
+                let p = unsafe { alloc(layout) };
+                if p.is_null() {
+                    return Err(oom(bytes));
+                }
+                p
+            } else {
+                p
+            }
+        }
+    };
+    ALLOCS.fetch_add(1, Ordering::Relaxed);
+    let now = IN_USE.fetch_add(class, Ordering::Relaxed) + class;
+    PEAK.fetch_max(now, Ordering::Relaxed);
+    Ok(PoolBlock { ptr: NonNull::new(ptr).expect("checked above"), class })
+}
+
+fn oom(bytes: usize) -> IrError {
+    IrError::new(ErrorKind::OutOfMemory, format!("out of memory allocating {bytes} bytes"))
+}
+
+impl Drop for PoolBlock {
+    fn drop(&mut self) {
+        IN_USE.fetch_sub(self.class, Ordering::Relaxed);
+        if CACHED.load(Ordering::Relaxed) + self.class <= cache_limit() {
+            let mut guard = CACHE.lock().expect("pool lock poisoned");
+            guard.get_or_insert_with(HashMap::new).entry(self.class).or_default().push(self.ptr.as_ptr() as usize);
+            CACHED.fetch_add(self.class, Ordering::Relaxed);
+        } else {
+            // SAFETY: allocated with this class and alignment.
+            unsafe { dealloc(self.ptr.as_ptr(), Layout::from_size_align_unchecked(self.class, ALIGN)) };
+        }
+    }
+}
+
+/// Free every cached block.
+pub fn empty_cache() {
+    let taken = CACHE.lock().expect("pool lock poisoned").take();
+    for (class, ptrs) in taken.into_iter().flatten() {
+        for p in ptrs {
+            CACHED.fetch_sub(class, Ordering::Relaxed);
+            // SAFETY: allocated with this class and alignment.
+            unsafe { dealloc(p as *mut u8, Layout::from_size_align_unchecked(class, ALIGN)) };
+        }
+    }
+}
+
+/// Pool statistics.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct PoolStats {
+    /// Bytes in blocks handed out and not yet returned.
+    pub in_use: usize,
+    /// Bytes in free blocks kept for reuse.
+    pub cached: usize,
+    /// Highest `in_use` seen.
+    pub peak: usize,
+    /// Blocks handed out.
+    pub allocations: usize,
+    /// Of those, how many were reused from the cache.
+    pub reuses: usize,
+}
+
+/// Current statistics.
+pub fn stats() -> PoolStats {
+    PoolStats {
+        in_use: IN_USE.load(Ordering::Relaxed),
+        cached: CACHED.load(Ordering::Relaxed),
+        peak: PEAK.load(Ordering::Relaxed),
+        allocations: ALLOCS.load(Ordering::Relaxed),
+        reuses: REUSES.load(Ordering::Relaxed),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes_waste_at_most_a_quarter() {
+        for bytes in [1usize, 127, 128, 1000, 4096, 5000, 1 << 20, (1 << 20) + 1, 3 << 25, 123_456_789] {
+            let c = size_class(bytes);
+            assert!(c >= bytes && c % ALIGN == 0);
+            assert!(c <= bytes.max(ALIGN) + bytes.max(ALIGN) / 4 + ALIGN, "{bytes} -> {c}");
+        }
+    }
+
+    #[test]
+    fn freed_blocks_are_reused_aligned() {
+        let a = allocate(3 << 20).unwrap();
+        let p = a.as_ptr();
+        assert_eq!(p as usize % ALIGN, 0);
+        drop(a);
+        let before = stats().reuses;
+        let b = allocate((3 << 20) - 100).unwrap();
+        assert_eq!(b.as_ptr(), p, "same class comes back");
+        assert!(stats().reuses > before);
+    }
+}
