@@ -236,8 +236,22 @@ unsafe fn run_tile(
         };
     }
     for ins in &k.body {
-        // SAFETY: every register value is valid for `len` elements; dst differs from srcs.
-        unsafe { exec(ins, &k.regs, &scratch.vals, len)? };
+        let d = ins.dst().0 as usize;
+        let uniform = k.regs[d].kind == RegKind::Tile && ins.srcs().iter().all(|r| matches!(scratch.vals[r.0 as usize], Val::Scalar(_)));
+        if uniform {
+            // Every operand is one broadcast value (a constant or a broadcast argument):
+            // compute one element and keep the result as a scalar register for this tile.
+            let mut slot = [0u64; 1];
+            scratch.vals[d] = Val::Ptr(slot.as_mut_ptr() as *mut u8);
+            // SAFETY: scalar operands need no memory; the slot holds one element of any dtype.
+            unsafe {
+                exec(ins, &k.regs, &scratch.vals, 1)?;
+                scratch.vals[d] = Val::Scalar(read_scalar(slot.as_ptr() as *const u8, k.regs[d].dtype));
+            }
+        } else {
+            // SAFETY: every register value is valid for `len` elements; dst differs from srcs.
+            unsafe { exec(ins, &k.regs, &scratch.vals, len)? };
+        }
     }
     Ok(())
 }
