@@ -6,9 +6,8 @@ import logging
 import math
 
 import numpy as np
-import pytest
-
 import pyasc
+import pytest
 
 
 def test_article_gelu_template():

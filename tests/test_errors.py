@@ -5,9 +5,8 @@ from __future__ import annotations
 import inspect
 
 import numpy as np
-import pytest
-
 import pyasc
+import pytest
 
 HERE = __file__
 

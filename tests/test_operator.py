@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
-
 import pyasc
+import pytest
 from conftest import assert_matches
 
 

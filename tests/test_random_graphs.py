@@ -9,11 +9,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pyasc
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-import pyasc
 
 _erf = np.frompyfunc(math.erf, 1, 1)
 

@@ -1,5 +1,6 @@
-"""``pyasc bench``: pyasc against the peers installed in the same environment (NumPy, numexpr,
-Numba, JAX; ``pip install .[bench]``), measured in the same run, reported as ratios.
+"""``pyasc bench``: pyasc against the peers installed in the same environment, as ratios.
+
+The peers are NumPy, numexpr, Numba and JAX (``pip install .[bench]``), measured in the same run.
 
 Each line gives the best time over several rounds; ``ratio`` is the peer's time divided by
 pyasc's (above 1: pyasc is faster). ``np.copyto`` of the same bytes stands for the machine's
@@ -82,7 +83,8 @@ def bench_normalize(shape: Tuple[int, int], repeat: int) -> List[Row]:
                        ("numpy", "(x - b) * s", best_time(lambda: (x - b) * s, repeat))]
     ne = _peer("numexpr")
     if ne is not None:
-        rows.append(("numexpr", "evaluate", best_time(lambda: ne.evaluate("(x - b) * s", local_dict={"x": x, "b": b, "s": s}), repeat)))
+        env = {"x": x, "b": b, "s": s}
+        rows.append(("numexpr", "evaluate", best_time(lambda: ne.evaluate("(x - b) * s", local_dict=env), repeat)))
     numba = _peer("numba")
     if numba is not None:
         @numba.njit(parallel=True, fastmath=False)
@@ -136,15 +138,18 @@ def bench_first_call(rounds: int) -> List[Row]:
 
 
 def bench_cached_call(repeat: int) -> List[Row]:
-    """A compiled operator called again on 8-element float32 arrays."""
+    """Time a compiled operator called again on 8-element float32 arrays."""
     x = np.arange(8, dtype=np.float32)
     op = pyasc.operator(lambda v: v * 2.0 + 1.0)
     n = 20000
+    two, one = np.float32(2), np.float32(1)
     rows: List[Row] = [("pyasc", "operator", best_time(lambda: op(x), repeat, number=n)),
-                       ("numpy", "x * 2 + 1", best_time(lambda: x * np.float32(2) + np.float32(1), repeat, number=n))]
+                       ("numpy", "x * 2 + 1", best_time(lambda: x * two + one, repeat, number=n))]
     ne = _peer("numexpr")
     if ne is not None:
-        rows.append(("numexpr", "evaluate", best_time(lambda: ne.evaluate("x * 2 + 1", local_dict={"x": x}), repeat, number=n)))
+        env = {"x": x}
+        t = best_time(lambda: ne.evaluate("x * 2 + 1", local_dict=env), repeat, number=n)
+        rows.append(("numexpr", "evaluate", t))
     numba = _peer("numba")
     if numba is not None:
         nb = numba.njit(lambda v: v * np.float32(2) + np.float32(1))

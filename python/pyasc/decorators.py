@@ -74,20 +74,20 @@ def validate_options(options: Dict[str, Any]) -> Dict[str, Any]:
     if gears is not None:
         if not out["dynamic_shape"]:
             raise InvalidArgumentError("gears needs dynamic_shape=True")
-        ok = gears == "pow2" or (
-            isinstance(gears, dict)
-            and all(
-                isinstance(k, int) and isinstance(v, (list, tuple)) and v and all(isinstance(s, int) and s > 0 for s in v)
-                for k, v in gears.items()
-            )
-        )
+        def sizes_ok(v: Any) -> bool:
+            return isinstance(v, (list, tuple)) and bool(v) and all(isinstance(s, int) and s > 0 for s in v)
+
+        ok = gears == "pow2" or (isinstance(gears, dict) and all(isinstance(k, int) and sizes_ok(v)
+                                                                for k, v in gears.items()))
         if not ok:
             raise InvalidArgumentError(f"gears must be 'pow2' or {{dim: [sizes]}}, not {gears!r}")
     out["gears"] = gears
     return out
 
 
-def operator(fn: Optional[Callable[..., Any]] = None, **options: Any) -> Union[Any, Callable[[Callable[..., Any]], Any]]:
+def operator(
+    fn: Optional[Callable[..., Any]] = None, **options: Any
+) -> Union[Any, Callable[[Callable[..., Any]], Any]]:
     """Turn a Python function into a compiled pyasc operator.
 
     Use as ``@pyasc.operator`` or ``@pyasc.operator(device_type="npu", ...)``. The function

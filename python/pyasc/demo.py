@@ -1,5 +1,7 @@
-"""``pyasc demo``: the article's GELU and normalize operators on the default device, checked
-against NumPy in float64, with time, speed-up over NumPy and maximum error."""
+"""``pyasc demo``: the article's GELU and normalize operators on the default device.
+
+Each is checked against NumPy in float64 and reported with its time, speed-up over NumPy and maximum error.
+"""
 
 from __future__ import annotations
 
