@@ -191,3 +191,26 @@ def test_device_info_names_the_twin_and_the_isa():
     assert npu["local_memory_bytes"] == 192 * 1024
     assert cpu["isa"] in ("avx512", "avx2+fma", "sse2", "neon", "scalar")
     assert cpu["cores"] >= 1
+
+
+def test_large_outputs_come_from_the_pool_and_are_reused():
+    @pyasc.operator
+    def f(x):
+        return x * 2.0
+
+    x = np.ones(1 << 20, np.float32)
+    a = f(x)
+    assert a.base is not None and type(a.base).__name__ == "PoolBuffer"
+    assert a.flags.c_contiguous and a.flags.writeable and a.ctypes.data % 128 == 0
+    ptr = a.ctypes.data
+    del a
+    before = pyasc.memory_stats()
+    b = f(x)
+    after = pyasc.memory_stats()
+    assert b.ctypes.data == ptr and after["reuses"] == before["reuses"] + 1
+    np.testing.assert_array_equal(b, np.full(1 << 20, 2.0, np.float32))
+    b[0] = 5.0  # outputs are ordinary writable arrays
+    assert after["bytes_in_use"] >= b.nbytes
+    del b
+    pyasc.empty_cache()
+    assert pyasc.memory_stats()["bytes_cached"] == 0

@@ -72,6 +72,16 @@ CompiledOp = _pyasc.CompiledOp
 __version__ = _pyasc.__version__
 
 
+def memory_stats() -> dict:
+    """Statistics of the caching memory pool: bytes in use, cached and peak; allocations and reuses."""
+    return _pyasc.memory_stats()
+
+
+def empty_cache() -> None:
+    """Return every cached (free) block of the memory pool to the system."""
+    _pyasc.empty_cache()
+
+
 def device_info(device_type: str = "auto") -> dict:
     """Facts about a device kind: name, cores, SIMD ISA, local memory tiles are sized for."""
     return _pyasc.device_info(device_type)
@@ -81,8 +91,8 @@ __all__ = [
     "AlignmentError", "CacheInfo", "CompiledOp", "DTypeError", "DeviceError", "FusionError", "InternalError",
     "InvalidArgumentError", "OPTION_STATUS", "OutOfMemoryError", "PyAscError", "ShapeError", "Tensor",
     "TraceError", "UnsupportedError", "abs", "add", "cast", "ceil", "clip", "cos", "device_info", "divide",
-    "erf", "erfc", "exp", "exp2", "expm1", "fast_gelu", "floor", "gelu", "isfinite", "isinf", "isnan", "log",
-    "log1p", "log2", "maximum", "minimum", "multiply", "negative", "operator", "pow", "reciprocal", "relu",
+    "empty_cache", "erf", "erfc", "exp", "exp2", "expm1", "fast_gelu", "floor", "gelu", "isfinite", "isinf", "isnan", "log",
+    "log1p", "log2", "maximum", "memory_stats", "minimum", "multiply", "negative", "operator", "pow", "reciprocal", "relu",
     "round", "rsqrt", "set_log_level", "sigmoid", "sign", "silu", "sin", "softplus", "sqrt", "square",
     "subtract", "tan", "tanh", "where",
 ]
