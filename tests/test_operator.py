@@ -214,3 +214,14 @@ def test_large_outputs_come_from_the_pool_and_are_reused():
     del b
     pyasc.empty_cache()
     assert pyasc.memory_stats()["bytes_cached"] == 0
+
+
+def test_scalar_only_subexpressions_are_computed_once_and_registers_reused():
+    # `s * 2 + 1` involves only broadcast values; its register is later reused for `x - 1`.
+    @pyasc.operator
+    def f(x, s):
+        return (s * 2 + 1) * x + (x - 1) * (s - 3)
+
+    x = np.linspace(-1, 1, 50000, dtype=np.float32).reshape(100, 500)
+    for s in (0.5, -2.0):
+        np.testing.assert_allclose(f(x, s), (s * 2 + 1) * x + (x - 1) * (s - 3), rtol=1e-6, atol=1e-6)

@@ -2,9 +2,9 @@
 //! allocation of outputs.
 
 use numpy::{npyffi, Element, PyArray, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
-use pyasc_runtime::memory::{self, PoolBlock};
 use pyasc_ir::error::{ErrorKind, IrError, Result};
 use pyasc_ir::DType;
+use pyasc_runtime::memory::{self, PoolBlock};
 use pyasc_runtime::InputView;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;

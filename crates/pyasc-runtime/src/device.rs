@@ -87,7 +87,10 @@ impl Device for CpuDevice {
                 name: format!("host CPU ({cores} cores, {isa})"),
                 cores,
                 isa,
-                local_memory_bytes: std::env::var("PYASC_TILE_BUDGET").ok().and_then(|v| v.parse().ok()).unwrap_or(256 * 1024),
+                local_memory_bytes: std::env::var("PYASC_TILE_BUDGET")
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(256 * 1024),
             },
         }
     }

@@ -237,7 +237,8 @@ unsafe fn run_tile(
     }
     for ins in &k.body {
         let d = ins.dst().0 as usize;
-        let uniform = k.regs[d].kind == RegKind::Tile && ins.srcs().iter().all(|r| matches!(scratch.vals[r.0 as usize], Val::Scalar(_)));
+        let uniform = k.regs[d].kind == RegKind::Tile
+            && ins.srcs().iter().all(|r| matches!(scratch.vals[r.0 as usize], Val::Scalar(_)));
         if uniform {
             // Every operand is one broadcast value (a constant or a broadcast argument):
             // compute one element and keep the result as a scalar register for this tile.
@@ -249,6 +250,11 @@ unsafe fn run_tile(
                 scratch.vals[d] = Val::Scalar(read_scalar(slot.as_ptr() as *const u8, k.regs[d].dtype));
             }
         } else {
+            if k.regs[d].kind == RegKind::Tile {
+                // The register may hold a scalar from an earlier use: give it its tile back.
+                // SAFETY: the offset lies inside the scratch allocation.
+                scratch.vals[d] = Val::Ptr(unsafe { base.add(scratch.offsets[d].expect("tiles have scratch")) });
+            }
             // SAFETY: every register value is valid for `len` elements; dst differs from srcs.
             unsafe { exec(ins, &k.regs, &scratch.vals, len)? };
         }
