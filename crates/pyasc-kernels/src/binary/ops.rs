@@ -148,8 +148,58 @@ fn maximum<T: Real>(a: T, b: T) -> T {
     }
 }
 
+/// Elements per chunk of [`div_by_scalar_f32`]: a chunk with a subnormal quotient is redone.
+const DIV_CHUNK: usize = 64;
+
+/// `y = a / c` for float32, correctly rounded like the division, but multiplying by `1/c` in
+/// float64 instead of dividing.
+///
+/// Write `a = ma 2^ea`, `c = mc 2^ec` with 24-bit integer significands. A normal float32
+/// quotient is never exactly a rounding midpoint: that needs `ma 2^25 = (2k + 1) mc`, so
+/// `2^25` divides `mc` (impossible for 24 bits). Any other quotient lies at least
+/// `1 / (mc 2^25) >= 2^-49` (relative) from every midpoint, and `a * fl(1/c)` in float64 is
+/// within about `2^-52` of `a / c`, so rounding it to float32 gives the same result as
+/// dividing; overflow to infinity rounds at the midpoint above `f32::MAX`, the same argument.
+/// Zero, infinite and NaN `a` or `c` give the quotient's zero, infinity or NaN (`1/±0 = ±inf`,
+/// `1/±inf = ±0`). Subnormal quotients have fewer significant bits and may be midpoints: a
+/// chunk that has one is recomputed by division.
+#[inline(always)]
+fn div_by_scalar_f32(a: &[f32], c: f32, y: &mut [f32]) {
+    assert_eq!(a.len(), y.len(), "operand length differs from output length");
+    let r = 1.0 / c as f64;
+    let tiny = f32::MIN_POSITIVE as f64;
+    for (yc, ac) in y.chunks_mut(DIV_CHUNK).zip(a.chunks(DIV_CHUNK)) {
+        let mut slow = false;
+        for (o, &v) in yc.iter_mut().zip(ac) {
+            let q = v as f64 * r;
+            slow |= q != 0.0 && q.abs() < tiny;
+            *o = q as f32;
+        }
+        if slow {
+            for (o, &v) in yc.iter_mut().zip(ac) {
+                *o = v / c;
+            }
+        }
+    }
+}
+
+/// `y = a / b` for float32 ([`div_by_scalar_f32`] for a scalar divisor).
+#[inline(always)]
+fn div_f32(a: Src<'_, f32>, b: Src<'_, f32>, y: &mut [f32]) {
+    match (a, b) {
+        (Src::Slice(a), Src::Scalar(c)) => div_by_scalar_f32(a, c, y),
+        _ => map2(a, b, y, |a: f32, b: f32| a / b),
+    }
+}
+
+/// `y = a / b` for float64 (no wider type to multiply in).
+#[inline(always)]
+fn div_f64(a: Src<'_, f64>, b: Src<'_, f64>, y: &mut [f64]) {
+    map2(a, b, y, |a: f64, b: f64| a / b);
+}
+
 macro_rules! float_arith {
-    ($t:ty, $pow:expr) => {
+    ($t:ty, $pow:expr, $div:expr) => {
         impl ArithOps for $t {
             #[inline(always)]
             fn arith(f: ArithFn, a: Src<'_, Self>, b: Src<'_, Self>, y: &mut [Self]) {
@@ -157,7 +207,7 @@ macro_rules! float_arith {
                     ArithFn::Add => map2(a, b, y, |a: $t, b: $t| a + b),
                     ArithFn::Sub => map2(a, b, y, |a: $t, b: $t| a - b),
                     ArithFn::Mul => map2(a, b, y, |a: $t, b: $t| a * b),
-                    ArithFn::Div => map2(a, b, y, |a: $t, b: $t| a / b),
+                    ArithFn::Div => $div(a, b, y),
                     ArithFn::FloorDiv => map2(a, b, y, |a: $t, b: $t| divmod(a, b).0),
                     ArithFn::Mod => map2(a, b, y, |a: $t, b: $t| divmod(a, b).1),
                     ArithFn::Pow => map2(a, b, y, $pow),
@@ -169,5 +219,5 @@ macro_rules! float_arith {
     };
 }
 
-float_arith!(f32, |a: f32, b: f32| (a as f64).powf(b as f64) as f32);
-float_arith!(f64, f64::powf);
+float_arith!(f32, |a: f32, b: f32| (a as f64).powf(b as f64) as f32, div_f32);
+float_arith!(f64, f64::powf, div_f64);
