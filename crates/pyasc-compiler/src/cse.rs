@@ -76,8 +76,7 @@ mod tests {
         let eb = g.unary(UnaryOp::Exp, b, None).unwrap();
         let s = g.binary(BinaryOp::Sub, ea, eb, None).unwrap();
         g.outputs.push(s);
-        let mut st =
-            CompileState { graph: g, options: CompileOptions::default(), fusion: None, plan: None, notes: vec![] };
+        let mut st = CompileState::new(g, CompileOptions::default());
         CsePass.run(&mut st).unwrap();
         assert_eq!(st.graph.len(), 5, "{}", pyasc_ir::print::graph_to_string(&st.graph));
     }

@@ -133,12 +133,7 @@ fn eval_binary(b: BinaryOp, x: Scalar, y: Scalar, dt: DType) -> Option<Scalar> {
             Pow => Scalar::Float(p.powf(q)),
             Min => Scalar::Float(if p.is_nan() || q.is_nan() { f64::NAN } else { p.min(q) }),
             Max => Scalar::Float(if p.is_nan() || q.is_nan() { f64::NAN } else { p.max(q) }),
-            Eq => Scalar::Bool(p == q),
-            Ne => Scalar::Bool(p != q),
-            Lt => Scalar::Bool(p < q),
-            Le => Scalar::Bool(p <= q),
-            Gt => Scalar::Bool(p > q),
-            Ge => Scalar::Bool(p >= q),
+            Eq | Ne | Lt | Le | Gt | Ge => Scalar::Bool(compare(b, p, q)),
             And | Or | Xor => return None,
         });
     }
@@ -159,12 +154,7 @@ fn eval_binary(b: BinaryOp, x: Scalar, y: Scalar, dt: DType) -> Option<Scalar> {
         Pow if q >= 0 => int(p.wrapping_pow(q.min(u32::MAX as i64) as u32)),
         Min => int(p.min(q)),
         Max => int(p.max(q)),
-        Eq => Scalar::Bool(p == q),
-        Ne => Scalar::Bool(p != q),
-        Lt => Scalar::Bool(p < q),
-        Le => Scalar::Bool(p <= q),
-        Gt => Scalar::Bool(p > q),
-        Ge => Scalar::Bool(p >= q),
+        Eq | Ne | Lt | Le | Gt | Ge => Scalar::Bool(compare(b, p, q)),
         And if dt == DType::Bool => Scalar::Bool(p & q != 0),
         Or if dt == DType::Bool => Scalar::Bool((p | q) != 0),
         Xor if dt == DType::Bool => Scalar::Bool((p ^ q) != 0),
@@ -173,6 +163,18 @@ fn eval_binary(b: BinaryOp, x: Scalar, y: Scalar, dt: DType) -> Option<Scalar> {
         Xor => int(p ^ q),
         Div | Pow => return None,
     })
+}
+
+/// A comparison of two constants (IEEE semantics for floats: NaN compares unequal).
+fn compare<T: PartialOrd>(b: BinaryOp, p: T, q: T) -> bool {
+    match b {
+        BinaryOp::Eq => p == q,
+        BinaryOp::Ne => p != q,
+        BinaryOp::Lt => p < q,
+        BinaryOp::Le => p <= q,
+        BinaryOp::Gt => p > q,
+        _ => p >= q,
+    }
 }
 
 /// Python's float floor division (NumPy `floor_divide`).
@@ -230,8 +232,7 @@ mod tests {
         let s = g.binary(BinaryOp::Add, a, b, None).unwrap();
         let y = g.binary(BinaryOp::Mul, x, s, None).unwrap();
         g.outputs.push(y);
-        let mut st =
-            CompileState { graph: g, options: CompileOptions::default(), fusion: None, plan: None, notes: vec![] };
+        let mut st = CompileState::new(g, CompileOptions::default());
         FoldPass.run(&mut st).unwrap();
         crate::dce::DcePass.run(&mut st).unwrap();
         let consts: Vec<f64> = st

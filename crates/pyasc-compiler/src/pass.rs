@@ -47,6 +47,13 @@ pub struct CompileState {
     pub notes: Vec<String>,
 }
 
+impl CompileState {
+    /// The state before the first pass.
+    pub fn new(graph: Graph, options: CompileOptions) -> Self {
+        CompileState { graph, options, fusion: None, plan: None, notes: Vec::new() }
+    }
+}
+
 /// One step of the pipeline.
 pub trait Pass {
     /// Name shown in logs.
@@ -96,7 +103,7 @@ pub fn pipeline() -> Vec<Box<dyn Pass>> {
 /// Run the whole pipeline on a traced graph.
 pub fn compile(graph: Graph, options: &CompileOptions) -> Result<Compiled> {
     verify(&graph)?;
-    let mut st = CompileState { graph, options: options.clone(), fusion: None, plan: None, notes: Vec::new() };
+    let mut st = CompileState::new(graph, options.clone());
     let mut reports = Vec::new();
     for pass in pipeline() {
         let before = st.graph.len();

@@ -109,7 +109,7 @@ mod tests {
     use pyasc_ir::{Scalar, Shape};
 
     fn state(g: Graph) -> CompileState {
-        CompileState { graph: g, options: CompileOptions::default(), fusion: None, plan: None, notes: vec![] }
+        CompileState::new(g, CompileOptions::default())
     }
 
     #[test]
