@@ -12,6 +12,9 @@ use crate::isa::{self, Isa};
 pub(crate) trait Simd: Copy {
     /// Fused multiply-add is a hardware instruction (use `mul_add`).
     const FMA: bool;
+    /// Dividing float32 by a scalar is faster as a float64 multiply by its reciprocal (twice
+    /// the conversions, but no division unit).
+    const DIV_BY_MUL: bool = false;
 }
 
 /// Baseline target (x86_64 SSE2, or any other architecture).
@@ -37,6 +40,7 @@ pub(crate) struct Avx512;
 #[cfg(target_arch = "x86_64")]
 impl Simd for Avx512 {
     const FMA: bool = true;
+    const DIV_BY_MUL: bool = true;
 }
 
 /// A kernel body written once, generic over the ISA marker.

@@ -9,8 +9,9 @@ use crate::src::{map2, Src};
 
 /// Arithmetic of one element type.
 pub trait ArithOps: Sized + Copy {
-    /// `y = f(a, b)` elementwise.
-    fn arith(f: ArithFn, a: Src<'_, Self>, b: Src<'_, Self>, y: &mut [Self]);
+    /// `y = f(a, b)` elementwise; `div_by_mul`: divide float32 by a scalar through a float64
+    /// multiply (see [`div_by_scalar_f32`]).
+    fn arith(f: ArithFn, a: Src<'_, Self>, b: Src<'_, Self>, y: &mut [Self], div_by_mul: bool);
 }
 
 /// Bitwise operations of one element type.
@@ -48,7 +49,8 @@ macro_rules! int_arith {
     ($t:ty) => {
         impl ArithOps for $t {
             #[inline(always)]
-            fn arith(f: ArithFn, a: Src<'_, Self>, b: Src<'_, Self>, y: &mut [Self]) {
+            fn arith(f: ArithFn, a: Src<'_, Self>, b: Src<'_, Self>, y: &mut [Self], div_by_mul: bool) {
+                let _ = div_by_mul;
                 match f {
                     ArithFn::Add => map2(a, b, y, <$t>::wrapping_add),
                     ArithFn::Sub => map2(a, b, y, <$t>::wrapping_sub),
@@ -162,39 +164,45 @@ const DIV_CHUNK: usize = 64;
 /// dividing; overflow to infinity rounds at the midpoint above `f32::MAX`, the same argument.
 /// Zero, infinite and NaN `a` or `c` give the quotient's zero, infinity or NaN (`1/±0 = ±inf`,
 /// `1/±inf = ±0`). Subnormal quotients have fewer significant bits and may be midpoints: a
-/// chunk that has one is recomputed by division.
+/// chunk with a nonzero `a` whose result is below `f32::MIN_POSITIVE` is recomputed by
+/// division (a quotient just below it that rounds up to it is far from any midpoint), and so
+/// is the last partial chunk.
 #[inline(always)]
 fn div_by_scalar_f32(a: &[f32], c: f32, y: &mut [f32]) {
     assert_eq!(a.len(), y.len(), "operand length differs from output length");
     let r = 1.0 / c as f64;
-    let tiny = f32::MIN_POSITIVE as f64;
-    for (yc, ac) in y.chunks_mut(DIV_CHUNK).zip(a.chunks(DIV_CHUNK)) {
-        let mut slow = false;
-        for (o, &v) in yc.iter_mut().zip(ac) {
-            let q = v as f64 * r;
-            slow |= q != 0.0 && q.abs() < tiny;
-            *o = q as f32;
+    let mut yc = y.chunks_exact_mut(DIV_CHUNK);
+    let mut ac = a.chunks_exact(DIV_CHUNK);
+    for (yc, ac) in (&mut yc).zip(&mut ac) {
+        let mut slow = 0u32;
+        for i in 0..DIV_CHUNK {
+            let o = (ac[i] as f64 * r) as f32;
+            slow |= ((o.abs() < f32::MIN_POSITIVE) & (ac[i] != 0.0)) as u32;
+            yc[i] = o;
         }
-        if slow {
-            for (o, &v) in yc.iter_mut().zip(ac) {
-                *o = v / c;
+        if slow != 0 {
+            for i in 0..DIV_CHUNK {
+                yc[i] = ac[i] / c;
             }
         }
     }
+    for (o, &v) in yc.into_remainder().iter_mut().zip(ac.remainder()) {
+        *o = v / c;
+    }
 }
 
-/// `y = a / b` for float32 ([`div_by_scalar_f32`] for a scalar divisor).
+/// `y = a / b` for float32 ([`div_by_scalar_f32`] for a scalar divisor if `div_by_mul`).
 #[inline(always)]
-fn div_f32(a: Src<'_, f32>, b: Src<'_, f32>, y: &mut [f32]) {
+fn div_f32(a: Src<'_, f32>, b: Src<'_, f32>, y: &mut [f32], div_by_mul: bool) {
     match (a, b) {
-        (Src::Slice(a), Src::Scalar(c)) => div_by_scalar_f32(a, c, y),
+        (Src::Slice(a), Src::Scalar(c)) if div_by_mul => div_by_scalar_f32(a, c, y),
         _ => map2(a, b, y, |a: f32, b: f32| a / b),
     }
 }
 
 /// `y = a / b` for float64 (no wider type to multiply in).
 #[inline(always)]
-fn div_f64(a: Src<'_, f64>, b: Src<'_, f64>, y: &mut [f64]) {
+fn div_f64(a: Src<'_, f64>, b: Src<'_, f64>, y: &mut [f64], _div_by_mul: bool) {
     map2(a, b, y, |a: f64, b: f64| a / b);
 }
 
@@ -202,12 +210,12 @@ macro_rules! float_arith {
     ($t:ty, $pow:expr, $div:expr) => {
         impl ArithOps for $t {
             #[inline(always)]
-            fn arith(f: ArithFn, a: Src<'_, Self>, b: Src<'_, Self>, y: &mut [Self]) {
+            fn arith(f: ArithFn, a: Src<'_, Self>, b: Src<'_, Self>, y: &mut [Self], div_by_mul: bool) {
                 match f {
                     ArithFn::Add => map2(a, b, y, |a: $t, b: $t| a + b),
                     ArithFn::Sub => map2(a, b, y, |a: $t, b: $t| a - b),
                     ArithFn::Mul => map2(a, b, y, |a: $t, b: $t| a * b),
-                    ArithFn::Div => $div(a, b, y),
+                    ArithFn::Div => $div(a, b, y, div_by_mul),
                     ArithFn::FloorDiv => map2(a, b, y, |a: $t, b: $t| divmod(a, b).0),
                     ArithFn::Mod => map2(a, b, y, |a: $t, b: $t| divmod(a, b).1),
                     ArithFn::Pow => map2(a, b, y, $pow),
