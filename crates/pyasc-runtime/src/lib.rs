@@ -1,5 +1,6 @@
 //! pyasc-runtime: executes kernel plans.
 //!
+//! * [`buffer`]: device buffers and the ordering of asynchronous work on them.
 //! * [`device`]: the [`Device`] trait, the CPU device, the NPU twin and the null device.
 //! * [`vm`]: the tile VM, which runs one kernel's tile program over blocks on all cores.
 //! * [`instr`]: the single place where an instruction's dtype picks a SIMD primitive.
@@ -7,12 +8,15 @@
 //! * [`view`]: raw views of caller-owned memory handed to the executor.
 //! * [`memory`]: the caching pool for large buffers.
 //! * [`pool`]: the worker pool.
+//! * [`stream`]: streams and events, the asynchronous work queues.
 
+pub mod buffer;
 pub mod device;
 pub mod instr;
 pub mod layout;
 pub mod memory;
 pub mod pool;
+pub mod stream;
 pub mod view;
 pub mod vm;
 

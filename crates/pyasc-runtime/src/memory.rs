@@ -3,8 +3,10 @@
 //! Fresh large allocations come from the OS as untouched pages, and touching them costs a
 //! page fault per 4 KiB: for a 64 MiB output that is more than the kernel itself. The pool
 //! keeps freed blocks by size class (four classes per power of two, so at most 25% slack)
-//! and hands them out again, warm. Blocks are aligned to 128 bytes. The bytes it keeps
+//! and hands them out again, warm. Blocks are aligned to 128 bytes or more. The bytes it keeps
 //! cached are capped (`PYASC_POOL_CACHE_BYTES`, default 2 GiB); `empty_cache` returns them all.
+//! `PYASC_MEMORY_LIMIT` (bytes, or with a K/M/G suffix) caps the bytes in use: an allocation
+//! past it is an `OutOfMemory` error, never an abort.
 
 use pyasc_ir::error::{ErrorKind, IrError, Result};
 use std::alloc::{alloc, dealloc, Layout};
@@ -16,12 +18,30 @@ use std::sync::{Mutex, OnceLock};
 /// Alignment of every pool block, in bytes.
 pub const ALIGN: usize = 128;
 
-static CACHE: Mutex<Option<HashMap<usize, Vec<usize>>>> = Mutex::new(None);
+static CACHE: Mutex<Option<HashMap<(usize, usize), Vec<usize>>>> = Mutex::new(None);
 static IN_USE: AtomicUsize = AtomicUsize::new(0);
 static CACHED: AtomicUsize = AtomicUsize::new(0);
 static PEAK: AtomicUsize = AtomicUsize::new(0);
 static ALLOCS: AtomicUsize = AtomicUsize::new(0);
 static REUSES: AtomicUsize = AtomicUsize::new(0);
+
+/// Parse a byte count with an optional K, M or G suffix (powers of 1024).
+pub fn parse_bytes(text: &str) -> Option<usize> {
+    let t = text.trim();
+    let (num, mult) = match t.chars().last()?.to_ascii_uppercase() {
+        'K' => (&t[..t.len() - 1], 1usize << 10),
+        'M' => (&t[..t.len() - 1], 1 << 20),
+        'G' => (&t[..t.len() - 1], 1 << 30),
+        _ => (t, 1),
+    };
+    num.trim().parse::<usize>().ok()?.checked_mul(mult)
+}
+
+/// The cap on bytes in use from `PYASC_MEMORY_LIMIT`, if set and valid.
+pub fn memory_limit() -> Option<usize> {
+    static LIMIT: OnceLock<Option<usize>> = OnceLock::new();
+    *LIMIT.get_or_init(|| std::env::var("PYASC_MEMORY_LIMIT").ok().and_then(|v| parse_bytes(&v)))
+}
 
 fn cache_limit() -> usize {
     static LIMIT: OnceLock<usize> = OnceLock::new();
@@ -42,6 +62,7 @@ pub fn size_class(bytes: usize) -> usize {
 pub struct PoolBlock {
     ptr: NonNull<u8>,
     class: usize,
+    align: usize,
 }
 
 // SAFETY: a block is plain memory owned by exactly one PoolBlock.
@@ -58,12 +79,42 @@ impl PoolBlock {
     pub fn capacity(&self) -> usize {
         self.class
     }
+    /// Alignment of the start, in bytes.
+    pub fn alignment(&self) -> usize {
+        self.align
+    }
 }
 
-/// A block of at least `bytes` bytes, reused from the cache when one of its class is free.
+/// A block of at least `bytes` bytes aligned to [`ALIGN`], reused from the cache when one of
+/// its class is free.
 pub fn allocate(bytes: usize) -> Result<PoolBlock> {
+    allocate_aligned(bytes, ALIGN)
+}
+
+/// A block of at least `bytes` bytes aligned to `align` (a power of two, at least [`ALIGN`]
+/// is used).
+pub fn allocate_aligned(bytes: usize, align: usize) -> Result<PoolBlock> {
+    if !align.is_power_of_two() {
+        return Err(IrError::new(ErrorKind::Alignment, format!("alignment must be a power of two, not {align}")));
+    }
+    let align = align.max(ALIGN);
     let class = size_class(bytes);
-    let reused = CACHE.lock().expect("pool lock poisoned").as_mut().and_then(|m| m.get_mut(&class)?.pop());
+    if let Some(limit) = memory_limit() {
+        let in_use = IN_USE.load(Ordering::Relaxed);
+        if in_use + class > limit {
+            return Err(IrError::new(
+                ErrorKind::OutOfMemory,
+                format!(
+                    "out of device memory: {bytes} bytes requested, {in_use} of the {limit} bytes allowed by \
+                     PYASC_MEMORY_LIMIT in use"
+                ),
+            ));
+        }
+        if in_use + CACHED.load(Ordering::Relaxed) + class > limit {
+            empty_cache();
+        }
+    }
+    let reused = CACHE.lock().expect("pool lock poisoned").as_mut().and_then(|m| m.get_mut(&(class, align))?.pop());
     let ptr = match reused {
         Some(p) => {
             CACHED.fetch_sub(class, Ordering::Relaxed);
@@ -71,7 +122,7 @@ pub fn allocate(bytes: usize) -> Result<PoolBlock> {
             p as *mut u8
         }
         None => {
-            let layout = Layout::from_size_align(class, ALIGN).map_err(|_| oom(bytes))?;
+            let layout = Layout::from_size_align(class, align).map_err(|_| oom(bytes))?;
             // SAFETY: the layout has a non-zero size.
             let p = unsafe { alloc(layout) };
             if p.is_null() {
@@ -91,7 +142,7 @@ pub fn allocate(bytes: usize) -> Result<PoolBlock> {
     ALLOCS.fetch_add(1, Ordering::Relaxed);
     let now = IN_USE.fetch_add(class, Ordering::Relaxed) + class;
     PEAK.fetch_max(now, Ordering::Relaxed);
-    Ok(PoolBlock { ptr: NonNull::new(ptr).expect("checked above"), class })
+    Ok(PoolBlock { ptr: NonNull::new(ptr).expect("checked above"), class, align })
 }
 
 fn oom(bytes: usize) -> IrError {
@@ -103,11 +154,15 @@ impl Drop for PoolBlock {
         IN_USE.fetch_sub(self.class, Ordering::Relaxed);
         if CACHED.load(Ordering::Relaxed) + self.class <= cache_limit() {
             let mut guard = CACHE.lock().expect("pool lock poisoned");
-            guard.get_or_insert_with(HashMap::new).entry(self.class).or_default().push(self.ptr.as_ptr() as usize);
+            guard
+                .get_or_insert_with(HashMap::new)
+                .entry((self.class, self.align))
+                .or_default()
+                .push(self.ptr.as_ptr() as usize);
             CACHED.fetch_add(self.class, Ordering::Relaxed);
         } else {
             // SAFETY: allocated with this class and alignment.
-            unsafe { dealloc(self.ptr.as_ptr(), Layout::from_size_align_unchecked(self.class, ALIGN)) };
+            unsafe { dealloc(self.ptr.as_ptr(), Layout::from_size_align_unchecked(self.class, self.align)) };
         }
     }
 }
@@ -115,11 +170,11 @@ impl Drop for PoolBlock {
 /// Free every cached block.
 pub fn empty_cache() {
     let taken = CACHE.lock().expect("pool lock poisoned").take();
-    for (class, ptrs) in taken.into_iter().flatten() {
+    for ((class, align), ptrs) in taken.into_iter().flatten() {
         for p in ptrs {
             CACHED.fetch_sub(class, Ordering::Relaxed);
             // SAFETY: allocated with this class and alignment.
-            unsafe { dealloc(p as *mut u8, Layout::from_size_align_unchecked(class, ALIGN)) };
+            unsafe { dealloc(p as *mut u8, Layout::from_size_align_unchecked(class, align)) };
         }
     }
 }
@@ -161,6 +216,23 @@ mod tests {
             assert!(c >= bytes && c % ALIGN == 0);
             assert!(c <= bytes.max(ALIGN) + bytes.max(ALIGN) / 4 + ALIGN, "{bytes} -> {c}");
         }
+    }
+
+    #[test]
+    fn byte_counts_parse_with_suffixes() {
+        assert_eq!(parse_bytes("1024"), Some(1024));
+        assert_eq!(parse_bytes("64M"), Some(64 << 20));
+        assert_eq!(parse_bytes(" 2g "), Some(2 << 30));
+        assert_eq!(parse_bytes("12k"), Some(12 << 10));
+        assert_eq!(parse_bytes("lots"), None);
+        assert_eq!(parse_bytes(""), None);
+    }
+
+    #[test]
+    fn large_alignments_are_honoured_and_bad_ones_rejected() {
+        let b = allocate_aligned(1000, 4096).unwrap();
+        assert_eq!(b.as_ptr() as usize % 4096, 0);
+        assert_eq!(allocate_aligned(1000, 100).unwrap_err().kind, ErrorKind::Alignment);
     }
 
     #[test]
