@@ -8,6 +8,7 @@
 //! * [`view`]: raw views of caller-owned memory handed to the executor.
 //! * [`memory`]: the caching pool for large buffers.
 //! * [`pool`]: the worker pool.
+//! * [`monitor`]: utilization of the executor's cores and the machine's temperature.
 //! * [`stream`]: streams and events, the asynchronous work queues.
 
 pub mod buffer;
@@ -15,6 +16,7 @@ pub mod device;
 pub mod instr;
 pub mod layout;
 pub mod memory;
+pub mod monitor;
 pub mod pool;
 pub mod stream;
 pub mod view;

@@ -167,6 +167,7 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
     let tile = k.tile_elems;
     let tiles = n.div_ceil(tile);
     let run_range = |range: std::ops::Range<usize>| -> Result<()> {
+        let began = Instant::now();
         let mut scratch = Scratch::new(k, &gathered);
         for t in range {
             let start = t * tile;
@@ -174,6 +175,7 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
             // SAFETY: modes, outputs and scratch describe memory valid for this tile.
             unsafe { run_tile(k, &modes, &outs, &mut scratch, start, len)? };
         }
+        crate::monitor::record_busy(began, Instant::now());
         Ok(())
     };
     let threads = num_threads();
