@@ -18,6 +18,7 @@ __all__ = [
     "TraceError",
     "FusionError",
     "UnsupportedError",
+    "NumericalError",
     "OutOfMemoryError",
     "DeviceError",
     "InternalError",
@@ -72,6 +73,12 @@ class UnsupportedError(PyAscError, NotImplementedError):
     """A feature the API names but this version or backend does not provide (code 100006)."""
 
     code = 100006
+
+
+class NumericalError(PyAscError, ArithmeticError):
+    """An op of a ``debug=True`` operator produced NaN or infinity (code 100007)."""
+
+    code = 100007
 
 
 class OutOfMemoryError(PyAscError, MemoryError):

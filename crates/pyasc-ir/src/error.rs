@@ -35,6 +35,8 @@ pub enum ErrorKind {
     Fusion,
     /// A feature that exists in the API but not on this backend yet.
     Unsupported,
+    /// A debug check found NaN or infinity produced by an op.
+    Numerical,
     /// The device ran out of memory.
     OutOfMemory,
     /// The device failed.
@@ -54,6 +56,7 @@ impl ErrorKind {
             ErrorKind::Trace => 100004,
             ErrorKind::Fusion => 100005,
             ErrorKind::Unsupported => 100006,
+            ErrorKind::Numerical => 100007,
             ErrorKind::OutOfMemory => 200001,
             ErrorKind::Device => 200002,
             ErrorKind::Internal => 500001,
@@ -70,6 +73,7 @@ impl ErrorKind {
             ErrorKind::Trace => "TraceError",
             ErrorKind::Fusion => "FusionError",
             ErrorKind::Unsupported => "UnsupportedError",
+            ErrorKind::Numerical => "NumericalError",
             ErrorKind::OutOfMemory => "OutOfMemoryError",
             ErrorKind::Device => "DeviceError",
             ErrorKind::Internal => "InternalError",

@@ -2,7 +2,7 @@
 //! apart from execution, and a null device runs the compiler's output without executing.
 
 use crate::view::{InputView, OutputPtr};
-use crate::vm::{execute_plan, RunStats};
+use crate::vm::{execute_plan, RunOptions, RunStats};
 use pyasc_ir::error::{ErrorKind, IrError, Result};
 use pyasc_ir::tile::KernelPlan;
 
@@ -61,8 +61,13 @@ pub trait Device: Send + Sync {
     /// Static facts (also what the compiler sizes tiles for).
     fn info(&self) -> DeviceInfo;
     /// Run `plan` on the arguments, writing the results.
-    fn execute(&self, plan: &KernelPlan, inputs: &[InputView], outputs: &[OutputPtr], record: bool)
-        -> Result<RunStats>;
+    fn execute(
+        &self,
+        plan: &KernelPlan,
+        inputs: &[InputView],
+        outputs: &[OutputPtr],
+        opts: RunOptions,
+    ) -> Result<RunStats>;
 }
 
 /// The host CPU.
@@ -99,9 +104,9 @@ impl Device for CpuDevice {
         plan: &KernelPlan,
         inputs: &[InputView],
         outputs: &[OutputPtr],
-        record: bool,
+        opts: RunOptions,
     ) -> Result<RunStats> {
-        execute_plan(plan, inputs, outputs, record)
+        execute_plan(plan, inputs, outputs, opts)
     }
 }
 
@@ -118,7 +123,7 @@ impl Device for NullDevice {
             local_memory_bytes: 256 * 1024,
         }
     }
-    fn execute(&self, plan: &KernelPlan, _: &[InputView], _: &[OutputPtr], _: bool) -> Result<RunStats> {
+    fn execute(&self, plan: &KernelPlan, _: &[InputView], _: &[OutputPtr], _: RunOptions) -> Result<RunStats> {
         plan.verify()?;
         Ok(RunStats::default())
     }

@@ -1,6 +1,7 @@
 //! pyasc-runtime: executes kernel plans.
 //!
 //! * [`buffer`]: device buffers and the ordering of asynchronous work on them.
+//! * [`check`]: the NaN/Inf checks of debug operators.
 //! * [`device`]: the [`Device`] trait, the CPU device, the NPU twin and the null device.
 //! * [`vm`]: the tile VM, which runs one kernel's tile program over blocks on all cores.
 //! * [`instr`]: the single place where an instruction's dtype picks a SIMD primitive.
@@ -12,6 +13,7 @@
 //! * [`stream`]: streams and events, the asynchronous work queues.
 
 pub mod buffer;
+pub mod check;
 pub mod device;
 pub mod instr;
 pub mod layout;
@@ -24,4 +26,4 @@ pub mod vm;
 
 pub use device::{device_for, CpuDevice, Device, DeviceInfo, DeviceKind, NullDevice};
 pub use view::{InputView, OutputPtr};
-pub use vm::{execute_plan, KernelRecord, RunStats};
+pub use vm::{execute_plan, KernelRecord, RunOptions, RunStats};

@@ -53,6 +53,14 @@ impl StreamCore {
         self.id
     }
 
+    /// Return (and clear) the first error of the stream's tasks, without waiting.
+    pub fn take_error(&self) -> Result<()> {
+        match self.state.lock().expect("stream lock poisoned").error.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
     fn run(self: Arc<Self>) {
         loop {
             let (seq, task) = {
@@ -145,10 +153,7 @@ impl Stream {
 
     /// Return (and clear) the first error of the stream's tasks, without waiting.
     pub fn take_error(&self) -> Result<()> {
-        match self.core.state.lock().expect("stream lock poisoned").error.take() {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
+        self.core.take_error()
     }
 
     /// True when every queued task has finished.

@@ -87,9 +87,23 @@ enum ArgMode {
     Strided(SendPtr, Vec<usize>, Vec<isize>),
 }
 
+/// How to run a plan.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct RunOptions {
+    /// Keep a [`KernelRecord`] per kernel.
+    pub record: bool,
+    /// After each kernel, fail on the first NaN or infinity it wrote (`debug=True`).
+    pub check_finite: bool,
+}
+
 /// Execute a whole plan. `inputs` are the operator's arguments (in order), `outputs` one
 /// C-contiguous buffer per entry of `plan.outputs` (repeated buffers may share memory).
-pub fn execute_plan(plan: &KernelPlan, inputs: &[InputView], outputs: &[OutputPtr], record: bool) -> Result<RunStats> {
+pub fn execute_plan(
+    plan: &KernelPlan,
+    inputs: &[InputView],
+    outputs: &[OutputPtr],
+    opts: RunOptions,
+) -> Result<RunStats> {
     if outputs.len() != plan.outputs.len() {
         return Err(IrError::internal("wrong number of output buffers"));
     }
@@ -127,7 +141,11 @@ pub fn execute_plan(plan: &KernelPlan, inputs: &[InputView], outputs: &[OutputPt
             .map(|b| views[b.0 as usize].as_ref().expect("all buffers have memory").ptr as *mut u8)
             .collect();
         let (tiles, blocks) = run_kernel(k, &args, &outs)?;
-        if record {
+        if opts.check_finite {
+            let dtypes: Vec<_> = k.outs.iter().map(|b| plan.buffers[b.0 as usize].dtype).collect();
+            crate::check::check_kernel(k, &args, &outs, &dtypes)?;
+        }
+        if opts.record {
             stats.kernels.push(KernelRecord {
                 name: k.name.clone(),
                 elements: k.shape.numel(),

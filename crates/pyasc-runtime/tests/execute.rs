@@ -4,7 +4,7 @@ use pyasc_compiler::{compile, CompileOptions};
 use pyasc_ir::dtype::VType;
 use pyasc_ir::op::{BinaryOp, Op, UnaryOp};
 use pyasc_ir::{DType, Graph, NodeId, Scalar, Shape};
-use pyasc_runtime::{device_for, DeviceKind, InputView, OutputPtr};
+use pyasc_runtime::{device_for, DeviceKind, InputView, OutputPtr, RunOptions};
 
 fn run(g: Graph, inputs: &[InputView], level: u8) -> Vec<Vec<u8>> {
     let c =
@@ -19,7 +19,9 @@ fn run(g: Graph, inputs: &[InputView], level: u8) -> Vec<Vec<u8>> {
         })
         .collect();
     let ptrs: Vec<OutputPtr> = outs.iter_mut().map(|o| OutputPtr(o.as_mut_ptr())).collect();
-    device_for(DeviceKind::Cpu).execute(&c.plan, inputs, &ptrs, true).unwrap();
+    device_for(DeviceKind::Cpu)
+        .execute(&c.plan, inputs, &ptrs, RunOptions { record: true, check_finite: false })
+        .unwrap();
     outs
 }
 
@@ -132,7 +134,7 @@ fn null_device_runs_the_compiler_only() {
     let y = g.unary(UnaryOp::Tanh, x, None).unwrap();
     g.outputs.push(y);
     let c = compile(g, &CompileOptions::default()).unwrap();
-    let stats = device_for(DeviceKind::Null).execute(&c.plan, &[], &[], true).unwrap();
+    let stats = device_for(DeviceKind::Null).execute(&c.plan, &[], &[], RunOptions::default()).unwrap();
     assert!(stats.kernels.is_empty());
     let _ = NodeId(0);
 }
