@@ -8,15 +8,19 @@
 //! * [`errors`]: mapping typed Rust errors onto the `pyasc` exception classes.
 //! * [`frames`]: finding the user's file and line.
 //! * [`log`]: the bridge to Python's `logging`.
+//! * [`dlpack`]: exporting memory as DLPack capsules.
+//! * [`monitor`]: utilization and temperature.
 
 use pyo3::prelude::*;
 
 pub mod args;
 pub mod arrays;
 pub mod compiled;
+pub mod dlpack;
 pub mod errors;
 pub mod frames;
 pub mod log;
+pub mod monitor;
 pub mod operator;
 pub mod tensor;
 
@@ -35,6 +39,10 @@ fn _pyasc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tensor::apply_cast, m)?)?;
     m.add_function(wrap_pyfunction!(log::set_native_log_level, m)?)?;
     m.add_function(wrap_pyfunction!(device_info, m)?)?;
+    m.add_function(wrap_pyfunction!(monitor::utilization, m)?)?;
+    m.add_function(wrap_pyfunction!(monitor::temperature, m)?)?;
+    m.add_class::<dlpack::DLPackView>()?;
+    m.add_function(wrap_pyfunction!(dlpack::_dlpack_selftest, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
