@@ -23,6 +23,7 @@ from .errors import (
     TraceError,
     UnsupportedError,
 )
+from .monitor import NpuTemperature, NpuUtilization
 from .ops import (
     abs,
     add,
@@ -96,6 +97,8 @@ __all__ = [
     "FusionError",
     "InternalError",
     "InvalidArgumentError",
+    "NpuTemperature",
+    "NpuUtilization",
     "OPTION_STATUS",
     "OutOfMemoryError",
     "PyAscError",
