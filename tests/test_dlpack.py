@@ -8,7 +8,6 @@ import weakref
 
 import numpy as np
 import pytest
-
 from pyasc import _pyasc
 
 DTYPES = [np.bool_, np.int32, np.int64, np.float32, np.float64]

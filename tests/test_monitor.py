@@ -6,9 +6,8 @@ import threading
 import time
 
 import numpy as np
-import pytest
-
 import pyasc
+import pytest
 
 
 @pyasc.operator

@@ -33,7 +33,7 @@ class NpuTemperature:
     """The machine's hottest temperature sensor, or ``None`` with a reason when it has none."""
 
     def __init__(self) -> None:
-        """A reader; ``reason`` is empty until a reading fails."""
+        """Create a reader; ``reason`` stays empty until a reading fails."""
         self.reason: str = ""
 
     def current(self) -> Optional[float]:
