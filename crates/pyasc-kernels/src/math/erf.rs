@@ -6,9 +6,12 @@
 //! e^(-a^2/2) h(a)` for gelu) is evaluated once per lane: the smooth factor is one polynomial
 //! whose coefficients are picked per lane from two fitted sets (in `z` near, in `1/z` far), and
 //! `e^(-z^2)` comes from the exactly split square `z^2 = hi + lo`, so erfc keeps its relative
-//! accuracy down to the subnormal range. erf is `1 - erfc` there, erfc of negative x is
-//! `2 - erfc|x|`, and gelu of positive x is `x (1 - erfc(x/sqrt2)/2)`; none of these cancel.
-//! The coefficients come from `tools/fit_erf.py` (near-minimax, mpmath references).
+//! accuracy down to the subnormal range. erfc of negative x is `2 - erfc|x|`, and gelu of
+//! positive x is `x (1 - erfc(x/sqrt2)/2)`; neither cancels. These coefficients come from
+//! `tools/fit_erf.py` (near-minimax, mpmath references).
+//!
+//! erf itself needs no exponential: a polynomial below 1.1 and a rational for `-erfc` up to
+//! 3.92, blended into one evaluation (see [`erf_f32`]; `tools/fit_erf_rational.py`).
 
 use super::{fma32, horner32, mad32};
 use crate::dispatch::Simd;
@@ -188,16 +191,13 @@ fn tail<S: Simd, const N: usize>(v: f32, half: bool, f: &Factor<N>) -> Tail {
     Tail { far, c, b, k, t, e }
 }
 
-/// erf uses [`erf_small`] below this (where `1 - erfc` would cancel), erfc below 0.47 (where
-/// `1 - erf` does not).
-const ERF_SMALL_MAX: f32 = 0.75;
 /// gelu uses its small-argument polynomial below this.
 const GELU_SMALL_MAX: f32 = 0.47 * std::f32::consts::SQRT_2;
 /// Lanes that do not need the tail evaluate it here instead: a far-out or tiny argument would
 /// make subnormal intermediate results, which cost a microcode assist each on x86.
 const SAFE: f32 = 1.0;
 
-/// `erf x` for |x| <= ERF_SMALL_MAX.
+/// `erf x` for |x| <= 0.75 (erfc uses it below 0.47, where `1 - erf` does not cancel).
 #[inline(always)]
 fn erf_small<S: Simd>(x: f32) -> f32 {
     let z = x * x;
@@ -215,19 +215,70 @@ fn erfc_tail<S: Simd>(v: f32) -> f32 {
     scale::<S>(fma32::<S>(t, p.c, t * d), p.k)
 }
 
-/// float32 `erf`.
+/// From here on erf rounds to ±1 (erfc(3.9192) is half an ulp of 1).
+const ERF_TOP: f32 = 3.92;
+/// erf switches from the near polynomial to the far rational here.
+const ERF_SPLIT: f32 = 1.1;
+
+/// `erf(x)/x - ERF_C0_HI` in x^2 for |x| < 1.1 (relative fit error 2^-27.6).
+const ERF_NEAR_N: [f32; 7] =
+    [-5.8635383e-08, -0.3761261, 0.112833545, -0.026843019, 0.0051667667, -0.0007816658, 7.21139e-05];
+/// Numerator of `-erfc x` in x^2 on [1.1, 3.92] (absolute fit error 2^-25.6).
+const ERF_FAR_N: [f32; 7] =
+    [-0.75678337, 0.2371402, -0.028317163, 0.0013806745, 1.1277275e-06, -2.4512985e-06, 6.280113e-08];
+/// Denominator (constant term 1) of `ERF_FAR_N`.
+const ERF_FAR_Q: [f32; 6] = [1.0, 1.8036348, 0.4210196, 0.24273351, 0.0009685945, 0.0064999047];
+
+/// float32 `erf`: `|x| (C0_HI + N(x^2))` below [`ERF_SPLIT`] (`N(0) = C0_LO`, so 2/sqrt(pi)
+/// is exact to 2^-40 and the small correction term carries the rounding), `1 + N(x^2)/Q(x^2)`
+/// (`N/Q` is `-erfc x`, at most 0.12 in magnitude) from there to [`ERF_TOP`], then 1, sign restored. Both
+/// pieces run through one Horner scheme whose coefficients are picked per lane (`Q = 1` near),
+/// so a vector pays for one piece and one division. Without FMA it evaluates in float64.
+/// Coefficients from `tools/fit_erf_rational.py`.
 #[inline(always)]
 pub(crate) fn erf_f32<S: Simd>(x: f32) -> f32 {
     let a = x.abs();
-    // From 3.92 on erf rounds to 1: erfc(3.95) is below half an ulp of 1.
-    let v = if a > 3.95 { 3.95 } else { a };
-    let v = if a < ERF_SMALL_MAX { SAFE } else { v };
-    let big = (1.0 - erfc_tail::<S>(v)).copysign(x);
-    if a < ERF_SMALL_MAX {
-        erf_small::<S>(x)
+    let far = a >= ERF_SPLIT;
+    let pick_n = |i: usize| if far { ERF_FAR_N[i] } else { ERF_NEAR_N[i] };
+    let pick_q = |i: usize| if far { ERF_FAR_Q[i] } else { 0.0 };
+    // Beyond ERF_TOP (and for infinities) the result is replaced by 1 at the end.
+    let (m, k) = if far { (1.0, 1.0) } else { (a, ERF_C0_HI) };
+    let y = if S::FMA {
+        let t = a * a;
+        let mut n = pick_n(6);
+        let mut i = 6;
+        while i > 0 {
+            i -= 1;
+            n = n.mul_add(t, pick_n(i));
+        }
+        let mut q = pick_q(5);
+        let mut i = 5;
+        while i > 1 {
+            i -= 1;
+            q = q.mul_add(t, pick_q(i));
+        }
+        let q = q.mul_add(t, 1.0);
+        m.mul_add(k, m * (n / q))
     } else {
-        big
-    }
+        let t = a as f64 * a as f64;
+        let mut n = pick_n(6) as f64;
+        let mut i = 6;
+        while i > 0 {
+            i -= 1;
+            n = n * t + pick_n(i) as f64;
+        }
+        let mut q = pick_q(5) as f64;
+        let mut i = 5;
+        while i > 1 {
+            i -= 1;
+            q = q * t + pick_q(i) as f64;
+        }
+        let q = q * t + 1.0;
+        (m as f64 * (k as f64 + n / q)) as f32
+    };
+    // N/Q < 0 far (its fit error is below erfc(ERF_TOP)), so no lane exceeds 1.
+    let y = if a > ERF_TOP { 1.0 } else { y };
+    y.copysign(x)
 }
 
 /// float32 `erfc`.
