@@ -10,6 +10,18 @@ from . import _pyasc
 from ._log import _init_from_env, set_log_level
 from ._types import CacheInfo
 from .decorators import OPTION_STATUS, operator
+from .streams import (
+    DeviceArray,
+    Event,
+    Stream,
+    current_stream,
+    empty,
+    from_dlpack,
+    stream,
+    synchronize,
+    to_device,
+    zeros,
+)
 from .errors import (
     AlignmentError,
     DeviceError,
@@ -93,7 +105,9 @@ __all__ = [
     "CacheInfo",
     "CompiledOp",
     "DTypeError",
+    "DeviceArray",
     "DeviceError",
+    "Event",
     "FusionError",
     "InternalError",
     "InvalidArgumentError",
@@ -103,6 +117,7 @@ __all__ = [
     "OutOfMemoryError",
     "PyAscError",
     "ShapeError",
+    "Stream",
     "Tensor",
     "TraceError",
     "UnsupportedError",
@@ -112,8 +127,10 @@ __all__ = [
     "ceil",
     "clip",
     "cos",
+    "current_stream",
     "device_info",
     "divide",
+    "empty",
     "empty_cache",
     "erf",
     "erfc",
@@ -122,6 +139,7 @@ __all__ = [
     "expm1",
     "fast_gelu",
     "floor",
+    "from_dlpack",
     "gelu",
     "isfinite",
     "isinf",
@@ -148,10 +166,14 @@ __all__ = [
     "softplus",
     "sqrt",
     "square",
+    "stream",
     "subtract",
+    "synchronize",
     "tan",
     "tanh",
+    "to_device",
     "where",
+    "zeros",
 ]
 
 _init_from_env()

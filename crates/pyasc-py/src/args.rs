@@ -3,14 +3,17 @@
 //! never recompiles.
 
 use crate::arrays::{dtype_of, is_numpy_scalar, numpy, view_of};
+use crate::device_array::DeviceArray;
 use crate::errors::user_error;
 use numpy::{PyUntypedArray, PyUntypedArrayMethods};
 use pyasc_ir::dtype::{VType, WeakKind};
 use pyasc_ir::error::ErrorKind;
 use pyasc_ir::DType;
+use pyasc_runtime::buffer::DeviceBuffer;
 use pyasc_runtime::InputView;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple};
+use std::sync::Arc;
 
 /// The type of one argument as the compiled plan sees it.
 #[derive(Clone, Debug, PartialEq)]
@@ -31,6 +34,12 @@ pub struct Args<'py> {
     pub views: Vec<InputView>,
     /// Storage of scalar arguments' values.
     scalars: Box<[u64]>,
+    /// Per argument: the device buffer of a DeviceArray argument.
+    pub devices: Vec<Option<Arc<DeviceBuffer>>>,
+    /// Per argument: the host array (NumPy or imported through DLPack) read in place.
+    pub hosts: Vec<Option<Bound<'py, PyAny>>>,
+    /// The first argument that is another framework's DLPack tensor (outputs take its kind).
+    pub foreign: Option<Bound<'py, PyAny>>,
     /// Arrays made here (copies of oddly strided inputs) that views point into.
     _keep: Vec<Bound<'py, PyAny>>,
 }
@@ -56,11 +65,32 @@ pub fn parse<'py>(py: Python<'py>, args: &Bound<'py, PyTuple>, names: &[String])
     let mut views = Vec::with_capacity(n);
     let mut scalars = vec![0u64; n].into_boxed_slice();
     let mut keep = Vec::new();
+    let mut devices = vec![None; n];
+    let mut hosts: Vec<Option<Bound<'py, PyAny>>> = vec![None; n];
+    let mut foreign = None;
     for (i, obj) in args.iter().enumerate() {
         let label = || match names.get(i) {
             Some(name) => format!("argument {i} ({name})"),
             None => format!("argument {i}"),
         };
+        if let Ok(d) = obj.cast::<DeviceArray>() {
+            let d = d.get();
+            key.push(((d.shape.len() as u64) << 16) | (dtype_tag(d.dtype) << 8) | 1);
+            key.extend(d.shape.iter().map(|x| *x as u64));
+            sigs.push(ArgSig { vtype: VType::strong(d.dtype), shape: d.shape.clone() });
+            views.push(d.view());
+            devices[i] = Some(d.buf.clone());
+            continue;
+        }
+        let mut obj = obj;
+        if !obj.is_instance_of::<PyUntypedArray>() && !is_scalar(py, &obj)? && obj.hasattr("__dlpack__")? {
+            // Another framework's tensor: read it in place through DLPack.
+            let arr = numpy(py)?.call_method1("from_dlpack", (&obj,))?;
+            if foreign.is_none() {
+                foreign = Some(obj.clone());
+            }
+            obj = arr;
+        }
         let arr = match obj.cast::<PyUntypedArray>() {
             Ok(a) => Some(a.clone()),
             Err(_) => None,
@@ -88,6 +118,7 @@ pub fn parse<'py>(py: Python<'py>, args: &Bound<'py, PyTuple>, names: &[String])
             key.extend(arr.shape().iter().map(|d| *d as u64));
             sigs.push(ArgSig { vtype: VType::strong(dt), shape: arr.shape().to_vec() });
             views.push(view);
+            hosts[i] = Some(arr.into_any());
             continue;
         }
         if is_numpy_scalar(py, &obj)? {
@@ -106,6 +137,7 @@ pub fn parse<'py>(py: Python<'py>, args: &Bound<'py, PyTuple>, names: &[String])
             key.push((dtype_tag(dt) << 8) | 1);
             sigs.push(ArgSig { vtype: VType::strong(dt), shape: vec![] });
             views.push(v);
+            hosts[i] = Some(arr.clone());
             keep.push(arr);
             continue;
         }
@@ -147,10 +179,27 @@ pub fn parse<'py>(py: Python<'py>, args: &Bound<'py, PyTuple>, names: &[String])
             v.ptr = &scalars[i] as *const u64 as *const u8;
         }
     }
-    Ok(Args { key, sigs, views, scalars, _keep: keep })
+    Ok(Args { key, sigs, views, scalars, devices, hosts, foreign, _keep: keep })
+}
+
+fn is_scalar(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    Ok(obj.is_instance_of::<PyBool>()
+        || obj.is_instance_of::<PyInt>()
+        || obj.is_instance_of::<PyFloat>()
+        || is_numpy_scalar(py, obj)?)
 }
 
 impl Args<'_> {
+    /// True when any argument is a DeviceArray (the call is then asynchronous).
+    pub fn any_device(&self) -> bool {
+        self.devices.iter().any(Option::is_some)
+    }
+
+    /// The storage the scalar arguments' views point into (it must outlive their use).
+    pub fn take_scalars(&mut self) -> Box<[u64]> {
+        std::mem::take(&mut self.scalars)
+    }
+
     /// Number of scalar slots (one per argument).
     pub fn len(&self) -> usize {
         self.scalars.len()

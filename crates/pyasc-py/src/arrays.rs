@@ -113,13 +113,71 @@ fn pooled<'py, T: Element>(py: Python<'py>, shape: &[usize], bytes: usize) -> Re
     }
 }
 
+/// The NumPy descriptor of a pyasc dtype.
+fn descr(py: Python<'_>, dtype: DType) -> Result<Bound<'_, numpy::PyArrayDescr>> {
+    Ok(match dtype {
+        DType::Bool => numpy::dtype::<bool>(py),
+        DType::I8 => numpy::dtype::<i8>(py),
+        DType::U8 => numpy::dtype::<u8>(py),
+        DType::I32 => numpy::dtype::<i32>(py),
+        DType::I64 => numpy::dtype::<i64>(py),
+        DType::F32 => numpy::dtype::<f32>(py),
+        DType::F64 => numpy::dtype::<f64>(py),
+        other => return Err(IrError::new(ErrorKind::Unsupported, format!("no NumPy view of {other} memory yet"))),
+    })
+}
+
+/// A NumPy array over memory pyasc owns (`base` keeps it alive): `strides` in elements.
+///
+/// # Safety
+/// `data` must address every element reachable through `shape` and `strides` for as long as
+/// `base` lives.
+pub unsafe fn wrap_memory<'py>(
+    py: Python<'py>,
+    data: *mut u8,
+    dtype: DType,
+    shape: &[usize],
+    strides: &[isize],
+    base: Bound<'py, PyAny>,
+) -> Result<Bound<'py, PyAny>> {
+    let size = dtype.size() as isize;
+    let mut dims: Vec<npyffi::npy_intp> = shape.iter().map(|d| *d as npyffi::npy_intp).collect();
+    let mut st: Vec<npyffi::npy_intp> = strides.iter().map(|s| (*s * size) as npyffi::npy_intp).collect();
+    let d = descr(py, dtype)?;
+    // SAFETY: per this function's contract; the array holds a reference to `base`.
+    unsafe {
+        let arr = npyffi::PY_ARRAY_API.PyArray_NewFromDescr(
+            py,
+            npyffi::get_type_object(py, npyffi::NpyTypes::PyArray_Type),
+            d.into_dtype_ptr(),
+            dims.len() as std::os::raw::c_int,
+            dims.as_mut_ptr(),
+            st.as_mut_ptr(),
+            data as *mut std::os::raw::c_void,
+            npyffi::NPY_ARRAY_WRITEABLE,
+            std::ptr::null_mut(),
+        );
+        if arr.is_null() {
+            return Err(IrError::new(ErrorKind::OutOfMemory, "NumPy could not create an array view"));
+        }
+        npyffi::PY_ARRAY_API.PyArray_SetBaseObject(py, arr as *mut npyffi::PyArrayObject, base.into_ptr());
+        Ok(Bound::from_owned_ptr(py, arr))
+    }
+}
+
 /// A new uninitialised C-contiguous array of `dtype` and `shape`, and its data pointer.
 /// Large arrays live in pool blocks, small ones in NumPy's own allocation.
-pub fn empty<'py>(py: Python<'py>, dtype: DType, shape: &[usize]) -> Result<(Bound<'py, PyAny>, *mut u8)> {
+/// `force_pool` forces pool memory (128-byte aligned), which other frameworks can alias.
+pub fn empty<'py>(
+    py: Python<'py>,
+    dtype: DType,
+    shape: &[usize],
+    force_pool: bool,
+) -> Result<(Bound<'py, PyAny>, *mut u8)> {
     let bytes = shape.iter().product::<usize>() * dtype.size();
     macro_rules! alloc {
         ($t:ty) => {{
-            if bytes >= POOL_MIN_BYTES {
+            if force_pool || bytes >= POOL_MIN_BYTES {
                 pooled::<$t>(py, shape, bytes)?
             } else {
                 // SAFETY: every element is written by the kernel before Python can read it.

@@ -2,9 +2,10 @@
 //! tracing on a miss, and the cached call path (parse arguments, look up, allocate
 //! outputs, run with the GIL released) entirely in Rust.
 
-use crate::args::{parse, ArgSig};
+use crate::args::{parse, ArgSig, Args};
 use crate::arrays::empty;
 use crate::compiled::CompiledOp;
+use crate::device_array::DeviceArray;
 use crate::errors::{to_py, user_error};
 use crate::log;
 use crate::tensor::{node_of, Tensor, Trace, TraceRef};
@@ -13,7 +14,8 @@ use pyasc_ir::error::ErrorKind;
 use pyasc_ir::print::{graph_to_string, plan_to_string};
 use pyasc_ir::tile::BufferId;
 use pyasc_ir::Shape;
-use pyasc_runtime::{device_for, DeviceKind, InputView, OutputPtr, RunStats};
+use pyasc_runtime::buffer::DeviceBuffer;
+use pyasc_runtime::{device_for, DeviceKind, InputView, OutputPtr, RunOptions, RunStats};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use std::collections::HashMap;
@@ -41,6 +43,7 @@ pub struct Operator {
     params: Vec<String>,
     device: DeviceKind,
     options: CompileOptions,
+    debug: bool,
     settings: Py<PyDict>,
     cache: Mutex<HashMap<Vec<u64>, Arc<Entry>>>,
     last: Mutex<Option<Arc<Entry>>>,
@@ -54,7 +57,7 @@ struct Launch<'a> {
     entry: &'a Entry,
     views: &'a [InputView],
     outs: Vec<OutputPtr>,
-    record: bool,
+    opts: RunOptions,
     device: DeviceKind,
 }
 // SAFETY: the views and outputs point into arrays kept alive by the caller for the whole
@@ -63,7 +66,7 @@ unsafe impl Send for Launch<'_> {}
 
 impl Launch<'_> {
     fn run(self) -> pyasc_ir::error::Result<RunStats> {
-        device_for(self.device).execute(&self.entry.compiled.plan, self.views, &self.outs, self.record)
+        device_for(self.device).execute(&self.entry.compiled.plan, self.views, &self.outs, self.opts)
     }
 }
 
@@ -180,6 +183,95 @@ impl Operator {
     }
 }
 
+/// Return one result as itself, several (or a returned tuple) as a tuple.
+fn pack<'py>(py: Python<'py>, entry: &Entry, results: Vec<Bound<'py, PyAny>>) -> PyResult<Py<PyAny>> {
+    if entry.tuple_out {
+        Ok(PyTuple::new(py, results)?.into_any().unbind())
+    } else {
+        Ok(results.into_iter().next().expect("one output").unbind())
+    }
+}
+
+/// Raw views and outputs moved into a stream task.
+struct AsyncLaunch {
+    views: Vec<InputView>,
+    outs: Vec<OutputPtr>,
+}
+// SAFETY: the memory behind every pointer is kept alive by buffers the task owns, and the
+// stream ordering guarantees nobody else writes it while the task runs.
+unsafe impl Send for AsyncLaunch {}
+
+impl Operator {
+    /// DeviceArray arguments: queue the plan on the current stream and return DeviceArrays
+    /// at once. Host arrays among the arguments are copied to the device first (a snapshot,
+    /// so later changes to them do not race the kernel).
+    fn launch_async<'py>(&self, py: Python<'py>, entry: &Arc<Entry>, parsed: &mut Args<'py>) -> PyResult<Py<PyAny>> {
+        let stream = crate::stream::current();
+        let plan = &entry.compiled.plan;
+        let mut views = parsed.views.clone();
+        let mut reads: Vec<Arc<DeviceBuffer>> = Vec::new();
+        for (i, dev) in parsed.devices.iter().enumerate() {
+            if let Some(b) = dev {
+                reads.push(b.clone());
+            } else if let Some(host) = &parsed.hosts[i] {
+                let sig = &parsed.sigs[i];
+                let staged = Py::new(py, DeviceArray::alloc(sig.vtype.dtype, sig.shape.clone(), 128).map_err(to_py)?)?;
+                staged.get().buf.wait_host(true);
+                let view = staged.get().host_view_any(staged.bind(py))?;
+                crate::arrays::numpy(py)?.call_method1("copyto", (view, host))?;
+                views[i] = staged.get().view();
+                reads.push(staged.get().buf.clone());
+            }
+        }
+        for b in &reads {
+            b.order_on(&stream, false);
+        }
+        let mut made: Vec<(BufferId, DeviceArray)> = Vec::with_capacity(plan.outputs.len());
+        for b in &plan.outputs {
+            if made.iter().any(|(id, _)| id == b) {
+                continue;
+            }
+            let decl = &plan.buffers[b.0 as usize];
+            made.push((*b, DeviceArray::alloc(decl.dtype, decl.shape.0.clone(), 128).map_err(to_py)?));
+        }
+        let outs: Vec<OutputPtr> = plan
+            .outputs
+            .iter()
+            .map(|b| OutputPtr(made.iter().find(|(id, _)| id == b).expect("allocated above").1.data_ptr()))
+            .collect();
+        let writes: Vec<Arc<DeviceBuffer>> = made.iter().map(|(_, a)| a.buf.clone()).collect();
+        let scalars = parsed.take_scalars();
+        let launch = AsyncLaunch { views, outs };
+        let (task_entry, device) = (entry.clone(), self.device);
+        let opts = RunOptions { record: false, check_finite: self.debug };
+        let keep = (reads.clone(), writes.clone());
+        let name = self.name.clone();
+        let seq = stream.enqueue(Box::new(move || {
+            // Move the whole launch into the task (not its non-Send fields one by one).
+            let launch = launch;
+            let _alive = (&keep, &scalars);
+            device_for(device)
+                .execute(&task_entry.compiled.plan, &launch.views, &launch.outs, opts)
+                .map(|_| ())
+                .map_err(|mut e| {
+                    e.message = format!("in operator {name}: {}", e.message);
+                    e
+                })
+        }));
+        for b in &reads {
+            b.record_use(&stream, seq, false);
+        }
+        for b in &writes {
+            b.record_use(&stream, seq, true);
+        }
+        let objs: Vec<(BufferId, Bound<'py, PyAny>)> =
+            made.into_iter().map(|(id, a)| Ok((id, Bound::new(py, a)?.into_any()))).collect::<PyResult<_>>()?;
+        let results =
+            plan.outputs.iter().map(|b| objs.iter().find(|(id, _)| id == b).expect("made above").1.clone()).collect();
+        pack(py, entry, results)
+    }
+}
+
 fn describe(sigs: &[ArgSig]) -> String {
     let parts: Vec<String> = sigs
         .iter()
@@ -214,6 +306,9 @@ impl Operator {
                 Ok(names.into_iter().take(n).collect())
             })
             .unwrap_or_default();
+        let debug: bool = settings.bind(py).get_item("debug")?.map(|d| d.extract()).transpose()?.unwrap_or(false);
+        // Debug operators run one op per kernel, so a NaN is traced to the op's own line.
+        let op_break_level = if debug { 0 } else { op_break_level };
         let options = CompileOptions { op_break_level, kernel_name: name.clone(), ..CompileOptions::default() };
         if device == DeviceKind::NpuTwin && log::enabled(log::INFO) {
             log::emit(
@@ -228,6 +323,7 @@ impl Operator {
             params,
             device,
             options,
+            debug,
             settings,
             cache: Mutex::new(HashMap::new()),
             last: Mutex::new(None),
@@ -246,9 +342,13 @@ impl Operator {
         kwargs: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
         let args = self.positional(py, args, kwargs)?;
-        let parsed = parse(py, &args, &self.params)?;
+        let mut parsed = parse(py, &args, &self.params)?;
         let entry = self.entry_for(py, &parsed.key, &parsed.sigs)?;
+        if parsed.any_device() {
+            return self.launch_async(py, &entry, &mut parsed);
+        }
         let plan = &entry.compiled.plan;
+        let pooled = parsed.foreign.is_some();
         // One array per distinct output buffer.
         let mut made: Vec<(BufferId, Bound<'py, PyAny>, *mut u8)> = Vec::with_capacity(plan.outputs.len());
         let mut outs = Vec::with_capacity(plan.outputs.len());
@@ -260,12 +360,13 @@ impl Operator {
             }
             let decl = &plan.buffers[b.0 as usize];
             elements += decl.shape.numel();
-            let (arr, p) = empty(py, decl.dtype, &decl.shape.0).map_err(to_py)?;
+            let (arr, p) = empty(py, decl.dtype, &decl.shape.0, pooled).map_err(to_py)?;
             outs.push(OutputPtr(p));
             made.push((*b, arr, p));
         }
         let record = log::enabled(log::DEBUG);
-        let launch = Launch { entry: &entry, views: &parsed.views, outs, record, device: self.device };
+        let opts = RunOptions { record, check_finite: self.debug };
+        let launch = Launch { entry: &entry, views: &parsed.views, outs, opts, device: self.device };
         let stats = if elements >= pyasc_runtime::vm::PARALLEL_THRESHOLD {
             py.detach(move || launch.run())
         } else {
@@ -284,16 +385,16 @@ impl Operator {
                 );
             }
         }
-        let results: Vec<Bound<'py, PyAny>> = plan
+        let mut results: Vec<Bound<'py, PyAny>> = plan
             .outputs
             .iter()
             .map(|b| made.iter().find(|(id, _, _)| id == b).expect("allocated above").1.clone())
             .collect();
-        if entry.tuple_out {
-            Ok(PyTuple::new(py, results)?.into_any().unbind())
-        } else {
-            Ok(results.into_iter().next().expect("one output").unbind())
+        if let Some(proto) = &parsed.foreign {
+            let convert = py.import("pyasc._interop")?.getattr("like")?;
+            results = results.into_iter().map(|r| convert.call1((proto, r))).collect::<PyResult<_>>()?;
         }
+        pack(py, &entry, results)
     }
 
     /// Compile (or fetch) the plan for these example arguments without running it; with no

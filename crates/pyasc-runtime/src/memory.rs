@@ -170,6 +170,41 @@ impl Drop for PoolBlock {
     }
 }
 
+/// Below this many bytes a copy or fill runs on the calling thread.
+const PARALLEL_COPY_BYTES: usize = 1 << 20;
+
+/// Copy `n` bytes, spreading large copies over the worker pool.
+///
+/// # Safety
+/// `src` and `dst` must each address `n` bytes and must not overlap.
+pub unsafe fn copy_bytes(dst: *mut u8, src: *const u8, n: usize) {
+    if n < PARALLEL_COPY_BYTES || crate::pool::num_threads() == 1 {
+        // SAFETY: per the contract above.
+        unsafe { std::ptr::copy_nonoverlapping(src, dst, n) };
+        return;
+    }
+    use rayon::prelude::*;
+    // SAFETY: per the contract above; chunks are disjoint.
+    let (d, s) = unsafe { (std::slice::from_raw_parts_mut(dst, n), std::slice::from_raw_parts(src, n)) };
+    let chunk = (n / (crate::pool::num_threads() * 4)).max(PARALLEL_COPY_BYTES / 4);
+    d.par_chunks_mut(chunk).zip(s.par_chunks(chunk)).for_each(|(d, s)| d.copy_from_slice(s));
+}
+
+/// Set `n` bytes to zero, spreading large fills over the worker pool.
+///
+/// # Safety
+/// `dst` must address `n` writable bytes.
+pub unsafe fn zero_bytes(dst: *mut u8, n: usize) {
+    use rayon::prelude::*;
+    // SAFETY: per the contract above.
+    let d = unsafe { std::slice::from_raw_parts_mut(dst, n) };
+    if n < PARALLEL_COPY_BYTES {
+        d.fill(0);
+    } else {
+        d.par_chunks_mut(PARALLEL_COPY_BYTES / 4).for_each(|c| c.fill(0));
+    }
+}
+
 /// Free every cached block.
 pub fn empty_cache() {
     let taken = CACHE.lock().expect("pool lock poisoned").take();

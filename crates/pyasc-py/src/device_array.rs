@@ -1,0 +1,575 @@
+//! `pyasc.DeviceArray`: an array in device memory (a pool block), viewed with any shape,
+//! strides and offset. Work on it is asynchronous and stream-ordered; every host access
+//! (`numpy()`, `copy_to`, `np.asarray`, DLPack export) first waits for the work that writes
+//! it and raises that work's error, if any.
+
+use crate::arrays::{dtype_of, numpy, view_of, wrap_memory};
+use crate::errors::{to_py, user_error};
+use crate::stream;
+use crate::tensor::parse_dtype;
+use numpy::{PyUntypedArray, PyUntypedArrayMethods};
+use pyasc_ir::error::ErrorKind;
+use pyasc_ir::DType;
+use pyasc_runtime::buffer::DeviceBuffer;
+use pyasc_runtime::memory::copy_bytes;
+use pyasc_runtime::InputView;
+use pyo3::exceptions::{PyIndexError, PyTypeError};
+use pyo3::prelude::*;
+use pyo3::types::{PyEllipsis, PyInt, PySlice, PySliceMethods, PyTuple};
+use std::sync::Arc;
+
+/// Default alignment of device allocations, in bytes.
+pub const DEFAULT_ALIGNMENT: i64 = 128;
+
+/// An array in device memory.
+#[pyclass(module = "pyasc._pyasc", name = "DeviceArray", frozen)]
+pub struct DeviceArray {
+    /// The memory (shared by views).
+    pub buf: Arc<DeviceBuffer>,
+    /// Byte offset of element `[0, 0, ...]` in the buffer.
+    pub offset: usize,
+    /// Extents.
+    pub shape: Vec<usize>,
+    /// Strides in elements.
+    pub strides: Vec<isize>,
+    /// Element type.
+    pub dtype: DType,
+    /// Alignment the memory was allocated with.
+    pub alignment: usize,
+}
+
+fn c_strides(shape: &[usize]) -> Vec<isize> {
+    InputView::contiguous(std::ptr::null(), DType::U8, shape.to_vec()).strides
+}
+
+fn parse_shape(shape: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
+    if let Ok(n) = shape.extract::<usize>() {
+        return Ok(vec![n]);
+    }
+    shape.extract::<Vec<usize>>().map_err(|_| {
+        user_error(
+            shape.py(),
+            ErrorKind::Shape,
+            format!("shape must be an int or a sequence of non-negative ints, not {shape}"),
+        )
+    })
+}
+
+impl DeviceArray {
+    /// A new C-contiguous array over a fresh pool buffer.
+    pub fn alloc(dtype: DType, shape: Vec<usize>, alignment: usize) -> pyasc_ir::error::Result<DeviceArray> {
+        let bytes = shape.iter().product::<usize>() * dtype.size();
+        let buf = DeviceBuffer::alloc(bytes, alignment)?;
+        Ok(DeviceArray { buf, offset: 0, strides: c_strides(&shape), shape, dtype, alignment })
+    }
+
+    /// Address of element `[0, 0, ...]`.
+    pub fn data_ptr(&self) -> *mut u8 {
+        // SAFETY: the offset lies inside the buffer.
+        unsafe { self.buf.ptr().add(self.offset) }
+    }
+
+    /// The executor's view of the array.
+    pub fn view(&self) -> InputView {
+        InputView { ptr: self.data_ptr(), dtype: self.dtype, shape: self.shape.clone(), strides: self.strides.clone() }
+    }
+
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    /// True when the elements are contiguous in C order.
+    pub fn is_c_contiguous(&self) -> bool {
+        self.numel() <= 1
+            || self.shape.iter().zip(&self.strides).zip(c_strides(&self.shape)).all(|((d, s), c)| *d == 1 || *s == c)
+    }
+
+    /// Wait (GIL released) until the host may read (or write) the memory, then raise any
+    /// pending error of the stream that wrote it.
+    pub fn wait_host(&self, py: Python<'_>, write: bool) -> PyResult<()> {
+        let buf = self.buf.clone();
+        py.detach(move || buf.wait_host(write));
+        if let Some((core, _)) = self.buf.last_writer() {
+            core.take_error().map_err(to_py)?;
+        }
+        Ok(())
+    }
+
+    /// A NumPy view of the memory (no waiting) kept alive by `owner`.
+    pub fn host_view_any<'py>(&self, owner: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        self.host_view(owner)
+    }
+
+    /// A NumPy view of the memory (no waiting); `owner` keeps it alive.
+    fn host_view<'py>(&self, owner: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        // SAFETY: the view covers exactly this array's elements; `owner` keeps the buffer alive.
+        unsafe {
+            wrap_memory(owner.py(), self.data_ptr(), self.dtype, &self.shape, &self.strides, owner.clone().into_any())
+        }
+        .map_err(to_py)
+    }
+
+    /// Copy a host array (any layout, dtype cast as NumPy's `copyto`) into this array now.
+    fn copy_host_now(slf: &Bound<'_, Self>, src: &Bound<'_, PyAny>) -> PyResult<()> {
+        let me = slf.get();
+        let py = slf.py();
+        let np = numpy(py)?;
+        if let Ok(arr) = src.cast::<PyUntypedArray>() {
+            let same = dtype_of(arr).ok() == Some(me.dtype) && arr.shape() == me.shape.as_slice();
+            if same && arr.is_c_contiguous() && me.is_c_contiguous() {
+                let v = view_of(arr, me.dtype).expect("contiguous arrays have element strides");
+                let (dst, src_p, n) = (me.data_ptr() as usize, v.ptr as usize, me.numel() * me.dtype.size());
+                // SAFETY: both ranges hold `n` bytes and do not overlap (fresh device memory).
+                py.detach(move || unsafe { copy_bytes(dst as *mut u8, src_p as *const u8, n) });
+                return Ok(());
+            }
+        }
+        let view = me.host_view(slf)?;
+        np.call_method1("copyto", (view, src))?;
+        Ok(())
+    }
+}
+
+#[pymethods]
+impl DeviceArray {
+    /// Allocate an array of `shape` and `dtype` (contents undefined, like `pyasc.empty`) with
+    /// its start aligned to `alignment` bytes (a power of two; default 128).
+    #[new]
+    #[pyo3(signature = (shape, dtype = None, alignment = DEFAULT_ALIGNMENT))]
+    fn py_new(
+        py: Python<'_>,
+        shape: &Bound<'_, PyAny>,
+        dtype: Option<&Bound<'_, PyAny>>,
+        alignment: i64,
+    ) -> PyResult<Self> {
+        let shape = parse_shape(shape)?;
+        let dtype = match dtype {
+            Some(d) if !d.is_none() => parse_dtype(py, d)?,
+            _ => DType::F32,
+        };
+        if alignment <= 0 || !(alignment as u64).is_power_of_two() {
+            return Err(user_error(
+                py,
+                ErrorKind::Alignment,
+                format!("alignment must be a positive power of two, not {alignment}"),
+            ));
+        }
+        DeviceArray::alloc(dtype, shape, alignment as usize)
+            .map_err(|e| to_py(e.at(crate::frames::user_loc(py).as_ref())))
+    }
+
+    /// Extents.
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, &self.shape)
+    }
+    /// Element type as a `numpy.dtype`.
+    #[getter]
+    fn dtype<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        crate::arrays::np_dtype(py, self.dtype)
+    }
+    /// Strides in bytes, like NumPy.
+    #[getter]
+    fn strides<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let size = self.dtype.size() as isize;
+        PyTuple::new(py, self.strides.iter().map(|s| s * size))
+    }
+    /// Number of axes.
+    #[getter]
+    fn ndim(&self) -> usize {
+        self.shape.len()
+    }
+    /// Number of elements.
+    #[getter]
+    fn size(&self) -> usize {
+        self.numel()
+    }
+    /// Bytes of one element.
+    #[getter]
+    fn itemsize(&self) -> usize {
+        self.dtype.size()
+    }
+    /// Bytes of the elements.
+    #[getter]
+    fn nbytes(&self) -> usize {
+        self.numel() * self.dtype.size()
+    }
+    /// The alignment the memory was allocated with, in bytes.
+    #[getter(alignment)]
+    fn get_alignment(&self) -> usize {
+        self.alignment
+    }
+    /// Address of the first element.
+    #[getter]
+    fn data_ptr_int(&self) -> usize {
+        self.data_ptr() as usize
+    }
+    /// True when the elements are contiguous in C order.
+    #[getter]
+    fn c_contiguous(&self) -> bool {
+        self.is_c_contiguous()
+    }
+    /// The device the memory belongs to.
+    #[getter]
+    fn device(&self) -> &'static str {
+        "cpu"
+    }
+
+    /// Copy `src` (a NumPy array, anything `np.asarray` accepts, or a DeviceArray) into this
+    /// array, in order on the current stream. Shapes must match or broadcast; dtypes are cast
+    /// as NumPy's `copyto` casts them.
+    fn copy_from(slf: &Bound<'_, Self>, src: &Bound<'_, PyAny>) -> PyResult<()> {
+        let py = slf.py();
+        let me = slf.get();
+        let stream = stream::current();
+        if let Ok(other) = src.cast::<DeviceArray>() {
+            let o = other.get();
+            if o.shape != me.shape || o.dtype != me.dtype || !o.is_c_contiguous() || !me.is_c_contiguous() {
+                // Layout or dtype changes go through the host.
+                o.wait_host(py, false)?;
+                me.wait_host(py, true)?;
+                let host = o.host_view(other)?;
+                return DeviceArray::copy_host_now(slf, &host);
+            }
+            o.buf.order_on(&stream, false);
+            me.buf.order_on(&stream, true);
+            let (dst, srcp, n) = (me.data_ptr() as usize, o.data_ptr() as usize, me.nbytes());
+            let (keep_a, keep_b) = (me.buf.clone(), o.buf.clone());
+            let seq = stream.enqueue(Box::new(move || {
+                // SAFETY: both buffers are kept alive by the task and ordered by their streams.
+                unsafe { copy_bytes(dst as *mut u8, srcp as *const u8, n) };
+                drop((keep_a, keep_b));
+                Ok(())
+            }));
+            o.buf.record_use(&stream, seq, false);
+            me.buf.record_use(&stream, seq, true);
+            return Ok(());
+        }
+        let np = numpy(py)?;
+        let arr = np.call_method1("asarray", (src,))?;
+        let shape: Vec<usize> = arr.getattr("shape")?.extract()?;
+        let fits = shape == me.shape
+            || np
+                .call_method1("broadcast_shapes", (PyTuple::new(py, &shape)?, PyTuple::new(py, &me.shape)?))
+                .ok()
+                .and_then(|s| s.extract::<Vec<usize>>().ok())
+                == Some(me.shape.clone());
+        if !fits {
+            return Err(user_error(
+                py,
+                ErrorKind::Shape,
+                format!("copy_from: source of shape {shape:?} does not fit a DeviceArray of shape {:?}", me.shape),
+            ));
+        }
+        let busy = !stream.query() || me.buf.last_writer().is_some_and(|(c, seq)| !c.is_done(seq));
+        if !busy {
+            return DeviceArray::copy_host_now(slf, &arr);
+        }
+        // Work on the array or the stream is pending: snapshot the source now, copy in order.
+        let staged =
+            Py::new(py, DeviceArray::alloc(me.dtype, me.shape.clone(), DEFAULT_ALIGNMENT as usize).map_err(to_py)?)?;
+        DeviceArray::copy_host_now(staged.bind(py), &arr)?;
+        let st = staged.get();
+        me.buf.order_on(&stream, true);
+        if me.is_c_contiguous() {
+            let (dst, srcp, n) = (me.data_ptr() as usize, st.data_ptr() as usize, me.nbytes());
+            let (keep_a, keep_b) = (me.buf.clone(), st.buf.clone());
+            let seq = stream.enqueue(Box::new(move || {
+                // SAFETY: both buffers are kept alive by the task and ordered by their streams.
+                unsafe { copy_bytes(dst as *mut u8, srcp as *const u8, n) };
+                drop((keep_a, keep_b));
+                Ok(())
+            }));
+            me.buf.record_use(&stream, seq, true);
+        } else {
+            me.wait_host(py, true)?;
+            let host = st.host_view(staged.bind(py))?;
+            DeviceArray::copy_host_now(slf, &host)?;
+        }
+        Ok(())
+    }
+
+    /// Copy this array into the NumPy array `dst` (waits for the work that writes it).
+    fn copy_to(slf: &Bound<'_, Self>, dst: &Bound<'_, PyAny>) -> PyResult<()> {
+        let me = slf.get();
+        me.wait_host(slf.py(), false)?;
+        let view = me.host_view(slf)?;
+        numpy(slf.py())?.call_method1("copyto", (dst, view))?;
+        Ok(())
+    }
+
+    /// A NumPy copy of the array (waits for the work that writes it).
+    fn numpy<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let me = slf.get();
+        me.wait_host(py, false)?;
+        if me.is_c_contiguous() {
+            let (out, p) = crate::arrays::empty(py, me.dtype, &me.shape, false).map_err(to_py)?;
+            let (dst, src, n) = (p as usize, me.data_ptr() as usize, me.nbytes());
+            // SAFETY: both ranges hold `n` bytes and do not overlap.
+            py.detach(move || unsafe { copy_bytes(dst as *mut u8, src as *const u8, n) });
+            return Ok(out);
+        }
+        let view = me.host_view(slf)?;
+        numpy(py)?.call_method1("array", (view,))
+    }
+
+    /// NumPy's array protocol: a copy, or with `copy=False` a view of the device memory.
+    #[pyo3(signature = (dtype = None, copy = None))]
+    fn __array__<'py>(
+        slf: &Bound<'py, Self>,
+        dtype: Option<&Bound<'py, PyAny>>,
+        copy: Option<bool>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let me = slf.get();
+        let arr = if copy == Some(false) {
+            me.wait_host(slf.py(), true)?;
+            me.host_view(slf)?
+        } else {
+            DeviceArray::numpy(slf)?
+        };
+        match dtype {
+            Some(d) if !d.is_none() => arr.call_method1("astype", (d,)),
+            _ => Ok(arr),
+        }
+    }
+
+    /// DLPack export (zero-copy), after the work that writes the array.
+    #[pyo3(signature = (*, stream = None, max_version = None, dl_device = None, copy = None))]
+    fn __dlpack__(
+        slf: &Bound<'_, Self>,
+        stream: Option<&Bound<'_, PyAny>>,
+        max_version: Option<&Bound<'_, PyAny>>,
+        dl_device: Option<&Bound<'_, PyAny>>,
+        copy: Option<bool>,
+    ) -> PyResult<Py<PyAny>> {
+        let _ = (stream, max_version, dl_device);
+        let py = slf.py();
+        let me = slf.get();
+        me.wait_host(py, false)?;
+        if copy == Some(true) {
+            let dup = Py::new(py, DeviceArray::alloc(me.dtype, me.shape.clone(), me.alignment).map_err(to_py)?)?;
+            DeviceArray::copy_host_now(dup.bind(py), &me.host_view(slf)?)?;
+            let d = dup.get();
+            return crate::dlpack::export_capsule(
+                py,
+                d.data_ptr(),
+                &d.shape,
+                &d.strides,
+                d.dtype,
+                dup.clone_ref(py).into_any(),
+            );
+        }
+        crate::dlpack::export_capsule(
+            py,
+            me.data_ptr(),
+            &me.shape,
+            &me.strides,
+            me.dtype,
+            slf.clone().into_any().unbind(),
+        )
+    }
+
+    /// DLPack device: (kDLCPU, 0).
+    fn __dlpack_device__(&self) -> (i32, i32) {
+        crate::dlpack::dlpack_device()
+    }
+
+    fn __len__(&self) -> PyResult<usize> {
+        self.shape.first().copied().ok_or_else(|| PyTypeError::new_err("len() of a 0-d DeviceArray"))
+    }
+
+    /// Indexing with ints, slices (any step), `...` and `None` makes views.
+    fn __getitem__(slf: &Bound<'_, Self>, key: &Bound<'_, PyAny>) -> PyResult<DeviceArray> {
+        let me = slf.get();
+        let items: Vec<Bound<'_, PyAny>> = match key.cast::<PyTuple>() {
+            Ok(t) => t.iter().collect(),
+            Err(_) => vec![key.clone()],
+        };
+        let consumed = items.iter().filter(|k| !k.is_none() && !k.is_instance_of::<PyEllipsis>()).count();
+        if consumed > me.shape.len() {
+            return Err(PyIndexError::new_err(format!(
+                "too many indices for an array of {} dimensions",
+                me.shape.len()
+            )));
+        }
+        let size = me.dtype.size() as isize;
+        let mut offset = me.offset as isize;
+        let (mut shape, mut strides) = (Vec::new(), Vec::new());
+        let mut axis = 0usize;
+        let mut seen_ellipsis = false;
+        for k in &items {
+            if k.is_none() {
+                shape.push(1);
+                strides.push(0);
+            } else if k.is_instance_of::<PyEllipsis>() {
+                if seen_ellipsis {
+                    return Err(PyIndexError::new_err("an index can only have a single ellipsis"));
+                }
+                seen_ellipsis = true;
+                let skip = me.shape.len() - consumed;
+                for _ in 0..skip {
+                    shape.push(me.shape[axis]);
+                    strides.push(me.strides[axis]);
+                    axis += 1;
+                }
+            } else if let Ok(sl) = k.cast::<PySlice>() {
+                let ind = sl.indices(me.shape[axis] as isize)?;
+                offset += ind.start * me.strides[axis] * size;
+                shape.push(ind.slicelength);
+                strides.push(ind.step * me.strides[axis]);
+                axis += 1;
+            } else if k.is_instance_of::<PyInt>() {
+                let i: isize = k.extract()?;
+                let n = me.shape[axis] as isize;
+                let j = if i < 0 { i + n } else { i };
+                if j < 0 || j >= n {
+                    return Err(PyIndexError::new_err(format!(
+                        "index {i} is out of bounds for axis {axis} with size {n}"
+                    )));
+                }
+                offset += j * me.strides[axis] * size;
+                axis += 1;
+            } else {
+                return Err(PyIndexError::new_err(format!(
+                    "DeviceArray indices must be ints, slices, ... or None, not {}",
+                    k.get_type().name()?
+                )));
+            }
+        }
+        while axis < me.shape.len() {
+            shape.push(me.shape[axis]);
+            strides.push(me.strides[axis]);
+            axis += 1;
+        }
+        // An empty view may point anywhere; keep it at the start of the buffer.
+        let offset = if shape.contains(&0) { 0 } else { offset as usize };
+        Ok(DeviceArray { buf: me.buf.clone(), offset, shape, strides, dtype: me.dtype, alignment: me.alignment })
+    }
+
+    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
+        let me = slf.get();
+        let head = format!("DeviceArray(shape={:?}, dtype={}, alignment={})", me.shape, me.dtype, me.alignment);
+        if me.numel() > 64 {
+            return Ok(head);
+        }
+        let host = DeviceArray::numpy(slf)?;
+        Ok(format!("{head}\n{}", host.repr()?))
+    }
+}
+
+/// Copy any array-like to a new DeviceArray (`dtype` casts; `alignment` in bytes).
+#[pyfunction]
+#[pyo3(signature = (a, dtype = None, alignment = DEFAULT_ALIGNMENT))]
+pub fn to_device(
+    py: Python<'_>,
+    a: &Bound<'_, PyAny>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    alignment: i64,
+) -> PyResult<Py<DeviceArray>> {
+    if let Ok(d) = a.cast::<DeviceArray>() {
+        if dtype.is_none() {
+            let src = d.get();
+            let out = Py::new(
+                py,
+                DeviceArray::alloc(src.dtype, src.shape.clone(), alignment.max(1) as usize).map_err(to_py)?,
+            )?;
+            DeviceArray::copy_from(out.bind(py), d.as_any())?;
+            return Ok(out);
+        }
+    }
+    let np = numpy(py)?;
+    let arr = if a.hasattr("__dlpack__")? && !a.is_instance(&np.getattr("ndarray")?)? {
+        np.call_method1("from_dlpack", (a,))?
+    } else {
+        np.call_method1("asarray", (a,))?
+    };
+    let arr = match dtype {
+        Some(d) if !d.is_none() => arr.call_method1("astype", (d,))?,
+        _ => arr,
+    };
+    let dt = dtype_of(arr.cast::<PyUntypedArray>()?).map_err(to_py)?;
+    let shape: Vec<usize> = arr.getattr("shape")?.extract()?;
+    if alignment <= 0 || !(alignment as u64).is_power_of_two() {
+        return Err(user_error(
+            py,
+            ErrorKind::Alignment,
+            format!("alignment must be a positive power of two, not {alignment}"),
+        ));
+    }
+    let out = Py::new(py, DeviceArray::alloc(dt, shape, alignment as usize).map_err(to_py)?)?;
+    DeviceArray::copy_host_now(out.bind(py), &arr)?;
+    Ok(out)
+}
+
+/// A new DeviceArray with undefined contents.
+#[pyfunction]
+#[pyo3(signature = (shape, dtype = None, alignment = DEFAULT_ALIGNMENT))]
+pub fn empty(
+    py: Python<'_>,
+    shape: &Bound<'_, PyAny>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    alignment: i64,
+) -> PyResult<DeviceArray> {
+    DeviceArray::py_new(py, shape, dtype, alignment)
+}
+
+/// A new DeviceArray of zeros.
+#[pyfunction]
+#[pyo3(signature = (shape, dtype = None, alignment = DEFAULT_ALIGNMENT))]
+pub fn zeros(
+    py: Python<'_>,
+    shape: &Bound<'_, PyAny>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    alignment: i64,
+) -> PyResult<DeviceArray> {
+    let a = DeviceArray::py_new(py, shape, dtype, alignment)?;
+    let (p, n) = (a.data_ptr() as usize, a.nbytes());
+    // SAFETY: the fresh buffer holds `n` bytes nobody else uses yet.
+    py.detach(move || unsafe { pyasc_runtime::memory::zero_bytes(p as *mut u8, n) });
+    Ok(a)
+}
+
+/// A DeviceArray sharing the memory of any DLPack-capable CPU tensor (zero-copy).
+#[pyfunction]
+pub fn from_dlpack(py: Python<'_>, t: &Bound<'_, PyAny>) -> PyResult<DeviceArray> {
+    if let Ok(d) = t.cast::<DeviceArray>() {
+        let s = d.get();
+        return Ok(DeviceArray {
+            buf: s.buf.clone(),
+            offset: s.offset,
+            shape: s.shape.clone(),
+            strides: s.strides.clone(),
+            dtype: s.dtype,
+            alignment: s.alignment,
+        });
+    }
+    let arr = numpy(py)?.call_method1("from_dlpack", (t,))?;
+    let a = arr.cast::<PyUntypedArray>()?;
+    let dt = dtype_of(a).map_err(to_py)?;
+    let v = view_of(a, dt)
+        .ok_or_else(|| user_error(py, ErrorKind::Alignment, "tensor strides are not multiples of its item size"))?;
+    // The lowest and highest addresses the view reaches.
+    let size = dt.size() as isize;
+    let (mut lo, mut hi) = (0isize, 0isize);
+    for (d, s) in v.shape.iter().zip(&v.strides) {
+        if *d == 0 {
+            lo = 0;
+            hi = -size;
+            break;
+        }
+        let span = (*d as isize - 1) * s * size;
+        if span < 0 {
+            lo += span
+        } else {
+            hi += span
+        }
+    }
+    let base = unsafe { (v.ptr as *mut u8).offset(lo) };
+    let bytes = (hi - lo + size).max(0) as usize;
+    let owner: Py<PyAny> = arr.clone().unbind();
+    let buf = DeviceBuffer::external(base, bytes, Box::new(owner));
+    let align = 1usize << (base as usize).trailing_zeros().min(12);
+    Ok(DeviceArray { buf, offset: (-lo) as usize, shape: v.shape, strides: v.strides, dtype: dt, alignment: align })
+}

@@ -1,0 +1,21 @@
+"""Results in the caller's framework: an operator given another framework's DLPack tensor
+(JAX, PyTorch, CuPy, ...) returns that framework's arrays, sharing pyasc's memory."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Callable, Dict
+
+# Top-level module of a tensor type -> module whose ``from_dlpack`` makes that kind of tensor.
+_IMPORTERS: Dict[str, str] = {"jaxlib": "jax.numpy", "jax": "jax.numpy", "torch": "torch", "cupy": "cupy"}
+
+
+def _importer(proto: Any) -> Callable[[Any], Any]:
+    top = type(proto).__module__.split(".")[0]
+    module = importlib.import_module(_IMPORTERS.get(top, top))
+    return module.from_dlpack
+
+
+def like(proto: Any, result: Any) -> Any:
+    """Return ``result`` (a NumPy array over pyasc memory) as a tensor of ``proto``'s framework."""
+    return _importer(proto)(result)
