@@ -16,12 +16,14 @@ use pyo3::prelude::*;
 pub mod args;
 pub mod arrays;
 pub mod compiled;
+pub mod device_array;
 pub mod dlpack;
 pub mod errors;
 pub mod frames;
 pub mod log;
 pub mod monitor;
 pub mod operator;
+pub mod stream;
 pub mod tensor;
 
 /// The extension module `pyasc._pyasc`.
@@ -31,6 +33,15 @@ fn _pyasc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<operator::Operator>()?;
     m.add_class::<compiled::CompiledOp>()?;
     m.add_class::<arrays::PoolBuffer>()?;
+    m.add_class::<device_array::DeviceArray>()?;
+    m.add_class::<stream::Stream>()?;
+    m.add_class::<stream::Event>()?;
+    m.add_function(wrap_pyfunction!(device_array::to_device, m)?)?;
+    m.add_function(wrap_pyfunction!(device_array::empty, m)?)?;
+    m.add_function(wrap_pyfunction!(device_array::zeros, m)?)?;
+    m.add_function(wrap_pyfunction!(device_array::from_dlpack, m)?)?;
+    m.add_function(wrap_pyfunction!(stream::current_stream, m)?)?;
+    m.add_function(wrap_pyfunction!(stream::synchronize, m)?)?;
     m.add_function(wrap_pyfunction!(memory_stats, m)?)?;
     m.add_function(wrap_pyfunction!(empty_cache, m)?)?;
     m.add_function(wrap_pyfunction!(tensor::apply_unary, m)?)?;
