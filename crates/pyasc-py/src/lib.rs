@@ -80,6 +80,7 @@ fn memory_stats(py: Python<'_>) -> PyResult<Py<PyAny>> {
     let d = pyo3::types::PyDict::new(py);
     d.set_item("bytes_in_use", s.in_use)?;
     d.set_item("bytes_cached", s.cached)?;
+    d.set_item("bytes_reserved", s.in_use + s.cached)?;
     d.set_item("peak_bytes_in_use", s.peak)?;
     d.set_item("allocations", s.allocations)?;
     d.set_item("reuses", s.reuses)?;
