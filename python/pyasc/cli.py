@@ -1,4 +1,4 @@
-"""The ``pyasc`` command: ``pyasc demo``, ``pyasc bench``, ``pyasc info``."""
+"""The ``pyasc`` command: ``pyasc demo``, ``pyasc bench``, ``pyasc info``, ``pyasc doctor``."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     bench = sub.add_parser("bench", help="benchmark against NumPy, numexpr, Numba and JAX where installed")
     bench.add_argument("--quick", action="store_true", help="small sizes and few repeats (a smoke test)")
     bench.add_argument("--only", action="append", default=None, help="run only the named benchmark (repeatable)")
-    sub.add_parser("info", help="show the devices pyasc can run on")
+    sub.add_parser("info", help="show the devices pyasc can run on (like npu-smi info)")
+    sub.add_parser("doctor", help="check the environment and print a fix for each problem")
     args = parser.parse_args(argv)
     if args.command == "demo":
         from .demo import run
@@ -26,13 +27,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         from .bench import run as run_bench
 
         return run_bench(quick=args.quick, only=args.only)
-    from . import device_info
+    if args.command == "doctor":
+        from .doctor import run as run_doctor
 
-    print(f"{'device':<10} {'name':<52} {'cores':>5} {'isa':>9} {'local mem':>10}")
-    for kind in ("cpu", "npu"):
-        d = device_info(kind)
-        print(f"{d['kind']:<10} {d['name']:<52} {d['cores']:>5} {d['isa']:>9} {d['local_memory_bytes'] // 1024:>7} KiB")
-    return 0
+        return run_doctor()
+    from .info import run as run_info
+
+    return run_info()
 
 
 if __name__ == "__main__":
