@@ -7,9 +7,8 @@ import subprocess
 import sys
 
 import numpy as np
-import pytest
-
 import pyasc
+import pytest
 
 
 def test_construction_properties_and_alignment():

@@ -10,18 +10,6 @@ from . import _pyasc
 from ._log import _init_from_env, set_log_level
 from ._types import CacheInfo
 from .decorators import OPTION_STATUS, operator
-from .streams import (
-    DeviceArray,
-    Event,
-    Stream,
-    current_stream,
-    empty,
-    from_dlpack,
-    stream,
-    synchronize,
-    to_device,
-    zeros,
-)
 from .errors import (
     AlignmentError,
     DeviceError,
@@ -79,6 +67,18 @@ from .ops import (
     tan,
     tanh,
     where,
+)
+from .streams import (
+    DeviceArray,
+    Event,
+    Stream,
+    current_stream,
+    empty,
+    from_dlpack,
+    stream,
+    synchronize,
+    to_device,
+    zeros,
 )
 
 Tensor = _pyasc.Tensor

@@ -1,5 +1,8 @@
-"""Results in the caller's framework: an operator given another framework's DLPack tensor
-(JAX, PyTorch, CuPy, ...) returns that framework's arrays, sharing pyasc's memory."""
+"""Results in the caller's framework.
+
+An operator given another framework's DLPack tensor (JAX, PyTorch, CuPy, ...) returns that
+framework's arrays, sharing pyasc's memory.
+"""
 
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ __all__ = ["DeviceArray", "Stream", "Event", "stream", "current_stream", "synchr
            "zeros", "from_dlpack"]
 
 
-def stream(s: "Stream") -> "Stream":
+def stream(s: Stream) -> Stream:
     """Use ``s`` as the current stream of this thread inside ``with pyasc.stream(s):``."""
     if not isinstance(s, Stream):
         from .errors import InvalidArgumentError

@@ -198,7 +198,11 @@ fn lower_group(
             }
         }
         // Free scratch registers whose value is read for the last time here.
-        for &x in &n.inputs {
+        for (k, &x) in n.inputs.iter().enumerate() {
+            // An operand used twice by the same op (`x + x`) is freed once.
+            if n.inputs[..k].contains(&x) {
+                continue;
+            }
             if last_use.get(&x) == Some(&pos) && inside[x.index()] && !roots.contains(&x) {
                 let r = b.value[&x];
                 let decl = b.regs.decls[r.0 as usize];

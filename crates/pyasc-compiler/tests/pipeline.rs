@@ -104,3 +104,20 @@ fn registers_are_reused_after_last_use() {
     assert!(tiles <= 2, "{tiles} scratch tiles");
     assert_eq!(k.body.len(), 40);
 }
+
+#[test]
+fn an_operand_used_twice_is_freed_once() {
+    // (x + 1) * (x + 1) after CSE reads one register twice; its register must not be handed
+    // out twice afterwards.
+    let mut g = Graph::new();
+    let x = g.add_input(VType::strong(DType::F64), Shape(vec![64]));
+    let one = g.py_scalar(Scalar::Float(1.0), None);
+    let a = g.binary(BinaryOp::Add, x, one, None).unwrap();
+    let sq = g.binary(BinaryOp::Mul, a, a, None).unwrap();
+    let e = g.unary(UnaryOp::Exp, x, None).unwrap();
+    let t = g.unary(UnaryOp::Tanh, e, None).unwrap();
+    let y = g.binary(BinaryOp::Add, sq, t, None).unwrap();
+    g.outputs.push(y);
+    let c = compile(g, &opts(3)).unwrap();
+    c.plan.verify().unwrap();
+}
