@@ -164,6 +164,34 @@ def bench_cached_call(repeat: int) -> List[Row]:
     return rows
 
 
+def bench_launch(repeat: int) -> List[Row]:
+    """Time to launch an operator on DeviceArray inputs (queued on a stream, not waited for)."""
+    x = pyasc.to_device(np.arange(8, dtype=np.float32))
+    op = pyasc.operator(lambda v: v * 2.0 + 1.0)
+    op(x).numpy()
+    n = 5000
+
+    def burst() -> None:
+        for _ in range(n):
+            op(x)
+        # Keep the queue short so every round measures launches, not a backlog.
+        pyasc.synchronize()
+
+    rows: List[Row] = [("pyasc", "operator(DeviceArray), async", best_time(burst, repeat) / n)]
+    xn = np.arange(8, dtype=np.float32)
+    rows.append(("sync", "operator(ndarray), same op", best_time(lambda: op(xn), repeat, number=n)))
+    return rows
+
+
+def bench_copy_from(n_bytes: int, repeat: int) -> List[Row]:
+    """``DeviceArray.copy_from`` of a host array against ``np.copyto`` of the same bytes."""
+    src = np.random.default_rng(2).standard_normal(n_bytes // 8)
+    dev = pyasc.DeviceArray(src.shape, dtype=np.float64)
+    dst = np.empty_like(src)
+    return [("pyasc", "DeviceArray.copy_from", best_time(lambda: dev.copy_from(src), repeat)),
+            ("limit", "np.copyto same bytes", best_time(lambda: np.copyto(dst, src), repeat))]
+
+
 def _report(title: str, rows: List[Row]) -> Dict[str, float]:
     base = rows[0][2]
     print(f"\n{title}")
@@ -180,7 +208,7 @@ def run(quick: bool = False, only: Optional[List[str]] = None) -> int:
     for var in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
         if var in os.environ:
             print(f"  note: {var}={os.environ[var]} is set (it only matters for matmul peers)")
-    want = set(only or ["gelu", "normalize", "first_call", "cached_call"])
+    want = set(only or ["gelu", "normalize", "first_call", "cached_call", "launch", "copy_from"])
     repeat = 3 if quick else 7
     summary: List[str] = []
     if "gelu" in want:
@@ -202,6 +230,13 @@ def run(quick: bool = False, only: Optional[List[str]] = None) -> int:
     if "cached_call" in want:
         t = _report("cached call on 8 float32", bench_cached_call(repeat))
         summary.append(f"cached call: {fmt_time(t['pyasc'])} (target <= 3 us)")
+    if "launch" in want:
+        t = _report("launch of an operator on DeviceArray inputs (8 float32)", bench_launch(repeat))
+        summary.append(f"launch on DeviceArrays: {fmt_time(t['pyasc'])} (target <= 5 us)")
+    if "copy_from" in want:
+        n = 8 << 20 if quick else 64 << 20
+        t = _report(f"copy_from of {n >> 20} MiB", bench_copy_from(n, repeat))
+        summary.append(f"copy_from: {t['pyasc'] / t['limit']:.2f}x the time of np.copyto (target <= 1.3x)")
     print("\nsummary")
     for line in summary:
         print(f"  {line}")

@@ -107,15 +107,24 @@ impl Instr {
             | Instr::Copy { dst, .. } => dst,
         }
     }
-    /// The registers read.
-    pub fn srcs(&self) -> Vec<Reg> {
+    /// The registers read (one to three), without allocating.
+    pub fn srcs(&self) -> Srcs {
         match *self {
-            Instr::Unary { src, .. } | Instr::Cast { src, .. } | Instr::Copy { src, .. } => {
-                vec![src]
-            }
-            Instr::Binary { a, b, .. } => vec![a, b],
-            Instr::Select { cond, a, b, .. } => vec![cond, a, b],
+            Instr::Unary { src, .. } | Instr::Cast { src, .. } | Instr::Copy { src, .. } => Srcs([src, src, src], 1),
+            Instr::Binary { a, b, .. } => Srcs([a, b, b], 2),
+            Instr::Select { cond, a, b, .. } => Srcs([cond, a, b], 3),
         }
+    }
+}
+
+/// The operand registers of an instruction.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Srcs([Reg; 3], u8);
+
+impl std::ops::Deref for Srcs {
+    type Target = [Reg];
+    fn deref(&self) -> &[Reg] {
+        &self.0[..self.1 as usize]
     }
 }
 
@@ -237,7 +246,7 @@ fn verify_kernel(k: &TileKernel, buffers: &[BufferDecl], ready: &[bool]) -> Resu
             return err(format!("{ins:?} writes a read-only register"));
         }
         let mut srcs = Vec::new();
-        for s in ins.srcs() {
+        for &s in ins.srcs().iter() {
             if s == ins.dst() {
                 return err(format!("{ins:?} reads its own destination"));
             }
