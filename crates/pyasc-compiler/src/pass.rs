@@ -26,7 +26,7 @@ impl Default for CompileOptions {
         CompileOptions {
             op_break_level: 3,
             kernel_name: "op".to_string(),
-            tile_budget_bytes: 256 * 1024,
+            tile_budget_bytes: 32 * 1024,
             verify_each_pass: cfg!(debug_assertions),
         }
     }

@@ -6,6 +6,10 @@ use crate::vm::{execute_plan, RunOptions, RunStats};
 use pyasc_ir::error::{ErrorKind, IrError, Result};
 use pyasc_ir::tile::KernelPlan;
 
+/// Bytes of tile registers per block on the CPU: small enough that a kernel's tiles stay in
+/// the L1 data cache between its instructions (measured best for fused elementwise chains).
+pub const CPU_TILE_BUDGET: usize = 32 * 1024;
+
 /// The kind of a device.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum DeviceKind {
@@ -95,7 +99,7 @@ impl Device for CpuDevice {
                 local_memory_bytes: std::env::var("PYASC_TILE_BUDGET")
                     .ok()
                     .and_then(|v| v.parse().ok())
-                    .unwrap_or(256 * 1024),
+                    .unwrap_or(CPU_TILE_BUDGET),
             },
         }
     }
@@ -120,7 +124,7 @@ impl Device for NullDevice {
             name: "null device".into(),
             cores: 1,
             isa: "none",
-            local_memory_bytes: 256 * 1024,
+            local_memory_bytes: CPU_TILE_BUDGET,
         }
     }
     fn execute(&self, plan: &KernelPlan, _: &[InputView], _: &[OutputPtr], _: RunOptions) -> Result<RunStats> {
