@@ -12,7 +12,8 @@ use crate::layout::{broadcast_strides, classify, collapse, gather, Access};
 use crate::pool::num_threads;
 use crate::view::{read_scalar, InputView, OutputPtr, SendPtr};
 use pyasc_ir::error::{IrError, Result};
-use pyasc_ir::tile::{BufferKind, KernelPlan, RegKind, TileKernel};
+use pyasc_ir::op::UnaryKind;
+use pyasc_ir::tile::{BufferKind, Instr, KernelPlan, RegKind, TileKernel};
 use pyasc_ir::DType;
 use rayon::prelude::*;
 use std::time::Instant;
@@ -184,12 +185,19 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
     let outs: Vec<SendPtr> = outs.iter().map(|p| SendPtr(*p)).collect();
     let tile = k.tile_elems;
     let tiles = n.div_ceil(tile);
+    // Kernels with transcendental math compute long enough per tile to hide the next tile's
+    // loads behind them; for cheap kernels the hardware prefetcher alone is faster.
+    let prefetch = k.body.iter().any(|i| matches!(i, Instr::Unary { op, .. } if op.kind() == UnaryKind::Float));
     let run_range = |range: std::ops::Range<usize>| -> Result<()> {
+        let end = range.end;
         let began = Instant::now();
         let mut scratch = Scratch::new(k, &gathered);
         for t in range {
             let start = t * tile;
             let len = tile.min(n - start);
+            if prefetch && t + 1 < end {
+                prefetch_next(k, &modes, start + len, tile.min(n - start - len));
+            }
             // SAFETY: modes, outputs and scratch describe memory valid for this tile.
             unsafe { run_tile(k, &modes, &outs, &mut scratch, start, len)? };
         }
@@ -204,6 +212,26 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
     let blocks = tiles.min(threads * BLOCKS_PER_THREAD);
     (0..blocks).into_par_iter().try_for_each(|b| run_range(b * tiles / blocks..(b + 1) * tiles / blocks))?;
     Ok((tiles, blocks))
+}
+
+/// Ask the caches for the next tile of every contiguous argument while this one computes,
+/// so reading memory overlaps the tile's arithmetic.
+fn prefetch_next(k: &TileKernel, modes: &[ArgMode], start: usize, len: usize) {
+    #[cfg(target_arch = "x86_64")]
+    for (a, m) in modes.iter().enumerate() {
+        if let ArgMode::Contiguous(p) = m {
+            let size = k.regs.iter().find(|r| r.kind == RegKind::Arg(a as u16)).map_or(8, |r| r.dtype.size());
+            let (from, bytes) = (p.0 as usize + start * size, len * size);
+            let mut line = from & !63;
+            while line < from + bytes {
+                // SAFETY: prefetching is a hint; it never faults, whatever the address.
+                unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(line as *const i8) };
+                line += 64;
+            }
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (k, modes, start, len);
 }
 
 /// Resolve registers for the tile at `start` and run the body.
