@@ -9,6 +9,7 @@ from __future__ import annotations
 from . import _pyasc
 from ._log import _init_from_env, set_log_level
 from ._types import CacheInfo
+from .classes import AscendOperatorBase
 from .decorators import OPTION_STATUS, operator
 from .errors import (
     AlignmentError,
@@ -103,6 +104,7 @@ def device_info(device_type: str = "auto") -> dict:
 
 __all__ = [
     "AlignmentError",
+    "AscendOperatorBase",
     "CacheInfo",
     "CompiledOp",
     "DTypeError",
