@@ -1,4 +1,5 @@
-//! SIMD primitives for pyasc's tile VM: elementwise math, arithmetic, comparisons, casts.
+//! SIMD primitives for pyasc's tile VM: elementwise math, arithmetic, comparisons, casts, and
+//! matrix multiplication ([`gemm`], over the `gemm` crate).
 //!
 //! Every entry point takes whole tiles (slices) and runs a loop compiled once per ISA
 //! (AVX-512, AVX2+FMA, SSE2 / NEON baseline), picked at run time from the CPU's features; see
@@ -10,6 +11,7 @@ pub mod binary;
 mod cast;
 mod dispatch;
 mod element;
+pub mod gemm;
 pub mod isa;
 mod math;
 mod src;
