@@ -3,11 +3,11 @@
 //! Operands are strided views ([`MatRef`], [`MatMut`]): element `(i, j)` lives at
 //! `ptr + i*rs + j*cs` elements, so row-major, column-major (transposed), sliced (every other
 //! row) and reversed operands are all read in place, never copied by this module. The `gemm`
-//! crate picks its micro-kernel at run time from the CPU's features (AVX-512 when built with
-//! its `x86-v4` feature, AVX2+FMA, NEON, scalar fallback) and packs operands into cache-sized
-//! panels itself. `dst` is written without being read (the crate's `read_dst = false`,
-//! `beta = 1`), so it may hold garbage, NaN included. An empty inner dimension (`k = 0`) gives
-//! zeros; an empty `dst` is left alone.
+//! crate picks its micro-kernel at run time from the CPU's features (AVX-512 through its
+//! `x86-v4` feature, which this crate enables; AVX2+FMA; NEON; scalar fallback) and packs
+//! operands into cache-sized panels itself. `dst` is written without being read (the crate's
+//! `read_dst = false`, `beta = 1`), so it may hold garbage, NaN included. An empty inner
+//! dimension (`k = 0`) gives zeros; an empty `dst` is left alone.
 //!
 //! Limits: `dst` must not overlap `a` or `b`, and must not repeat elements (no zero or
 //! aliasing strides in `dst`); `a` and `b` may (broadcast views with stride 0 are fine).
