@@ -114,6 +114,11 @@ class AscendOperatorBase:
         return dict(settings if settings is not None else validate_options({}))
 
     @property
+    def device(self) -> str:
+        """The device the operator runs on: ``"cpu"`` or ``"npu-twin"``."""
+        return self._operator().device
+
+    @property
     def kernel_name(self) -> str:
         """The name used for kernels, logs and plans: ``kernel_name=`` or the class name."""
         return self.options["kernel_name"] or type(self).__name__
