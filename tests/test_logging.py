@@ -27,7 +27,7 @@ def test_debug_log_shows_trace_passes_fusion_and_launches(caplog):
     assert "trace of gelu" in text and "erf(" in text
     for p in ("promote", "fold", "cse", "dce", "fuse", "lower"):
         assert f"pass {p}:" in text
-    assert "kernel 0: roots" in text and "5 ops fused" in text
+    assert "kernel 0: anchors" in text and "5 ops fused" in text
     assert "launch gelu_k0: 100000 elements" in text and " us" in text
     assert "compiled gelu for (float32[100000])" in text
 

@@ -116,7 +116,41 @@ def _astype(x: Any, dtype: Any, copy: bool = True, **kw: Any) -> Any:
     return ops.cast(x, dtype)
 
 
+def _reduce(name: str) -> Callable[..., Any]:
+    def impl(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Any:
+        from . import reductions
+
+        if out is not None or kw.get("where") is not None:
+            raise UnsupportedError(f"np.{name}(..., out=/where=) is not supported inside operators")
+        r = getattr(reductions, name)(a if dtype is None else ops.cast(a, dtype), axis, keepdims)
+        return r
+
+    return impl
+
+
+def _arg(name: str) -> Callable[..., Any]:
+    def impl(a: Any, axis: Any = None, out: Any = None, *, keepdims: bool = False) -> Any:
+        from . import reductions
+
+        if out is not None:
+            raise UnsupportedError(f"np.{name}(..., out=) is not supported inside operators")
+        return getattr(reductions, name)(a, axis, keepdims)
+
+    return impl
+
+
 _FUNCTIONS: Dict[str, Callable[..., Any]] = {
+    "sum": _reduce("sum"),
+    "mean": _reduce("mean"),
+    "prod": _reduce("prod"),
+    "max": _reduce("max"),
+    "amax": _reduce("max"),
+    "min": _reduce("min"),
+    "amin": _reduce("min"),
+    "any": _reduce("any"),
+    "all": _reduce("all"),
+    "argmax": _arg("argmax"),
+    "argmin": _arg("argmin"),
     "where": _where,
     "clip": _clip,
     "round": _round,

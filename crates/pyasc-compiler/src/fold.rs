@@ -10,7 +10,7 @@
 use crate::pass::{CompileState, Pass};
 use crate::rewrite::{copy_node, rebuild};
 use pyasc_ir::error::Result;
-use pyasc_ir::op::{BinaryOp, Op, UnaryKind, UnaryOp};
+use pyasc_ir::op::{BinaryOp, Op, ReduceOp, UnaryKind, UnaryOp};
 use pyasc_ir::{DType, Graph, Node, NodeId, Scalar};
 
 /// Folds constant subexpressions and removes identity operations.
@@ -23,6 +23,18 @@ impl Pass for FoldPass {
     fn run(&self, st: &mut CompileState) -> Result<()> {
         let (mut folded, mut simplified) = (0usize, 0usize);
         st.graph = rebuild(&st.graph, |g, n, ops| {
+            if let Op::Reduce { op, axes, .. } = n.op {
+                // A reduction over an empty extent is its identity, filling the result.
+                let shape = &g.node(ops[0]).shape;
+                if axes.list(shape.rank()).iter().any(|a| shape.0[*a] == 0) {
+                    let v = match op {
+                        ReduceOp::Prod | ReduceOp::All => Scalar::Int(1),
+                        _ => Scalar::Int(0),
+                    };
+                    folded += 1;
+                    return Ok(g.fill(v, n.dtype(), n.shape.clone(), n.loc.clone()));
+                }
+            }
             if n.op.is_elementwise() {
                 let consts: Option<Vec<Scalar>> = ops
                     .iter()
@@ -85,7 +97,7 @@ pub fn eval(op: &Op, v: &[Scalar], operand: DType, result: DType) -> Option<Scal
         }
         Op::Unary(u) => eval_unary(u, v[0], operand)?.cast(result),
         Op::Binary(b) => eval_binary(b, v[0], v[1], operand)?.cast(result),
-        Op::Input(_) | Op::Const(_) => return None,
+        Op::Input(_) | Op::Const(_) | Op::Fill(_) | Op::Reduce { .. } => return None,
     })
 }
 

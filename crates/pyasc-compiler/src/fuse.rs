@@ -1,34 +1,86 @@
 //! Fusion grouping: which nodes get a buffer of their own and which kernels compute them.
 //!
 //! Needs: a promoted, folded graph. Guarantees: `Fusion::groups` lists kernels in an order
-//! that respects dependencies; each group's roots share one shape (the kernel's iteration
-//! space) and are the only nodes of the group written to memory. Every other node is
-//! recomputed inside each kernel that needs it, so a chain of elementwise ops costs one
-//! pass over memory.
+//! that respects dependencies. A group is either an *element* group (its anchors share one
+//! shape, the kernel's iteration space) or a *row* group (anchored by reductions over the
+//! same axes of the same shape: the kernel walks whole rows, the reduced axes innermost).
+//! Anchors are the only nodes that may be written to memory (when a later kernel or the
+//! caller reads them); every other node is recomputed inside each kernel that needs it, so a
+//! chain of elementwise ops costs one pass over memory.
 //!
-//! Roots are: the outputs, and by `op_break_level`:
+//! Anchors are the outputs, every reduction, and by `op_break_level`:
 //! * 0: every op (one kernel per primitive);
-//! * 1: also every op whose consumer broadcasts it to a larger shape (no fusion across
-//!   broadcasts);
-//! * 2 and 3: only a transcendental or power op broadcast by a factor of 8 or more (the
-//!   cost of recomputing it per element would exceed a small extra kernel); cheap
-//!   broadcast producers are recomputed.
+//! * 1: also every op whose consumer broadcasts it to a larger shape; reductions fuse with
+//!   their producers only;
+//! * 2 and 3: only a transcendental or power op broadcast by a factor of 8 or more; and row
+//!   groups also take the consumers of their reductions, broadcast back over the rows
+//!   (`x - x.max(-1, keepdims=True)`) or computed per row (`x.sum(-1) / n`), so softmax,
+//!   layer_norm and friends are one pass over each row.
 
 use crate::pass::{CompileState, Pass};
 use pyasc_ir::error::Result;
-use pyasc_ir::op::{BinaryOp, Op, UnaryKind};
+use pyasc_ir::op::{Axes, BinaryOp, Op, UnaryKind};
 use pyasc_ir::{Graph, NodeId, Shape};
+
+/// Rows longer than this are not fused with consumers that broadcast back over them (the
+/// row would not fit a tile).
+pub const ROW_FUSE_MAX: usize = 16384;
+
+/// The iteration space of a group.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Space {
+    /// Elementwise over this shape.
+    Elem(Shape),
+    /// Rows: reductions of `shape` over `axes`.
+    Rows {
+        /// The reduced operand's shape.
+        shape: Shape,
+        /// The reduced axes.
+        axes: Axes,
+    },
+}
+
+impl Space {
+    /// Number of rows of a row space (1 value per row after the reduction).
+    pub fn rows(&self) -> usize {
+        match self {
+            Space::Elem(s) => s.numel(),
+            Space::Rows { shape, axes } => {
+                let n = shape.rank();
+                (0..n).filter(|i| !axes.contains(*i)).map(|i| shape.0[i]).product()
+            }
+        }
+    }
+    /// Elements per row.
+    pub fn row_len(&self) -> usize {
+        match self {
+            Space::Elem(_) => 0,
+            Space::Rows { shape, axes } => axes.list(shape.rank()).iter().map(|a| shape.0[*a]).product(),
+        }
+    }
+}
+
+/// One kernel to build.
+#[derive(Clone, Debug)]
+pub struct Group {
+    /// Its iteration space.
+    pub space: Space,
+    /// Nodes the kernel must compute and may write out, in topological order.
+    pub anchors: Vec<NodeId>,
+}
 
 /// The kernels to build.
 #[derive(Clone, Debug, Default)]
 pub struct Fusion {
-    /// Roots of each kernel, kernels in execution order.
-    pub groups: Vec<Vec<NodeId>>,
-    /// Per node: written to a buffer of its own.
+    /// Kernels in execution order.
+    pub groups: Vec<Group>,
+    /// Per node: an anchor (computed by exactly one kernel, read by others from a buffer).
     pub materialized: Vec<bool>,
+    /// Per node: read outside its group or returned (needs a buffer).
+    pub escapes: Vec<bool>,
 }
 
-/// Groups elementwise nodes into kernels.
+/// Groups nodes into kernels.
 pub struct FusePass;
 
 fn expensive(op: &Op) -> bool {
@@ -54,16 +106,16 @@ impl Pass for FusePass {
             if n.op.is_leaf() {
                 continue;
             }
-            if level == 0 {
+            if level == 0 || n.op.is_reduce() {
                 mat[i] = true;
             }
             for &x in &n.inputs {
                 let p = g.node(x);
-                if p.op.is_leaf() || mat[x.index()] {
+                if p.op.is_leaf() || mat[x.index()] || p.op.is_reduce() {
                     continue;
                 }
                 let factor = n.shape.numel() as f64 / p.shape.numel().max(1) as f64;
-                let broadcast = p.shape != n.shape && factor > 1.0;
+                let broadcast = p.shape != n.shape && factor > 1.0 && !n.op.is_reduce();
                 if broadcast && (level == 1 || (expensive(&p.op) && factor >= 8.0)) {
                     mat[x.index()] = true;
                     st.notes.push(format!(
@@ -76,23 +128,39 @@ impl Pass for FusePass {
                 }
             }
         }
-        let groups = group_roots(g, &mat, level > 0);
-        for (k, roots) in groups.iter().enumerate() {
-            let names: Vec<String> = roots.iter().map(|r| format!("%{}", r.0)).collect();
+        let (groups, group_of) = group_anchors(g, &mat, level);
+        let mut escapes = vec![false; g.len()];
+        for o in &g.outputs {
+            escapes[o.index()] = true;
+        }
+        for (k, grp) in groups.iter().enumerate() {
+            for &a in &grp.anchors {
+                for d in frontier(g, &mat, a) {
+                    if group_of[d.index()] != Some(k) {
+                        escapes[d.index()] = true;
+                    }
+                }
+            }
+        }
+        for (k, grp) in groups.iter().enumerate() {
+            let names: Vec<String> = grp.anchors.iter().map(|r| format!("%{}", r.0)).collect();
+            let what = match &grp.space {
+                Space::Elem(s) => format!("over {s}"),
+                Space::Rows { shape, .. } => format!("over rows of {shape} ({} per row)", grp.space.row_len()),
+            };
             st.notes.push(format!(
-                "kernel {k}: roots {} over {}, {} ops fused",
+                "kernel {k}: anchors {} {what}, {} ops fused",
                 names.join(" "),
-                g.node(roots[0]).shape,
-                count_ops(g, &mat, roots)
+                count_ops(g, &mat, &grp.anchors)
             ));
         }
-        st.fusion = Some(Fusion { groups, materialized: mat });
+        st.fusion = Some(Fusion { groups, materialized: mat, escapes });
         Ok(())
     }
 }
 
-/// The materialised nodes each root reads (its frontier), stopping at leaves and other roots.
-fn frontier(g: &Graph, mat: &[bool], root: NodeId) -> Vec<NodeId> {
+/// The anchors each node reads directly (its frontier), stopping at leaves and other anchors.
+pub fn frontier(g: &Graph, mat: &[bool], root: NodeId) -> Vec<NodeId> {
     let mut seen = vec![false; g.len()];
     let mut stack = vec![root];
     let mut deps = Vec::new();
@@ -112,10 +180,10 @@ fn frontier(g: &Graph, mat: &[bool], root: NodeId) -> Vec<NodeId> {
     deps
 }
 
-/// Number of non-leaf nodes computed by a kernel with these roots.
-pub fn count_ops(g: &Graph, mat: &[bool], roots: &[NodeId]) -> usize {
+/// Number of non-leaf nodes computed by a kernel with these anchors.
+pub fn count_ops(g: &Graph, mat: &[bool], anchors: &[NodeId]) -> usize {
     let mut seen = vec![false; g.len()];
-    let mut stack: Vec<NodeId> = roots.to_vec();
+    let mut stack: Vec<NodeId> = anchors.to_vec();
     let mut count = 0;
     while let Some(n) = stack.pop() {
         if seen[n.index()] || g.node(n).op.is_leaf() {
@@ -132,8 +200,22 @@ pub fn count_ops(g: &Graph, mat: &[bool], roots: &[NodeId]) -> usize {
     count
 }
 
-fn group_roots(g: &Graph, mat: &[bool], merge: bool) -> Vec<Vec<NodeId>> {
-    let mut groups: Vec<(Shape, Vec<NodeId>)> = Vec::new();
+/// True when `id` can be computed per row inside row group `k`: every path from it ends in
+/// a reduction of that group or a constant (never in an argument or another buffer).
+fn per_row(g: &Graph, mat: &[bool], group_of: &[Option<usize>], k: usize, id: NodeId) -> bool {
+    let n = g.node(id);
+    match n.op {
+        Op::Const(_) | Op::Fill(_) => true,
+        Op::Input(_) => false,
+        Op::Reduce { .. } => group_of[id.index()] == Some(k),
+        _ if mat[id.index()] && group_of[id.index()] != Some(k) => false,
+        _ => n.inputs.iter().all(|x| per_row(g, mat, group_of, k, *x)),
+    }
+}
+
+/// Assign anchors to groups; returns the groups and each anchor's group.
+fn group_anchors(g: &Graph, mat: &[bool], level: u8) -> (Vec<Group>, Vec<Option<usize>>) {
+    let mut groups: Vec<Group> = Vec::new();
     let mut group_of: Vec<Option<usize>> = vec![None; g.len()];
     for (i, &m) in mat.iter().enumerate() {
         if !m {
@@ -141,24 +223,41 @@ fn group_roots(g: &Graph, mat: &[bool], merge: bool) -> Vec<Vec<NodeId>> {
         }
         let id = NodeId(i as u32);
         let n = g.node(id);
-        // Leaves returned as outputs get a copy kernel of their own.
-        let after = frontier(g, mat, id).iter().filter_map(|d| group_of[d.index()]).max();
-        let joinable = if n.op.is_leaf() || !merge {
-            None
-        } else {
-            groups.iter().enumerate().position(|(k, (s, roots))| {
-                *s == n.shape && after.is_none_or(|a| k > a) && roots.iter().all(|r| !g.node(*r).op.is_leaf())
-            })
+        // Every group this anchor reads from must run before the one it joins.
+        let deps: Vec<usize> = frontier(g, mat, id).iter().filter_map(|d| group_of[d.index()]).collect();
+        let ready = |k: usize| deps.iter().all(|d| *d <= k);
+        let space = match n.op {
+            Op::Reduce { axes, .. } => Space::Rows { shape: g.node(n.inputs[0]).shape.clone(), axes },
+            _ => Space::Elem(n.shape.clone()),
         };
-        let k = match joinable {
+        let fits = |k: usize, grp: &Group| -> bool {
+            if n.op.is_leaf() || grp.anchors.iter().any(|a| g.node(*a).op.is_leaf()) || level == 0 || !ready(k) {
+                return false;
+            }
+            match (&grp.space, &space) {
+                (Space::Elem(a), Space::Elem(b)) => a == b,
+                (Space::Rows { shape, axes }, Space::Rows { shape: s2, axes: a2 }) => {
+                    level >= 2 && shape == s2 && axes == a2 && grp.space.row_len() > 1
+                }
+                (Space::Rows { shape, axes }, Space::Elem(s)) => {
+                    level >= 2
+                        && grp.space.row_len() > 1
+                        && grp.space.row_len() <= ROW_FUSE_MAX
+                        && ((s == shape && axes.is_trailing(shape.rank()))
+                            || (s.numel() == grp.space.rows() && per_row(g, mat, &group_of, k, id)))
+                }
+                (Space::Elem(_), Space::Rows { .. }) => false,
+            }
+        };
+        let k = match groups.iter().enumerate().position(|(k, grp)| fits(k, grp)) {
             Some(k) => k,
             None => {
-                groups.push((n.shape.clone(), Vec::new()));
+                groups.push(Group { space, anchors: Vec::new() });
                 groups.len() - 1
             }
         };
-        groups[k].1.push(id);
+        groups[k].anchors.push(id);
         group_of[i] = Some(k);
     }
-    groups.into_iter().map(|(_, r)| r).collect()
+    (groups, group_of)
 }

@@ -3,17 +3,19 @@
 //! Needs: the fusion decision of `fuse`, promoted operands. Guarantees: a verified
 //! [`KernelPlan`]. Within a kernel, every needed node becomes one vector instruction;
 //! arguments and other kernels' results become `Arg` registers (read in place when
-//! contiguous), constants `Scalar` registers, roots write straight into their output tile
-//! (`Out` registers), and everything else lives in scratch tiles reused after their last
-//! use (linear-scan allocation per dtype). The tile size is chosen so the scratch and
-//! gathered tiles fit the local-memory budget.
+//! contiguous), constants `Scalar` registers, anchors that escape the kernel write straight
+//! into their output tile (`Out` registers), and everything else lives in scratch tiles
+//! reused after their last use (linear-scan allocation per dtype and level). Row kernels
+//! (reductions) iterate with the reduced axes innermost and give each tile whole rows; their
+//! reduction results and what is computed from them alone are per-row registers. The tile
+//! size is chosen so the scratch and gathered tiles fit the local-memory budget.
 
-use crate::fuse::{count_ops, Fusion};
+use crate::fuse::{count_ops, Fusion, Group, Space};
 use crate::pass::{CompileState, Pass};
 use pyasc_ir::error::{IrError, Result};
 use pyasc_ir::op::Op;
 use pyasc_ir::tile::{BufferDecl, BufferId, BufferKind, Instr, KernelPlan, Reg, RegDecl, RegKind, TileKernel};
-use pyasc_ir::{DType, Graph, NodeId};
+use pyasc_ir::{DType, Graph, NodeId, Shape};
 use std::collections::HashMap;
 
 /// Builds the kernel plan.
@@ -39,18 +41,21 @@ impl Pass for LowerPass {
             input_buf.insert(i, BufferId(plan.buffers.len() as u32 - 1));
         }
         let mut out_buf: HashMap<NodeId, BufferId> = HashMap::new();
-        for (k, roots) in fusion.groups.iter().enumerate() {
+        for (k, group) in fusion.groups.iter().enumerate() {
             let name = format!("{}_k{k}", st.options.kernel_name);
-            let kernel = lower_group(
+            let mut b = Builder {
                 g,
-                &fusion,
-                roots,
-                name,
-                &input_buf,
-                &mut out_buf,
-                &mut plan,
-                st.options.tile_budget_bytes,
-            )?;
+                fusion: &fusion,
+                input_buf: &input_buf,
+                out_buf: &mut out_buf,
+                plan: &mut plan,
+                regs: Regs { decls: Vec::new(), free: HashMap::new() },
+                args: Vec::new(),
+                outs: Vec::new(),
+                value: HashMap::new(),
+                level_row: HashMap::new(),
+            };
+            let kernel = b.lower(group, name, st.options.tile_budget_bytes)?;
             st.notes.push(format!(
                 "{}: {} instructions, {} registers, tile {} elements",
                 kernel.name,
@@ -74,18 +79,18 @@ impl Pass for LowerPass {
 
 struct Regs {
     decls: Vec<RegDecl>,
-    free: HashMap<DType, Vec<Reg>>,
+    free: HashMap<(DType, bool), Vec<Reg>>,
 }
 
 impl Regs {
-    fn add(&mut self, dtype: DType, kind: RegKind) -> Reg {
-        self.decls.push(RegDecl { dtype, kind });
+    fn add(&mut self, dtype: DType, kind: RegKind, row: bool) -> Reg {
+        self.decls.push(RegDecl { dtype, kind, row });
         Reg(self.decls.len() as u16 - 1)
     }
-    fn tile(&mut self, dtype: DType) -> Reg {
-        match self.free.get_mut(&dtype).and_then(|v| v.pop()) {
+    fn tile(&mut self, dtype: DType, row: bool) -> Reg {
+        match self.free.get_mut(&(dtype, row)).and_then(|v| v.pop()) {
             Some(r) => r,
-            None => self.add(dtype, RegKind::Tile),
+            None => self.add(dtype, RegKind::Tile, row),
         }
     }
 }
@@ -93,6 +98,7 @@ impl Regs {
 /// State of one kernel under construction.
 struct Builder<'a> {
     g: &'a Graph,
+    fusion: &'a Fusion,
     input_buf: &'a HashMap<NodeId, BufferId>,
     out_buf: &'a mut HashMap<NodeId, BufferId>,
     plan: &'a mut KernelPlan,
@@ -100,128 +106,179 @@ struct Builder<'a> {
     args: Vec<BufferId>,
     outs: Vec<BufferId>,
     value: HashMap<NodeId, Reg>,
+    /// Per computed node: true when it is a per-row value.
+    level_row: HashMap<NodeId, bool>,
 }
 
 impl Builder<'_> {
-    /// The register holding operand `x`, creating an `Arg` or `Scalar` register on first use.
+    /// The register holding operand `x`: computed in this kernel, else an `Arg` or `Scalar`.
     fn operand(&mut self, x: NodeId) -> Result<Reg> {
         if let Some(r) = self.value.get(&x) {
             return Ok(*r);
         }
         let n = self.g.node(x);
         let reg = match n.op {
-            Op::Const(v) => self.regs.add(n.dtype(), RegKind::Scalar(v)),
+            Op::Const(v) | Op::Fill(v) => self.regs.add(n.dtype(), RegKind::Scalar(v), false),
             _ => {
                 let buf = if n.op.is_leaf() { self.input_buf.get(&x) } else { self.out_buf.get(&x) };
                 let buf = *buf.ok_or_else(|| IrError::internal(format!("%{} read before it is computed", x.0)))?;
                 self.args.push(buf);
-                self.regs.add(n.dtype(), RegKind::Arg(self.args.len() as u16 - 1))
+                self.regs.add(n.dtype(), RegKind::Arg(self.args.len() as u16 - 1), false)
             }
         };
         self.value.insert(x, reg);
         Ok(reg)
     }
 
-    /// A new output buffer for root `x` and the `Out` register writing it.
-    fn out_reg(&mut self, x: NodeId) -> Reg {
+    /// A new output buffer for anchor `x` and the `Out` register writing it.
+    fn out_reg(&mut self, x: NodeId, row: bool) -> Reg {
         let n = self.g.node(x);
         self.plan.buffers.push(BufferDecl { dtype: n.dtype(), shape: n.shape.clone(), kind: BufferKind::Computed });
         let b = BufferId(self.plan.buffers.len() as u32 - 1);
         self.out_buf.insert(x, b);
         self.outs.push(b);
-        self.regs.add(n.dtype(), RegKind::Out(self.outs.len() as u16 - 1))
+        self.regs.add(n.dtype(), RegKind::Out(self.outs.len() as u16 - 1), row)
     }
-}
 
-#[allow(clippy::too_many_arguments)]
-fn lower_group(
-    g: &Graph,
-    fusion: &Fusion,
-    roots: &[NodeId],
-    name: String,
-    input_buf: &HashMap<NodeId, BufferId>,
-    out_buf: &mut HashMap<NodeId, BufferId>,
-    plan: &mut KernelPlan,
-    budget: usize,
-) -> Result<TileKernel> {
-    let mat = &fusion.materialized;
-    let shape = g.node(roots[0]).shape.clone();
-    // Nodes computed here, in arena (topological) order.
-    let mut inside = vec![false; g.len()];
-    let mut stack: Vec<NodeId> = roots.iter().copied().filter(|r| !g.node(*r).op.is_leaf()).collect();
-    while let Some(n) = stack.pop() {
-        if inside[n.index()] {
-            continue;
-        }
-        inside[n.index()] = true;
-        for &x in &g.node(n).inputs {
-            if !mat[x.index()] && !g.node(x).op.is_leaf() {
-                stack.push(x);
-            }
-        }
+    fn is_row(&self, x: NodeId) -> bool {
+        self.level_row.get(&x).copied().unwrap_or(false)
     }
-    let order: Vec<NodeId> = (0..g.len()).filter(|i| inside[*i]).map(|i| NodeId(i as u32)).collect();
-    // Last position (in `order`) where each node is read.
-    let mut last_use: HashMap<NodeId, usize> = HashMap::new();
-    for (pos, n) in order.iter().enumerate() {
-        for &x in &g.node(*n).inputs {
-            last_use.insert(x, pos);
-        }
-    }
-    let mut b = Builder {
-        g,
-        input_buf,
-        out_buf,
-        plan,
-        regs: Regs { decls: Vec::new(), free: HashMap::new() },
-        args: Vec::new(),
-        outs: Vec::new(),
-        value: HashMap::new(),
-    };
-    let mut body = Vec::new();
-    let mut locs = Vec::new();
-    for (pos, &id) in order.iter().enumerate() {
-        let n = g.node(id);
-        let srcs: Vec<Reg> = n.inputs.iter().map(|x| b.operand(*x)).collect::<Result<_>>()?;
-        let dst = if roots.contains(&id) { b.out_reg(id) } else { b.regs.tile(n.dtype()) };
-        body.push(match n.op {
-            Op::Unary(op) => Instr::Unary { op, dst, src: srcs[0] },
-            Op::Binary(op) => Instr::Binary { op, dst, a: srcs[0], b: srcs[1] },
-            Op::Where => Instr::Select { dst, cond: srcs[0], a: srcs[1], b: srcs[2] },
-            Op::Cast(_) => Instr::Cast { dst, src: srcs[0] },
-            Op::Input(_) | Op::Const(_) => unreachable!("leaves are not computed"),
-        });
-        b.value.insert(id, dst);
-        if let Some(loc) = &n.loc {
-            if !locs.contains(loc) {
-                locs.push(loc.clone());
-            }
-        }
-        // Free scratch registers whose value is read for the last time here.
-        for (k, &x) in n.inputs.iter().enumerate() {
-            // An operand used twice by the same op (`x + x`) is freed once.
-            if n.inputs[..k].contains(&x) {
+
+    fn lower(&mut self, group: &Group, name: String, budget: usize) -> Result<TileKernel> {
+        let g = self.g;
+        let mat = &self.fusion.materialized;
+        let anchors = &group.anchors;
+        let in_group = |x: NodeId| anchors.contains(&x);
+        // Nodes computed here, in arena (topological) order: the anchors and whatever they
+        // need that is neither a leaf nor another kernel's anchor.
+        let mut inside = vec![false; g.len()];
+        let mut stack: Vec<NodeId> = anchors.iter().copied().filter(|r| !g.node(*r).op.is_leaf()).collect();
+        while let Some(n) = stack.pop() {
+            if inside[n.index()] {
                 continue;
             }
-            if last_use.get(&x) == Some(&pos) && inside[x.index()] && !roots.contains(&x) {
-                let r = b.value[&x];
-                let decl = b.regs.decls[r.0 as usize];
-                if decl.kind == RegKind::Tile {
-                    b.regs.free.entry(decl.dtype).or_default().push(r);
+            inside[n.index()] = true;
+            for &x in &g.node(n).inputs {
+                if (!mat[x.index()] || in_group(x)) && !g.node(x).op.is_leaf() {
+                    stack.push(x);
                 }
             }
         }
+        let order: Vec<NodeId> = (0..g.len()).filter(|i| inside[*i]).map(|i| NodeId(i as u32)).collect();
+        let (shape, perm, row_len) = match &group.space {
+            Space::Elem(s) => (s.clone(), (0..s.rank()).collect::<Vec<_>>(), 0),
+            Space::Rows { shape, axes } => {
+                let n = shape.rank();
+                let perm: Vec<usize> =
+                    (0..n).filter(|i| !axes.contains(*i)).chain((0..n).filter(|i| axes.contains(*i))).collect();
+                (Shape(perm.iter().map(|p| shape.0[*p]).collect()), perm, group.space.row_len())
+            }
+        };
+        let rows_kernel = row_len > 0;
+        // Levels: reductions give per-row values; an op on per-row values and constants only
+        // stays per row; anything touching elements is per element.
+        for &id in &order {
+            let n = g.node(id);
+            let row = rows_kernel
+                && match n.op {
+                    Op::Reduce { .. } => true,
+                    _ => {
+                        n.inputs.iter().all(|x| self.is_row(*x) || matches!(g.node(*x).op, Op::Const(_) | Op::Fill(_)))
+                    }
+                };
+            self.level_row.insert(id, row);
+        }
+        // Last position (in `order`) where each node is read.
+        let mut last_use: HashMap<NodeId, usize> = HashMap::new();
+        for (pos, n) in order.iter().enumerate() {
+            for &x in &g.node(*n).inputs {
+                last_use.insert(x, pos);
+            }
+        }
+        let escapes = &self.fusion.escapes;
+        let mut body = Vec::new();
+        let mut locs = Vec::new();
+        for (pos, &id) in order.iter().enumerate() {
+            let n = g.node(id);
+            let srcs: Vec<Reg> = n.inputs.iter().map(|x| self.operand(*x)).collect::<Result<_>>()?;
+            let row = self.is_row(id);
+            if in_group(id)
+                && escapes[id.index()]
+                && !row
+                && rows_kernel
+                && !perm.iter().enumerate().all(|(i, p)| i == *p)
+            {
+                return Err(IrError::internal(format!("%{} is an element output of a permuted row kernel", id.0)));
+            }
+            let dst = if in_group(id) && escapes[id.index()] {
+                self.out_reg(id, row)
+            } else {
+                self.regs.tile(n.dtype(), row)
+            };
+            body.push(match n.op {
+                Op::Unary(op) => Instr::Unary { op, dst, src: srcs[0] },
+                Op::Binary(op) => Instr::Binary { op, dst, a: srcs[0], b: srcs[1] },
+                Op::Where => Instr::Select { dst, cond: srcs[0], a: srcs[1], b: srcs[2] },
+                Op::Cast(_) => Instr::Cast { dst, src: srcs[0] },
+                Op::Reduce { op, .. } => Instr::Reduce { op, dst, src: srcs[0] },
+                Op::Input(_) | Op::Const(_) | Op::Fill(_) => unreachable!("leaves are not computed"),
+            });
+            self.value.insert(id, dst);
+            if let Some(loc) = &n.loc {
+                if !locs.contains(loc) {
+                    locs.push(loc.clone());
+                }
+            }
+            // Free scratch registers whose value is read for the last time here.
+            for (k, &x) in n.inputs.iter().enumerate() {
+                // An operand used twice by the same op (`x + x`) is freed once.
+                if n.inputs[..k].contains(&x) {
+                    continue;
+                }
+                if last_use.get(&x) == Some(&pos) && inside[x.index()] {
+                    let r = self.value[&x];
+                    let decl = self.regs.decls[r.0 as usize];
+                    if decl.kind == RegKind::Tile {
+                        self.regs.free.entry((decl.dtype, decl.row)).or_default().push(r);
+                    }
+                }
+            }
+        }
+        // Anchors that are leaves (an argument or constant returned as is) are copied.
+        for &r in anchors.iter().filter(|r| g.node(**r).op.is_leaf()) {
+            let src = self.operand(r)?;
+            let dst = self.out_reg(r, false);
+            body.push(Instr::Copy { dst, src });
+        }
+        let per_elem: usize = self
+            .regs
+            .decls
+            .iter()
+            .filter(|d| matches!(d.kind, RegKind::Tile | RegKind::Arg(_)) && !d.row)
+            .map(|d| d.dtype.size())
+            .sum();
+        let numel = shape.numel();
+        let tile_elems = if rows_kernel {
+            // Whole rows per tile; a row longer than the budget is one tile by itself.
+            let rows_per_tile = (budget / per_elem.max(1) / row_len.max(1)).clamp(1, numel / row_len.max(1)).max(1);
+            (rows_per_tile * row_len).max(1)
+        } else {
+            let tile = (budget / per_elem.max(1)).clamp(TILE_MIN, TILE_MAX) / 256 * 256;
+            tile.min(numel).max(1)
+        };
+        let fused_ops = count_ops(g, mat, anchors);
+        Ok(TileKernel {
+            name,
+            shape,
+            perm,
+            row_len,
+            args: std::mem::take(&mut self.args),
+            outs: std::mem::take(&mut self.outs),
+            regs: std::mem::take(&mut self.regs.decls),
+            body,
+            tile_elems,
+            locs,
+            fused_ops,
+        })
     }
-    // Roots that are leaves (an argument or constant returned as is) are copied.
-    for &r in roots.iter().filter(|r| g.node(**r).op.is_leaf()) {
-        let src = b.operand(r)?;
-        let dst = b.out_reg(r);
-        body.push(Instr::Copy { dst, src });
-    }
-    let scratch: usize =
-        b.regs.decls.iter().filter(|d| matches!(d.kind, RegKind::Tile | RegKind::Arg(_))).map(|d| d.dtype.size()).sum();
-    let tile = (budget / scratch.max(1)).clamp(TILE_MIN, TILE_MAX) / 256 * 256;
-    let tile_elems = tile.min(shape.numel()).max(1);
-    let fused_ops = count_ops(g, mat, roots);
-    Ok(TileKernel { name, shape, args: b.args, outs: b.outs, regs: b.regs.decls, body, tile_elems, locs, fused_ops })
 }

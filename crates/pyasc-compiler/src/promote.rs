@@ -13,7 +13,7 @@ use crate::pass::{CompileState, Pass};
 use crate::rewrite::{copy_node, rebuild};
 use pyasc_ir::dtype::{promote_v, VType};
 use pyasc_ir::error::{IrError, Result};
-use pyasc_ir::op::{BinaryOp, Op, UnaryKind, UnaryOp};
+use pyasc_ir::op::{BinaryOp, Op, ReduceOp, UnaryKind, UnaryOp};
 use pyasc_ir::{DType, Graph, Node, NodeId};
 
 /// Inserts casts and rewrites ops into the forms the kernels implement.
@@ -95,8 +95,18 @@ fn rewrite(g: &mut Graph, n: &Node, ops: Vec<NodeId>, casts: &mut usize) -> Resu
                 Ok(copy_node(g, n, ops))
             }
         }
+        Op::Reduce { op, .. } => {
+            // Sums and products accumulate in the result dtype (int64 for integers and
+            // bools); any/all look at truth values; the others keep the operand's dtype.
+            let x = match op {
+                ReduceOp::Sum | ReduceOp::Prod => cast_to(g, ops[0], dt, n, casts),
+                ReduceOp::Any | ReduceOp::All => cast_to(g, ops[0], DType::Bool, n, casts),
+                _ => ops[0],
+            };
+            Ok(copy_node(g, n, vec![x]))
+        }
         Op::Const(v) => Ok(g.push(Node { op: Op::Const(v.cast(dt)), ..n.clone() })),
-        Op::Input(_) => Ok(copy_node(g, n, ops)),
+        Op::Input(_) | Op::Fill(_) => Ok(copy_node(g, n, ops)),
     }
 }
 

@@ -94,6 +94,12 @@ impl Graph {
         self.push(Node { op: Op::Const(value), inputs: vec![], vtype, shape: Shape::scalar(), loc })
     }
 
+    /// Add a constant filling `shape` with `value` (converted to `dtype`).
+    pub fn fill(&mut self, value: Scalar, dtype: DType, shape: Shape, loc: Option<SourceLoc>) -> NodeId {
+        let value = value.cast(dtype);
+        self.push(Node { op: Op::Fill(value), inputs: vec![], vtype: VType::strong(dtype), shape, loc })
+    }
+
     /// Add a Python scalar constant: bool, int or float, typed weakly.
     pub fn py_scalar(&mut self, value: Scalar, loc: Option<SourceLoc>) -> NodeId {
         let kind = match value {

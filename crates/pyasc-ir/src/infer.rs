@@ -5,7 +5,7 @@
 
 use crate::dtype::{promote_v, DType, VType, WeakKind};
 use crate::error::{IrError, Result};
-use crate::op::{BinaryOp, Op, UnaryKind, UnaryOp};
+use crate::op::{Axes, BinaryOp, Op, ReduceOp, UnaryKind, UnaryOp};
 use crate::shape::Shape;
 
 /// The result type and shape of `op` applied to operands of the given types and shapes.
@@ -13,6 +13,9 @@ use crate::shape::Shape;
 pub fn infer(op: &Op, operands: &[(VType, &Shape)]) -> Result<(VType, Shape)> {
     if operands.len() != op.arity() || op.is_leaf() {
         return Err(IrError::internal(format!("{} takes {} operands, got {}", op.name(), op.arity(), operands.len())));
+    }
+    if let Op::Reduce { op, axes, keepdims } = op {
+        return reduce_type(*op, *axes, *keepdims, operands[0].0, operands[0].1);
     }
     let mut shape = operands[0].1.clone();
     for (_, s) in &operands[1..] {
@@ -30,7 +33,7 @@ pub fn infer(op: &Op, operands: &[(VType, &Shape)]) -> Result<(VType, Shape)> {
             }
         }
         Op::Cast(d) => VType::strong(*d),
-        Op::Input(_) | Op::Const(_) => unreachable!("leaves rejected above"),
+        Op::Input(_) | Op::Const(_) | Op::Fill(_) | Op::Reduce { .. } => unreachable!("handled above"),
     };
     check_executable(vt.dtype, op)?;
     Ok((vt, shape))
@@ -45,6 +48,33 @@ fn check_executable(d: DType, op: &Op) -> Result<()> {
             op.name()
         )))
     }
+}
+
+/// The result type and shape of a reduction (NumPy's: integer and bool sums and products are
+/// int64, arg-reductions int64, any/all bool, max/min keep the dtype).
+pub fn reduce_type(op: ReduceOp, axes: Axes, keepdims: bool, x: VType, shape: &Shape) -> Result<(VType, Shape)> {
+    let rank = shape.rank();
+    if axes.0 & !Axes::all(rank).0 != 0 {
+        return Err(IrError::shape(format!("axis out of range for a tensor of rank {rank}")));
+    }
+    if matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) && axes.0.count_ones() > 1 && axes != Axes::all(rank) {
+        return Err(IrError::shape(format!("{} takes one axis or None", op.name())));
+    }
+    let reduced: usize = axes.list(rank).iter().map(|a| shape.0[*a]).product();
+    if op.needs_elements() && reduced == 0 {
+        return Err(IrError::shape(format!("zero-size reduction: {} of an empty axis has no identity", op.name())));
+    }
+    let dims: Vec<usize> =
+        (0..rank).filter_map(|i| if axes.contains(i) { keepdims.then_some(1) } else { Some(shape.0[i]) }).collect();
+    let d = x.dtype;
+    let dtype = match op {
+        ReduceOp::Sum | ReduceOp::Prod if !d.is_float() => DType::I64,
+        ReduceOp::ArgMax | ReduceOp::ArgMin => DType::I64,
+        ReduceOp::Any | ReduceOp::All => DType::Bool,
+        _ => d,
+    };
+    check_executable(dtype, &Op::Reduce { op, axes, keepdims })?;
+    Ok((VType::strong(dtype), Shape(dims)))
 }
 
 /// The result type of a unary op.
@@ -149,6 +179,24 @@ mod tests {
         assert!(infer(&Op::Unary(UnaryOp::Exp), &[(b, &s(&[]))]).is_err());
         let e = infer(&Op::Binary(BinaryOp::Add), &[(f, &s(&[3])), (f, &s(&[4]))]).unwrap_err();
         assert_eq!(e.kind, crate::error::ErrorKind::Shape);
+    }
+
+    #[test]
+    fn reductions_follow_numpy_types_and_shapes() {
+        let i32a = VType::strong(DType::I32);
+        let f32a = VType::strong(DType::F32);
+        let sh = s(&[2, 3, 4]);
+        let r = |op, axes, keep, t| reduce_type(op, Axes(axes), keep, t, &sh);
+        assert_eq!(r(ReduceOp::Sum, 0b100, false, i32a).unwrap(), (VType::strong(DType::I64), s(&[2, 3])));
+        assert_eq!(r(ReduceOp::Max, 0b010, true, f32a).unwrap(), (f32a, s(&[2, 1, 4])));
+        assert_eq!(r(ReduceOp::ArgMax, 0b111, false, f32a).unwrap(), (VType::strong(DType::I64), s(&[])));
+        assert_eq!(r(ReduceOp::Any, 0b001, false, f32a).unwrap().0.dtype, DType::Bool);
+        assert!(r(ReduceOp::ArgMin, 0b011, false, f32a).is_err());
+        assert!(r(ReduceOp::Sum, 0b1000, false, f32a).is_err());
+        let empty = s(&[0, 3]);
+        assert!(reduce_type(ReduceOp::Max, Axes(1), false, f32a, &empty).is_err());
+        assert_eq!(reduce_type(ReduceOp::Sum, Axes(1), false, f32a, &empty).unwrap().1, s(&[3]));
+        assert!(Axes(0b110).is_trailing(3) && !Axes(0b010).is_trailing(3) && Axes(0).is_trailing(3));
     }
 
     #[test]

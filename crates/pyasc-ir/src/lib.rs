@@ -22,6 +22,6 @@ pub mod verify;
 pub use dtype::DType;
 pub use error::{IrError, SourceLoc};
 pub use graph::{Graph, Node, NodeId};
-pub use op::{BinaryOp, Op, UnaryOp};
+pub use op::{Axes, BinaryOp, Op, ReduceOp, UnaryOp};
 pub use scalar::Scalar;
 pub use shape::Shape;

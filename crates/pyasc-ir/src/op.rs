@@ -303,6 +303,82 @@ impl BinaryOp {
     }
 }
 
+/// Reductions over a set of axes.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum ReduceOp {
+    Sum,
+    Prod,
+    Max,
+    Min,
+    ArgMax,
+    ArgMin,
+    Any,
+    All,
+}
+
+impl ReduceOp {
+    /// Every reduction.
+    pub const ALL: [ReduceOp; 8] = [
+        ReduceOp::Sum,
+        ReduceOp::Prod,
+        ReduceOp::Max,
+        ReduceOp::Min,
+        ReduceOp::ArgMax,
+        ReduceOp::ArgMin,
+        ReduceOp::Any,
+        ReduceOp::All,
+    ];
+
+    /// The lower-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReduceOp::Sum => "sum",
+            ReduceOp::Prod => "prod",
+            ReduceOp::Max => "max",
+            ReduceOp::Min => "min",
+            ReduceOp::ArgMax => "argmax",
+            ReduceOp::ArgMin => "argmin",
+            ReduceOp::Any => "any",
+            ReduceOp::All => "all",
+        }
+    }
+
+    /// Look a reduction up by its name.
+    pub fn from_name(name: &str) -> Option<ReduceOp> {
+        ReduceOp::ALL.iter().copied().find(|op| op.name() == name)
+    }
+
+    /// True for reductions without an identity (an empty reduction is an error).
+    pub fn needs_elements(self) -> bool {
+        matches!(self, ReduceOp::Max | ReduceOp::Min | ReduceOp::ArgMax | ReduceOp::ArgMin)
+    }
+}
+
+/// A set of axes as a bit mask (bit `i` set: axis `i` is reduced).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Axes(pub u64);
+
+impl Axes {
+    /// True when axis `i` is in the set.
+    pub fn contains(self, i: usize) -> bool {
+        i < 64 && self.0 & (1 << i) != 0
+    }
+    /// Every axis of a rank-`rank` tensor.
+    pub fn all(rank: usize) -> Axes {
+        Axes(if rank >= 64 { u64::MAX } else { (1u64 << rank) - 1 })
+    }
+    /// The axes as a sorted list.
+    pub fn list(self, rank: usize) -> Vec<usize> {
+        (0..rank).filter(|i| self.contains(*i)).collect()
+    }
+    /// True when the set is exactly the last `k` axes of a rank-`rank` tensor, for some `k`.
+    pub fn is_trailing(self, rank: usize) -> bool {
+        let k = self.0.count_ones() as usize;
+        k <= rank && self == Axes(Axes::all(rank).0 & !Axes::all(rank - k).0)
+    }
+}
+
 /// One node's operation. Operands are the node's `inputs`, in order.
 #[derive(Copy, Clone, Debug, PartialEq)]
 pub enum Op {
@@ -310,6 +386,8 @@ pub enum Op {
     Input(u32),
     /// A constant, broadcast to the node's shape (which is always `()` for traced constants).
     Const(Scalar),
+    /// A constant filling the node's shape (`zeros`, `ones`, `full`, empty reductions).
+    Fill(Scalar),
     /// One operand.
     Unary(UnaryOp),
     /// Two operands, broadcast together.
@@ -318,6 +396,15 @@ pub enum Op {
     Where,
     /// Convert the one operand to a dtype (NumPy `astype`).
     Cast(DType),
+    /// Reduce the one operand over `axes`, keeping them as size-1 axes if `keepdims`.
+    Reduce {
+        /// The reduction.
+        op: ReduceOp,
+        /// The axes reduced.
+        axes: Axes,
+        /// Keep reduced axes with extent 1.
+        keepdims: bool,
+    },
 }
 
 impl Op {
@@ -325,15 +412,19 @@ impl Op {
     pub fn is_elementwise(&self) -> bool {
         matches!(self, Op::Unary(_) | Op::Binary(_) | Op::Where | Op::Cast(_))
     }
+    /// True for reductions.
+    pub fn is_reduce(&self) -> bool {
+        matches!(self, Op::Reduce { .. })
+    }
     /// True for leaves (no operands).
     pub fn is_leaf(&self) -> bool {
-        matches!(self, Op::Input(_) | Op::Const(_))
+        matches!(self, Op::Input(_) | Op::Const(_) | Op::Fill(_))
     }
     /// Number of operands the op takes.
     pub fn arity(&self) -> usize {
         match self {
-            Op::Input(_) | Op::Const(_) => 0,
-            Op::Unary(_) | Op::Cast(_) => 1,
+            Op::Input(_) | Op::Const(_) | Op::Fill(_) => 0,
+            Op::Unary(_) | Op::Cast(_) | Op::Reduce { .. } => 1,
             Op::Binary(_) => 2,
             Op::Where => 3,
         }
@@ -343,10 +434,16 @@ impl Op {
         match self {
             Op::Input(i) => format!("input{i}"),
             Op::Const(c) => format!("const {c}"),
+            Op::Fill(c) => format!("fill {c}"),
             Op::Unary(u) => u.name().to_string(),
             Op::Binary(b) => b.name().to_string(),
             Op::Where => "where".to_string(),
             Op::Cast(d) => format!("cast<{d}>"),
+            Op::Reduce { op, axes, keepdims } => {
+                let list: Vec<String> = axes.list(64).iter().map(|a| a.to_string()).collect();
+                let keep = if *keepdims { ", keepdims" } else { "" };
+                format!("{}[{}{keep}]", op.name(), list.join(","))
+            }
         }
     }
 }

@@ -28,11 +28,12 @@ pub fn kernel_to_string(k: &TileKernel) -> String {
     let outs: Vec<String> = k.outs.iter().map(|b| format!("b{}", b.0)).collect();
     let _ = writeln!(
         s,
-        "kernel {}({}) -> ({}) over {} tile={} fused_ops={}",
+        "kernel {}({}) -> ({}) over {}{} tile={} fused_ops={}",
         k.name,
         args.join(", "),
         outs.join(", "),
         k.shape,
+        if k.row_len > 0 { format!(" rows of {}", k.row_len) } else { String::new() },
         k.tile_elems,
         k.fused_ops
     );
@@ -43,7 +44,8 @@ pub fn kernel_to_string(k: &TileKernel) -> String {
             RegKind::Arg(a) => format!("load b{}", k.args[a as usize].0),
             RegKind::Out(o) => format!("store b{}", k.outs[o as usize].0),
         };
-        let _ = writeln!(s, "  r{i}: {} {kind}", r.dtype);
+        let level = if r.row { " (per row)" } else { "" };
+        let _ = writeln!(s, "  r{i}: {} {kind}{level}", r.dtype);
     }
     for ins in &k.body {
         let line = match ins {
@@ -54,6 +56,7 @@ pub fn kernel_to_string(k: &TileKernel) -> String {
                 format!("{dst} = cast<{}>({src})", k.regs[dst.0 as usize].dtype)
             }
             Instr::Copy { dst, src } => format!("{dst} = copy({src})"),
+            Instr::Reduce { op, dst, src } => format!("{dst} = reduce_{}({src})", op.name()),
         };
         let _ = writeln!(s, "  {line}");
     }

@@ -11,7 +11,7 @@
 
 use crate::dtype::DType;
 use crate::error::{IrError, Result, SourceLoc};
-use crate::op::{BinaryOp, UnaryKind, UnaryOp};
+use crate::op::{BinaryOp, ReduceOp, UnaryKind, UnaryOp};
 use crate::scalar::Scalar;
 use crate::shape::Shape;
 use std::fmt;
@@ -44,6 +44,9 @@ pub struct RegDecl {
     pub dtype: DType,
     /// Storage.
     pub kind: RegKind,
+    /// In a row kernel: one value per row of the tile (a reduction result) instead of one
+    /// per element.
+    pub row: bool,
 }
 
 /// One vector instruction over whole tiles. `dst` is never one of the operands.
@@ -94,6 +97,15 @@ pub enum Instr {
         /// Operand.
         src: Reg,
     },
+    /// `dst[r] = op(src[r, :])` for every row `r` of the tile (row kernels only).
+    Reduce {
+        /// The reduction.
+        op: ReduceOp,
+        /// Row register receiving one value per row.
+        dst: Reg,
+        /// Element register holding the rows.
+        src: Reg,
+    },
 }
 
 impl Instr {
@@ -104,13 +116,17 @@ impl Instr {
             | Instr::Binary { dst, .. }
             | Instr::Select { dst, .. }
             | Instr::Cast { dst, .. }
-            | Instr::Copy { dst, .. } => dst,
+            | Instr::Copy { dst, .. }
+            | Instr::Reduce { dst, .. } => dst,
         }
     }
     /// The registers read (one to three), without allocating.
     pub fn srcs(&self) -> Srcs {
         match *self {
-            Instr::Unary { src, .. } | Instr::Cast { src, .. } | Instr::Copy { src, .. } => Srcs([src, src, src], 1),
+            Instr::Unary { src, .. }
+            | Instr::Cast { src, .. }
+            | Instr::Copy { src, .. }
+            | Instr::Reduce { src, .. } => Srcs([src, src, src], 1),
             Instr::Binary { a, b, .. } => Srcs([a, b, b], 2),
             Instr::Select { cond, a, b, .. } => Srcs([cond, a, b], 3),
         }
@@ -133,8 +149,15 @@ impl std::ops::Deref for Srcs {
 pub struct TileKernel {
     /// Name used in logs, profiles and errors.
     pub name: String,
-    /// The iteration space; every output has this shape.
+    /// The iteration space in iteration order: `shape[i]` is logical dimension `perm[i]`.
+    /// Element outputs have this shape (then `perm` is the identity).
     pub shape: Shape,
+    /// Logical dimension of each iteration dimension (identity except in reductions over
+    /// leading axes, which iterate with the reduced axes last).
+    pub perm: Vec<usize>,
+    /// Row kernels: elements per row (the product of the trailing, reduced iteration dims);
+    /// 0 for elementwise kernels.
+    pub row_len: usize,
     /// Buffers read; register `Arg(i)` is `args[i]` broadcast to `shape`.
     pub args: Vec<BufferId>,
     /// Buffers written; register `Out(i)` is `outs[i]`.
@@ -207,21 +230,38 @@ impl KernelPlan {
 fn verify_kernel(k: &TileKernel, buffers: &[BufferDecl], ready: &[bool]) -> Result<()> {
     let err = |m: String| Err(IrError::internal(format!("kernel {}: {m}", k.name)));
     let reg = |r: Reg| k.regs.get(r.0 as usize).copied();
+    let rank = k.shape.rank();
+    let mut sorted = k.perm.clone();
+    sorted.sort_unstable();
+    if sorted != (0..rank).collect::<Vec<_>>() {
+        return err(format!("perm {:?} is not a permutation of {rank} dims", k.perm));
+    }
+    let identity = k.perm.iter().enumerate().all(|(i, p)| i == *p);
+    let mut logical = vec![0; rank];
+    for (i, p) in k.perm.iter().enumerate() {
+        logical[*p] = k.shape.0[i];
+    }
+    let logical = Shape(logical);
+    let numel = k.shape.numel();
+    let rows = if k.row_len == 0 { numel } else { numel / k.row_len.max(1) };
+    if k.row_len > 0 && numel > 0 && !numel.is_multiple_of(k.row_len) {
+        return err(format!("row length {} does not divide {numel} elements", k.row_len));
+    }
     for (i, b) in k.args.iter().enumerate() {
-        let Some(decl) = buffers.get(b.0 as usize) else {
-            return err(format!("arg {i} is no buffer"));
-        };
+        let Some(decl) = buffers.get(b.0 as usize) else { return err(format!("arg {i} is no buffer")) };
         if !ready[b.0 as usize] {
             return err(format!("reads b{} before it is written", b.0));
         }
-        if !decl.shape.broadcasts_to(&k.shape) {
-            return err(format!("arg b{} of shape {} does not broadcast to {}", b.0, decl.shape, k.shape));
+        if !decl.shape.broadcasts_to(&logical) {
+            return err(format!("arg b{} of shape {} does not broadcast to {}", b.0, decl.shape, logical));
         }
     }
-    for b in &k.outs {
+    for (o, b) in k.outs.iter().enumerate() {
+        let row_out = k.regs.iter().any(|r| r.kind == RegKind::Out(o as u16) && r.row);
         match buffers.get(b.0 as usize) {
-            Some(d) if d.shape == k.shape && d.kind == BufferKind::Computed => {}
-            _ => return err(format!("output b{} is not a computed buffer of shape {}", b.0, k.shape)),
+            Some(d) if d.kind == BufferKind::Computed && !row_out && d.shape == logical && identity => {}
+            Some(d) if d.kind == BufferKind::Computed && row_out && d.shape.numel() == rows => {}
+            _ => return err(format!("output b{} does not fit the kernel's space {}", b.0, logical)),
         }
     }
     for (i, r) in k.regs.iter().enumerate() {
@@ -237,11 +277,12 @@ fn verify_kernel(k: &TileKernel, buffers: &[BufferDecl], ready: &[bool]) -> Resu
         } else if matches!(r.kind, RegKind::Arg(_) | RegKind::Out(_)) {
             return err(format!("register r{i} names a missing buffer"));
         }
+        if r.row && (k.row_len == 0 || matches!(r.kind, RegKind::Arg(_) | RegKind::Scalar(_))) {
+            return err(format!("register r{i} is a row register outside a row kernel or an argument"));
+        }
     }
     for ins in &k.body {
-        let Some(dst) = reg(ins.dst()) else {
-            return err(format!("{ins:?} writes a missing register"));
-        };
+        let Some(dst) = reg(ins.dst()) else { return err(format!("{ins:?} writes a missing register")) };
         if !matches!(dst.kind, RegKind::Tile | RegKind::Out(_)) {
             return err(format!("{ins:?} writes a read-only register"));
         }
@@ -251,7 +292,15 @@ fn verify_kernel(k: &TileKernel, buffers: &[BufferDecl], ready: &[bool]) -> Resu
                 return err(format!("{ins:?} reads its own destination"));
             }
             match reg(s) {
-                Some(d) => srcs.push(d.dtype),
+                Some(d) => {
+                    // A per-row result reads only per-row values and scalars (a reduction is the
+                    // one way from elements to rows; element results may read rows: broadcast).
+                    let reduce = matches!(ins, Instr::Reduce { .. });
+                    if !reduce && dst.row && !d.row && !matches!(d.kind, RegKind::Scalar(_)) {
+                        return err(format!("{ins:?} computes a per-row value from elements"));
+                    }
+                    srcs.push(d.dtype)
+                }
                 None => return err(format!("{ins:?} reads a missing register")),
             }
         }
@@ -266,9 +315,18 @@ fn verify_kernel(k: &TileKernel, buffers: &[BufferDecl], ready: &[bool]) -> Resu
             Instr::Select { .. } => srcs[0] == DType::Bool && srcs[1] == dst.dtype && srcs[2] == dst.dtype,
             Instr::Cast { .. } => true,
             Instr::Copy { .. } => srcs[0] == dst.dtype,
+            Instr::Reduce { op, src, .. } => {
+                let s = reg(*src).expect("checked above");
+                let want = match op {
+                    ReduceOp::ArgMax | ReduceOp::ArgMin => DType::I64,
+                    ReduceOp::Any | ReduceOp::All => DType::Bool,
+                    _ => s.dtype,
+                };
+                dst.row && !s.row && k.row_len > 0 && dst.dtype == want
+            }
         };
         if !ok {
-            return err(format!("{ins:?} has operands of the wrong dtype"));
+            return err(format!("{ins:?} has operands of the wrong dtype or level"));
         }
     }
     if k.tile_elems == 0 {

@@ -25,6 +25,7 @@ pub fn verify(g: &Graph) -> Result<()> {
                     return Err(IrError::internal(format!("{} is not argument {k}", here())));
                 }
             }
+            Op::Fill(_) => {}
             Op::Const(_) => {
                 if n.shape != Shape::scalar() {
                     return Err(IrError::internal(format!("{} is not 0-d", here())));

@@ -14,6 +14,7 @@ mod element;
 pub mod gemm;
 pub mod isa;
 mod math;
+pub mod reduce;
 mod src;
 pub mod unary;
 

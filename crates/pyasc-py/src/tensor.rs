@@ -6,7 +6,7 @@ use crate::errors::{to_py, user_error};
 use crate::frames::user_loc;
 use numpy::{PyUntypedArray, PyUntypedArrayMethods};
 use pyasc_ir::error::{ErrorKind, IrError};
-use pyasc_ir::op::{BinaryOp, Op, UnaryOp};
+use pyasc_ir::op::{Axes, BinaryOp, Op, ReduceOp, UnaryOp};
 use pyasc_ir::{DType, Graph, NodeId, Scalar};
 use pyo3::basic::CompareOp;
 use pyo3::exceptions::PyTypeError;
@@ -168,6 +168,69 @@ pub fn apply_where(
     apply(py, &trace, Op::Where, &ids)
 }
 
+/// Normalise `axis` (None, an int or a sequence of ints; negative counts from the end) for a
+/// tensor of rank `rank` into an axis set.
+pub fn parse_axes(py: Python<'_>, axis: Option<&Bound<'_, PyAny>>, rank: usize) -> PyResult<Axes> {
+    let list: Vec<i64> = match axis {
+        None => return Ok(Axes::all(rank)),
+        Some(a) if a.is_none() => return Ok(Axes::all(rank)),
+        Some(a) => match a.extract::<i64>() {
+            Ok(i) => vec![i],
+            Err(_) => a.extract::<Vec<i64>>().map_err(|_| {
+                user_error(
+                    py,
+                    ErrorKind::InvalidArgument,
+                    format!("axis must be None, an int or a tuple of ints, not {a}"),
+                )
+            })?,
+        },
+    };
+    let mut mask = 0u64;
+    for a in list {
+        let i = if a < 0 { a + rank as i64 } else { a };
+        if i < 0 || i >= rank as i64 {
+            return Err(user_error(
+                py,
+                ErrorKind::Shape,
+                format!("axis {a} is out of bounds for a tensor of rank {rank}"),
+            ));
+        }
+        if mask & (1 << i) != 0 {
+            return Err(user_error(py, ErrorKind::Shape, format!("axis {a} is repeated")));
+        }
+        mask |= 1 << i;
+    }
+    Ok(Axes(mask))
+}
+
+/// A reduction by name (`sum prod max min argmax argmin any all`) of a traced tensor.
+#[pyfunction]
+#[pyo3(signature = (name, x, axis = None, keepdims = false))]
+pub fn apply_reduce(
+    py: Python<'_>,
+    name: &str,
+    x: &Bound<'_, PyAny>,
+    axis: Option<&Bound<'_, PyAny>>,
+    keepdims: bool,
+) -> PyResult<Py<Tensor>> {
+    let op = ReduceOp::from_name(name).ok_or_else(|| PyTypeError::new_err(format!("unknown reduction {name}")))?;
+    let trace = trace_of(&[x]).ok_or_else(|| PyTypeError::new_err("no traced tensor among the operands"))?;
+    let id = node_of(py, &trace, x)?;
+    let rank = trace.lock().expect("trace lock poisoned").graph.node(id).shape.rank();
+    let axes = parse_axes(py, axis, rank)?;
+    if matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) && axes.0.count_ones() > 1 && axes != Axes::all(rank) {
+        return Err(user_error(py, ErrorKind::InvalidArgument, format!("{name} takes a single axis or None")));
+    }
+    if matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) && axes == Axes::all(rank) && rank > 1 {
+        return Err(user_error(
+            py,
+            ErrorKind::Unsupported,
+            format!("{name} over all axes of a {rank}-d tensor needs a flattening reshape, which comes with movement ops; pass an axis"),
+        ));
+    }
+    apply(py, &trace, Op::Reduce { op, axes, keepdims }, &[id])
+}
+
 /// Parse anything `numpy.dtype()` accepts into a pyasc dtype.
 pub fn parse_dtype(py: Python<'_>, dtype: &Bound<'_, PyAny>) -> PyResult<DType> {
     let name: String = numpy(py)?.getattr("dtype")?.call1((dtype,))?.getattr("name")?.extract()?;
@@ -187,6 +250,16 @@ pub fn apply_cast(py: Python<'_>, x: &Bound<'_, PyAny>, dtype: &Bound<'_, PyAny>
     let trace = trace_of(&[x]).ok_or_else(|| PyTypeError::new_err("no traced tensor among the operands"))?;
     let id = node_of(py, &trace, x)?;
     apply(py, &trace, Op::Cast(to), &[id])
+}
+
+fn reduce_method(
+    slf: &Bound<'_, Tensor>,
+    name: &str,
+    axis: Option<&Bound<'_, PyAny>>,
+    keepdims: bool,
+) -> PyResult<Py<PyAny>> {
+    let py = slf.py();
+    Ok(py.import("pyasc.reductions")?.getattr(name)?.call1((slf, axis, keepdims))?.unbind())
 }
 
 fn numpy_api(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
@@ -215,6 +288,52 @@ impl Tensor {
     fn size(&self) -> usize {
         self.shape.iter().product()
     }
+    /// Sum over `axis` (None: all axes).
+    #[pyo3(signature = (axis = None, keepdims = false))]
+    fn sum(slf: &Bound<'_, Self>, axis: Option<&Bound<'_, PyAny>>, keepdims: bool) -> PyResult<Py<PyAny>> {
+        reduce_method(slf, "sum", axis, keepdims)
+    }
+    /// Mean over `axis` (None: all axes).
+    #[pyo3(signature = (axis = None, keepdims = false))]
+    fn mean(slf: &Bound<'_, Self>, axis: Option<&Bound<'_, PyAny>>, keepdims: bool) -> PyResult<Py<PyAny>> {
+        reduce_method(slf, "mean", axis, keepdims)
+    }
+    /// Maximum over `axis` (None: all axes).
+    #[pyo3(signature = (axis = None, keepdims = false))]
+    fn max(slf: &Bound<'_, Self>, axis: Option<&Bound<'_, PyAny>>, keepdims: bool) -> PyResult<Py<PyAny>> {
+        reduce_method(slf, "max", axis, keepdims)
+    }
+    /// Minimum over `axis` (None: all axes).
+    #[pyo3(signature = (axis = None, keepdims = false))]
+    fn min(slf: &Bound<'_, Self>, axis: Option<&Bound<'_, PyAny>>, keepdims: bool) -> PyResult<Py<PyAny>> {
+        reduce_method(slf, "min", axis, keepdims)
+    }
+    /// Product over `axis` (None: all axes).
+    #[pyo3(signature = (axis = None, keepdims = false))]
+    fn prod(slf: &Bound<'_, Self>, axis: Option<&Bound<'_, PyAny>>, keepdims: bool) -> PyResult<Py<PyAny>> {
+        reduce_method(slf, "prod", axis, keepdims)
+    }
+    /// Index of the maximum along `axis`.
+    #[pyo3(signature = (axis = None, keepdims = false))]
+    fn argmax(slf: &Bound<'_, Self>, axis: Option<&Bound<'_, PyAny>>, keepdims: bool) -> PyResult<Py<PyAny>> {
+        reduce_method(slf, "argmax", axis, keepdims)
+    }
+    /// Index of the minimum along `axis`.
+    #[pyo3(signature = (axis = None, keepdims = false))]
+    fn argmin(slf: &Bound<'_, Self>, axis: Option<&Bound<'_, PyAny>>, keepdims: bool) -> PyResult<Py<PyAny>> {
+        reduce_method(slf, "argmin", axis, keepdims)
+    }
+    /// True where any element along `axis` is non-zero.
+    #[pyo3(signature = (axis = None, keepdims = false))]
+    fn any(slf: &Bound<'_, Self>, axis: Option<&Bound<'_, PyAny>>, keepdims: bool) -> PyResult<Py<PyAny>> {
+        reduce_method(slf, "any", axis, keepdims)
+    }
+    /// True where every element along `axis` is non-zero.
+    #[pyo3(signature = (axis = None, keepdims = false))]
+    fn all(slf: &Bound<'_, Self>, axis: Option<&Bound<'_, PyAny>>, keepdims: bool) -> PyResult<Py<PyAny>> {
+        reduce_method(slf, "all", axis, keepdims)
+    }
+
     /// Convert to another dtype (NumPy `astype`).
     fn astype(slf: &Bound<'_, Self>, dtype: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
         apply_cast(slf.py(), slf.as_any(), dtype)

@@ -2,7 +2,7 @@
 //! of `pyasc-kernels`.
 
 use pyasc_ir::error::{IrError, Result};
-use pyasc_ir::op::{BinaryOp, UnaryOp};
+use pyasc_ir::op::{BinaryOp, ReduceOp, UnaryOp};
 use pyasc_ir::tile::{Instr, RegDecl};
 use pyasc_ir::{DType, Scalar};
 use pyasc_kernels::binary::{self, ArithFn, BitFn, CmpFn};
@@ -145,6 +145,7 @@ pub unsafe fn exec(ins: &Instr, decls: &[RegDecl], vals: &[Val], len: usize) -> 
                 map1(src::<S>(val(s), len), dst::<D>(val(d), len)?, cast::<S, D>);
                 Ok(())
             })),
+            Instr::Reduce { .. } => Err(IrError::internal("reductions run row by row in the VM")),
             Instr::Copy { dst: d, src: s } => with_dtype!(dt(d), T => {
                 let out = dst::<T>(val(d), len)?;
                 match src::<T>(val(s), len) {
@@ -291,6 +292,66 @@ unsafe fn exec_binary(op: BinaryOp, dtype: DType, a: Val, b: Val, d: Val, len: u
             (DType::F32, _, Some(f)) => binary::arith::<f32>(f, src(a, len), src(b, len), dst(d, len)?),
             (DType::F64, _, Some(f)) => binary::arith::<f64>(f, src(a, len), src(b, len), dst(d, len)?),
             _ => return unsupported(),
+        }
+    }
+    Ok(())
+}
+
+/// `dst[r] = op(src[r * row_len .. (r + 1) * row_len])` for `rows` rows.
+///
+/// # Safety
+/// `src` must address `rows * row_len` elements of `dtype`; `dst` `rows` elements of the
+/// reduction's result dtype.
+pub unsafe fn exec_reduce(op: ReduceOp, dtype: DType, input: Val, dst: Val, rows: usize, row_len: usize) -> Result<()> {
+    use pyasc_kernels::reduce as r;
+    let Val::Ptr(dp) = dst else { return Err(IrError::internal("reduction into a scalar register")) };
+    let row = |i: usize| -> Val {
+        match input {
+            // SAFETY: row `i` lies inside the source (caller's contract).
+            Val::Ptr(p) => Val::Ptr(unsafe { p.add(i * row_len * dtype.size()) }),
+            s => s,
+        }
+    };
+    // SAFETY (all blocks): rows and destinations are valid per the caller's contract.
+    unsafe {
+        for i in 0..rows {
+            macro_rules! rowslice {
+                ($t:ty) => {
+                    match src::<$t>(row(i), row_len) {
+                        Src::Slice(x) => std::borrow::Cow::Borrowed(x),
+                        Src::Scalar(v) => std::borrow::Cow::Owned(vec![v; row_len]),
+                    }
+                };
+            }
+            match (op, dtype) {
+                (ReduceOp::ArgMax | ReduceOp::ArgMin, _) => {
+                    let max = op == ReduceOp::ArgMax;
+                    let idx = with_dtype!(dtype, T => r::arg_extreme(&rowslice!(T), max));
+                    *(dp as *mut i64).add(i) = idx as i64;
+                }
+                (ReduceOp::Any, DType::Bool) => *dp.add(i) = r::any_u8(&rowslice!(u8)) as u8,
+                (ReduceOp::All, DType::Bool) => *dp.add(i) = r::all_u8(&rowslice!(u8)) as u8,
+                (ReduceOp::Sum, DType::F32) => *(dp as *mut f32).add(i) = r::sum_f32(&rowslice!(f32)) as f32,
+                (ReduceOp::Sum, DType::F64) => *(dp as *mut f64).add(i) = r::sum_f64(&rowslice!(f64)),
+                (ReduceOp::Sum, DType::I64) => *(dp as *mut i64).add(i) = r::sum_i64(&rowslice!(i64)),
+                (ReduceOp::Prod, DType::F32) => *(dp as *mut f32).add(i) = r::prod_f64(&rowslice!(f32)) as f32,
+                (ReduceOp::Prod, DType::F64) => *(dp as *mut f64).add(i) = r::prod_f64(&rowslice!(f64)),
+                (ReduceOp::Prod, DType::I64) => *(dp as *mut i64).add(i) = r::prod_i64(&rowslice!(i64)),
+                (ReduceOp::Max, DType::F32) => *(dp as *mut f32).add(i) = r::max_f32(&rowslice!(f32)),
+                (ReduceOp::Min, DType::F32) => *(dp as *mut f32).add(i) = r::min_f32(&rowslice!(f32)),
+                (ReduceOp::Max, DType::F64) => *(dp as *mut f64).add(i) = r::max_f64(&rowslice!(f64)),
+                (ReduceOp::Min, DType::F64) => *(dp as *mut f64).add(i) = r::min_f64(&rowslice!(f64)),
+                (ReduceOp::Max | ReduceOp::Min, DType::Bool | DType::I32 | DType::I64) => {
+                    let max = op == ReduceOp::Max;
+                    with_dtype!(dtype, T => {
+                        let x = rowslice!(T);
+                        let v = if max { x.iter().copied().fold(x[0], |a, b| if b > a { b } else { a }) } else { x.iter().copied().fold(x[0], |a, b| if b < a { b } else { a }) };
+                        *(dp as *mut T).add(i) = v;
+                        Ok::<(), IrError>(())
+                    })?;
+                }
+                _ => return Err(IrError::internal(format!("no {} reduction for {dtype}", op.name()))),
+            }
         }
     }
     Ok(())

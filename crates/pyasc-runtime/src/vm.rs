@@ -7,7 +7,7 @@
 //! the block's scratch, scratch tiles reused for every tile of the block. Then the body
 //! runs instruction by instruction, each a SIMD loop over the whole tile.
 
-use crate::instr::{exec, Val};
+use crate::instr::{exec, exec_reduce, Val};
 use crate::layout::{broadcast_strides, classify, collapse, gather, Access};
 use crate::pool::num_threads;
 use crate::view::{read_scalar, InputView, OutputPtr, SendPtr};
@@ -68,7 +68,8 @@ impl Scratch {
             };
             if needs {
                 offsets.push(Some(lines * 64));
-                lines += (k.tile_elems * r.dtype.size()).div_ceil(64);
+                let elems = if r.row { k.tile_elems / k.row_len.max(1) } else { k.tile_elems };
+                lines += (elems.max(1) * r.dtype.size()).div_ceil(64);
             } else {
                 offsets.push(None);
             }
@@ -167,8 +168,19 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
         return Ok((0, 0));
     }
     let dims = &k.shape.0;
-    // Strides of every operand over the iteration space; the output pattern goes last.
-    let mut strides: Vec<Vec<isize>> = args.iter().map(|a| broadcast_strides(&a.shape, &a.strides, dims)).collect();
+    // Strides of every operand over the iteration space (arguments broadcast against the
+    // logical shape, then put in iteration order); the output pattern goes last.
+    let mut logical = vec![0usize; dims.len()];
+    for (i, p) in k.perm.iter().enumerate() {
+        logical[*p] = dims[i];
+    }
+    let mut strides: Vec<Vec<isize>> = args
+        .iter()
+        .map(|a| {
+            let st = broadcast_strides(&a.shape, &a.strides, &logical);
+            k.perm.iter().map(|p| st[*p]).collect()
+        })
+        .collect();
     strides.push(InputView::contiguous(std::ptr::null(), DType::U8, dims.clone()).strides);
     let cdims = collapse(dims, &mut strides);
     let modes: Vec<ArgMode> = args
@@ -254,6 +266,7 @@ unsafe fn run_tile(
             match r.kind {
                 RegKind::Tile => Val::Ptr(base.add(scratch.offsets[i].expect("tiles have scratch"))),
                 RegKind::Scalar(v) => Val::Scalar(v),
+                RegKind::Out(o) if r.row => Val::Ptr(outs[o as usize].0.add(start / k.row_len * size)),
                 RegKind::Out(o) => Val::Ptr(outs[o as usize].0.add(start * size)),
                 RegKind::Arg(a) => match &modes[a as usize] {
                     ArgMode::Broadcast(v) => Val::Scalar(*v),
@@ -303,9 +316,63 @@ unsafe fn run_tile(
                 // SAFETY: the offset lies inside the scratch allocation.
                 scratch.vals[d] = Val::Ptr(unsafe { base.add(scratch.offsets[d].expect("tiles have scratch")) });
             }
-            // SAFETY: every register value is valid for `len` elements; dst differs from srcs.
-            unsafe { exec(ins, &k.regs, &scratch.vals, len)? };
+            // SAFETY: every register value is valid for the tile; dst differs from srcs.
+            unsafe { exec_level(k, ins, &scratch.vals, len)? };
         }
+    }
+    Ok(())
+}
+
+/// Execute `ins` on a tile of `len` elements, minding per-row registers in row kernels:
+/// a reduction turns rows into values, per-row ops run on one value per row, and element ops
+/// that read per-row values broadcast each row's value over that row.
+///
+/// # Safety
+/// As for [`exec`]: every register value must be valid for the tile.
+unsafe fn exec_level(k: &TileKernel, ins: &Instr, vals: &[Val], len: usize) -> Result<()> {
+    if k.row_len == 0 {
+        // SAFETY: per this function's contract.
+        return unsafe { exec(ins, &k.regs, vals, len) };
+    }
+    let c = k.row_len;
+    let rows = len / c;
+    let d = ins.dst().0 as usize;
+    if let Instr::Reduce { op, dst, src } = *ins {
+        let s = src.0 as usize;
+        // SAFETY: the source holds `rows` rows of `c` elements; the destination `rows` values.
+        return unsafe { exec_reduce(op, k.regs[s].dtype, vals[s], vals[dst.0 as usize], rows, c) };
+    }
+    if k.regs[d].row {
+        // SAFETY: per-row registers hold one value per row of the tile.
+        return unsafe { exec(ins, &k.regs, vals, rows) };
+    }
+    let reads_rows = ins.srcs().iter().any(|r| k.regs[r.0 as usize].row && matches!(vals[r.0 as usize], Val::Ptr(_)));
+    if !reads_rows {
+        // SAFETY: per this function's contract.
+        return unsafe { exec(ins, &k.regs, vals, len) };
+    }
+    let mut local = vals.to_vec();
+    for r in 0..rows {
+        for &s in ins.srcs().iter() {
+            let i = s.0 as usize;
+            let decl = k.regs[i];
+            if let Val::Ptr(p) = vals[i] {
+                // SAFETY: row values and element rows lie inside their registers' tiles.
+                local[i] = unsafe {
+                    if decl.row {
+                        Val::Scalar(read_scalar(p.add(r * decl.dtype.size()), decl.dtype))
+                    } else {
+                        Val::Ptr(p.add(r * c * decl.dtype.size()))
+                    }
+                };
+            }
+        }
+        if let Val::Ptr(p) = vals[d] {
+            // SAFETY: as above.
+            local[d] = Val::Ptr(unsafe { p.add(r * c * k.regs[d].dtype.size()) });
+        }
+        // SAFETY: each register now addresses row `r`.
+        unsafe { exec(ins, &k.regs, &local, c)? };
     }
     Ok(())
 }

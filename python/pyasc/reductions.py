@@ -1,0 +1,148 @@
+"""Reductions and the fused composites built on them.
+
+``sum mean max min prod argmax argmin any all logsumexp`` over an ``axis`` (None, an int or
+a tuple) with ``keepdims``; ``softmax log_softmax layer_norm rms_norm``. Inside an operator
+they record graph nodes, and the compiler fuses each with its producers and consumers into
+one pass over every row; on arrays outside an operator they run at once.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+from . import _pyasc
+from .ops import _eager_op, _is_traced
+
+__all__ = ["sum", "mean", "max", "min", "prod", "argmax", "argmin", "any", "all", "logsumexp", "softmax",
+           "log_softmax", "layer_norm", "rms_norm"]
+
+Axis = Any
+
+
+def _axes(x: Any, axis: Axis) -> tuple:
+    nd = x.ndim
+    if axis is None:
+        return tuple(range(nd))
+    if isinstance(axis, int):
+        axis = (axis,)
+    return tuple(a + nd if a < 0 else a for a in axis)
+
+
+def _count(x: Any, axis: Axis) -> int:
+    n = 1
+    for a in _axes(x, axis):
+        if not 0 <= a < x.ndim:
+            return 1  # the reduction itself reports the bad axis
+        n *= x.shape[a]
+    return n
+
+
+def _eager(name: str, fn: Callable[..., Any], x: Any, axis: Axis, keepdims: bool, *rest: Any) -> Any:
+    key = f"{name}:{axis!r}:{keepdims}:{len(rest)}"
+    return _eager_op(key, lambda t, *r: fn(t, axis, keepdims, *r))(x, *rest)
+
+
+def _reduction(name: str) -> Callable[..., Any]:
+    def f(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
+        if _is_traced(x):
+            return _pyasc.apply_reduce(name, x, axis, keepdims)
+        return _eager(name, f, x, axis, keepdims)
+
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"``{name}`` over ``axis`` (None: every axis), keeping reduced axes as 1 if ``keepdims``."
+    return f
+
+
+sum = _reduction("sum")  # noqa: A001 - the API's name
+prod = _reduction("prod")
+max = _reduction("max")  # noqa: A001
+min = _reduction("min")  # noqa: A001
+argmax = _reduction("argmax")
+argmin = _reduction("argmin")
+any = _reduction("any")  # noqa: A001
+all = _reduction("all")  # noqa: A001
+
+
+def mean(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
+    """Arithmetic mean over ``axis`` (integers average in float64, as in NumPy)."""
+    if not _is_traced(x):
+        return _eager("mean", mean, x, axis, keepdims)
+    s = sum(x, axis, keepdims)
+    if s.dtype.kind != "f":
+        s = s.astype("float64")
+    return s / _count(x, axis)
+
+
+def logsumexp(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
+    """``log(sum(exp(x)))`` over ``axis``, computed stably (the maximum is taken out first)."""
+    if not _is_traced(x):
+        return _eager("logsumexp", logsumexp, x, axis, keepdims)
+    from .ops import exp, isfinite, log, where
+
+    m = max(x, axis, keepdims=True)
+    shift = where(isfinite(m), m, 0.0)
+    s = sum(exp(x - shift), axis, keepdims)
+    mk = max(x, axis, keepdims)
+    return log(s) + where(isfinite(mk), mk, 0.0)
+
+
+def softmax(x: Any, axis: int = -1) -> Any:
+    """``exp(x) / sum(exp(x))`` along ``axis``, stable; one pass over each row when it fits a tile."""
+    if not _is_traced(x):
+        return _eager("softmax", lambda t, a, k: softmax(t, a), x, axis, False)
+    from .ops import exp
+
+    e = exp(x - max(x, axis, keepdims=True))
+    return e / sum(e, axis, keepdims=True)
+
+
+def log_softmax(x: Any, axis: int = -1) -> Any:
+    """``x - logsumexp(x)`` along ``axis``, stable."""
+    if not _is_traced(x):
+        return _eager("log_softmax", lambda t, a, k: log_softmax(t, a), x, axis, False)
+    from .ops import exp, log
+
+    shifted = x - max(x, axis, keepdims=True)
+    return shifted - log(sum(exp(shifted), axis, keepdims=True))
+
+
+def layer_norm(x: Any, weight: Optional[Any] = None, bias: Optional[Any] = None, eps: float = 1e-5,
+               axis: Axis = -1) -> Any:
+    """``(x - mean) / sqrt(var + eps) * weight + bias`` over ``axis`` (the last by default)."""
+    if not _is_traced(x):
+        rest = tuple(v for v in (weight, bias) if v is not None)
+        has = (weight is not None, bias is not None)
+
+        def fn(t: Any, a: Axis, k: bool, *r: Any) -> Any:
+            it = iter(r)
+            w = next(it) if has[0] else None
+            b = next(it) if has[1] else None
+            return layer_norm(t, w, b, eps, a)
+
+        return _eager(f"layer_norm{has}{eps!r}", fn, x, axis, False, *rest)
+    from .ops import sqrt
+
+    mu = mean(x, axis, keepdims=True)
+    d = x - mu
+    var = mean(d * d, axis, keepdims=True)
+    y = d / sqrt(var + eps)
+    if weight is not None:
+        y = y * weight
+    if bias is not None:
+        y = y + bias
+    return y
+
+
+def rms_norm(x: Any, weight: Optional[Any] = None, eps: float = 1e-6, axis: Axis = -1) -> Any:
+    """``x / sqrt(mean(x**2) + eps) * weight`` over ``axis`` (the last by default)."""
+    if not _is_traced(x):
+        rest = () if weight is None else (weight,)
+
+        def fn(t: Any, a: Axis, k: bool, *r: Any) -> Any:
+            return rms_norm(t, r[0] if r else None, eps, a)
+
+        return _eager(f"rms_norm{weight is None}{eps!r}", fn, x, axis, False, *rest)
+    from .ops import sqrt
+
+    y = x / sqrt(mean(x * x, axis, keepdims=True) + eps)
+    return y if weight is None else y * weight
