@@ -81,6 +81,8 @@ def array_ufunc(ufunc: Any, method: str, inputs: tuple, kwargs: Dict[str, Any]) 
         result = inputs[0]
     elif name in _UFUNC_UNARY:
         result = _pyasc.apply_unary(_UFUNC_UNARY[name], inputs[0])
+    elif name == "matmul":
+        result = _pyasc.apply_matmul(inputs[0], inputs[1])
     elif name in _UFUNC_BINARY:
         result = _pyasc.apply_binary(_UFUNC_BINARY[name], inputs[0], inputs[1])
     elif name in _LOGICAL:

@@ -15,7 +15,7 @@ _UNARY = (
     "relu gelu fast_gelu silu softplus abs sign floor ceil isnan isinf isfinite square"
 ).split()
 
-__all__ = _UNARY + ["round", "minimum", "maximum", "pow", "where", "clip", "cast", "negative", "add",
+__all__ = _UNARY + ["matmul", "round", "minimum", "maximum", "pow", "where", "clip", "cast", "negative", "add",
                     "subtract", "multiply", "divide"]
 
 _eager: Dict[str, Any] = {}
@@ -72,6 +72,13 @@ add = _binary("add", "add")
 subtract = _binary("sub", "subtract")
 multiply = _binary("mul", "multiply")
 divide = _binary("div", "divide")
+
+
+def matmul(a: Any, b: Any) -> Any:
+    """Matrix product with NumPy's ``matmul`` rules (batched, broadcast batch dims, 1-D operands)."""
+    if _is_traced(a, b):
+        return _pyasc.apply_matmul(a, b)
+    return _eager_op("matmul", lambda x, y: _pyasc.apply_matmul(x, y))(a, b)
 
 
 def where(cond: Any, a: Any, b: Any) -> Any:

@@ -31,6 +31,8 @@ pub const ROW_FUSE_MAX: usize = 16384;
 pub enum Space {
     /// Elementwise over this shape.
     Elem(Shape),
+    /// A matrix product (a kernel of its own).
+    MatMul,
     /// Rows: reductions of `shape` over `axes`.
     Rows {
         /// The reduced operand's shape.
@@ -45,6 +47,7 @@ impl Space {
     pub fn rows(&self) -> usize {
         match self {
             Space::Elem(s) => s.numel(),
+            Space::MatMul => 0,
             Space::Rows { shape, axes } => {
                 let n = shape.rank();
                 (0..n).filter(|i| !axes.contains(*i)).map(|i| shape.0[i]).product()
@@ -54,7 +57,7 @@ impl Space {
     /// Elements per row.
     pub fn row_len(&self) -> usize {
         match self {
-            Space::Elem(_) => 0,
+            Space::Elem(_) | Space::MatMul => 0,
             Space::Rows { shape, axes } => axes.list(shape.rank()).iter().map(|a| shape.0[*a]).product(),
         }
     }
@@ -106,8 +109,16 @@ impl Pass for FusePass {
             if n.op.is_leaf() {
                 continue;
             }
-            if level == 0 || n.op.is_reduce() {
+            if level == 0 || n.op.is_reduce() || n.op == Op::MatMul {
                 mat[i] = true;
+            }
+            if n.op == Op::MatMul {
+                // The GEMM reads its operands from memory.
+                for &x in &n.inputs {
+                    if !matches!(g.node(x).op, Op::Input(_)) {
+                        mat[x.index()] = true;
+                    }
+                }
             }
             for &x in &n.inputs {
                 let p = g.node(x);
@@ -146,6 +157,7 @@ impl Pass for FusePass {
             let names: Vec<String> = grp.anchors.iter().map(|r| format!("%{}", r.0)).collect();
             let what = match &grp.space {
                 Space::Elem(s) => format!("over {s}"),
+                Space::MatMul => "matmul".to_string(),
                 Space::Rows { shape, .. } => format!("over rows of {shape} ({} per row)", grp.space.row_len()),
             };
             st.notes.push(format!(
@@ -228,6 +240,7 @@ fn group_anchors(g: &Graph, mat: &[bool], level: u8) -> (Vec<Group>, Vec<Option<
         let ready = |k: usize| deps.iter().all(|d| *d <= k);
         let space = match n.op {
             Op::Reduce { axes, .. } => Space::Rows { shape: g.node(n.inputs[0]).shape.clone(), axes },
+            Op::MatMul => Space::MatMul,
             _ => Space::Elem(n.shape.clone()),
         };
         let fits = |k: usize, grp: &Group| -> bool {
@@ -246,7 +259,7 @@ fn group_anchors(g: &Graph, mat: &[bool], level: u8) -> (Vec<Group>, Vec<Option<
                         && ((s == shape && axes.is_trailing(shape.rank()))
                             || (s.numel() == grp.space.rows() && per_row(g, mat, &group_of, k, id)))
                 }
-                (Space::Elem(_), Space::Rows { .. }) => false,
+                (Space::Elem(_), Space::Rows { .. }) | (Space::MatMul, _) | (_, Space::MatMul) => false,
             }
         };
         let k = match groups.iter().enumerate().position(|(k, grp)| fits(k, grp)) {

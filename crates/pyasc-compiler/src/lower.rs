@@ -144,7 +144,39 @@ impl Builder<'_> {
         self.level_row.get(&x).copied().unwrap_or(false)
     }
 
+    /// A matrix-product kernel: both operands read from memory, one output.
+    fn lower_matmul(&mut self, group: &Group, name: String) -> Result<TileKernel> {
+        let id = group.anchors[0];
+        let n = self.g.node(id);
+        for &x in &n.inputs {
+            let buf = match self.g.node(x).op {
+                Op::Input(_) => self.input_buf.get(&x),
+                _ => self.out_buf.get(&x),
+            };
+            let buf = *buf.ok_or_else(|| IrError::internal(format!("matmul operand %{} has no buffer", x.0)))?;
+            self.args.push(buf);
+        }
+        self.out_reg(id, false);
+        Ok(TileKernel {
+            name,
+            shape: n.shape.clone(),
+            perm: (0..n.shape.rank()).collect(),
+            row_len: 0,
+            gemm: true,
+            args: std::mem::take(&mut self.args),
+            outs: std::mem::take(&mut self.outs),
+            regs: std::mem::take(&mut self.regs.decls),
+            body: Vec::new(),
+            tile_elems: 1,
+            locs: n.loc.iter().cloned().collect(),
+            fused_ops: 1,
+        })
+    }
+
     fn lower(&mut self, group: &Group, name: String, budget: usize) -> Result<TileKernel> {
+        if group.space == Space::MatMul {
+            return self.lower_matmul(group, name);
+        }
         let g = self.g;
         let mat = &self.fusion.materialized;
         let anchors = &group.anchors;
@@ -167,6 +199,7 @@ impl Builder<'_> {
         let order: Vec<NodeId> = (0..g.len()).filter(|i| inside[*i]).map(|i| NodeId(i as u32)).collect();
         let (shape, perm, row_len) = match &group.space {
             Space::Elem(s) => (s.clone(), (0..s.rank()).collect::<Vec<_>>(), 0),
+            Space::MatMul => unreachable!("lowered above"),
             Space::Rows { shape, axes } => {
                 let n = shape.rank();
                 let perm: Vec<usize> =
@@ -221,7 +254,9 @@ impl Builder<'_> {
                 Op::Where => Instr::Select { dst, cond: srcs[0], a: srcs[1], b: srcs[2] },
                 Op::Cast(_) => Instr::Cast { dst, src: srcs[0] },
                 Op::Reduce { op, .. } => Instr::Reduce { op, dst, src: srcs[0] },
-                Op::Input(_) | Op::Const(_) | Op::Fill(_) => unreachable!("leaves are not computed"),
+                Op::Input(_) | Op::Const(_) | Op::Fill(_) | Op::MatMul => {
+                    unreachable!("leaves and matmuls are not computed in tile programs")
+                }
             });
             self.value.insert(id, dst);
             if let Some(loc) = &n.loc {
@@ -272,6 +307,7 @@ impl Builder<'_> {
             shape,
             perm,
             row_len,
+            gemm: false,
             args: std::mem::take(&mut self.args),
             outs: std::mem::take(&mut self.outs),
             regs: std::mem::take(&mut self.regs.decls),

@@ -95,6 +95,11 @@ fn rewrite(g: &mut Graph, n: &Node, ops: Vec<NodeId>, casts: &mut usize) -> Resu
                 Ok(copy_node(g, n, ops))
             }
         }
+        Op::MatMul => {
+            let a = cast_to(g, ops[0], dt, n, casts);
+            let b = cast_to(g, ops[1], dt, n, casts);
+            Ok(copy_node(g, n, vec![a, b]))
+        }
         Op::Reduce { op, .. } => {
             // Sums and products accumulate in the result dtype (int64 for integers and
             // bools); any/all look at truth values; the others keep the operand's dtype.

@@ -17,6 +17,9 @@ pub fn infer(op: &Op, operands: &[(VType, &Shape)]) -> Result<(VType, Shape)> {
     if let Op::Reduce { op, axes, keepdims } = op {
         return reduce_type(*op, *axes, *keepdims, operands[0].0, operands[0].1);
     }
+    if let Op::MatMul = op {
+        return matmul_type(operands[0], operands[1]);
+    }
     let mut shape = operands[0].1.clone();
     for (_, s) in &operands[1..] {
         shape = shape.broadcast(s)?;
@@ -33,7 +36,9 @@ pub fn infer(op: &Op, operands: &[(VType, &Shape)]) -> Result<(VType, Shape)> {
             }
         }
         Op::Cast(d) => VType::strong(*d),
-        Op::Input(_) | Op::Const(_) | Op::Fill(_) | Op::Reduce { .. } => unreachable!("handled above"),
+        Op::Input(_) | Op::Const(_) | Op::Fill(_) | Op::Reduce { .. } | Op::MatMul => {
+            unreachable!("handled above")
+        }
     };
     check_executable(vt.dtype, op)?;
     Ok((vt, shape))
@@ -74,6 +79,42 @@ pub fn reduce_type(op: ReduceOp, axes: Axes, keepdims: bool, x: VType, shape: &S
         _ => d,
     };
     check_executable(dtype, &Op::Reduce { op, axes, keepdims })?;
+    Ok((VType::strong(dtype), Shape(dims)))
+}
+
+/// The result type and shape of `a @ b` (NumPy `matmul`).
+pub fn matmul_type(a: (VType, &Shape), b: (VType, &Shape)) -> Result<(VType, Shape)> {
+    let (sa, sb) = (a.1, b.1);
+    if sa.rank() == 0 || sb.rank() == 0 {
+        return Err(IrError::shape("matmul: operands must have at least one dimension"));
+    }
+    let t = promote_v(a.0, b.0);
+    let dtype = if t.dtype.is_float() {
+        t.dtype
+    } else {
+        return Err(IrError::dtype(format!(
+            "matmul of {} and {} operands is not supported; cast to float32 or float64",
+            a.0.dtype, b.0.dtype
+        )));
+    };
+    // 1-D operands: a vector on the left is a row, on the right a column; the axis is dropped.
+    let a2 = if sa.rank() == 1 { vec![1, sa.0[0]] } else { sa.0.clone() };
+    let b2 = if sb.rank() == 1 { vec![sb.0[0], 1] } else { sb.0.clone() };
+    let (n, ka) = (a2[a2.len() - 2], a2[a2.len() - 1]);
+    let (kb, m) = (b2[b2.len() - 2], b2[b2.len() - 1]);
+    if ka != kb {
+        return Err(IrError::shape(format!("matmul: inner dimensions differ: {sa} @ {sb} ({ka} != {kb})")));
+    }
+    let batch = Shape(a2[..a2.len() - 2].to_vec())
+        .broadcast(&Shape(b2[..b2.len() - 2].to_vec()))
+        .map_err(|_| IrError::shape(format!("matmul: batch dimensions of {sa} and {sb} do not broadcast")))?;
+    let mut dims = batch.0;
+    if sa.rank() > 1 {
+        dims.push(n);
+    }
+    if sb.rank() > 1 {
+        dims.push(m);
+    }
     Ok((VType::strong(dtype), Shape(dims)))
 }
 

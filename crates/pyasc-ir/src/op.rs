@@ -396,6 +396,9 @@ pub enum Op {
     Where,
     /// Convert the one operand to a dtype (NumPy `astype`).
     Cast(DType),
+    /// Matrix product with NumPy's `matmul` rules (batched, broadcast batch dims, 1-D
+    /// operands promoted and their axis dropped).
+    MatMul,
     /// Reduce the one operand over `axes`, keeping them as size-1 axes if `keepdims`.
     Reduce {
         /// The reduction.
@@ -425,7 +428,7 @@ impl Op {
         match self {
             Op::Input(_) | Op::Const(_) | Op::Fill(_) => 0,
             Op::Unary(_) | Op::Cast(_) | Op::Reduce { .. } => 1,
-            Op::Binary(_) => 2,
+            Op::Binary(_) | Op::MatMul => 2,
             Op::Where => 3,
         }
     }
@@ -438,6 +441,7 @@ impl Op {
             Op::Unary(u) => u.name().to_string(),
             Op::Binary(b) => b.name().to_string(),
             Op::Where => "where".to_string(),
+            Op::MatMul => "matmul".to_string(),
             Op::Cast(d) => format!("cast<{d}>"),
             Op::Reduce { op, axes, keepdims } => {
                 let list: Vec<String> = axes.list(64).iter().map(|a| a.to_string()).collect();

@@ -158,6 +158,9 @@ pub struct TileKernel {
     /// Row kernels: elements per row (the product of the trailing, reduced iteration dims);
     /// 0 for elementwise kernels.
     pub row_len: usize,
+    /// A matrix-product kernel: `outs[0] = args[0] @ args[1]` (NumPy `matmul`) through the
+    /// GEMM micro-kernels; it has no tile program.
+    pub gemm: bool,
     /// Buffers read; register `Arg(i)` is `args[i]` broadcast to `shape`.
     pub args: Vec<BufferId>,
     /// Buffers written; register `Out(i)` is `outs[i]`.
@@ -229,6 +232,14 @@ impl KernelPlan {
 
 fn verify_kernel(k: &TileKernel, buffers: &[BufferDecl], ready: &[bool]) -> Result<()> {
     let err = |m: String| Err(IrError::internal(format!("kernel {}: {m}", k.name)));
+    if k.gemm {
+        let ok = k.args.len() == 2
+            && k.outs.len() == 1
+            && k.body.is_empty()
+            && k.args.iter().chain(&k.outs).all(|b| buffers.get(b.0 as usize).is_some_and(|d| d.dtype.is_float()))
+            && k.args.iter().all(|b| ready[b.0 as usize]);
+        return if ok { Ok(()) } else { err("a matmul kernel needs two ready float arguments and one output".into()) };
+    }
     let reg = |r: Reg| k.regs.get(r.0 as usize).copied();
     let rank = k.shape.rank();
     let mut sorted = k.perm.clone();

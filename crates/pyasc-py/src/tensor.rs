@@ -155,6 +155,14 @@ pub fn apply_binary(py: Python<'_>, name: &str, a: &Bound<'_, PyAny>, b: &Bound<
     binary(py, op, a, b)
 }
 
+/// `a @ b` (NumPy `matmul`) on traced tensors.
+#[pyfunction]
+pub fn apply_matmul(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
+    let trace = trace_of(&[a, b]).ok_or_else(|| PyTypeError::new_err("no traced tensor among the operands"))?;
+    let ids = [node_of(py, &trace, a)?, node_of(py, &trace, b)?];
+    apply(py, &trace, Op::MatMul, &ids)
+}
+
 /// `where(cond, a, b)` on traced tensors.
 #[pyfunction]
 pub fn apply_where(
@@ -471,6 +479,12 @@ impl Tensor {
     }
     fn __rxor__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
         binary(slf.py(), BinaryOp::Xor, o, slf.as_any())
+    }
+    fn __matmul__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
+        apply_matmul(slf.py(), slf.as_any(), o)
+    }
+    fn __rmatmul__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
+        apply_matmul(slf.py(), o, slf.as_any())
     }
     fn __richcmp__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>, cmp: CompareOp) -> PyResult<Py<Tensor>> {
         let op = match cmp {

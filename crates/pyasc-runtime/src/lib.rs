@@ -2,6 +2,7 @@
 //!
 //! * [`buffer`]: device buffers and the ordering of asynchronous work on them.
 //! * [`check`]: the NaN/Inf checks of debug operators.
+//! * [`gemm`]: matrix-product kernels.
 //! * [`device`]: the [`Device`] trait, the CPU device, the NPU twin and the null device.
 //! * [`vm`]: the tile VM, which runs one kernel's tile program over blocks on all cores.
 //! * [`instr`]: the single place where an instruction's dtype picks a SIMD primitive.
@@ -15,6 +16,7 @@
 pub mod buffer;
 pub mod check;
 pub mod device;
+pub mod gemm;
 pub mod instr;
 pub mod layout;
 pub mod memory;
