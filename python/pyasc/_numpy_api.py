@@ -141,7 +141,25 @@ def _arg(name: str) -> Callable[..., Any]:
     return impl
 
 
+def _movement(name: str) -> Callable[..., Any]:
+    def impl(*args: Any, **kwargs: Any) -> Any:
+        from . import movement
+
+        return getattr(movement, name)(*args, **kwargs)
+
+    return impl
+
+
 _FUNCTIONS: Dict[str, Callable[..., Any]] = {
+    "reshape": _movement("reshape"),
+    "transpose": _movement("transpose"),
+    "broadcast_to": _movement("broadcast_to"),
+    "expand_dims": _movement("expand_dims"),
+    "squeeze": _movement("squeeze"),
+    "flip": _movement("flip"),
+    "swapaxes": _movement("swapaxes"),
+    "moveaxis": _movement("moveaxis"),
+    "matmul": lambda a, b, **kw: _pyasc.apply_matmul(a, b),
     "sum": _reduce("sum"),
     "mean": _reduce("mean"),
     "prod": _reduce("prod"),

@@ -35,6 +35,13 @@ impl Pass for FoldPass {
                     return Ok(g.fill(v, n.dtype(), n.shape.clone(), n.loc.clone()));
                 }
             }
+            if let Op::View(_) = n.op {
+                // A view of a constant is the constant in the view's shape.
+                if let Op::Const(v) | Op::Fill(v) = g.node(ops[0]).op {
+                    folded += 1;
+                    return Ok(g.fill(v, n.dtype(), n.shape.clone(), n.loc.clone()));
+                }
+            }
             if n.op.is_elementwise() {
                 let consts: Option<Vec<Scalar>> = ops
                     .iter()
@@ -97,7 +104,7 @@ pub fn eval(op: &Op, v: &[Scalar], operand: DType, result: DType) -> Option<Scal
         }
         Op::Unary(u) => eval_unary(u, v[0], operand)?.cast(result),
         Op::Binary(b) => eval_binary(b, v[0], v[1], operand)?.cast(result),
-        Op::Input(_) | Op::Const(_) | Op::Fill(_) | Op::Reduce { .. } | Op::MatMul => return None,
+        Op::Input(_) | Op::Const(_) | Op::Fill(_) | Op::Reduce { .. } | Op::MatMul | Op::View(_) => return None,
     })
 }
 

@@ -106,6 +106,14 @@ impl Pass for FusePass {
             mat[o.index()] = true;
         }
         for (i, n) in g.nodes.iter().enumerate() {
+            if let Op::View(_) = n.op {
+                // A view reads memory: what it views must be in a buffer.
+                let b = view_base(g, NodeId(i as u32));
+                if !g.node(b).op.is_data() {
+                    mat[b.index()] = true;
+                }
+                continue;
+            }
             if n.op.is_leaf() {
                 continue;
             }
@@ -115,14 +123,15 @@ impl Pass for FusePass {
             if n.op == Op::MatMul {
                 // The GEMM reads its operands from memory.
                 for &x in &n.inputs {
-                    if !matches!(g.node(x).op, Op::Input(_)) {
-                        mat[x.index()] = true;
+                    let b = view_base(g, x);
+                    if !matches!(g.node(b).op, Op::Input(_)) {
+                        mat[b.index()] = true;
                     }
                 }
             }
             for &x in &n.inputs {
                 let p = g.node(x);
-                if p.op.is_leaf() || mat[x.index()] || p.op.is_reduce() {
+                if p.op.is_data() || mat[x.index()] || p.op.is_reduce() {
                     continue;
                 }
                 let factor = n.shape.numel() as f64 / p.shape.numel().max(1) as f64;
@@ -146,10 +155,14 @@ impl Pass for FusePass {
         }
         for (k, grp) in groups.iter().enumerate() {
             for &a in &grp.anchors {
-                for d in frontier(g, &mat, a) {
+                let (direct, viewed) = frontier(g, &mat, a);
+                for d in direct {
                     if group_of[d.index()] != Some(k) {
                         escapes[d.index()] = true;
                     }
+                }
+                for d in viewed {
+                    escapes[d.index()] = true;
                 }
             }
         }
@@ -171,25 +184,39 @@ impl Pass for FusePass {
     }
 }
 
-/// The anchors each node reads directly (its frontier), stopping at leaves and other anchors.
-pub fn frontier(g: &Graph, mat: &[bool], root: NodeId) -> Vec<NodeId> {
+/// The node a chain of views starting at `x` reads from.
+pub fn view_base(g: &Graph, mut x: NodeId) -> NodeId {
+    while let Op::View(_) = g.node(x).op {
+        x = g.node(x).inputs[0];
+    }
+    x
+}
+
+/// The anchors a node reads (its frontier), stopping at leaves and other anchors: those read
+/// directly, and those read through a view (which must be in memory before the kernel runs).
+pub fn frontier(g: &Graph, mat: &[bool], root: NodeId) -> (Vec<NodeId>, Vec<NodeId>) {
     let mut seen = vec![false; g.len()];
     let mut stack = vec![root];
-    let mut deps = Vec::new();
+    let (mut direct, mut viewed) = (Vec::new(), Vec::new());
     while let Some(n) = stack.pop() {
         for &x in &g.node(n).inputs {
             if seen[x.index()] {
                 continue;
             }
             seen[x.index()] = true;
-            if mat[x.index()] {
-                deps.push(x);
-            } else if !g.node(x).op.is_leaf() {
+            if let Op::View(_) = g.node(x).op {
+                let b = view_base(g, x);
+                if mat[b.index()] && !viewed.contains(&b) {
+                    viewed.push(b);
+                }
+            } else if mat[x.index()] {
+                direct.push(x);
+            } else if !g.node(x).op.is_data() {
                 stack.push(x);
             }
         }
     }
-    deps
+    (direct, viewed)
 }
 
 /// Number of non-leaf nodes computed by a kernel with these anchors.
@@ -198,7 +225,7 @@ pub fn count_ops(g: &Graph, mat: &[bool], anchors: &[NodeId]) -> usize {
     let mut stack: Vec<NodeId> = anchors.to_vec();
     let mut count = 0;
     while let Some(n) = stack.pop() {
-        if seen[n.index()] || g.node(n).op.is_leaf() {
+        if seen[n.index()] || g.node(n).op.is_data() {
             continue;
         }
         seen[n.index()] = true;
@@ -218,7 +245,7 @@ fn per_row(g: &Graph, mat: &[bool], group_of: &[Option<usize>], k: usize, id: No
     let n = g.node(id);
     match n.op {
         Op::Const(_) | Op::Fill(_) => true,
-        Op::Input(_) => false,
+        Op::Input(_) | Op::View(_) => false,
         Op::Reduce { .. } => group_of[id.index()] == Some(k),
         _ if mat[id.index()] && group_of[id.index()] != Some(k) => false,
         _ => n.inputs.iter().all(|x| per_row(g, mat, group_of, k, *x)),
@@ -235,16 +262,19 @@ fn group_anchors(g: &Graph, mat: &[bool], level: u8) -> (Vec<Group>, Vec<Option<
         }
         let id = NodeId(i as u32);
         let n = g.node(id);
-        // Every group this anchor reads from must run before the one it joins.
-        let deps: Vec<usize> = frontier(g, mat, id).iter().filter_map(|d| group_of[d.index()]).collect();
-        let ready = |k: usize| deps.iter().all(|d| *d <= k);
+        // Every group this anchor reads from must run before the one it joins (or be it, for
+        // values read directly; memory read through a view must be complete beforehand).
+        let (direct, viewed) = frontier(g, mat, id);
+        let deps: Vec<usize> = direct.iter().filter_map(|d| group_of[d.index()]).collect();
+        let strict: Vec<usize> = viewed.iter().filter_map(|d| group_of[d.index()]).collect();
+        let ready = |k: usize| deps.iter().all(|d| *d <= k) && strict.iter().all(|d| *d < k);
         let space = match n.op {
             Op::Reduce { axes, .. } => Space::Rows { shape: g.node(n.inputs[0]).shape.clone(), axes },
             Op::MatMul => Space::MatMul,
             _ => Space::Elem(n.shape.clone()),
         };
         let fits = |k: usize, grp: &Group| -> bool {
-            if n.op.is_leaf() || grp.anchors.iter().any(|a| g.node(*a).op.is_leaf()) || level == 0 || !ready(k) {
+            if n.op.is_data() || grp.anchors.iter().any(|a| g.node(*a).op.is_data()) || level == 0 || !ready(k) {
                 return false;
             }
             match (&grp.space, &space) {

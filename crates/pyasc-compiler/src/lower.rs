@@ -15,6 +15,7 @@ use crate::pass::{CompileState, Pass};
 use pyasc_ir::error::{IrError, Result};
 use pyasc_ir::op::Op;
 use pyasc_ir::tile::{BufferDecl, BufferId, BufferKind, Instr, KernelPlan, Reg, RegDecl, RegKind, TileKernel};
+use pyasc_ir::view::ViewSpec;
 use pyasc_ir::{DType, Graph, NodeId, Shape};
 use std::collections::HashMap;
 
@@ -51,6 +52,7 @@ impl Pass for LowerPass {
                 plan: &mut plan,
                 regs: Regs { decls: Vec::new(), free: HashMap::new() },
                 args: Vec::new(),
+                arg_views: Vec::new(),
                 outs: Vec::new(),
                 value: HashMap::new(),
                 level_row: HashMap::new(),
@@ -104,6 +106,7 @@ struct Builder<'a> {
     plan: &'a mut KernelPlan,
     regs: Regs,
     args: Vec<BufferId>,
+    arg_views: Vec<Vec<ViewSpec>>,
     outs: Vec<BufferId>,
     value: HashMap<NodeId, Reg>,
     /// Per computed node: true when it is a per-row value.
@@ -111,18 +114,41 @@ struct Builder<'a> {
 }
 
 impl Builder<'_> {
+    /// The buffer behind `x` (through any views) and the views to read it through; `None`
+    /// for a constant.
+    fn source(&self, x: NodeId, constants_in_memory: bool) -> Result<Option<(BufferId, Vec<ViewSpec>)>> {
+        let mut specs = Vec::new();
+        let mut b = x;
+        while let Op::View(v) = self.g.node(b).op {
+            specs.push(self.g.views[v as usize].clone());
+            b = self.g.node(b).inputs[0];
+        }
+        specs.reverse();
+        let n = self.g.node(b);
+        let buf = match n.op {
+            Op::Const(_) | Op::Fill(_) if !constants_in_memory => return Ok(None),
+            Op::Input(_) => self.input_buf.get(&b),
+            _ => self.out_buf.get(&b),
+        };
+        let buf = *buf.ok_or_else(|| IrError::internal(format!("%{} read before it is computed", b.0)))?;
+        Ok(Some((buf, specs)))
+    }
+
     /// The register holding operand `x`: computed in this kernel, else an `Arg` or `Scalar`.
     fn operand(&mut self, x: NodeId) -> Result<Reg> {
         if let Some(r) = self.value.get(&x) {
             return Ok(*r);
         }
         let n = self.g.node(x);
-        let reg = match n.op {
-            Op::Const(v) | Op::Fill(v) => self.regs.add(n.dtype(), RegKind::Scalar(v), false),
-            _ => {
-                let buf = if n.op.is_leaf() { self.input_buf.get(&x) } else { self.out_buf.get(&x) };
-                let buf = *buf.ok_or_else(|| IrError::internal(format!("%{} read before it is computed", x.0)))?;
+        let reg = match self.source(x, false)? {
+            None => {
+                let base = crate::fuse::view_base(self.g, x);
+                let (Op::Const(v) | Op::Fill(v)) = self.g.node(base).op else { unreachable!("constants only") };
+                self.regs.add(n.dtype(), RegKind::Scalar(v), false)
+            }
+            Some((buf, specs)) => {
                 self.args.push(buf);
+                self.arg_views.push(specs);
                 self.regs.add(n.dtype(), RegKind::Arg(self.args.len() as u16 - 1), false)
             }
         };
@@ -149,12 +175,9 @@ impl Builder<'_> {
         let id = group.anchors[0];
         let n = self.g.node(id);
         for &x in &n.inputs {
-            let buf = match self.g.node(x).op {
-                Op::Input(_) => self.input_buf.get(&x),
-                _ => self.out_buf.get(&x),
-            };
-            let buf = *buf.ok_or_else(|| IrError::internal(format!("matmul operand %{} has no buffer", x.0)))?;
+            let (buf, specs) = self.source(x, true)?.expect("constants are in memory here");
             self.args.push(buf);
+            self.arg_views.push(specs);
         }
         self.out_reg(id, false);
         Ok(TileKernel {
@@ -164,6 +187,7 @@ impl Builder<'_> {
             row_len: 0,
             gemm: true,
             args: std::mem::take(&mut self.args),
+            arg_views: std::mem::take(&mut self.arg_views),
             outs: std::mem::take(&mut self.outs),
             regs: std::mem::take(&mut self.regs.decls),
             body: Vec::new(),
@@ -184,14 +208,14 @@ impl Builder<'_> {
         // Nodes computed here, in arena (topological) order: the anchors and whatever they
         // need that is neither a leaf nor another kernel's anchor.
         let mut inside = vec![false; g.len()];
-        let mut stack: Vec<NodeId> = anchors.iter().copied().filter(|r| !g.node(*r).op.is_leaf()).collect();
+        let mut stack: Vec<NodeId> = anchors.iter().copied().filter(|r| !g.node(*r).op.is_data()).collect();
         while let Some(n) = stack.pop() {
             if inside[n.index()] {
                 continue;
             }
             inside[n.index()] = true;
             for &x in &g.node(n).inputs {
-                if (!mat[x.index()] || in_group(x)) && !g.node(x).op.is_leaf() {
+                if (!mat[x.index()] || in_group(x)) && !g.node(x).op.is_data() {
                     stack.push(x);
                 }
             }
@@ -254,7 +278,7 @@ impl Builder<'_> {
                 Op::Where => Instr::Select { dst, cond: srcs[0], a: srcs[1], b: srcs[2] },
                 Op::Cast(_) => Instr::Cast { dst, src: srcs[0] },
                 Op::Reduce { op, .. } => Instr::Reduce { op, dst, src: srcs[0] },
-                Op::Input(_) | Op::Const(_) | Op::Fill(_) | Op::MatMul => {
+                Op::Input(_) | Op::Const(_) | Op::Fill(_) | Op::MatMul | Op::View(_) => {
                     unreachable!("leaves and matmuls are not computed in tile programs")
                 }
             });
@@ -280,7 +304,7 @@ impl Builder<'_> {
             }
         }
         // Anchors that are leaves (an argument or constant returned as is) are copied.
-        for &r in anchors.iter().filter(|r| g.node(**r).op.is_leaf()) {
+        for &r in anchors.iter().filter(|r| g.node(**r).op.is_data()) {
             let src = self.operand(r)?;
             let dst = self.out_reg(r, false);
             body.push(Instr::Copy { dst, src });
@@ -309,6 +333,7 @@ impl Builder<'_> {
             row_len,
             gemm: false,
             args: std::mem::take(&mut self.args),
+            arg_views: std::mem::take(&mut self.arg_views),
             outs: std::mem::take(&mut self.outs),
             regs: std::mem::take(&mut self.regs.decls),
             body,

@@ -7,6 +7,7 @@ use crate::infer::infer;
 use crate::op::{BinaryOp, Op, UnaryOp};
 use crate::scalar::Scalar;
 use crate::shape::Shape;
+use crate::view::ViewSpec;
 use crate::DType;
 
 /// Index of a node in its graph's arena.
@@ -51,6 +52,8 @@ pub struct Graph {
     pub inputs: Vec<NodeId>,
     /// The returned nodes, in order.
     pub outputs: Vec<NodeId>,
+    /// Movement ops of `View` nodes (`Op::View(i)` reads `views[i]`).
+    pub views: Vec<ViewSpec>,
 }
 
 impl Graph {
@@ -119,6 +122,16 @@ impl Graph {
             inputs.iter().map(|i| (self.node(*i).vtype, &self.node(*i).shape)).collect();
         let (vtype, shape) = infer(&op, &operands).map_err(|e| e.at(loc.as_ref()))?;
         Ok(self.push(Node { op, inputs: inputs.to_vec(), vtype, shape, loc }))
+    }
+
+    /// Add a view (movement op) of `x`; errors carry `loc`.
+    pub fn view(&mut self, spec: ViewSpec, x: NodeId, loc: Option<SourceLoc>) -> Result<NodeId> {
+        let n = self.node(x);
+        let shape = spec.out_shape(&n.shape).map_err(|e| e.at(loc.as_ref()))?;
+        let vtype = n.vtype;
+        self.views.push(spec);
+        let op = Op::View(self.views.len() as u32 - 1);
+        Ok(self.push(Node { op, inputs: vec![x], vtype, shape, loc }))
     }
 
     /// Shorthand for a unary op.

@@ -6,6 +6,7 @@
 //! * [`graph`]: the tensor-level SSA graph, stored in an arena and built by tracing.
 //! * [`infer`]: the result dtype and shape of one op from its operands.
 //! * [`verify`] / [`print`]: the verifier run after every pass and the text form.
+//! * [`view`]: movement ops as strided views.
 //! * [`tile`]: tile programs, the contract between the compiler and the backends.
 
 pub mod dtype;
@@ -18,6 +19,7 @@ pub mod scalar;
 pub mod shape;
 pub mod tile;
 pub mod verify;
+pub mod view;
 
 pub use dtype::DType;
 pub use error::{IrError, SourceLoc};

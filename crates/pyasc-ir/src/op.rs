@@ -396,6 +396,8 @@ pub enum Op {
     Where,
     /// Convert the one operand to a dtype (NumPy `astype`).
     Cast(DType),
+    /// A movement op: the operand's memory read through `graph.views[i]`.
+    View(u32),
     /// Matrix product with NumPy's `matmul` rules (batched, broadcast batch dims, 1-D
     /// operands promoted and their axis dropped).
     MatMul,
@@ -419,6 +421,10 @@ impl Op {
     pub fn is_reduce(&self) -> bool {
         matches!(self, Op::Reduce { .. })
     }
+    /// True for nodes no instruction computes: leaves and views (a view is read from memory).
+    pub fn is_data(&self) -> bool {
+        matches!(self, Op::Input(_) | Op::Const(_) | Op::Fill(_) | Op::View(_))
+    }
     /// True for leaves (no operands).
     pub fn is_leaf(&self) -> bool {
         matches!(self, Op::Input(_) | Op::Const(_) | Op::Fill(_))
@@ -427,7 +433,7 @@ impl Op {
     pub fn arity(&self) -> usize {
         match self {
             Op::Input(_) | Op::Const(_) | Op::Fill(_) => 0,
-            Op::Unary(_) | Op::Cast(_) | Op::Reduce { .. } => 1,
+            Op::Unary(_) | Op::Cast(_) | Op::Reduce { .. } | Op::View(_) => 1,
             Op::Binary(_) | Op::MatMul => 2,
             Op::Where => 3,
         }
@@ -442,6 +448,7 @@ impl Op {
             Op::Binary(b) => b.name().to_string(),
             Op::Where => "where".to_string(),
             Op::MatMul => "matmul".to_string(),
+            Op::View(i) => format!("view{i}"),
             Op::Cast(d) => format!("cast<{d}>"),
             Op::Reduce { op, axes, keepdims } => {
                 let list: Vec<String> = axes.list(64).iter().map(|a| a.to_string()).collect();

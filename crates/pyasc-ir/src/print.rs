@@ -10,7 +10,11 @@ pub fn graph_to_string(g: &Graph) -> String {
     for (i, n) in g.nodes.iter().enumerate() {
         let args: Vec<String> = n.inputs.iter().map(|x| format!("%{}", x.0)).collect();
         let weak = if n.vtype.weak.is_some() { " weak" } else { "" };
-        let _ = write!(s, "%{i} = {}({}) : {}{}{weak}", n.op.name(), args.join(", "), n.vtype.dtype, n.shape);
+        let name = match n.op {
+            crate::op::Op::View(v) => g.views.get(v as usize).map_or(n.op.name(), |spec| spec.describe()),
+            _ => n.op.name(),
+        };
+        let _ = write!(s, "%{i} = {}({}) : {}{}{weak}", name, args.join(", "), n.vtype.dtype, n.shape);
         if let Some(loc) = &n.loc {
             let _ = write!(s, "  # {loc}");
         }

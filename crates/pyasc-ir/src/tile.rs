@@ -161,8 +161,11 @@ pub struct TileKernel {
     /// A matrix-product kernel: `outs[0] = args[0] @ args[1]` (NumPy `matmul`) through the
     /// GEMM micro-kernels; it has no tile program.
     pub gemm: bool,
-    /// Buffers read; register `Arg(i)` is `args[i]` broadcast to `shape`.
+    /// Buffers read; register `Arg(i)` is `args[i]`, read through the views `arg_views[i]`
+    /// (in order), broadcast to `shape`.
     pub args: Vec<BufferId>,
+    /// Movement ops applied to each argument buffer before it is read.
+    pub arg_views: Vec<Vec<crate::view::ViewSpec>>,
     /// Buffers written; register `Out(i)` is `outs[i]`.
     pub outs: Vec<BufferId>,
     /// The register file.
@@ -258,13 +261,20 @@ fn verify_kernel(k: &TileKernel, buffers: &[BufferDecl], ready: &[bool]) -> Resu
     if k.row_len > 0 && numel > 0 && !numel.is_multiple_of(k.row_len) {
         return err(format!("row length {} does not divide {numel} elements", k.row_len));
     }
+    if k.arg_views.len() != k.args.len() {
+        return err("one view list per argument".into());
+    }
     for (i, b) in k.args.iter().enumerate() {
         let Some(decl) = buffers.get(b.0 as usize) else { return err(format!("arg {i} is no buffer")) };
         if !ready[b.0 as usize] {
             return err(format!("reads b{} before it is written", b.0));
         }
-        if !decl.shape.broadcasts_to(&logical) {
-            return err(format!("arg b{} of shape {} does not broadcast to {}", b.0, decl.shape, logical));
+        let mut shape = decl.shape.clone();
+        for v in &k.arg_views[i] {
+            shape = v.out_shape(&shape)?;
+        }
+        if !shape.broadcasts_to(&logical) {
+            return err(format!("arg b{} viewed as {} does not broadcast to {}", b.0, shape, logical));
         }
     }
     for (o, b) in k.outs.iter().enumerate() {

@@ -26,6 +26,16 @@ pub fn verify(g: &Graph) -> Result<()> {
                 }
             }
             Op::Fill(_) => {}
+            Op::View(v) => {
+                let Some(spec) = g.views.get(v as usize) else {
+                    return Err(IrError::internal(format!("{} names a missing view", here())));
+                };
+                let operand = g.node(n.inputs[0]);
+                let shape = spec.out_shape(&operand.shape)?;
+                if shape != n.shape || operand.vtype.dtype != n.vtype.dtype {
+                    return Err(IrError::internal(format!("{} is typed unlike its view", here())));
+                }
+            }
             Op::Const(_) => {
                 if n.shape != Shape::scalar() {
                     return Err(IrError::internal(format!("{} is not 0-d", here())));

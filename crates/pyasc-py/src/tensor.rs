@@ -7,6 +7,7 @@ use crate::frames::user_loc;
 use numpy::{PyUntypedArray, PyUntypedArrayMethods};
 use pyasc_ir::error::{ErrorKind, IrError};
 use pyasc_ir::op::{Axes, BinaryOp, Op, ReduceOp, UnaryOp};
+use pyasc_ir::view::{SliceDim, ViewSpec};
 use pyasc_ir::{DType, Graph, NodeId, Scalar};
 use pyo3::basic::CompareOp;
 use pyo3::exceptions::PyTypeError;
@@ -155,6 +156,36 @@ pub fn apply_binary(py: Python<'_>, name: &str, a: &Bound<'_, PyAny>, b: &Bound<
     binary(py, op, a, b)
 }
 
+/// A movement op on a traced tensor: `kind` is `transpose` (params: the axes), `reshape`
+/// (the new shape), `slice` (one `(start, step, len)` per axis) or `broadcast_to` (the shape).
+#[pyfunction]
+pub fn apply_view(py: Python<'_>, x: &Bound<'_, PyAny>, kind: &str, params: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
+    let spec = match kind {
+        "transpose" => ViewSpec::Transpose(params.extract()?),
+        "reshape" => ViewSpec::Reshape(params.extract()?),
+        "broadcast_to" => ViewSpec::BroadcastTo(params.extract()?),
+        "slice" => {
+            let dims: Vec<(usize, isize, usize)> = params.extract()?;
+            ViewSpec::Slice(dims.into_iter().map(|(start, step, len)| SliceDim { start, step, len }).collect())
+        }
+        other => return Err(PyTypeError::new_err(format!("unknown view {other}"))),
+    };
+    let trace = trace_of(&[x]).ok_or_else(|| PyTypeError::new_err("no traced tensor among the operands"))?;
+    let id = node_of(py, &trace, x)?;
+    let loc = user_loc(py);
+    let mut t = trace.lock().expect("trace lock poisoned");
+    if !t.open {
+        return Err(to_py(
+            IrError::new(ErrorKind::Trace, "a traced tensor was used after its operator returned").at(loc.as_ref()),
+        ));
+    }
+    let vid = t.graph.view(spec, id, loc).map_err(to_py)?;
+    let n = t.graph.node(vid);
+    let tensor = Tensor { trace: trace.clone(), id: vid, dtype: n.dtype(), shape: n.shape.0.clone() };
+    drop(t);
+    Py::new(py, tensor)
+}
+
 /// `a @ b` (NumPy `matmul`) on traced tensors.
 #[pyfunction]
 pub fn apply_matmul(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
@@ -258,6 +289,11 @@ pub fn apply_cast(py: Python<'_>, x: &Bound<'_, PyAny>, dtype: &Bound<'_, PyAny>
     let trace = trace_of(&[x]).ok_or_else(|| PyTypeError::new_err("no traced tensor among the operands"))?;
     let id = node_of(py, &trace, x)?;
     apply(py, &trace, Op::Cast(to), &[id])
+}
+
+fn movement(slf: &Bound<'_, Tensor>, name: &str, args: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
+    let py = slf.py();
+    Ok(py.import("pyasc.movement")?.getattr(format!("_method_{name}"))?.call1((slf, args))?.unbind())
 }
 
 fn reduce_method(
@@ -375,6 +411,43 @@ impl Tensor {
         _kwargs: Option<&Bound<'_, pyo3::types::PyDict>>,
     ) -> PyResult<Py<PyAny>> {
         Err(trace_error(py, "a traced tensor has no values yet and cannot become a NumPy array inside an operator"))
+    }
+    /// The transpose (axes reversed).
+    #[getter(T)]
+    fn transposed(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        movement(slf, "transpose", &PyTuple::empty(slf.py()))
+    }
+    /// Permute the axes (`x.transpose(1, 0)` or `x.transpose((1, 0))`; none: reversed).
+    #[pyo3(signature = (*axes))]
+    fn transpose(slf: &Bound<'_, Self>, axes: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
+        movement(slf, "transpose", axes)
+    }
+    /// A new shape with the same elements in C order (one extent may be -1).
+    #[pyo3(signature = (*shape))]
+    fn reshape(slf: &Bound<'_, Self>, shape: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
+        movement(slf, "reshape", shape)
+    }
+    /// The elements as one axis.
+    fn ravel(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        movement(slf, "ravel", &PyTuple::empty(slf.py()))
+    }
+    /// The elements as one axis.
+    fn flatten(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        movement(slf, "ravel", &PyTuple::empty(slf.py()))
+    }
+    /// Drop axes of extent 1.
+    #[pyo3(signature = (*axis))]
+    fn squeeze(slf: &Bound<'_, Self>, axis: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
+        movement(slf, "squeeze", axis)
+    }
+    /// Swap two axes.
+    fn swapaxes(slf: &Bound<'_, Self>, a: i64, b: i64) -> PyResult<Py<PyAny>> {
+        movement(slf, "swapaxes", &PyTuple::new(slf.py(), [a, b])?)
+    }
+    /// Indexing: ints, slices with any step, `...`, `None`, integer arrays (take).
+    fn __getitem__(slf: &Bound<'_, Self>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let py = slf.py();
+        Ok(py.import("pyasc.movement")?.getattr("getitem")?.call1((slf, key))?.unbind())
     }
     fn __iter__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         Err(trace_error(py, "iterating over a traced tensor is not supported; use vectorised operations"))

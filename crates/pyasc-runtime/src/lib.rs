@@ -7,6 +7,7 @@
 //! * [`vm`]: the tile VM, which runs one kernel's tile program over blocks on all cores.
 //! * [`instr`]: the single place where an instruction's dtype picks a SIMD primitive.
 //! * [`layout`]: broadcasting strides, dimension collapsing and strided gathers.
+//! * [`views`]: movement ops applied to arguments at launch.
 //! * [`view`]: raw views of caller-owned memory handed to the executor.
 //! * [`memory`]: the caching pool for large buffers.
 //! * [`pool`]: the worker pool.
@@ -24,6 +25,7 @@ pub mod monitor;
 pub mod pool;
 pub mod stream;
 pub mod view;
+pub mod views;
 pub mod vm;
 
 pub use device::{device_for, CpuDevice, Device, DeviceInfo, DeviceKind, NullDevice};

@@ -135,8 +135,20 @@ pub fn execute_plan(
     let mut stats = RunStats::default();
     for k in &plan.kernels {
         let t = Instant::now();
-        let args: Vec<&InputView> =
-            k.args.iter().map(|b| views[b.0 as usize].as_ref().expect("all buffers have memory")).collect();
+        let viewed: Vec<InputView> = k
+            .args
+            .iter()
+            .zip(&k.arg_views)
+            .map(|(b, specs)| {
+                let v = views[b.0 as usize].as_ref().expect("all buffers have memory");
+                if specs.is_empty() {
+                    Ok(v.clone())
+                } else {
+                    crate::views::apply_views(v, specs, &mut owned)
+                }
+            })
+            .collect::<Result<_>>()?;
+        let args: Vec<&InputView> = viewed.iter().collect();
         let outs: Vec<*mut u8> = k
             .outs
             .iter()

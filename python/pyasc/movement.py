@@ -1,0 +1,200 @@
+"""Movement ops: reshape, transpose, broadcast_to, expand_dims, squeeze, flip, indexing.
+
+Inside an operator they are views: no data moves; the kernels that read the result read
+the original memory through new strides. Outside an operator they run on arrays at once.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any, Optional, Sequence, Tuple, Union
+
+from . import _pyasc
+from .errors import InvalidArgumentError, ShapeError, TraceError, UnsupportedError
+from .ops import _eager_op, _is_traced
+
+__all__ = ["reshape", "transpose", "broadcast_to", "expand_dims", "squeeze", "flip", "swapaxes", "moveaxis"]
+
+Shape = Tuple[int, ...]
+
+
+def _eager(name: str, fn: Any, x: Any, *params: Any) -> Any:
+    return _eager_op(f"{name}:{params!r}", lambda t: fn(t, *params))(x)
+
+
+def _norm_axis(a: int, nd: int) -> int:
+    if not -nd <= a < nd:
+        raise ShapeError(f"axis {a} is out of bounds for a tensor of rank {nd}")
+    return a + nd if a < 0 else a
+
+
+def reshape(x: Any, shape: Union[int, Sequence[int]]) -> Any:
+    """Give the same elements in C order a new shape (one extent may be -1)."""
+    if not _is_traced(x):
+        return _eager("reshape", reshape, x, shape)
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    n = x.size
+    if builtins.sum(1 for d in shape if d == -1) > 1:
+        raise ShapeError("only one extent of a reshape can be -1")
+    known = 1
+    for d in shape:
+        if d != -1:
+            if d < 0:
+                raise ShapeError(f"negative extent {d} in reshape")
+            known *= d
+    if -1 in shape:
+        if known == 0 or n % known:
+            raise ShapeError(f"cannot reshape {x.shape} into {shape}")
+        shape = tuple(n // known if d == -1 else d for d in shape)
+    return _pyasc.apply_view(x, "reshape", list(shape))
+
+
+def transpose(x: Any, axes: Optional[Sequence[int]] = None) -> Any:
+    """Permute the axes (reversed when ``axes`` is None)."""
+    if not _is_traced(x):
+        return _eager("transpose", transpose, x, axes)
+    nd = x.ndim
+    perm = list(range(nd))[::-1] if axes is None else [_norm_axis(a, nd) for a in axes]
+    return _pyasc.apply_view(x, "transpose", perm)
+
+
+def swapaxes(x: Any, a: int, b: int) -> Any:
+    """Exchange two axes."""
+    if not _is_traced(x):
+        return _eager("swapaxes", swapaxes, x, a, b)
+    perm = list(range(x.ndim))
+    a, b = _norm_axis(a, x.ndim), _norm_axis(b, x.ndim)
+    perm[a], perm[b] = perm[b], perm[a]
+    return _pyasc.apply_view(x, "transpose", perm)
+
+
+def moveaxis(x: Any, source: int, destination: int) -> Any:
+    """Move one axis to a new position, keeping the order of the others."""
+    if not _is_traced(x):
+        return _eager("moveaxis", moveaxis, x, source, destination)
+    s, d = _norm_axis(source, x.ndim), _norm_axis(destination, x.ndim)
+    perm = [i for i in range(x.ndim) if i != s]
+    perm.insert(d, s)
+    return _pyasc.apply_view(x, "transpose", perm)
+
+
+def broadcast_to(x: Any, shape: Union[int, Sequence[int]]) -> Any:
+    """View ``x`` broadcast to ``shape`` (NumPy's rules), read only."""
+    if not _is_traced(x):
+        return _eager("broadcast_to", broadcast_to, x, shape)
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    return _pyasc.apply_view(x, "broadcast_to", list(shape))
+
+
+def expand_dims(x: Any, axis: Union[int, Sequence[int]]) -> Any:
+    """Insert axes of extent 1 at the positions ``axis`` of the result."""
+    if not _is_traced(x):
+        return _eager("expand_dims", expand_dims, x, axis)
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    nd = x.ndim + len(axes)
+    pos = sorted(_norm_axis(a, nd) for a in axes)
+    it = iter(x.shape)
+    return reshape(x, tuple(1 if i in pos else next(it) for i in range(nd)))
+
+
+def squeeze(x: Any, axis: Optional[Union[int, Sequence[int]]] = None) -> Any:
+    """Remove axes of extent 1 (all of them, or those in ``axis``, which must have extent 1)."""
+    if not _is_traced(x):
+        return _eager("squeeze", squeeze, x, axis)
+    if axis is None:
+        drop = {i for i, d in enumerate(x.shape) if d == 1}
+    else:
+        drop = {_norm_axis(a, x.ndim) for a in ((axis,) if isinstance(axis, int) else axis)}
+        for a in drop:
+            if x.shape[a] != 1:
+                raise ShapeError(f"cannot squeeze axis {a} of extent {x.shape[a]}")
+    return reshape(x, tuple(d for i, d in enumerate(x.shape) if i not in drop))
+
+
+def flip(x: Any, axis: Optional[Union[int, Sequence[int]]] = None) -> Any:
+    """Reverse the order of elements along ``axis`` (all axes when None)."""
+    if not _is_traced(x):
+        return _eager("flip", flip, x, axis)
+    axes = set(range(x.ndim)) if axis is None else {
+        _norm_axis(a, x.ndim) for a in ((axis,) if isinstance(axis, int) else axis)}
+    dims = [(d - 1 if i in axes and d > 0 else 0, -1 if i in axes else 1, d) for i, d in enumerate(x.shape)]
+    return _pyasc.apply_view(x, "slice", dims)
+
+
+def getitem(x: Any, key: Any) -> Any:
+    """``x[key]`` for ints, slices (any step), ``...`` and ``None`` as a view; integer arrays take."""
+    import numpy as np
+
+    items = key if isinstance(key, tuple) else (key,)
+    for k in items:
+        if isinstance(k, _pyasc.Tensor) or (isinstance(k, (list, np.ndarray)) and not isinstance(k, str)):
+            arr = np.asarray(k) if not isinstance(k, _pyasc.Tensor) else None
+            if arr is not None and arr.dtype == np.bool_ or (isinstance(k, _pyasc.Tensor) and k.dtype == np.bool_):
+                raise TraceError("boolean-mask indexing gives a data-dependent shape and cannot be traced; use where()")
+            from .gather import take_index
+
+            return take_index(x, items)
+    n_real = builtins.sum(1 for k in items if k is not None and k is not Ellipsis)
+    if builtins.sum(1 for k in items if k is Ellipsis) > 1:
+        raise InvalidArgumentError("an index can only have a single ellipsis")
+    if n_real > x.ndim:
+        raise ShapeError(f"too many indices for a tensor of rank {x.ndim}")
+    dims, out_shape = [], []
+    axis = 0
+    for k in items:
+        if k is None:
+            out_shape.append(1)
+        elif k is Ellipsis:
+            for _ in range(x.ndim - n_real):
+                d = x.shape[axis]
+                dims.append((0, 1, d))
+                out_shape.append(d)
+                axis += 1
+        elif isinstance(k, slice):
+            start, stop, step = k.indices(x.shape[axis])
+            length = len(range(start, stop, step))
+            dims.append((start if length else 0, step, length))
+            out_shape.append(length)
+            axis += 1
+        elif isinstance(k, (int, np.integer)) and not isinstance(k, bool):
+            d = x.shape[axis]
+            i = int(k)
+            if not -d <= i < d:
+                raise ShapeError(f"index {i} is out of bounds for axis {axis} with size {d}")
+            dims.append((i % d, 1, 1))
+            axis += 1
+        else:
+            raise UnsupportedError(f"indexing with {type(k).__name__} is not supported inside operators")
+    while axis < x.ndim:
+        d = x.shape[axis]
+        dims.append((0, 1, d))
+        out_shape.append(d)
+        axis += 1
+    v = _pyasc.apply_view(x, "slice", dims)
+    if tuple(out_shape) != tuple(v.shape):
+        v = _pyasc.apply_view(v, "reshape", out_shape)
+    return v
+
+
+def _args(args: tuple) -> tuple:
+    return tuple(args[0]) if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
+
+
+def _method_transpose(x: Any, args: tuple) -> Any:
+    return transpose(x, _args(args) or None)
+
+
+def _method_reshape(x: Any, args: tuple) -> Any:
+    return reshape(x, _args(args))
+
+
+def _method_ravel(x: Any, args: tuple) -> Any:
+    return reshape(x, (-1,))
+
+
+def _method_squeeze(x: Any, args: tuple) -> Any:
+    return squeeze(x, _args(args) or None)
+
+
+def _method_swapaxes(x: Any, args: tuple) -> Any:
+    return swapaxes(x, *args)
