@@ -1,0 +1,414 @@
+"""Reductions against NumPy: random shapes (empty and size-1 dims included), axes (None, ints,
+negative ints, tuples), keepdims, dtypes and strided views, through the tensor methods, the
+``pyasc.*`` functions, NumPy's functions (``__array_function__``) and the eager functions on
+arrays. Dtypes and shapes must match NumPy exactly; integers and booleans exactly; floats
+against a float64 reference with a tolerance scaled by the magnitude of the reduced values."""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+
+import numpy as np
+import pyasc
+import pytest
+from conftest import assert_matches
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+HERE = __file__
+DTYPES = ["bool", "int32", "int64", "float32", "float64"]
+REDUCTIONS = ["sum", "mean", "max", "min", "prod", "argmax", "argmin", "any", "all"]
+NO_IDENTITY = {"max", "min", "argmax", "argmin"}
+NP_FUNCS = {"sum": np.sum, "mean": np.mean, "max": np.max, "min": np.min, "prod": np.prod,
+            "argmax": np.argmax, "argmin": np.argmin, "any": np.any, "all": np.all}
+
+
+def _line_of(fn, text):
+    src, start = inspect.getsourcelines(fn)
+    for i, line in enumerate(src):
+        if text in line:
+            return start + i
+    raise AssertionError(text)
+
+
+def _values(rng, shape, dtype, name):
+    if dtype == "bool":
+        return rng.integers(0, 2, shape).astype(bool)
+    if dtype.startswith("int"):
+        return rng.integers(-5, 6, shape).astype(dtype)
+    if name == "prod":
+        # Magnitudes near 1 so a product of hundreds of factors stays far from over/underflow.
+        return (rng.choice([-1.0, 1.0], shape) * rng.uniform(0.8, 1.25, shape)).astype(dtype)
+    return rng.uniform(-2, 2, shape).astype(dtype)
+
+
+@st.composite
+def arrays(draw, name=None, dtypes=DTYPES, max_rank=4):
+    """A random array (possibly a transposed, reversed or stepped view) and its dtype name."""
+    rank = draw(st.integers(0, max_rank))
+    shape = tuple(draw(st.lists(st.integers(0, 5), min_size=rank, max_size=rank)))
+    dtype = draw(st.sampled_from(dtypes))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    view = draw(st.sampled_from(["plain", "T", "rev", "step"])) if rank else "plain"
+    if view == "T":
+        x = _values(rng, shape[::-1], dtype, name).T
+    elif view == "rev":
+        x = _values(rng, shape, dtype, name)[..., ::-1]
+    elif view == "step":
+        x = _values(rng, (2 * shape[0],) + shape[1:], dtype, name)[::2]
+    else:
+        x = _values(rng, shape, dtype, name)
+    assert x.shape == shape
+    return x
+
+
+@st.composite
+def axes(draw, ndim, single=False):
+    kind = draw(st.sampled_from(["none", "int", "tuple"] if not single else ["none", "int"]))
+    if kind == "none" or (ndim == 0 and kind == "int"):
+        return None
+    if kind == "int":
+        return draw(st.integers(-ndim, ndim - 1))
+    picked = draw(st.lists(st.integers(0, ndim - 1), unique=True, max_size=ndim)) if ndim else []
+    return tuple(a - ndim if draw(st.booleans()) else a for a in picked)
+
+
+def _reduced_count(shape, axis):
+    nd = len(shape)
+    ax = range(nd) if axis is None else [axis] if isinstance(axis, int) else axis
+    n = 1
+    for a in ax:
+        n *= shape[a % nd]
+    return n
+
+
+def _call(form, name, t, axis, keepdims):
+    if form == "method":
+        return getattr(t, name)(axis=axis, keepdims=keepdims)
+    if form == "pyasc":
+        return getattr(pyasc, name)(t, axis, keepdims)
+    return NP_FUNCS[name](t, axis=axis, keepdims=keepdims)
+
+
+def _check_float(got, want, x, name, axis, keepdims):
+    """Float results: NumPy's dtype and shape, values within a tolerance of the float64 reference."""
+    x64 = x.astype(np.float64)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")  # the mean of an empty axis is NaN
+        ref = getattr(np, name)(x64, axis=axis, keepdims=keepdims)
+    assert isinstance(got, np.ndarray), type(got)
+    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape, want.dtype, want.shape)
+    eps = np.finfo(got.dtype).eps
+    n = max(_reduced_count(x.shape, axis), 1)
+    if name in ("sum", "mean"):
+        scale = np.sum(np.abs(x64), axis=axis, keepdims=keepdims)
+        if name == "mean":
+            scale = scale / n
+        err = np.abs(got.astype(np.float64) - ref)
+        ok = (err <= 4 * eps * scale + 1e-300) | (np.isnan(got) & np.isnan(ref))
+        assert np.all(ok), (got, ref, scale)
+    elif name == "prod":
+        np.testing.assert_allclose(got, ref, rtol=(n + 2) * eps, atol=0)
+    else:  # max, min: exact
+        np.testing.assert_array_equal(got, ref.astype(got.dtype))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_reductions_match_numpy(data):
+    name = data.draw(st.sampled_from(REDUCTIONS), label="reduction")
+    x = data.draw(arrays(name), label="x")
+    single = name in ("argmax", "argmin")
+    axis = data.draw(axes(x.ndim, single=single), label="axis")
+    keepdims = data.draw(st.booleans(), label="keepdims")
+    form = data.draw(st.sampled_from(["method", "pyasc", "numpy", "eager"]), label="form")
+    if form == "method" and x.ndim == 0:
+        form = "pyasc"
+
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        try:
+            want = np.asarray(NP_FUNCS[name](x, axis=axis, keepdims=keepdims))
+        except ValueError:
+            want = None  # an empty axis under a reduction with no identity
+
+    if x.size == 0 and _reduced_count(x.shape, axis) > 0:
+        return  # an empty result over non-empty rows panics: test_empty_result_over_nonempty_rows
+    if form == "eager":
+        run = lambda: getattr(pyasc, name)(x, axis, keepdims)  # noqa: E731
+    else:
+        run = lambda: pyasc.operator(lambda t: _call(form, name, t, axis, keepdims))(x)  # noqa: E731
+
+    if single and axis is None and x.ndim > 1:
+        with pytest.raises(pyasc.UnsupportedError):
+            run()
+        return
+    if want is None:
+        assert name in NO_IDENTITY and _reduced_count(x.shape, axis) == 0
+        with pytest.raises(pyasc.ShapeError):
+            run()
+        return
+    got = run()
+    if want.dtype.kind == "f":
+        _check_float(got, want, x, name, axis, keepdims)
+    else:
+        assert_matches(got, want)
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int32", "int64", "float32", "float64"])
+@pytest.mark.parametrize("name,identity", [("sum", 0), ("prod", 1), ("any", False), ("all", True)])
+def test_empty_axes_give_the_identity(name, identity, dtype):
+    x = np.zeros((3, 0, 2), dtype)
+    for axis in (None, 1, (0, 1), (-2, -1)):
+        got = pyasc.operator(lambda t: getattr(t, name)(axis=axis))(x)
+        want = getattr(np, name)(x, axis=axis)
+        assert_matches(got, np.asarray(want))
+        assert np.all(got == identity)
+
+
+@pytest.mark.xfail(strict=True, reason="a reduction whose result is empty while its reduced axes are not "
+                   "(shape (0, 5) over axis 1, (3, 0) over axis 0, or axis=()) panics in lower.rs tiling "
+                   "(clamp(1, 0)) instead of returning an empty array")
+@pytest.mark.parametrize("shape,axis", [((0, 5), 1), ((3, 0), 0), ((0, 5), ()), ((2, 0, 3), (0, 2))])
+@pytest.mark.parametrize("name", ["sum", "max", "any"])
+def test_empty_result_over_nonempty_rows(name, shape, axis):
+    x = np.ones(shape, np.float32)
+    got = pyasc.operator(lambda t: getattr(pyasc, name)(t, axis))(x)
+    assert_matches(got, np.asarray(getattr(np, name)(x, axis=axis)))
+
+
+@pytest.mark.parametrize("name", sorted(NO_IDENTITY))
+def test_empty_axis_without_identity_raises_shape_error_with_line(name):
+    def f(t):
+        return getattr(pyasc, name)(t, 1)  # empty reduction
+
+    with pytest.raises(pyasc.ShapeError) as e:
+        pyasc.operator(f)(np.zeros((3, 0), np.float32))
+    assert e.value.lineno == _line_of(f, "empty reduction")
+    assert e.value.filename == HERE
+
+
+def test_argmax_over_all_axes_of_a_matrix_is_unsupported_but_one_axis_works():
+    x = np.random.default_rng(0).uniform(size=(4, 5))
+    with pytest.raises(pyasc.UnsupportedError):
+        pyasc.operator(lambda t: t.argmax())(x)
+    assert_matches(pyasc.operator(lambda t: t.argmax(axis=1))(x), x.argmax(axis=1))
+    assert_matches(pyasc.operator(lambda t: pyasc.argmin(t))(x[0]), np.asarray(x[0].argmin()))
+
+
+def test_ties_take_the_first_index_like_numpy():
+    x = np.array([[1, 3, 3, 0], [2, 2, 2, 2], [0, -1, 0, -1]], np.int32)
+    for axis in (0, 1, -1):
+        assert_matches(pyasc.operator(lambda t: t.argmax(axis=axis))(x), x.argmax(axis=axis))
+        assert_matches(pyasc.operator(lambda t: t.argmin(axis=axis))(x), x.argmin(axis=axis))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_float_sum_accumulates_accurately(dtype):
+    # 1 + many tiny values: a naive float32 running sum loses every tiny value.
+    x = np.concatenate([[1.0], np.full(1 << 16, 1e-8)]).astype(dtype)
+    got = pyasc.operator(lambda t: t.sum())(x)
+    want = x.astype(np.float64).sum()
+    assert got.dtype == dtype
+    assert abs(float(got) - want) <= np.finfo(dtype).eps * want
+
+
+@st.composite
+def float_rows(draw):
+    rank = draw(st.integers(1, 3))
+    shape = tuple(draw(st.lists(st.integers(1, 5), min_size=rank, max_size=rank)))
+    dtype = draw(st.sampled_from(["float32", "float64"]))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    scale = draw(st.sampled_from([1.0, 30.0]))
+    x = (rng.uniform(-1, 1, shape) * scale).astype(dtype)
+    if draw(st.booleans()):
+        x = x[..., ::-1]
+    axis = draw(st.integers(-rank, rank - 1))
+    return x, axis
+
+
+def _tol(dtype):
+    return 64 * np.finfo(dtype).eps
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(float_rows(), st.booleans())
+def test_logsumexp_matches_float64(case, keepdims):
+    x, axis = case
+    x64 = x.astype(np.float64)
+    m = x64.max(axis=axis, keepdims=True)
+    ref = np.log(np.exp(x64 - m).sum(axis=axis, keepdims=True)) + m
+    if not keepdims:
+        ref = np.squeeze(ref, axis=axis)
+    got = pyasc.operator(lambda t: pyasc.logsumexp(t, axis, keepdims))(x)
+    assert got.dtype == x.dtype and got.shape == ref.shape
+    np.testing.assert_allclose(got, ref, rtol=_tol(x.dtype), atol=_tol(x.dtype))
+    np.testing.assert_allclose(pyasc.logsumexp(x, axis, keepdims), ref, rtol=_tol(x.dtype), atol=_tol(x.dtype))
+
+
+def _softmax64(x, axis):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _layer_norm64(x, w, b, eps, axis):
+    mu = x.mean(axis=axis, keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=axis, keepdims=True)
+    y = (x - mu) / np.sqrt(var + eps)
+    return y * (1 if w is None else w) + (0 if b is None else b)
+
+
+def _rms_norm64(x, w, eps, axis):
+    y = x / np.sqrt((x * x).mean(axis=axis, keepdims=True) + eps)
+    return y * (1 if w is None else w)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(float_rows(), st.sampled_from(["softmax", "log_softmax", "layer_norm", "rms_norm"]), st.booleans())
+def test_composites_match_float64(case, name, affine):
+    x, axis = case
+    x64 = x.astype(np.float64)
+    n = x.shape[axis]
+    w = b = None
+    if affine and name in ("layer_norm", "rms_norm"):
+        if axis % x.ndim != x.ndim - 1:
+            axis = -1  # weights broadcast along the last axis
+            n = x.shape[-1]
+        rng = np.random.default_rng(n)
+        w = rng.uniform(0.5, 1.5, n).astype(x.dtype)
+        b = rng.uniform(-1, 1, n).astype(x.dtype)
+    if name == "softmax":
+        ref = _softmax64(x64, axis)
+        op = pyasc.operator(lambda t: pyasc.softmax(t, axis=axis))
+        args = (x,)
+    elif name == "log_softmax":
+        ref = x64 - x64.max(axis=axis, keepdims=True) - np.log(
+            np.exp(x64 - x64.max(axis=axis, keepdims=True)).sum(axis=axis, keepdims=True))
+        op = pyasc.operator(lambda t: pyasc.log_softmax(t, axis=axis))
+        args = (x,)
+    elif name == "layer_norm":
+        ref = _layer_norm64(x64, w, b, 1e-5, axis)
+        if affine:
+            op = pyasc.operator(lambda t, w_, b_: pyasc.layer_norm(t, w_, b_, eps=1e-5, axis=axis))
+            args = (x, w, b)
+        else:
+            op = pyasc.operator(lambda t: pyasc.layer_norm(t, axis=axis))
+            args = (x,)
+    else:
+        ref = _rms_norm64(x64, w, 1e-6, axis)
+        if affine:
+            op = pyasc.operator(lambda t, w_: pyasc.rms_norm(t, w_, eps=1e-6, axis=axis))
+            args = (x, w)
+        else:
+            op = pyasc.operator(lambda t: pyasc.rms_norm(t, axis=axis))
+            args = (x,)
+    got = op(*args)
+    assert got.dtype == x.dtype and got.shape == x.shape
+    tol = _tol(x.dtype) * (30 if name == "log_softmax" else 1)
+    np.testing.assert_allclose(got, ref, rtol=tol, atol=tol)
+
+
+# --- fusion -------------------------------------------------------------------------------------
+
+def _kernels(fn, *args, **options):
+    op = pyasc.operator(**options)(fn) if options else pyasc.operator(fn)
+    op(*args)
+    return op.get_compiled_op(*args).kernels()
+
+
+def test_product_then_row_sum_is_one_kernel():
+    rng = np.random.default_rng(1)
+    x, y = rng.uniform(size=(64, 33)), rng.uniform(size=(64, 33))
+    op = pyasc.operator(lambda a, b: (a * b).sum(axis=1))
+    np.testing.assert_allclose(op(x, y), (x * y).sum(axis=1), rtol=1e-14)
+    assert len(op.get_compiled_op(x, y).kernels()) == 1
+
+
+_ROW_SCALAR_SPLIT = ("an expensive elementwise op on a row-reduction result (log of the row sum, sqrt/rsqrt of "
+                     "the row variance) is split into its own kernel by the broadcast-cost rule, so the row "
+                     "composite runs as 3 kernels; e.g. x - np.log(x.sum(axis=1, keepdims=True)) is 3 kernels "
+                     "while x * (x.sum(axis=1, keepdims=True) * 2) is 1")
+
+
+@pytest.mark.parametrize("name", [
+    "softmax",
+    pytest.param("log_softmax", marks=pytest.mark.xfail(strict=True, reason=_ROW_SCALAR_SPLIT)),
+    pytest.param("layer_norm", marks=pytest.mark.xfail(strict=True, reason=_ROW_SCALAR_SPLIT)),
+    pytest.param("rms_norm", marks=pytest.mark.xfail(strict=True, reason=_ROW_SCALAR_SPLIT)),
+])
+def test_row_composites_over_the_last_axis_are_one_kernel(name):
+    x = np.random.default_rng(2).uniform(-3, 3, (37, 129)).astype(np.float32)
+    fn = getattr(pyasc, name)
+    assert len(_kernels(lambda t: fn(t), x)) == 1
+    assert len(_kernels(lambda t: fn(t, axis=-1), x)) == 1
+
+
+def test_row_reduction_with_cheap_row_ops_is_one_kernel():
+    x = np.random.default_rng(5).uniform(1, 3, (37, 129)).astype(np.float32)
+    op = pyasc.operator(lambda t: t * (t.sum(axis=1, keepdims=True) * 2.0))
+    np.testing.assert_allclose(op(x), x * (x.astype(np.float64).sum(axis=1, keepdims=True) * 2), rtol=1e-6)
+    assert len(op.get_compiled_op(x).kernels()) == 1
+
+
+@pytest.mark.xfail(strict=True, reason=_ROW_SCALAR_SPLIT)
+def test_row_reduction_with_a_log_of_the_row_sum_is_one_kernel():
+    x = np.random.default_rng(5).uniform(1, 3, (37, 129)).astype(np.float32)
+    op = pyasc.operator(lambda t: t - np.log(t.sum(axis=1, keepdims=True)))
+    np.testing.assert_allclose(op(x), x - np.log(x.astype(np.float64).sum(axis=1, keepdims=True)), rtol=1e-6)
+    assert len(op.get_compiled_op(x).kernels()) == 1
+
+
+@pytest.mark.xfail(strict=True, reason=_ROW_SCALAR_SPLIT)
+def test_layer_norm_with_affine_parameters_is_one_kernel():
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-3, 3, (16, 64)).astype(np.float32)
+    w, b = rng.uniform(size=64).astype(np.float32), rng.uniform(size=64).astype(np.float32)
+    op = pyasc.operator(lambda t, w_, b_: pyasc.layer_norm(t, w_, b_))
+    np.testing.assert_allclose(op(x, w, b), _layer_norm64(x.astype(np.float64), w, b, 1e-5, -1),
+                               rtol=1e-5, atol=1e-5)
+    assert len(op.get_compiled_op(x, w, b).kernels()) == 1
+
+
+def test_softmax_without_reduction_fusion_takes_more_kernels():
+    x = np.random.default_rng(4).uniform(-3, 3, (8, 40)).astype(np.float32)
+    fused = _kernels(lambda t: pyasc.softmax(t), x)
+    unfused = _kernels(lambda t: pyasc.softmax(t), x, op_break_level=1)
+    per_op = _kernels(lambda t: pyasc.softmax(t), x, op_break_level=0)
+    assert len(fused) == 1
+    assert len(unfused) > len(fused)
+    assert len(per_op) == 5  # max, sub, exp, sum, div
+    got = pyasc.operator(op_break_level=1)(lambda t: pyasc.softmax(t))(x)
+    np.testing.assert_allclose(got, _softmax64(x.astype(np.float64), -1), rtol=1e-6, atol=1e-7)
+
+
+# --- errors -------------------------------------------------------------------------------------
+
+def test_axis_out_of_range_names_the_line():
+    def f(t):
+        return t.sum(axis=2)  # bad axis
+
+    with pytest.raises(pyasc.ShapeError) as e:
+        pyasc.operator(f)(np.ones((2, 3)))
+    assert e.value.lineno == _line_of(f, "bad axis")
+    assert e.value.filename == HERE
+
+
+@pytest.mark.parametrize("axis", [-3, 2, (0, 2), (1, -3)])
+@pytest.mark.parametrize("name", REDUCTIONS)
+def test_axis_out_of_range_raises_shape_error(name, axis):
+    if name in ("argmax", "argmin") and isinstance(axis, tuple):
+        axis = axis[1]
+    with pytest.raises(pyasc.ShapeError):
+        pyasc.operator(lambda t: getattr(pyasc, name)(t, axis))(np.ones((2, 3)))
+
+
+@pytest.mark.parametrize("axis", [(0, 0), (1, -1), (0, 1, -2)])
+@pytest.mark.parametrize("name", ["sum", "mean", "max", "min", "prod", "any", "all"])
+def test_repeated_axis_raises_shape_error_with_line(name, axis):
+    def f(t):
+        return getattr(t, name)(axis=axis)  # repeated axis
+
+    with pytest.raises(pyasc.ShapeError) as e:
+        pyasc.operator(f)(np.ones((2, 3)))
+    assert e.value.lineno == _line_of(f, "repeated axis")
