@@ -11,6 +11,7 @@ from ._log import _init_from_env, set_log_level
 from ._types import CacheInfo
 from .classes import AscendOperatorBase
 from .decorators import OPTION_STATUS, operator
+from .dynamic import get_context
 from .errors import (
     AlignmentError,
     DeviceError,
@@ -26,7 +27,7 @@ from .errors import (
     UnsupportedError,
 )
 from .monitor import NpuTemperature, NpuUtilization
-from .movement import broadcast_to, expand_dims, flip, moveaxis, reshape, squeeze, swapaxes, transpose
+from .movement import broadcast_to, expand_dims, flip, moveaxis, pad, reshape, squeeze, swapaxes, transpose
 from .ops import (
     abs,
     add,
@@ -170,6 +171,7 @@ __all__ = [
     "floor",
     "from_dlpack",
     "gelu",
+    "get_context",
     "isfinite",
     "isinf",
     "isnan",
@@ -190,6 +192,7 @@ __all__ = [
     "multiply",
     "negative",
     "operator",
+    "pad",
     "pow",
     "prod",
     "reciprocal",

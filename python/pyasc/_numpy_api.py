@@ -159,6 +159,7 @@ _FUNCTIONS: Dict[str, Callable[..., Any]] = {
     "flip": _movement("flip"),
     "swapaxes": _movement("swapaxes"),
     "moveaxis": _movement("moveaxis"),
+    "pad": _movement("pad"),
     "matmul": lambda a, b, **kw: _pyasc.apply_matmul(a, b),
     "sum": _reduce("sum"),
     "mean": _reduce("mean"),

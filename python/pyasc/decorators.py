@@ -24,9 +24,9 @@ OPTION_STATUS: Dict[str, str] = {
     "compute_type": "recorded (tiling hint for the cube unit, used once matmul exists)",
     "precision_mode": "active for 'fp32'; other modes recorded until low-precision kernels exist",
     "atomic_flag": "recorded (elementwise kernels are always bitwise deterministic)",
-    "dynamic_shape": "recorded (one plan per shape until dynamic shapes exist)",
-    "gears": "recorded with dynamic_shape",
-    "debug": "recorded (runtime NaN/Inf checks arrive with the runtime checks)",
+    "dynamic_shape": "active: one trace per rank/dtype signature, re-planned for new extents",
+    "gears": "active with dynamic_shape: geared dims padded up to the next gear, one plan per gear",
+    "debug": "active: NaN/Inf checks after every op (one kernel per op), raised with the op's line",
 }
 
 
@@ -106,7 +106,12 @@ def operator(
         if not callable(func):
             raise InvalidArgumentError(f"@pyasc.operator decorates a function, not {type(func).__name__}")
         name = settings["kernel_name"] or getattr(func, "__name__", "operator")
-        return _pyasc.Operator(func, name, settings["device_type"], settings["op_break_level"], dict(settings))
+        op = _pyasc.Operator(func, name, settings["device_type"], settings["op_break_level"], dict(settings))
+        if settings["gears"] is not None:
+            from .dynamic import GearedOperator
+
+            return GearedOperator(op, settings["gears"])
+        return op
 
     if fn is not None:
         return wrap(fn)

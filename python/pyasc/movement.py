@@ -13,7 +13,7 @@ from . import _pyasc
 from .errors import InvalidArgumentError, ShapeError, TraceError, UnsupportedError
 from .ops import _eager_op, _is_traced
 
-__all__ = ["reshape", "transpose", "broadcast_to", "expand_dims", "squeeze", "flip", "swapaxes", "moveaxis"]
+__all__ = ["reshape", "transpose", "broadcast_to", "expand_dims", "squeeze", "flip", "swapaxes", "moveaxis", "pad"]
 
 Shape = Tuple[int, ...]
 
@@ -119,6 +119,34 @@ def flip(x: Any, axis: Optional[Union[int, Sequence[int]]] = None) -> Any:
         _norm_axis(a, x.ndim) for a in ((axis,) if isinstance(axis, int) else axis)}
     dims = [(d - 1 if i in axes and d > 0 else 0, -1 if i in axes else 1, d) for i, d in enumerate(x.shape)]
     return _pyasc.apply_view(x, "slice", dims)
+
+
+def _pad_widths(pad_width: Any, nd: int) -> list:
+    import numpy as np
+
+    w = np.asarray(pad_width, dtype=np.int64)
+    if w.ndim == 0:
+        w = np.full((nd, 2), int(w))
+    elif w.ndim == 1 and w.size == 1:
+        w = np.full((nd, 2), int(w[0]))
+    elif w.ndim == 1 and w.size == 2:
+        w = np.tile(w, (nd, 1))
+    elif w.ndim == 2 and w.shape == (1, 2):
+        w = np.tile(w[0], (nd, 1))
+    elif w.ndim == 2 and w.shape == (nd, 1):
+        w = np.repeat(w, 2, axis=1)
+    if w.shape != (nd, 2) or (w < 0).any():
+        raise ShapeError(f"pad_width {pad_width!r} does not fit a tensor of rank {nd}")
+    return [(int(a), int(b)) for a, b in w]
+
+
+def pad(x: Any, pad_width: Any, mode: str = "constant", constant_values: Any = 0) -> Any:
+    """``np.pad``: modes constant (with ``constant_values``), edge, reflect, wrap."""
+    if not _is_traced(x):
+        return _eager("pad", pad, x, pad_width, mode, constant_values)
+    if not isinstance(constant_values, (int, float, bool)):
+        raise UnsupportedError("pad: constant_values must be one number")
+    return _pyasc.apply_pad(x, _pad_widths(pad_width, x.ndim), mode, constant_values)
 
 
 def getitem(x: Any, key: Any) -> Any:

@@ -33,6 +33,8 @@ pub enum Space {
     Elem(Shape),
     /// A matrix product (a kernel of its own).
     MatMul,
+    /// A padding (a kernel of its own).
+    Pad,
     /// Rows: reductions of `shape` over `axes`.
     Rows {
         /// The reduced operand's shape.
@@ -47,7 +49,7 @@ impl Space {
     pub fn rows(&self) -> usize {
         match self {
             Space::Elem(s) => s.numel(),
-            Space::MatMul => 0,
+            Space::MatMul | Space::Pad => 0,
             Space::Rows { shape, axes } => {
                 let n = shape.rank();
                 (0..n).filter(|i| !axes.contains(*i)).map(|i| shape.0[i]).product()
@@ -57,7 +59,7 @@ impl Space {
     /// Elements per row.
     pub fn row_len(&self) -> usize {
         match self {
-            Space::Elem(_) | Space::MatMul => 0,
+            Space::Elem(_) | Space::MatMul | Space::Pad => 0,
             Space::Rows { shape, axes } => axes.list(shape.rank()).iter().map(|a| shape.0[*a]).product(),
         }
     }
@@ -117,11 +119,12 @@ impl Pass for FusePass {
             if n.op.is_leaf() {
                 continue;
             }
-            if level == 0 || n.op.is_reduce() || n.op == Op::MatMul {
+            let library = matches!(n.op, Op::MatMul | Op::Pad(_));
+            if level == 0 || n.op.is_reduce() || library {
                 mat[i] = true;
             }
-            if n.op == Op::MatMul {
-                // The GEMM reads its operands from memory.
+            if library {
+                // Library routines read their operands from memory.
                 for &x in &n.inputs {
                     let b = view_base(g, x);
                     if !matches!(g.node(b).op, Op::Input(_)) {
@@ -171,6 +174,7 @@ impl Pass for FusePass {
             let what = match &grp.space {
                 Space::Elem(s) => format!("over {s}"),
                 Space::MatMul => "matmul".to_string(),
+                Space::Pad => "pad".to_string(),
                 Space::Rows { shape, .. } => format!("over rows of {shape} ({} per row)", grp.space.row_len()),
             };
             st.notes.push(format!(
@@ -271,6 +275,7 @@ fn group_anchors(g: &Graph, mat: &[bool], level: u8) -> (Vec<Group>, Vec<Option<
         let space = match n.op {
             Op::Reduce { axes, .. } => Space::Rows { shape: g.node(n.inputs[0]).shape.clone(), axes },
             Op::MatMul => Space::MatMul,
+            Op::Pad(_) => Space::Pad,
             _ => Space::Elem(n.shape.clone()),
         };
         let fits = |k: usize, grp: &Group| -> bool {
@@ -289,7 +294,9 @@ fn group_anchors(g: &Graph, mat: &[bool], level: u8) -> (Vec<Group>, Vec<Option<
                         && ((s == shape && axes.is_trailing(shape.rank()))
                             || (s.numel() == grp.space.rows() && per_row(g, mat, &group_of, k, id)))
                 }
-                (Space::Elem(_), Space::Rows { .. }) | (Space::MatMul, _) | (_, Space::MatMul) => false,
+                (Space::Elem(_), Space::Rows { .. })
+                | (Space::MatMul | Space::Pad, _)
+                | (_, Space::MatMul | Space::Pad) => false,
             }
         };
         let k = match groups.iter().enumerate().position(|(k, grp)| fits(k, grp)) {

@@ -14,7 +14,7 @@ use crate::fuse::{count_ops, Fusion, Group, Space};
 use crate::pass::{CompileState, Pass};
 use pyasc_ir::error::{IrError, Result};
 use pyasc_ir::op::Op;
-use pyasc_ir::tile::{BufferDecl, BufferId, BufferKind, Instr, KernelPlan, Reg, RegDecl, RegKind, TileKernel};
+use pyasc_ir::tile::{BufferDecl, BufferId, BufferKind, Instr, KernelPlan, Reg, RegDecl, RegKind, Special, TileKernel};
 use pyasc_ir::view::ViewSpec;
 use pyasc_ir::{DType, Graph, NodeId, Shape};
 use std::collections::HashMap;
@@ -170,8 +170,8 @@ impl Builder<'_> {
         self.level_row.get(&x).copied().unwrap_or(false)
     }
 
-    /// A matrix-product kernel: both operands read from memory, one output.
-    fn lower_matmul(&mut self, group: &Group, name: String) -> Result<TileKernel> {
+    /// A library kernel (matmul, pad): operands read from memory, one output.
+    fn lower_special(&mut self, group: &Group, name: String) -> Result<TileKernel> {
         let id = group.anchors[0];
         let n = self.g.node(id);
         for &x in &n.inputs {
@@ -185,7 +185,10 @@ impl Builder<'_> {
             shape: n.shape.clone(),
             perm: (0..n.shape.rank()).collect(),
             row_len: 0,
-            gemm: true,
+            special: Some(match n.op {
+                Op::Pad(p) => Special::Pad(self.g.pads[p as usize].clone()),
+                _ => Special::MatMul,
+            }),
             args: std::mem::take(&mut self.args),
             arg_views: std::mem::take(&mut self.arg_views),
             outs: std::mem::take(&mut self.outs),
@@ -198,8 +201,8 @@ impl Builder<'_> {
     }
 
     fn lower(&mut self, group: &Group, name: String, budget: usize) -> Result<TileKernel> {
-        if group.space == Space::MatMul {
-            return self.lower_matmul(group, name);
+        if matches!(group.space, Space::MatMul | Space::Pad) {
+            return self.lower_special(group, name);
         }
         let g = self.g;
         let mat = &self.fusion.materialized;
@@ -223,7 +226,7 @@ impl Builder<'_> {
         let order: Vec<NodeId> = (0..g.len()).filter(|i| inside[*i]).map(|i| NodeId(i as u32)).collect();
         let (shape, perm, row_len) = match &group.space {
             Space::Elem(s) => (s.clone(), (0..s.rank()).collect::<Vec<_>>(), 0),
-            Space::MatMul => unreachable!("lowered above"),
+            Space::MatMul | Space::Pad => unreachable!("lowered above"),
             Space::Rows { shape, axes } => {
                 let n = shape.rank();
                 let perm: Vec<usize> =
@@ -278,7 +281,7 @@ impl Builder<'_> {
                 Op::Where => Instr::Select { dst, cond: srcs[0], a: srcs[1], b: srcs[2] },
                 Op::Cast(_) => Instr::Cast { dst, src: srcs[0] },
                 Op::Reduce { op, .. } => Instr::Reduce { op, dst, src: srcs[0] },
-                Op::Input(_) | Op::Const(_) | Op::Fill(_) | Op::MatMul | Op::View(_) => {
+                Op::Input(_) | Op::Const(_) | Op::Fill(_) | Op::MatMul | Op::View(_) | Op::Pad(_) => {
                     unreachable!("leaves and matmuls are not computed in tile programs")
                 }
             });
@@ -331,7 +334,7 @@ impl Builder<'_> {
             shape,
             perm,
             row_len,
-            gemm: false,
+            special: None,
             args: std::mem::take(&mut self.args),
             arg_views: std::mem::take(&mut self.arg_views),
             outs: std::mem::take(&mut self.outs),

@@ -111,7 +111,7 @@ fn rewrite(g: &mut Graph, n: &Node, ops: Vec<NodeId>, casts: &mut usize) -> Resu
             Ok(copy_node(g, n, vec![x]))
         }
         Op::Const(v) => Ok(g.push(Node { op: Op::Const(v.cast(dt)), ..n.clone() })),
-        Op::Input(_) | Op::Fill(_) | Op::View(_) => Ok(copy_node(g, n, ops)),
+        Op::Input(_) | Op::Fill(_) | Op::View(_) | Op::Pad(_) => Ok(copy_node(g, n, ops)),
     }
 }
 

@@ -10,6 +10,7 @@ pub fn rebuild(g: &Graph, mut f: impl FnMut(&mut Graph, &Node, Vec<NodeId>) -> R
     let live = g.live();
     let mut out = Graph::new();
     out.views = g.views.clone();
+    out.pads = g.pads.clone();
     let mut map: Vec<Option<NodeId>> = vec![None; g.len()];
     for &i in &g.inputs {
         let n = g.node(i);

@@ -7,7 +7,7 @@ use crate::infer::infer;
 use crate::op::{BinaryOp, Op, UnaryOp};
 use crate::scalar::Scalar;
 use crate::shape::Shape;
-use crate::view::ViewSpec;
+use crate::view::{PadSpec, ViewSpec};
 use crate::DType;
 
 /// Index of a node in its graph's arena.
@@ -54,6 +54,8 @@ pub struct Graph {
     pub outputs: Vec<NodeId>,
     /// Movement ops of `View` nodes (`Op::View(i)` reads `views[i]`).
     pub views: Vec<ViewSpec>,
+    /// Paddings of `Pad` nodes.
+    pub pads: Vec<PadSpec>,
 }
 
 impl Graph {
@@ -134,6 +136,17 @@ impl Graph {
         Ok(self.push(Node { op, inputs: vec![x], vtype, shape, loc }))
     }
 
+    /// Add `np.pad` of `x`; errors carry `loc`.
+    pub fn pad(&mut self, mut spec: PadSpec, x: NodeId, loc: Option<SourceLoc>) -> Result<NodeId> {
+        let n = self.node(x);
+        let shape = spec.out_shape(&n.shape).map_err(|e| e.at(loc.as_ref()))?;
+        let vtype = VType::strong(n.dtype());
+        spec.cval = spec.cval.cast(n.dtype());
+        self.pads.push(spec);
+        let op = Op::Pad(self.pads.len() as u32 - 1);
+        Ok(self.push(Node { op, inputs: vec![x], vtype, shape, loc }))
+    }
+
     /// Shorthand for a unary op.
     pub fn unary(&mut self, op: UnaryOp, x: NodeId, loc: Option<SourceLoc>) -> Result<NodeId> {
         self.apply(Op::Unary(op), &[x], loc)
@@ -142,6 +155,39 @@ impl Graph {
     /// Shorthand for a binary op.
     pub fn binary(&mut self, op: BinaryOp, a: NodeId, b: NodeId, loc: Option<SourceLoc>) -> Result<NodeId> {
         self.apply(Op::Binary(op), &[a, b], loc)
+    }
+
+    /// The same graph for arguments of new shapes (same ranks and dtypes): every node's
+    /// shape inferred again. `None` when a node fixes a shape (a view, a filled constant),
+    /// so the function must be traced again for these shapes.
+    pub fn respecialize(&self, shapes: &[Vec<usize>]) -> Option<Result<Graph>> {
+        let mut out = Graph { views: self.views.clone(), pads: self.pads.clone(), ..Graph::default() };
+        for (i, n) in self.nodes.iter().enumerate() {
+            let node = match n.op {
+                Op::Input(k) => {
+                    let s = shapes.get(k as usize)?;
+                    if s.len() != n.shape.rank() {
+                        return None;
+                    }
+                    Node { shape: Shape(s.clone()), ..n.clone() }
+                }
+                Op::Const(_) => n.clone(),
+                Op::View(_) | Op::Fill(_) | Op::Pad(_) => return None,
+                _ => {
+                    let operands: Vec<(VType, &Shape)> =
+                        n.inputs.iter().map(|x| (out.node(*x).vtype, &out.node(*x).shape)).collect();
+                    match infer(&n.op, &operands) {
+                        Ok((vtype, shape)) => Node { vtype, shape, ..n.clone() },
+                        Err(e) => return Some(Err(e.at(n.loc.as_ref()))),
+                    }
+                }
+            };
+            debug_assert_eq!(out.nodes.len(), i);
+            out.push(node);
+        }
+        out.inputs = self.inputs.clone();
+        out.outputs = self.outputs.clone();
+        Some(Ok(out))
     }
 
     /// For each node, how many times it is used as an operand or output.
@@ -195,6 +241,19 @@ mod tests {
         g.outputs.push(e);
         assert_eq!(g.use_counts()[x.index()], 1);
         assert!(g.live().iter().all(|l| *l));
+    }
+
+    #[test]
+    fn respecialize_reinfers_shapes_and_refuses_fixed_ones() {
+        let mut g = Graph::new();
+        let x = g.add_input(VType::strong(DType::F32), Shape(vec![4, 3]));
+        let b = g.add_input(VType::strong(DType::F32), Shape(vec![3]));
+        let y = g.binary(BinaryOp::Add, x, b, None).unwrap();
+        g.outputs.push(y);
+        let h = g.respecialize(&[vec![7, 5], vec![5]]).unwrap().unwrap();
+        assert_eq!(h.node(y).shape, Shape(vec![7, 5]));
+        assert!(g.respecialize(&[vec![7, 5], vec![4]]).unwrap().is_err());
+        assert!(g.respecialize(&[vec![7], vec![5]]).is_none(), "rank changes need a new trace");
     }
 
     #[test]

@@ -17,8 +17,8 @@ pub fn infer(op: &Op, operands: &[(VType, &Shape)]) -> Result<(VType, Shape)> {
     if let Op::Reduce { op, axes, keepdims } = op {
         return reduce_type(*op, *axes, *keepdims, operands[0].0, operands[0].1);
     }
-    if let Op::View(_) = op {
-        return Err(IrError::internal("views are typed by Graph::view"));
+    if let Op::View(_) | Op::Pad(_) = op {
+        return Err(IrError::internal("views and pads are typed by the graph"));
     }
     if let Op::MatMul = op {
         return matmul_type(operands[0], operands[1]);
@@ -39,7 +39,7 @@ pub fn infer(op: &Op, operands: &[(VType, &Shape)]) -> Result<(VType, Shape)> {
             }
         }
         Op::Cast(d) => VType::strong(*d),
-        Op::Input(_) | Op::Const(_) | Op::Fill(_) | Op::Reduce { .. } | Op::MatMul | Op::View(_) => {
+        Op::Input(_) | Op::Const(_) | Op::Fill(_) | Op::Reduce { .. } | Op::MatMul | Op::View(_) | Op::Pad(_) => {
             unreachable!("handled above")
         }
     };

@@ -398,6 +398,8 @@ pub enum Op {
     Cast(DType),
     /// A movement op: the operand's memory read through `graph.views[i]`.
     View(u32),
+    /// `np.pad` of the operand with `graph.pads[i]`.
+    Pad(u32),
     /// Matrix product with NumPy's `matmul` rules (batched, broadcast batch dims, 1-D
     /// operands promoted and their axis dropped).
     MatMul,
@@ -433,7 +435,7 @@ impl Op {
     pub fn arity(&self) -> usize {
         match self {
             Op::Input(_) | Op::Const(_) | Op::Fill(_) => 0,
-            Op::Unary(_) | Op::Cast(_) | Op::Reduce { .. } | Op::View(_) => 1,
+            Op::Unary(_) | Op::Cast(_) | Op::Reduce { .. } | Op::View(_) | Op::Pad(_) => 1,
             Op::Binary(_) | Op::MatMul => 2,
             Op::Where => 3,
         }
@@ -449,6 +451,7 @@ impl Op {
             Op::Where => "where".to_string(),
             Op::MatMul => "matmul".to_string(),
             Op::View(i) => format!("view{i}"),
+            Op::Pad(i) => format!("pad{i}"),
             Op::Cast(d) => format!("cast<{d}>"),
             Op::Reduce { op, axes, keepdims } => {
                 let list: Vec<String> = axes.list(64).iter().map(|a| a.to_string()).collect();

@@ -158,9 +158,8 @@ pub struct TileKernel {
     /// Row kernels: elements per row (the product of the trailing, reduced iteration dims);
     /// 0 for elementwise kernels.
     pub row_len: usize,
-    /// A matrix-product kernel: `outs[0] = args[0] @ args[1]` (NumPy `matmul`) through the
-    /// GEMM micro-kernels; it has no tile program.
-    pub gemm: bool,
+    /// A kernel with no tile program that runs a library routine instead.
+    pub special: Option<Special>,
     /// Buffers read; register `Arg(i)` is `args[i]`, read through the views `arg_views[i]`
     /// (in order), broadcast to `shape`.
     pub args: Vec<BufferId>,
@@ -178,6 +177,15 @@ pub struct TileKernel {
     pub locs: Vec<SourceLoc>,
     /// Number of graph ops fused into the kernel.
     pub fused_ops: usize,
+}
+
+/// Library routines run as whole kernels.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Special {
+    /// `outs[0] = args[0] @ args[1]` (NumPy `matmul`) through the GEMM micro-kernels.
+    MatMul,
+    /// `outs[0] = np.pad(args[0], ...)`.
+    Pad(crate::view::PadSpec),
 }
 
 /// What a buffer is.
@@ -235,7 +243,14 @@ impl KernelPlan {
 
 fn verify_kernel(k: &TileKernel, buffers: &[BufferDecl], ready: &[bool]) -> Result<()> {
     let err = |m: String| Err(IrError::internal(format!("kernel {}: {m}", k.name)));
-    if k.gemm {
+    if let Some(Special::Pad(_)) = k.special {
+        return if k.args.len() == 1 && k.outs.len() == 1 && k.body.is_empty() {
+            Ok(())
+        } else {
+            err("a pad kernel needs one argument and one output".into())
+        };
+    }
+    if k.special == Some(Special::MatMul) {
         let ok = k.args.len() == 2
             && k.outs.len() == 1
             && k.body.is_empty()

@@ -26,6 +26,14 @@ pub fn verify(g: &Graph) -> Result<()> {
                 }
             }
             Op::Fill(_) => {}
+            Op::Pad(v) => {
+                let Some(spec) = g.pads.get(v as usize) else {
+                    return Err(IrError::internal(format!("{} names a missing pad", here())));
+                };
+                if spec.out_shape(&g.node(n.inputs[0]).shape)? != n.shape {
+                    return Err(IrError::internal(format!("{} is typed unlike its pad", here())));
+                }
+            }
             Op::View(v) => {
                 let Some(spec) = g.views.get(v as usize) else {
                     return Err(IrError::internal(format!("{} names a missing view", here())));

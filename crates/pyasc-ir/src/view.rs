@@ -29,6 +29,73 @@ pub enum ViewSpec {
     BroadcastTo(Vec<usize>),
 }
 
+/// How `pad` fills the border (NumPy's `np.pad` modes).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum PadMode {
+    /// A constant value.
+    Constant,
+    /// The edge value repeated.
+    Edge,
+    /// Mirror without repeating the edge.
+    Reflect,
+    /// Periodic continuation.
+    Wrap,
+}
+
+/// `np.pad`: `widths[i] = (before, after)` per axis.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PadSpec {
+    /// Elements added before and after, per axis.
+    pub widths: Vec<(usize, usize)>,
+    /// Fill rule.
+    pub mode: PadMode,
+    /// The constant of `PadMode::Constant` (already of the operand's dtype).
+    pub cval: crate::Scalar,
+}
+
+impl PadSpec {
+    /// The padded shape, or an error for a bad width count or an empty axis to mirror.
+    pub fn out_shape(&self, s: &Shape) -> Result<Shape> {
+        if self.widths.len() != s.rank() {
+            return Err(IrError::shape(format!(
+                "pad widths for {} axes given to a tensor of rank {}",
+                self.widths.len(),
+                s.rank()
+            )));
+        }
+        for ((b, a), d) in self.widths.iter().zip(&s.0) {
+            if *d == 0 && (b + a) > 0 && self.mode != PadMode::Constant {
+                return Err(IrError::shape("can only pad an empty axis with a constant"));
+            }
+        }
+        Ok(Shape(self.widths.iter().zip(&s.0).map(|((b, a), d)| b + d + a).collect()))
+    }
+
+    /// For output index `i` of an axis of extent `n` padded with `before`: the source index,
+    /// or `None` for the constant.
+    pub fn source(&self, i: usize, n: usize, before: usize) -> Option<usize> {
+        let j = i as isize - before as isize;
+        let n = n as isize;
+        if (0..n).contains(&j) {
+            return Some(j as usize);
+        }
+        Some(match self.mode {
+            PadMode::Constant => return None,
+            PadMode::Edge => j.clamp(0, n - 1) as usize,
+            PadMode::Wrap => j.rem_euclid(n) as usize,
+            PadMode::Reflect => {
+                if n == 1 {
+                    0
+                } else {
+                    let p = 2 * (n - 1);
+                    let k = j.rem_euclid(p);
+                    (if k < n { k } else { p - k }) as usize
+                }
+            }
+        })
+    }
+}
+
 /// A strided view of memory: extents, strides and offset in elements.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Strided {
@@ -190,6 +257,18 @@ mod tests {
         assert_eq!(reshape_strides(&[3, 2], &[1, 3], &[6]), None);
         // But splitting one of its axes can.
         assert_eq!(reshape_strides(&[4, 2], &[1, 4], &[2, 2, 2]), Some(vec![2, 1, 4]));
+    }
+
+    #[test]
+    fn pad_sources_follow_numpy_modes() {
+        let spec = |mode| PadSpec { widths: vec![(3, 3)], mode, cval: crate::Scalar::Float(0.0) };
+        // np.pad(np.arange(3), 3, mode) indices.
+        let idx = |mode| (0..9).map(|i| spec(mode).source(i, 3, 3)).collect::<Vec<_>>();
+        let s = |v: &[usize]| v.iter().map(|x| Some(*x)).collect::<Vec<_>>();
+        assert_eq!(idx(PadMode::Edge), s(&[0, 0, 0, 0, 1, 2, 2, 2, 2]));
+        assert_eq!(idx(PadMode::Wrap), s(&[0, 1, 2, 0, 1, 2, 0, 1, 2]));
+        assert_eq!(idx(PadMode::Reflect), s(&[1, 2, 1, 0, 1, 2, 1, 0, 1]));
+        assert_eq!(idx(PadMode::Constant)[..4], [None, None, None, Some(0)]);
     }
 
     #[test]

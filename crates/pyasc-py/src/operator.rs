@@ -13,7 +13,7 @@ use pyasc_compiler::{compile, CompileOptions, Compiled};
 use pyasc_ir::error::ErrorKind;
 use pyasc_ir::print::{graph_to_string, plan_to_string};
 use pyasc_ir::tile::BufferId;
-use pyasc_ir::Shape;
+use pyasc_ir::{DType, Graph, Shape};
 use pyasc_runtime::buffer::DeviceBuffer;
 use pyasc_runtime::{device_for, DeviceKind, InputView, OutputPtr, RunOptions, RunStats};
 use pyo3::prelude::*;
@@ -33,6 +33,9 @@ pub struct Entry {
     pub tuple_out: bool,
     /// Microseconds spent tracing and compiling.
     pub compile_micros: f64,
+    /// With `dynamic_shape=True`: the traced graph, and whether the function read a shape
+    /// (then other shapes need their own trace).
+    pub template: Option<(Graph, bool)>,
 }
 
 /// A traced, compiled operator (what the `pyasc.operator` decorator returns).
@@ -46,6 +49,8 @@ pub struct Operator {
     debug: bool,
     settings: Py<PyDict>,
     cache: Mutex<HashMap<Vec<u64>, Arc<Entry>>>,
+    templates: Mutex<HashMap<Vec<u64>, Arc<Entry>>>,
+    dynamic: bool,
     last: Mutex<Option<Arc<Entry>>>,
     hits: AtomicU64,
     misses: AtomicU64,
@@ -88,7 +93,10 @@ impl Operator {
                 .map(|(id, s)| Py::new(py, Tensor::new(trace.clone(), id, s.vtype.dtype, s.shape.clone())))
                 .collect::<PyResult<_>>()?
         };
+        let ctx = py.import("pyasc.dynamic")?;
+        ctx.call_method1("_enter_trace", (PyTuple::new(py, tensors.iter().map(|t| t.clone_ref(py)))?,))?;
         let result = self.func.bind(py).call1(PyTuple::new(py, tensors)?);
+        ctx.call_method0("_exit_trace")?;
         let result = match result {
             Ok(r) => r,
             Err(e) => {
@@ -116,7 +124,9 @@ impl Operator {
         tr.open = false;
         tr.graph.outputs = outputs;
         let graph = std::mem::take(&mut tr.graph);
+        let shape_read = tr.shape_read;
         drop(tr);
+        let template = self.dynamic.then(|| (graph.clone(), shape_read));
         let traced_text = graph_to_string(&graph);
         let mut options = self.options.clone();
         options.tile_budget_bytes = device_for(self.device).info().local_memory_bytes;
@@ -151,7 +161,42 @@ impl Operator {
                 ),
             );
         }
-        Ok(Entry { compiled, traced_text, tuple_out, compile_micros })
+        Ok(Entry { compiled, traced_text, tuple_out, compile_micros, template })
+    }
+
+    /// With `dynamic_shape=True`: a plan for new shapes from the trace of another call of the
+    /// same ranks and dtypes, without tracing again (`None` when it must be traced again).
+    fn respecialize(&self, py: Python<'_>, sigs: &[ArgSig]) -> PyResult<Option<Entry>> {
+        let t0 = Instant::now();
+        let template = self.templates.lock().expect("cache lock poisoned").get(&dynamic_key(sigs)).cloned();
+        let Some(base) = template else { return Ok(None) };
+        let Some((graph, shape_read)) = &base.template else { return Ok(None) };
+        if *shape_read {
+            return Ok(None);
+        }
+        let shapes: Vec<Vec<usize>> = sigs.iter().map(|s| s.shape.clone()).collect();
+        let graph = match graph.respecialize(&shapes) {
+            None => return Ok(None),
+            Some(g) => g.map_err(to_py)?,
+        };
+        let mut options = self.options.clone();
+        options.tile_budget_bytes = device_for(self.device).info().local_memory_bytes;
+        let compiled = compile(graph, &options).map_err(to_py)?;
+        let compile_micros = t0.elapsed().as_secs_f64() * 1e6;
+        if log::enabled(log::INFO) {
+            log::emit(
+                py,
+                log::INFO,
+                &format!("specialised {} for {} in {:.0} us (no new trace)", self.name, describe(sigs), compile_micros),
+            );
+        }
+        Ok(Some(Entry {
+            compiled,
+            traced_text: base.traced_text.clone(),
+            tuple_out: base.tuple_out,
+            compile_micros,
+            template: None,
+        }))
     }
 
     /// The entry for these arguments, compiling on a miss.
@@ -161,7 +206,17 @@ impl Operator {
             return Ok(e);
         }
         self.misses.fetch_add(1, Ordering::Relaxed);
-        let entry = Arc::new(self.trace_and_compile(py, sigs)?);
+        let special = if self.dynamic { self.respecialize(py, sigs)? } else { None };
+        let entry = match special {
+            Some(e) => Arc::new(e),
+            None => {
+                let e = Arc::new(self.trace_and_compile(py, sigs)?);
+                if self.dynamic {
+                    self.templates.lock().expect("cache lock poisoned").insert(dynamic_key(sigs), e.clone());
+                }
+                e
+            }
+        };
         self.cache.lock().expect("cache lock poisoned").insert(key.to_vec(), entry.clone());
         *self.last.lock().expect("cache lock poisoned") = Some(entry.clone());
         Ok(entry)
@@ -272,6 +327,20 @@ impl Operator {
     }
 }
 
+/// The cache key of a dynamic-shape operator: per argument, its type, rank and which axes
+/// have extent 1 (broadcasting depends on those), not the extents.
+fn dynamic_key(sigs: &[ArgSig]) -> Vec<u64> {
+    sigs.iter()
+        .map(|s| {
+            let ones = s.shape.iter().enumerate().fold(0u64, |m, (i, d)| m | (((*d == 1) as u64) << (i % 40)));
+            let tag = DType::ALL.iter().position(|d| *d == s.vtype.dtype).unwrap_or(0) as u64
+                | (s.vtype.weak.is_some() as u64) << 4
+                | (s.shape.len() as u64) << 8;
+            tag | ones << 16
+        })
+        .collect()
+}
+
 fn describe(sigs: &[ArgSig]) -> String {
     let parts: Vec<String> = sigs
         .iter()
@@ -307,6 +376,10 @@ impl Operator {
             })
             .unwrap_or_default();
         let debug: bool = settings.bind(py).get_item("debug")?.map(|d| d.extract()).transpose()?.unwrap_or(false);
+        // Geared operators pad their inputs to fixed gear shapes (in Python) and cache per gear.
+        let geared = settings.bind(py).get_item("gears")?.is_some_and(|g| !g.is_none());
+        let dynamic: bool =
+            settings.bind(py).get_item("dynamic_shape")?.map(|d| d.extract()).transpose()?.unwrap_or(false) && !geared;
         // Debug operators run one op per kernel, so a NaN is traced to the op's own line.
         let op_break_level = if debug { 0 } else { op_break_level };
         let options = CompileOptions { op_break_level, kernel_name: name.clone(), ..CompileOptions::default() };
@@ -326,6 +399,8 @@ impl Operator {
             debug,
             settings,
             cache: Mutex::new(HashMap::new()),
+            templates: Mutex::new(HashMap::new()),
+            dynamic,
             last: Mutex::new(None),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
@@ -440,6 +515,7 @@ impl Operator {
     /// Drop every compiled plan (statistics are kept).
     fn cache_clear(&self) {
         self.cache.lock().expect("cache lock poisoned").clear();
+        self.templates.lock().expect("cache lock poisoned").clear();
     }
 
     /// The user's function.

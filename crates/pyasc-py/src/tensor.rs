@@ -7,7 +7,7 @@ use crate::frames::user_loc;
 use numpy::{PyUntypedArray, PyUntypedArrayMethods};
 use pyasc_ir::error::{ErrorKind, IrError};
 use pyasc_ir::op::{Axes, BinaryOp, Op, ReduceOp, UnaryOp};
-use pyasc_ir::view::{SliceDim, ViewSpec};
+use pyasc_ir::view::{PadMode, PadSpec, SliceDim, ViewSpec};
 use pyasc_ir::{DType, Graph, NodeId, Scalar};
 use pyo3::basic::CompareOp;
 use pyo3::exceptions::PyTypeError;
@@ -22,6 +22,8 @@ pub struct Trace {
     pub graph: Graph,
     /// False once tracing ended: tensors that escaped can no longer be used.
     pub open: bool,
+    /// Set when the function read a traced shape (then a new shape needs a new trace).
+    pub shape_read: bool,
 }
 
 /// Shared handle to a trace.
@@ -39,6 +41,12 @@ pub struct Tensor {
 }
 
 impl Tensor {
+    fn note_shape_read(&self) {
+        if let Ok(mut t) = self.trace.lock() {
+            t.shape_read = true;
+        }
+    }
+
     /// A tensor for node `id` of `trace`.
     pub fn new(trace: TraceRef, id: NodeId, dtype: DType, shape: Vec<usize>) -> Self {
         Tensor { trace, id, dtype, shape }
@@ -186,6 +194,47 @@ pub fn apply_view(py: Python<'_>, x: &Bound<'_, PyAny>, kind: &str, params: &Bou
     Py::new(py, tensor)
 }
 
+/// `np.pad` of a traced tensor: `widths` one `(before, after)` per axis, `mode` one of
+/// constant, edge, reflect, wrap.
+#[pyfunction]
+pub fn apply_pad(
+    py: Python<'_>,
+    x: &Bound<'_, PyAny>,
+    widths: Vec<(usize, usize)>,
+    mode: &str,
+    cval: &Bound<'_, PyAny>,
+) -> PyResult<Py<Tensor>> {
+    let mode = match mode {
+        "constant" => PadMode::Constant,
+        "edge" => PadMode::Edge,
+        "reflect" => PadMode::Reflect,
+        "wrap" => PadMode::Wrap,
+        other => {
+            return Err(user_error(
+                py,
+                ErrorKind::Unsupported,
+                format!("pad mode {other:?} is not supported; use constant, edge, reflect or wrap"),
+            ))
+        }
+    };
+    let cval = if let Ok(b) = cval.extract::<bool>() {
+        Scalar::Bool(b)
+    } else if let Ok(i) = cval.extract::<i64>() {
+        Scalar::Int(i)
+    } else {
+        Scalar::Float(cval.extract::<f64>()?)
+    };
+    let trace = trace_of(&[x]).ok_or_else(|| PyTypeError::new_err("no traced tensor among the operands"))?;
+    let id = node_of(py, &trace, x)?;
+    let loc = user_loc(py);
+    let mut t = trace.lock().expect("trace lock poisoned");
+    let pid = t.graph.pad(PadSpec { widths, mode, cval }, id, loc).map_err(to_py)?;
+    let n = t.graph.node(pid);
+    let tensor = Tensor { trace: trace.clone(), id: pid, dtype: n.dtype(), shape: n.shape.0.clone() };
+    drop(t);
+    Py::new(py, tensor)
+}
+
 /// `a @ b` (NumPy `matmul`) on traced tensors.
 #[pyfunction]
 pub fn apply_matmul(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
@@ -315,6 +364,7 @@ impl Tensor {
     /// The static shape.
     #[getter]
     fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        self.note_shape_read();
         PyTuple::new(py, &self.shape)
     }
     /// The dtype, as a `numpy.dtype`.
@@ -330,6 +380,7 @@ impl Tensor {
     /// Number of elements.
     #[getter]
     fn size(&self) -> usize {
+        self.note_shape_read();
         self.shape.iter().product()
     }
     /// Sum over `axis` (None: all axes).
@@ -386,6 +437,7 @@ impl Tensor {
         format!("Tensor(shape={:?}, dtype={}, node=%{})", self.shape, self.dtype, self.id.0)
     }
     fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        self.note_shape_read();
         self.shape.first().copied().ok_or_else(|| trace_error(py, "len() of a 0-d tensor"))
     }
     fn __bool__(&self, py: Python<'_>) -> PyResult<bool> {

@@ -3,6 +3,7 @@
 //! * [`buffer`]: device buffers and the ordering of asynchronous work on them.
 //! * [`check`]: the NaN/Inf checks of debug operators.
 //! * [`gemm`]: matrix-product kernels.
+//! * [`pad`]: `np.pad` kernels.
 //! * [`device`]: the [`Device`] trait, the CPU device, the NPU twin and the null device.
 //! * [`vm`]: the tile VM, which runs one kernel's tile program over blocks on all cores.
 //! * [`instr`]: the single place where an instruction's dtype picks a SIMD primitive.
@@ -22,6 +23,7 @@ pub mod instr;
 pub mod layout;
 pub mod memory;
 pub mod monitor;
+pub mod pad;
 pub mod pool;
 pub mod stream;
 pub mod view;

@@ -13,7 +13,7 @@ use crate::pool::num_threads;
 use crate::view::{read_scalar, InputView, OutputPtr, SendPtr};
 use pyasc_ir::error::{IrError, Result};
 use pyasc_ir::op::UnaryKind;
-use pyasc_ir::tile::{BufferKind, Instr, KernelPlan, RegKind, TileKernel};
+use pyasc_ir::tile::{BufferKind, Instr, KernelPlan, RegKind, Special, TileKernel};
 use pyasc_ir::DType;
 use rayon::prelude::*;
 use std::time::Instant;
@@ -154,8 +154,11 @@ pub fn execute_plan(
             .iter()
             .map(|b| views[b.0 as usize].as_ref().expect("all buffers have memory").ptr as *mut u8)
             .collect();
-        let (tiles, blocks) = if k.gemm {
-            crate::gemm::run_gemm(args[0], args[1], outs[0])?;
+        let (tiles, blocks) = if let Some(special) = &k.special {
+            match special {
+                Special::MatMul => crate::gemm::run_gemm(args[0], args[1], outs[0])?,
+                Special::Pad(spec) => crate::pad::run_pad(args[0], outs[0], spec)?,
+            }
             (1, 1)
         } else {
             run_kernel(k, &args, &outs)?
