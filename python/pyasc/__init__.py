@@ -10,6 +10,7 @@ from . import _pyasc
 from ._log import _init_from_env, set_log_level
 from ._types import CacheInfo
 from .classes import AscendOperatorBase
+from .creation import arange, full, ones, zeros
 from .decorators import OPTION_STATUS, operator
 from .dynamic import get_context
 from .errors import (
@@ -98,7 +99,6 @@ from .streams import (
     stream,
     synchronize,
     to_device,
-    zeros,
 )
 
 Tensor = _pyasc.Tensor
@@ -148,6 +148,7 @@ __all__ = [
     "add",
     "all",
     "any",
+    "arange",
     "argmax",
     "argmin",
     "broadcast_to",
@@ -170,6 +171,7 @@ __all__ = [
     "flip",
     "floor",
     "from_dlpack",
+    "full",
     "gelu",
     "get_context",
     "isfinite",
@@ -191,6 +193,7 @@ __all__ = [
     "moveaxis",
     "multiply",
     "negative",
+    "ones",
     "operator",
     "pad",
     "pow",

@@ -16,11 +16,10 @@ current_stream = _pyasc.current_stream
 synchronize = _pyasc.synchronize
 to_device = _pyasc.to_device
 empty = _pyasc.empty
-zeros = _pyasc.zeros
 from_dlpack = _pyasc.from_dlpack
 
 __all__ = ["DeviceArray", "Stream", "Event", "stream", "current_stream", "synchronize", "to_device", "empty",
-           "zeros", "from_dlpack"]
+           "from_dlpack"]
 
 
 def stream(s: Stream) -> Stream:

@@ -52,6 +52,8 @@ fn _pyasc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tensor::apply_matmul, m)?)?;
     m.add_function(wrap_pyfunction!(tensor::apply_view, m)?)?;
     m.add_function(wrap_pyfunction!(tensor::apply_pad, m)?)?;
+    m.add_function(wrap_pyfunction!(tensor::apply_fill, m)?)?;
+    m.add_function(wrap_pyfunction!(tensor::apply_constant_array, m)?)?;
     m.add_function(wrap_pyfunction!(log::set_native_log_level, m)?)?;
     m.add_function(wrap_pyfunction!(device_info, m)?)?;
     m.add_function(wrap_pyfunction!(monitor::utilization, m)?)?;

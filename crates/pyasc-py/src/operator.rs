@@ -8,7 +8,7 @@ use crate::compiled::CompiledOp;
 use crate::device_array::DeviceArray;
 use crate::errors::{to_py, user_error};
 use crate::log;
-use crate::tensor::{node_of, Tensor, Trace, TraceRef};
+use crate::tensor::{node_of, ConstArray, Tensor, Trace, TraceRef};
 use pyasc_compiler::{compile, CompileOptions, Compiled};
 use pyasc_ir::error::ErrorKind;
 use pyasc_ir::print::{graph_to_string, plan_to_string};
@@ -36,6 +36,17 @@ pub struct Entry {
     /// With `dynamic_shape=True`: the traced graph, and whether the function read a shape
     /// (then other shapes need their own trace).
     pub template: Option<(Graph, bool)>,
+    /// Arrays made while tracing, passed after the caller's arguments.
+    pub constants: Vec<ConstArray>,
+}
+
+impl Entry {
+    /// The caller's argument views followed by the trace-time constants.
+    pub fn with_constants(&self, views: &[InputView]) -> Vec<InputView> {
+        let mut all = views.to_vec();
+        all.extend(self.constants.iter().map(|c| c.view()));
+        all
+    }
 }
 
 /// A traced, compiled operator (what the `pyasc.operator` decorator returns).
@@ -125,6 +136,7 @@ impl Operator {
         tr.graph.outputs = outputs;
         let graph = std::mem::take(&mut tr.graph);
         let shape_read = tr.shape_read;
+        let constants = std::mem::take(&mut tr.constants);
         drop(tr);
         let template = self.dynamic.then(|| (graph.clone(), shape_read));
         let traced_text = graph_to_string(&graph);
@@ -161,7 +173,7 @@ impl Operator {
                 ),
             );
         }
-        Ok(Entry { compiled, traced_text, tuple_out, compile_micros, template })
+        Ok(Entry { compiled, traced_text, tuple_out, compile_micros, template, constants })
     }
 
     /// With `dynamic_shape=True`: a plan for new shapes from the trace of another call of the
@@ -174,7 +186,8 @@ impl Operator {
         if *shape_read {
             return Ok(None);
         }
-        let shapes: Vec<Vec<usize>> = sigs.iter().map(|s| s.shape.clone()).collect();
+        let mut shapes: Vec<Vec<usize>> = sigs.iter().map(|s| s.shape.clone()).collect();
+        shapes.extend(base.constants.iter().map(|c| c.shape.clone()));
         let graph = match graph.respecialize(&shapes) {
             None => return Ok(None),
             Some(g) => g.map_err(to_py)?,
@@ -196,6 +209,7 @@ impl Operator {
             tuple_out: base.tuple_out,
             compile_micros,
             template: None,
+            constants: base.constants.clone(),
         }))
     }
 
@@ -263,7 +277,7 @@ impl Operator {
     fn launch_async<'py>(&self, py: Python<'py>, entry: &Arc<Entry>, parsed: &mut Args<'py>) -> PyResult<Py<PyAny>> {
         let stream = crate::stream::current();
         let plan = &entry.compiled.plan;
-        let mut views = parsed.views.clone();
+        let mut views = entry.with_constants(&parsed.views);
         let mut reads: Vec<Arc<DeviceBuffer>> = Vec::new();
         for (i, dev) in parsed.devices.iter().enumerate() {
             if let Some(b) = dev {
@@ -441,7 +455,12 @@ impl Operator {
         }
         let record = log::enabled(log::DEBUG);
         let opts = RunOptions { record, check_finite: self.debug };
-        let launch = Launch { entry: &entry, views: &parsed.views, outs, opts, device: self.device };
+        let all_views: std::borrow::Cow<'_, [InputView]> = if entry.constants.is_empty() {
+            std::borrow::Cow::Borrowed(&parsed.views)
+        } else {
+            std::borrow::Cow::Owned(entry.with_constants(&parsed.views))
+        };
+        let launch = Launch { entry: &entry, views: &all_views, outs, opts, device: self.device };
         let stats = if elements >= pyasc_runtime::vm::PARALLEL_THRESHOLD {
             py.detach(move || launch.run())
         } else {

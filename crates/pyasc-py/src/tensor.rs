@@ -24,6 +24,71 @@ pub struct Trace {
     pub open: bool,
     /// Set when the function read a traced shape (then a new shape needs a new trace).
     pub shape_read: bool,
+    /// Arrays created during tracing (`arange`): extra arguments after the caller's.
+    pub constants: Vec<ConstArray>,
+}
+
+/// An array made while tracing, passed to the plan as an extra argument on every call.
+#[derive(Clone, Debug)]
+pub struct ConstArray {
+    /// Element type.
+    pub dtype: DType,
+    /// Extents.
+    pub shape: Vec<usize>,
+    /// The elements, C order, in 8-byte-aligned storage.
+    pub data: Vec<u64>,
+}
+
+impl ConstArray {
+    /// A view of the elements.
+    pub fn view(&self) -> pyasc_runtime::InputView {
+        pyasc_runtime::InputView::contiguous(self.data.as_ptr() as *const u8, self.dtype, self.shape.clone())
+    }
+}
+
+/// Add an array computed at trace time (values fixed for the plan) to the trace of `like`.
+#[pyfunction]
+pub fn apply_constant_array(py: Python<'_>, like: &Bound<'_, PyAny>, array: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
+    let trace = trace_of(&[like]).ok_or_else(|| PyTypeError::new_err("no traced tensor among the operands"))?;
+    let arr = numpy(py)?.call_method1("ascontiguousarray", (array,))?;
+    let a = arr.cast::<PyUntypedArray>()?;
+    let dtype = dtype_of(a).map_err(to_py)?;
+    let shape = a.shape().to_vec();
+    let bytes = shape.iter().product::<usize>() * dtype.size();
+    let mut data = vec![0u64; bytes.div_ceil(8).max(1)];
+    let src = crate::arrays::view_of(a, dtype).expect("contiguous arrays have element strides");
+    // SAFETY: the array holds `bytes` contiguous bytes; `data` has room for them.
+    unsafe { std::ptr::copy_nonoverlapping(src.ptr, data.as_mut_ptr() as *mut u8, bytes) };
+    let mut t = trace.lock().expect("trace lock poisoned");
+    let id = t.graph.add_input(pyasc_ir::dtype::VType::strong(dtype), pyasc_ir::Shape(shape.clone()));
+    t.constants.push(ConstArray { dtype, shape: shape.clone(), data });
+    drop(t);
+    Py::new(py, Tensor { trace: trace.clone(), id, dtype, shape })
+}
+
+/// A constant filling `shape` in the trace of `like` (`zeros`, `ones`, `full` inside operators).
+#[pyfunction]
+pub fn apply_fill(
+    py: Python<'_>,
+    like: &Bound<'_, PyAny>,
+    value: &Bound<'_, PyAny>,
+    dtype: &Bound<'_, PyAny>,
+    shape: Vec<usize>,
+) -> PyResult<Py<Tensor>> {
+    let trace = trace_of(&[like]).ok_or_else(|| PyTypeError::new_err("no traced tensor among the operands"))?;
+    let dt = parse_dtype(py, dtype)?;
+    let v = if let Ok(b) = value.extract::<bool>() {
+        Scalar::Bool(b)
+    } else if let Ok(i) = value.extract::<i64>() {
+        Scalar::Int(i)
+    } else {
+        Scalar::Float(value.extract::<f64>()?)
+    };
+    let loc = user_loc(py);
+    let mut t = trace.lock().expect("trace lock poisoned");
+    let id = t.graph.fill(v, dt, pyasc_ir::Shape(shape.clone()), loc);
+    drop(t);
+    Py::new(py, Tensor { trace: trace.clone(), id, dtype: dt, shape })
 }
 
 /// Shared handle to a trace.
