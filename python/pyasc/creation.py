@@ -35,7 +35,7 @@ def _shape(shape: ShapeLike) -> list:
 
 
 def full(shape: ShapeLike, fill_value: Any, dtype: Any = None) -> Any:
-    """An array of ``shape`` filled with ``fill_value`` (dtype from the value, like NumPy)."""
+    """Make an array of ``shape`` filled with ``fill_value`` (dtype from the value, like NumPy)."""
     dt = np.dtype(dtype) if dtype is not None else np.asarray(fill_value).dtype
     like = _tracing()
     if like is not None:
@@ -44,7 +44,7 @@ def full(shape: ShapeLike, fill_value: Any, dtype: Any = None) -> Any:
 
 
 def zeros(shape: ShapeLike, dtype: Any = np.float32, alignment: int = 128) -> Any:
-    """An array of zeros (a DeviceArray outside an operator, float32 by default)."""
+    """Make an array of zeros (a DeviceArray outside an operator, float32 by default)."""
     like = _tracing()
     if like is not None:
         return _pyasc.apply_fill(like, 0, np.dtype(dtype), _shape(shape))
@@ -52,7 +52,7 @@ def zeros(shape: ShapeLike, dtype: Any = np.float32, alignment: int = 128) -> An
 
 
 def ones(shape: ShapeLike, dtype: Any = np.float32) -> Any:
-    """An array of ones (a DeviceArray outside an operator, float32 by default)."""
+    """Make an array of ones (a DeviceArray outside an operator, float32 by default)."""
     return full(shape, 1, dtype)
 
 
