@@ -20,7 +20,11 @@ fn throughput() {
     let mut y = vec![0.0f32; n];
     let fns = [
         FloatFn::Exp,
+        FloatFn::Exp2,
+        FloatFn::Expm1,
         FloatFn::Log,
+        FloatFn::Log2,
+        FloatFn::Log1p,
         FloatFn::Sin,
         FloatFn::Tanh,
         FloatFn::Sigmoid,

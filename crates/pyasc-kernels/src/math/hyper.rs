@@ -1,8 +1,8 @@
-//! float32 tanh, sigmoid and the activation functions (gelu is in [`super::erf`]), computed in
-//! float64 from the exp and log cores (all formulas are cancellation-free, so accuracy holds
-//! in ulps near 0 too).
+//! float32 tanh, sigmoid and the activation functions (gelu is in [`super::erf`]): sigmoid and
+//! silu in native float32 from [`Exp32`], the others in float64 from the exp and log cores (all
+//! formulas are cancellation-free, so accuracy holds in ulps near 0 too).
 
-use super::exp_log::{exp64, expm1_64, log1p_pos64};
+use super::exp_log::{clamp_nan32, exp64, expm1_64, log1p_pos64, Exp32};
 use crate::dispatch::Simd;
 
 /// `tanh a = expm1(2a) / (expm1(2a) + 2)`, relative-accurate for tiny |a| as well.
@@ -14,23 +14,37 @@ pub(crate) fn tanh_f32<S: Simd>(x: f32) -> f32 {
     (e / (e + 2.0)).copysign(x as f64) as f32
 }
 
-/// Logistic function in float64: `1 / (1 + e^-x)` (exact 0 below -745, 1 above 40).
+/// `(n, d, s2)` with `sigmoid(x) = (n / d) s2`, in native float32: with `z = e^-|x| = 2^k
+/// (1 + r q)`, `d = 1 + z` (rounded once) and `n = 1` for x >= 0, `n = z 2^64` (and `s2 =
+/// 2^-64`) for x < 0, so a subnormal result is rounded once, at the end.
 #[inline(always)]
-fn sigmoid64<S: Simd>(x: f64) -> f64 {
-    1.0 / (1.0 + exp64::<S>(-x))
+fn sigmoid_parts<S: Simd>(x: f32) -> (f32, f32, f32) {
+    let e = Exp32::exp::<S>(clamp_nan32(-x.abs(), -130.0, 0.0));
+    let d = e.one_plus::<S>();
+    let neg = x < 0.0;
+    let n = if neg { e.mant::<S>() * e.s1 } else { 1.0 };
+    (n, d, if neg { e.s2 } else { 1.0 })
 }
 
 /// float32 `1 / (1 + e^-x)`.
 #[inline(always)]
 pub(crate) fn sigmoid_f32<S: Simd>(x: f32) -> f32 {
-    sigmoid64::<S>(x as f64) as f32
+    let (n, d, s) = sigmoid_parts::<S>(x);
+    n / d * s
 }
 
 /// float32 `x sigmoid(x)` (NaN at -inf, as the naive formula).
 #[inline(always)]
 pub(crate) fn silu_f32<S: Simd>(x: f32) -> f32 {
-    let x = x as f64;
-    (x * sigmoid64::<S>(x)) as f32
+    let (n, d, s) = sigmoid_parts::<S>(x);
+    let y = x * n / d * s;
+    // Below -130 the product underflows (the clamped exponential would not).
+    let y = if x < -130.0 { -0.0 } else { y };
+    if x == f32::NEG_INFINITY {
+        f32::NAN
+    } else {
+        y
+    }
 }
 
 /// float32 Ascend FastGelu: `x / (1 + e^(-1.702|x|)) e^(0.851 (x - |x|))`, with one

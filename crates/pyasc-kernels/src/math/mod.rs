@@ -4,8 +4,9 @@
 //! it vectorises once inlined into a kernel loop. Most float32 transcendental functions compute
 //! internally in float64 (like glibc's modern `expf`/`logf`/`sinf`): this keeps them within
 //! about 0.5 ulp without fiddly float32 error compensation, and float32 subnormal inputs and
-//! outputs are ordinary float64 numbers. erf, erfc and gelu are native float32 (twice the
-//! lanes per vector) with exact-product tricks where cancellation or large arguments demand.
+//! outputs are ordinary float64 numbers. exp, exp2, sigmoid, silu, erf, erfc and gelu are
+//! native float32 (twice the lanes per vector) with exact-product tricks where cancellation or
+//! large arguments demand.
 
 pub(crate) mod erf;
 pub(crate) mod exp_log;
