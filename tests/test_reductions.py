@@ -204,9 +204,6 @@ def test_empty_axes_give_the_identity(name, identity, dtype):
         assert np.all(got == identity)
 
 
-@pytest.mark.xfail(strict=True, reason="a reduction whose result is empty while its reduced axes are not "
-                   "(shape (0, 5) over axis 1, (3, 0) over axis 0, or axis=()) panics in lower.rs tiling "
-                   "(clamp(1, 0)) instead of returning an empty array")
 @pytest.mark.parametrize("shape,axis", [((0, 5), 1), ((3, 0), 0), ((0, 5), ()), ((2, 0, 3), (0, 2))])
 @pytest.mark.parametrize("name", ["sum", "max", "any"])
 def test_empty_result_over_nonempty_rows(name, shape, axis):
@@ -369,17 +366,12 @@ def test_product_then_row_sum_is_one_kernel():
     assert len(op.get_compiled_op(x, y).kernels()) == 1
 
 
-_ROW_SCALAR_SPLIT = ("an expensive elementwise op on a row-reduction result (log of the row sum, sqrt/rsqrt of "
-                     "the row variance) is split into its own kernel by the broadcast-cost rule, so the row "
-                     "composite runs as 3 kernels; e.g. x - np.log(x.sum(axis=1, keepdims=True)) is 3 kernels "
-                     "while x * (x.sum(axis=1, keepdims=True) * 2) is 1")
-
 
 @pytest.mark.parametrize("name", [
     "softmax",
-    pytest.param("log_softmax", marks=pytest.mark.xfail(strict=True, reason=_ROW_SCALAR_SPLIT)),
-    pytest.param("layer_norm", marks=pytest.mark.xfail(strict=True, reason=_ROW_SCALAR_SPLIT)),
-    pytest.param("rms_norm", marks=pytest.mark.xfail(strict=True, reason=_ROW_SCALAR_SPLIT)),
+    "log_softmax",
+    "layer_norm",
+    "rms_norm",
 ])
 def test_row_composites_over_the_last_axis_are_one_kernel(name):
     x = np.random.default_rng(2).uniform(-3, 3, (37, 129)).astype(np.float32)
@@ -395,7 +387,6 @@ def test_row_reduction_with_cheap_row_ops_is_one_kernel():
     assert len(op.get_compiled_op(x).kernels()) == 1
 
 
-@pytest.mark.xfail(strict=True, reason=_ROW_SCALAR_SPLIT)
 def test_row_reduction_with_a_log_of_the_row_sum_is_one_kernel():
     x = np.random.default_rng(5).uniform(1, 3, (37, 129)).astype(np.float32)
     op = pyasc.operator(lambda t: t - np.log(t.sum(axis=1, keepdims=True)))
@@ -403,7 +394,6 @@ def test_row_reduction_with_a_log_of_the_row_sum_is_one_kernel():
     assert len(op.get_compiled_op(x).kernels()) == 1
 
 
-@pytest.mark.xfail(strict=True, reason=_ROW_SCALAR_SPLIT)
 def test_layer_norm_with_affine_parameters_is_one_kernel():
     rng = np.random.default_rng(3)
     x = rng.uniform(-3, 3, (16, 64)).astype(np.float32)

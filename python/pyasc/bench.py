@@ -164,6 +164,107 @@ def bench_cached_call(repeat: int) -> List[Row]:
     return rows
 
 
+def _np_softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def bench_softmax(shape: Tuple[int, int], repeat: int) -> List[Row]:
+    """Row softmax of a float32 matrix."""
+    x = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
+    op = pyasc.operator(lambda v: pyasc.softmax(v, -1))
+    rows: List[Row] = [("pyasc", "operator", best_time(lambda: op(x), repeat)),
+                       ("numpy", "exp(x - max) / sum", best_time(lambda: _np_softmax(x), repeat))]
+    numba = _peer("numba")
+    if numba is not None:
+        @numba.njit(parallel=True)
+        def nb_softmax(v):
+            out = np.empty_like(v)
+            for i in numba.prange(v.shape[0]):
+                m = v[i].max()
+                e = np.exp(v[i] - m)
+                out[i] = e / e.sum()
+            return out
+
+        rows.append(("numba", "njit(parallel=True)", best_time(lambda: nb_softmax(x), repeat)))
+    jax = _peer("jax")
+    if jax is not None:
+        import jax.numpy as jnp
+
+        f = jax.jit(lambda v: jax.nn.softmax(v, axis=-1))
+        xj = jnp.asarray(x)
+        rows.append(("jax", "jax.jit(jax.nn.softmax)", best_time(lambda: f(xj).block_until_ready(), repeat)))
+    return rows
+
+
+def bench_layer_norm(shape: Tuple[int, int], repeat: int) -> List[Row]:
+    """Layer norm over the last axis with weight and bias."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = rng.standard_normal(shape[1]).astype(np.float32)
+    b = rng.standard_normal(shape[1]).astype(np.float32)
+    op = pyasc.operator(lambda v, w, b: pyasc.layer_norm(v, w, b))
+
+    def np_ln() -> np.ndarray:
+        mu = x.mean(-1, keepdims=True)
+        d = x - mu
+        return d / np.sqrt((d * d).mean(-1, keepdims=True) + np.float32(1e-5)) * w + b
+
+    rows: List[Row] = [("pyasc", "operator", best_time(lambda: op(x, w, b), repeat)),
+                       ("numpy", "mean/var/normalise", best_time(np_ln, repeat))]
+    jax = _peer("jax")
+    if jax is not None:
+        import jax.numpy as jnp
+
+        def jln(v, w, b):
+            mu = v.mean(-1, keepdims=True)
+            d = v - mu
+            return d / jnp.sqrt((d * d).mean(-1, keepdims=True) + 1e-5) * w + b
+
+        f = jax.jit(jln)
+        args = [jnp.asarray(a) for a in (x, w, b)]
+        rows.append(("jax", "jax.jit", best_time(lambda: f(*args).block_until_ready(), repeat)))
+    return rows
+
+
+def bench_matmul(n: int, repeat: int) -> List[Row]:
+    """Square float32 matrix product."""
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((n, n)).astype(np.float32)
+    b = rng.standard_normal((n, n)).astype(np.float32)
+    op = pyasc.operator(lambda x, y: x @ y)
+    return [("pyasc", "operator (a @ b)", best_time(lambda: op(a, b), repeat)),
+            ("numpy", "a @ b (OpenBLAS)", best_time(lambda: a @ b, repeat))]
+
+
+def bench_dynamic(count: int, with_jax: bool) -> List[Row]:
+    """A dynamic-shape operator called on ``count`` new shapes, compile included."""
+    rng = np.random.default_rng(6)
+    args = [(rng.standard_normal((n, 64)).astype(np.float32), rng.standard_normal(64).astype(np.float32))
+            for n in range(2, count + 2)]
+
+    def fresh() -> Any:
+        return pyasc.operator(lambda x, b: pyasc.softmax(x * 2.0 + b), dynamic_shape=True)
+
+    def run_pyasc() -> None:
+        op = fresh()
+        for x, b in args:
+            op(x, b)
+
+    rows: List[Row] = [("pyasc", f"{count} shapes, dynamic_shape=True", best_time(run_pyasc, 3, warmup=0))]
+    jax = _peer("jax") if with_jax else None
+    if jax is not None:
+        import jax.numpy as jnp
+
+        def run_jax() -> None:
+            f = jax.jit(lambda x, b: jax.nn.softmax(x * 2.0 + b, axis=-1))
+            for x, b in args:
+                f(jnp.asarray(x), jnp.asarray(b)).block_until_ready()
+
+        rows.append(("jax", f"{count} shapes, jax.jit (retraces)", best_time(run_jax, 1, warmup=0)))
+    return rows
+
+
 def bench_launch(repeat: int) -> List[Row]:
     """Time to launch an operator on DeviceArray inputs (queued on a stream, not waited for)."""
     x = pyasc.to_device(np.arange(8, dtype=np.float32))
@@ -208,7 +309,8 @@ def run(quick: bool = False, only: Optional[List[str]] = None) -> int:
     for var in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
         if var in os.environ:
             print(f"  note: {var}={os.environ[var]} is set (it only matters for matmul peers)")
-    want = set(only or ["gelu", "normalize", "first_call", "cached_call", "launch", "copy_from"])
+    want = set(only or ["gelu", "normalize", "first_call", "cached_call", "launch", "copy_from", "softmax",
+                        "layer_norm", "matmul", "dynamic"])
     repeat = 3 if quick else 7
     summary: List[str] = []
     if "gelu" in want:
@@ -237,6 +339,23 @@ def run(quick: bool = False, only: Optional[List[str]] = None) -> int:
         n = 8 << 20 if quick else 64 << 20
         t = _report(f"copy_from of {n >> 20} MiB", bench_copy_from(n, repeat))
         summary.append(f"copy_from: {t['pyasc'] / t['limit']:.2f}x the time of np.copyto (target <= 1.3x)")
+    if "softmax" in want:
+        shape = (512, 1024) if quick else (4096, 1024)
+        t = _report(f"softmax over rows: {shape[0]}x{shape[1]} float32", bench_softmax(shape, repeat))
+        peers = ", ".join(f"{t[p] / t['pyasc']:.2f}x {p}" for p in ("numpy", "numba", "jax") if p in t)
+        summary.append(f"softmax: {peers} (targets: >= 3x numpy, > 1x numba and jax)")
+    if "layer_norm" in want:
+        shape = (512, 1024) if quick else (4096, 1024)
+        t = _report(f"layer_norm: {shape[0]}x{shape[1]} float32", bench_layer_norm(shape, repeat))
+        summary.append("layer_norm: " + ", ".join(f"{t[p] / t['pyasc']:.2f}x {p}" for p in ("numpy", "jax") if p in t))
+    if "matmul" in want:
+        n = 512 if quick else 2048
+        t = _report(f"matmul {n}x{n} float32", bench_matmul(n, 3 if quick else 5))
+        gf = 2 * n ** 3 / t["pyasc"] / 1e9
+        summary.append(f"matmul: {t['numpy'] / t['pyasc']:.2f}x numpy's speed, {gf:.0f} GFLOP/s (target >= 0.9x)")
+    if "dynamic" in want:
+        t = _report("dynamic shapes: 50 new shapes of one operator", bench_dynamic(50, not quick))
+        summary.append(f"dynamic shapes: {fmt_time(t['pyasc'])} for 50 shapes (target <= 5 ms)")
     print("\nsummary")
     for line in summary:
         print(f"  {line}")

@@ -97,3 +97,24 @@ class InternalError(PyAscError):
     """A bug in pyasc; please report it (code 500001)."""
 
     code = 500001
+
+
+def at_user_line(exc: PyAscError) -> PyAscError:
+    """Attach the user's file and line (the innermost frame outside pyasc and NumPy) to ``exc``."""
+    import os
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    try:
+        import numpy
+
+        skip = (here, os.path.dirname(os.path.abspath(numpy.__file__)) + os.sep)
+    except ImportError:  # pragma: no cover - numpy is a dependency
+        skip = (here,)
+    frame = sys._getframe(1)
+    while frame is not None and (frame.f_code.co_filename.startswith(skip) or frame.f_code.co_filename.startswith("<frozen")):
+        frame = frame.f_back
+    if frame is not None:
+        exc.filename, exc.lineno = frame.f_code.co_filename, frame.f_lineno
+        exc.args = (f"{exc.args[0] if exc.args else ''} (at {exc.filename}:{exc.lineno})",) + exc.args[1:]
+    return exc

@@ -10,12 +10,16 @@ import builtins
 from typing import Any, Optional, Sequence, Tuple, Union
 
 from . import _pyasc
-from .errors import InvalidArgumentError, ShapeError, TraceError, UnsupportedError
+from .errors import InvalidArgumentError, ShapeError, TraceError, UnsupportedError, at_user_line
 from .ops import _eager_op, _is_traced
 
 __all__ = ["reshape", "transpose", "broadcast_to", "expand_dims", "squeeze", "flip", "swapaxes", "moveaxis", "pad"]
 
 Shape = Tuple[int, ...]
+
+
+def _err(cls: type, message: str) -> Exception:
+    return at_user_line(cls(message))
 
 
 def _eager(name: str, fn: Any, x: Any, *params: Any) -> Any:
@@ -24,7 +28,7 @@ def _eager(name: str, fn: Any, x: Any, *params: Any) -> Any:
 
 def _norm_axis(a: int, nd: int) -> int:
     if not -nd <= a < nd:
-        raise ShapeError(f"axis {a} is out of bounds for a tensor of rank {nd}")
+        raise _err(ShapeError, f"axis {a} is out of bounds for a tensor of rank {nd}")
     return a + nd if a < 0 else a
 
 
@@ -35,16 +39,16 @@ def reshape(x: Any, shape: Union[int, Sequence[int]]) -> Any:
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     n = x.size
     if builtins.sum(1 for d in shape if d == -1) > 1:
-        raise ShapeError("only one extent of a reshape can be -1")
+        raise _err(ShapeError, "only one extent of a reshape can be -1")
     known = 1
     for d in shape:
         if d != -1:
             if d < 0:
-                raise ShapeError(f"negative extent {d} in reshape")
+                raise _err(ShapeError, f"negative extent {d} in reshape")
             known *= d
     if -1 in shape:
         if known == 0 or n % known:
-            raise ShapeError(f"cannot reshape {x.shape} into {shape}")
+            raise _err(ShapeError, f"cannot reshape {x.shape} into {shape}")
         shape = tuple(n // known if d == -1 else d for d in shape)
     return _pyasc.apply_view(x, "reshape", list(shape))
 
@@ -68,13 +72,19 @@ def swapaxes(x: Any, a: int, b: int) -> Any:
     return _pyasc.apply_view(x, "transpose", perm)
 
 
-def moveaxis(x: Any, source: int, destination: int) -> Any:
-    """Move one axis to a new position, keeping the order of the others."""
+def moveaxis(x: Any, source: Union[int, Sequence[int]], destination: Union[int, Sequence[int]]) -> Any:
+    """Move axes to new positions, keeping the order of the others (NumPy's ``moveaxis``)."""
     if not _is_traced(x):
         return _eager("moveaxis", moveaxis, x, source, destination)
-    s, d = _norm_axis(source, x.ndim), _norm_axis(destination, x.ndim)
-    perm = [i for i in range(x.ndim) if i != s]
-    perm.insert(d, s)
+    src = [source] if isinstance(source, int) else list(source)
+    dst = [destination] if isinstance(destination, int) else list(destination)
+    if len(src) != len(dst):
+        raise _err(ShapeError, "moveaxis: source and destination need the same number of axes")
+    src = [_norm_axis(a, x.ndim) for a in src]
+    dst = [_norm_axis(a, x.ndim) for a in dst]
+    perm = [i for i in range(x.ndim) if i not in src]
+    for d, s in sorted(zip(dst, src)):
+        perm.insert(d, s)
     return _pyasc.apply_view(x, "transpose", perm)
 
 
@@ -107,7 +117,7 @@ def squeeze(x: Any, axis: Optional[Union[int, Sequence[int]]] = None) -> Any:
         drop = {_norm_axis(a, x.ndim) for a in ((axis,) if isinstance(axis, int) else axis)}
         for a in drop:
             if x.shape[a] != 1:
-                raise ShapeError(f"cannot squeeze axis {a} of extent {x.shape[a]}")
+                raise _err(ShapeError, f"cannot squeeze axis {a} of extent {x.shape[a]}")
     return reshape(x, tuple(d for i, d in enumerate(x.shape) if i not in drop))
 
 
@@ -136,7 +146,7 @@ def _pad_widths(pad_width: Any, nd: int) -> list:
     elif w.ndim == 2 and w.shape == (nd, 1):
         w = np.repeat(w, 2, axis=1)
     if w.shape != (nd, 2) or (w < 0).any():
-        raise ShapeError(f"pad_width {pad_width!r} does not fit a tensor of rank {nd}")
+        raise _err(ShapeError, f"pad_width {pad_width!r} does not fit a tensor of rank {nd}")
     return [(int(a), int(b)) for a, b in w]
 
 
@@ -145,7 +155,7 @@ def pad(x: Any, pad_width: Any, mode: str = "constant", constant_values: Any = 0
     if not _is_traced(x):
         return _eager("pad", pad, x, pad_width, mode, constant_values)
     if not isinstance(constant_values, (int, float, bool)):
-        raise UnsupportedError("pad: constant_values must be one number")
+        raise _err(UnsupportedError, "pad: constant_values must be one number")
     return _pyasc.apply_pad(x, _pad_widths(pad_width, x.ndim), mode, constant_values)
 
 
@@ -158,15 +168,13 @@ def getitem(x: Any, key: Any) -> Any:
         if isinstance(k, _pyasc.Tensor) or (isinstance(k, (list, np.ndarray)) and not isinstance(k, str)):
             arr = np.asarray(k) if not isinstance(k, _pyasc.Tensor) else None
             if arr is not None and arr.dtype == np.bool_ or (isinstance(k, _pyasc.Tensor) and k.dtype == np.bool_):
-                raise TraceError("boolean-mask indexing gives a data-dependent shape and cannot be traced; use where()")
-            from .gather import take_index
-
-            return take_index(x, items)
+                raise _err(TraceError, "boolean-mask indexing gives a data-dependent shape and cannot be traced; use where()")
+            raise _err(UnsupportedError, "integer-array indexing (take) is not supported inside operators yet")
     n_real = builtins.sum(1 for k in items if k is not None and k is not Ellipsis)
     if builtins.sum(1 for k in items if k is Ellipsis) > 1:
-        raise InvalidArgumentError("an index can only have a single ellipsis")
+        raise _err(InvalidArgumentError, "an index can only have a single ellipsis")
     if n_real > x.ndim:
-        raise ShapeError(f"too many indices for a tensor of rank {x.ndim}")
+        raise _err(ShapeError, f"too many indices for a tensor of rank {x.ndim}")
     dims, out_shape = [], []
     axis = 0
     for k in items:
@@ -188,11 +196,11 @@ def getitem(x: Any, key: Any) -> Any:
             d = x.shape[axis]
             i = int(k)
             if not -d <= i < d:
-                raise ShapeError(f"index {i} is out of bounds for axis {axis} with size {d}")
+                raise _err(ShapeError, f"index {i} is out of bounds for axis {axis} with size {d}")
             dims.append((i % d, 1, 1))
             axis += 1
         else:
-            raise UnsupportedError(f"indexing with {type(k).__name__} is not supported inside operators")
+            raise _err(UnsupportedError, f"indexing with {type(k).__name__} is not supported inside operators")
     while axis < x.ndim:
         d = x.shape[axis]
         dims.append((0, 1, d))

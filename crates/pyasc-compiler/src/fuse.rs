@@ -292,7 +292,8 @@ fn group_anchors(g: &Graph, mat: &[bool], level: u8) -> (Vec<Group>, Vec<Option<
                         && grp.space.row_len() > 1
                         && grp.space.row_len() <= ROW_FUSE_MAX
                         && ((s == shape && axes.is_trailing(shape.rank()))
-                            || (s.numel() == grp.space.rows() && per_row(g, mat, &group_of, k, id)))
+                            || (s.numel() == grp.space.rows()
+                                && g.node(id).inputs.iter().all(|x| per_row(g, mat, &group_of, k, *x))))
                 }
                 (Space::Elem(_), Space::Rows { .. })
                 | (Space::MatMul | Space::Pad, _)

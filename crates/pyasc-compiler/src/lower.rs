@@ -322,7 +322,8 @@ impl Builder<'_> {
         let numel = shape.numel();
         let tile_elems = if rows_kernel {
             // Whole rows per tile; a row longer than the budget is one tile by itself.
-            let rows_per_tile = (budget / per_elem.max(1) / row_len.max(1)).clamp(1, numel / row_len.max(1)).max(1);
+            let rows = (numel / row_len.max(1)).max(1);
+            let rows_per_tile = (budget / per_elem.max(1) / row_len.max(1)).clamp(1, rows);
             (rows_per_tile * row_len).max(1)
         } else {
             let tile = (budget / per_elem.max(1)).clamp(TILE_MIN, TILE_MAX) / 256 * 256;
