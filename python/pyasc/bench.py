@@ -238,7 +238,7 @@ def bench_matmul(n: int, repeat: int) -> List[Row]:
 
 
 def bench_dynamic(count: int, with_jax: bool) -> List[Row]:
-    """A dynamic-shape operator called on ``count`` new shapes, compile included."""
+    """Call a dynamic-shape operator on ``count`` new shapes, compile included."""
     rng = np.random.default_rng(6)
     args = [(rng.standard_normal((n, 64)).astype(np.float32), rng.standard_normal(64).astype(np.float32))
             for n in range(2, count + 2)]

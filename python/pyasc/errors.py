@@ -112,7 +112,7 @@ def at_user_line(exc: PyAscError) -> PyAscError:
     except ImportError:  # pragma: no cover - numpy is a dependency
         skip = (here,)
     frame = sys._getframe(1)
-    while frame is not None and (frame.f_code.co_filename.startswith(skip) or frame.f_code.co_filename.startswith("<frozen")):
+    while frame is not None and frame.f_code.co_filename.startswith(skip + ("<frozen",)):
         frame = frame.f_back
     if frame is not None:
         exc.filename, exc.lineno = frame.f_code.co_filename, frame.f_lineno

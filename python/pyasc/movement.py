@@ -168,7 +168,8 @@ def getitem(x: Any, key: Any) -> Any:
         if isinstance(k, _pyasc.Tensor) or (isinstance(k, (list, np.ndarray)) and not isinstance(k, str)):
             arr = np.asarray(k) if not isinstance(k, _pyasc.Tensor) else None
             if arr is not None and arr.dtype == np.bool_ or (isinstance(k, _pyasc.Tensor) and k.dtype == np.bool_):
-                raise _err(TraceError, "boolean-mask indexing gives a data-dependent shape and cannot be traced; use where()")
+                raise _err(TraceError,
+                           "boolean-mask indexing gives a data-dependent shape and cannot be traced; use where()")
             raise _err(UnsupportedError, "integer-array indexing (take) is not supported inside operators yet")
     n_real = builtins.sum(1 for k in items if k is not None and k is not Ellipsis)
     if builtins.sum(1 for k in items if k is Ellipsis) > 1:
