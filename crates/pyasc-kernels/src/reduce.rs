@@ -36,14 +36,33 @@ fn sum_block<T: Copy>(x: &[T], to: impl Fn(T) -> f64) -> f64 {
     acc[0] + s
 }
 
+/// Pairwise summation without recursion (so it inlines into each ISA's copy): blocks are
+/// summed in lanes, and block sums are merged like a binary counter, which adds the same
+/// pairs a recursive halving would.
 #[inline(always)]
 fn pairwise<T: Copy>(x: &[T], to: &impl Fn(T) -> f64) -> f64 {
-    if x.len() <= PAIRWISE_BLOCK {
-        sum_block(x, to)
-    } else {
-        let mid = (x.len() / 2) / LANES * LANES;
-        pairwise(&x[..mid], to) + pairwise(&x[mid..], to)
+    // levels[i] holds the sum of 2^i consecutive blocks, when present.
+    let mut levels = [0.0f64; 64];
+    let mut full = [false; 64];
+    let blocks = x.chunks(PAIRWISE_BLOCK);
+    for b in blocks {
+        let mut s = sum_block(b, to);
+        let mut i = 0;
+        while full[i] {
+            s += levels[i];
+            full[i] = false;
+            i += 1;
+        }
+        levels[i] = s;
+        full[i] = true;
     }
+    let mut total = 0.0;
+    for i in 0..64 {
+        if full[i] {
+            total += levels[i];
+        }
+    }
+    total
 }
 
 struct SumK<'a, T> {

@@ -54,6 +54,8 @@ struct Scratch {
     mem: Vec<Line>,
     offsets: Vec<Option<usize>>,
     vals: Vec<Val>,
+    /// Register values for one row (row kernels broadcast per-row values row by row).
+    row_vals: Vec<Val>,
 }
 
 impl Scratch {
@@ -78,6 +80,7 @@ impl Scratch {
             mem: vec![Line([0; 64]); lines],
             offsets,
             vals: vec![Val::Scalar(pyasc_ir::Scalar::Int(0)); k.regs.len()],
+            row_vals: vec![Val::Scalar(pyasc_ir::Scalar::Int(0)); k.regs.len()],
         }
     }
 }
@@ -337,7 +340,7 @@ unsafe fn run_tile(
                 scratch.vals[d] = Val::Ptr(unsafe { base.add(scratch.offsets[d].expect("tiles have scratch")) });
             }
             // SAFETY: every register value is valid for the tile; dst differs from srcs.
-            unsafe { exec_level(k, ins, &scratch.vals, len)? };
+            unsafe { exec_level(k, ins, &scratch.vals, &mut scratch.row_vals, len)? };
         }
     }
     Ok(())
@@ -349,7 +352,7 @@ unsafe fn run_tile(
 ///
 /// # Safety
 /// As for [`exec`]: every register value must be valid for the tile.
-unsafe fn exec_level(k: &TileKernel, ins: &Instr, vals: &[Val], len: usize) -> Result<()> {
+unsafe fn exec_level(k: &TileKernel, ins: &Instr, vals: &[Val], local: &mut [Val], len: usize) -> Result<()> {
     if k.row_len == 0 {
         // SAFETY: per this function's contract.
         return unsafe { exec(ins, &k.regs, vals, len) };
@@ -371,7 +374,7 @@ unsafe fn exec_level(k: &TileKernel, ins: &Instr, vals: &[Val], len: usize) -> R
         // SAFETY: per this function's contract.
         return unsafe { exec(ins, &k.regs, vals, len) };
     }
-    let mut local = vals.to_vec();
+    local.copy_from_slice(vals);
     for r in 0..rows {
         for &s in ins.srcs().iter() {
             let i = s.0 as usize;
@@ -392,7 +395,7 @@ unsafe fn exec_level(k: &TileKernel, ins: &Instr, vals: &[Val], len: usize) -> R
             local[d] = Val::Ptr(unsafe { p.add(r * c * k.regs[d].dtype.size()) });
         }
         // SAFETY: each register now addresses row `r`.
-        unsafe { exec(ins, &k.regs, &local, c)? };
+        unsafe { exec(ins, &k.regs, local, c)? };
     }
     Ok(())
 }
