@@ -432,8 +432,6 @@ def test_reshape_error_names_both_shapes():
     assert "(4, 6)" in str(err) or "24" in str(err)
 
 
-@pytest.mark.xfail(strict=True, reason="integer-array indexing (take) is not implemented yet: it raises "
-                   "pyasc.UnsupportedError")
 def test_integer_array_indexing_takes_like_numpy():
     x = np.arange(20.0).reshape(4, 5)
     assert_matches(pyasc.operator(lambda t: t[[0, 2]])(x), x[[0, 2]])

@@ -28,7 +28,20 @@ from .errors import (
     UnsupportedError,
 )
 from .monitor import NpuTemperature, NpuUtilization
-from .movement import broadcast_to, expand_dims, flip, moveaxis, pad, reshape, squeeze, swapaxes, transpose
+from .movement import (
+    broadcast_to,
+    concatenate,
+    expand_dims,
+    flip,
+    moveaxis,
+    pad,
+    reshape,
+    squeeze,
+    stack,
+    swapaxes,
+    take,
+    transpose,
+)
 from .ops import (
     abs,
     add,
@@ -155,6 +168,7 @@ __all__ = [
     "cast",
     "ceil",
     "clip",
+    "concatenate",
     "cos",
     "current_stream",
     "device_info",
@@ -214,11 +228,13 @@ __all__ = [
     "sqrt",
     "square",
     "squeeze",
+    "stack",
     "stream",
     "subtract",
     "sum",
     "swapaxes",
     "synchronize",
+    "take",
     "tan",
     "tanh",
     "to_device",

@@ -9,11 +9,14 @@ from __future__ import annotations
 import builtins
 from typing import Any, Optional, Sequence, Tuple, Union
 
+import numpy as np
+
 from . import _pyasc
 from .errors import InvalidArgumentError, ShapeError, TraceError, UnsupportedError, at_user_line
 from .ops import _eager_op, _is_traced
 
-__all__ = ["reshape", "transpose", "broadcast_to", "expand_dims", "squeeze", "flip", "swapaxes", "moveaxis", "pad"]
+__all__ = ["reshape", "transpose", "broadcast_to", "expand_dims", "squeeze", "flip", "swapaxes", "moveaxis", "pad",
+           "concatenate", "stack", "take"]
 
 Shape = Tuple[int, ...]
 
@@ -159,6 +162,43 @@ def pad(x: Any, pad_width: Any, mode: str = "constant", constant_values: Any = 0
     return _pyasc.apply_pad(x, _pad_widths(pad_width, x.ndim), mode, constant_values)
 
 
+def concatenate(arrays: Sequence[Any], axis: Optional[int] = 0) -> Any:
+    """Join arrays along an existing axis (``axis=None`` flattens them first), NumPy's rules."""
+    arrays = list(arrays)
+    if not arrays:
+        raise _err(InvalidArgumentError, "need at least one array to concatenate")
+    if not any(_is_traced(a) for a in arrays):
+        n = len(arrays)
+        return _eager_op(f"concatenate:{n}:{axis!r}", lambda *t: concatenate(t, axis))(*arrays)
+    if axis is None:
+        arrays = [reshape(a, (-1,)) if _is_traced(a) else np.ravel(a) for a in arrays]
+        axis = 0
+    nd = next(a for a in arrays if _is_traced(a)).ndim
+    return _pyasc.apply_concat(arrays, _norm_axis(axis, nd))
+
+
+def stack(arrays: Sequence[Any], axis: int = 0) -> Any:
+    """Join arrays of one shape along a new axis."""
+    arrays = list(arrays)
+    if not arrays:
+        raise _err(InvalidArgumentError, "need at least one array to stack")
+    if not any(_is_traced(a) for a in arrays):
+        n = len(arrays)
+        return _eager_op(f"stack:{n}:{axis}", lambda *t: stack(t, axis))(*arrays)
+    nd = next(a for a in arrays if _is_traced(a)).ndim + 1
+    ax = _norm_axis(axis, nd)
+    return concatenate([expand_dims(a, ax) if _is_traced(a) else np.expand_dims(a, ax) for a in arrays], ax)
+
+
+def take(x: Any, indices: Any, axis: Optional[int] = None) -> Any:
+    """Elements of ``x`` at integer ``indices`` along ``axis`` (flattened when None); bad indices raise."""
+    if not _is_traced(x):
+        return _eager_op(f"take:{axis!r}", lambda t, i: take(t, i, axis))(x, np.asarray(indices))
+    if axis is None:
+        x, axis = reshape(x, (-1,)), 0
+    return _pyasc.apply_take(x, indices, _norm_axis(axis, x.ndim))
+
+
 def getitem(x: Any, key: Any) -> Any:
     """``x[key]`` for ints, slices (any step), ``...`` and ``None`` as a view; integer arrays take."""
     import numpy as np
@@ -170,7 +210,11 @@ def getitem(x: Any, key: Any) -> Any:
             if arr is not None and arr.dtype == np.bool_ or (isinstance(k, _pyasc.Tensor) and k.dtype == np.bool_):
                 raise _err(TraceError,
                            "boolean-mask indexing gives a data-dependent shape and cannot be traced; use where()")
-            raise _err(UnsupportedError, "integer-array indexing (take) is not supported inside operators yet")
+            arrays = [i for i, k in enumerate(items) if isinstance(k, (_pyasc.Tensor, list, np.ndarray))]
+            rest = [k for i, k in enumerate(items) if i not in arrays]
+            if len(arrays) != 1 or any(not (isinstance(k, slice) and k == slice(None)) for k in rest):
+                raise _err(UnsupportedError, "integer-array indexing takes one index array and full slices ':' only")
+            return take(x, items[arrays[0]], arrays[0])
     n_real = builtins.sum(1 for k in items if k is not None and k is not Ellipsis)
     if builtins.sum(1 for k in items if k is Ellipsis) > 1:
         raise _err(InvalidArgumentError, "an index can only have a single ellipsis")

@@ -33,7 +33,7 @@ pub enum Space {
     Elem(Shape),
     /// A matrix product (a kernel of its own).
     MatMul,
-    /// A padding (a kernel of its own).
+    /// A data-movement routine: pad, concatenate, take (a kernel of its own).
     Pad,
     /// Rows: reductions of `shape` over `axes`.
     Rows {
@@ -119,7 +119,7 @@ impl Pass for FusePass {
             if n.op.is_leaf() {
                 continue;
             }
-            let library = matches!(n.op, Op::MatMul | Op::Pad(_));
+            let library = matches!(n.op, Op::MatMul | Op::Pad(_) | Op::Concat(_) | Op::Take(_));
             if level == 0 || n.op.is_reduce() || library {
                 mat[i] = true;
             }
@@ -174,7 +174,7 @@ impl Pass for FusePass {
             let what = match &grp.space {
                 Space::Elem(s) => format!("over {s}"),
                 Space::MatMul => "matmul".to_string(),
-                Space::Pad => "pad".to_string(),
+                Space::Pad => "data movement".to_string(),
                 Space::Rows { shape, .. } => format!("over rows of {shape} ({} per row)", grp.space.row_len()),
             };
             st.notes.push(format!(
@@ -275,7 +275,7 @@ fn group_anchors(g: &Graph, mat: &[bool], level: u8) -> (Vec<Group>, Vec<Option<
         let space = match n.op {
             Op::Reduce { axes, .. } => Space::Rows { shape: g.node(n.inputs[0]).shape.clone(), axes },
             Op::MatMul => Space::MatMul,
-            Op::Pad(_) => Space::Pad,
+            Op::Pad(_) | Op::Concat(_) | Op::Take(_) => Space::Pad,
             _ => Space::Elem(n.shape.clone()),
         };
         let fits = |k: usize, grp: &Group| -> bool {

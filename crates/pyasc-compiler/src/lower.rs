@@ -187,6 +187,8 @@ impl Builder<'_> {
             row_len: 0,
             special: Some(match n.op {
                 Op::Pad(p) => Special::Pad(self.g.pads[p as usize].clone()),
+                Op::Concat(a) => Special::Concat(a as usize),
+                Op::Take(a) => Special::Take(a as usize),
                 _ => Special::MatMul,
             }),
             args: std::mem::take(&mut self.args),
@@ -281,7 +283,14 @@ impl Builder<'_> {
                 Op::Where => Instr::Select { dst, cond: srcs[0], a: srcs[1], b: srcs[2] },
                 Op::Cast(_) => Instr::Cast { dst, src: srcs[0] },
                 Op::Reduce { op, .. } => Instr::Reduce { op, dst, src: srcs[0] },
-                Op::Input(_) | Op::Const(_) | Op::Fill(_) | Op::MatMul | Op::View(_) | Op::Pad(_) => {
+                Op::Input(_)
+                | Op::Const(_)
+                | Op::Fill(_)
+                | Op::MatMul
+                | Op::View(_)
+                | Op::Pad(_)
+                | Op::Concat(_)
+                | Op::Take(_) => {
                     unreachable!("leaves and matmuls are not computed in tile programs")
                 }
             });

@@ -95,6 +95,14 @@ fn rewrite(g: &mut Graph, n: &Node, ops: Vec<NodeId>, casts: &mut usize) -> Resu
                 Ok(copy_node(g, n, ops))
             }
         }
+        Op::Concat(_) => {
+            let ops: Vec<NodeId> = ops.iter().map(|x| cast_to(g, *x, dt, n, casts)).collect();
+            Ok(copy_node(g, n, ops))
+        }
+        Op::Take(_) => {
+            let idx = cast_to(g, ops[1], DType::I64, n, casts);
+            Ok(copy_node(g, n, vec![ops[0], idx]))
+        }
         Op::MatMul => {
             let a = cast_to(g, ops[0], dt, n, casts);
             let b = cast_to(g, ops[1], dt, n, casts);

@@ -11,7 +11,7 @@ use crate::shape::Shape;
 /// The result type and shape of `op` applied to operands of the given types and shapes.
 /// Leaves (`Input`, `Const`) are typed by whoever creates them and are rejected here.
 pub fn infer(op: &Op, operands: &[(VType, &Shape)]) -> Result<(VType, Shape)> {
-    if operands.len() != op.arity() || op.is_leaf() {
+    if !op.arity_ok(operands.len()) || op.is_leaf() {
         return Err(IrError::internal(format!("{} takes {} operands, got {}", op.name(), op.arity(), operands.len())));
     }
     if let Op::Reduce { op, axes, keepdims } = op {
@@ -22,6 +22,12 @@ pub fn infer(op: &Op, operands: &[(VType, &Shape)]) -> Result<(VType, Shape)> {
     }
     if let Op::MatMul = op {
         return matmul_type(operands[0], operands[1]);
+    }
+    if let Op::Concat(axis) = op {
+        return concat_type(*axis as usize, operands);
+    }
+    if let Op::Take(axis) = op {
+        return take_type(*axis as usize, operands[0], operands[1]);
     }
     let mut shape = operands[0].1.clone();
     for (_, s) in &operands[1..] {
@@ -39,7 +45,15 @@ pub fn infer(op: &Op, operands: &[(VType, &Shape)]) -> Result<(VType, Shape)> {
             }
         }
         Op::Cast(d) => VType::strong(*d),
-        Op::Input(_) | Op::Const(_) | Op::Fill(_) | Op::Reduce { .. } | Op::MatMul | Op::View(_) | Op::Pad(_) => {
+        Op::Input(_)
+        | Op::Const(_)
+        | Op::Fill(_)
+        | Op::Reduce { .. }
+        | Op::MatMul
+        | Op::View(_)
+        | Op::Pad(_)
+        | Op::Concat(_)
+        | Op::Take(_) => {
             unreachable!("handled above")
         }
     };
@@ -83,6 +97,40 @@ pub fn reduce_type(op: ReduceOp, axes: Axes, keepdims: bool, x: VType, shape: &S
     };
     check_executable(dtype, &Op::Reduce { op, axes, keepdims })?;
     Ok((VType::strong(dtype), Shape(dims)))
+}
+
+/// `np.concatenate` along `axis`: equal ranks, equal extents off the axis, promoted dtype.
+pub fn concat_type(axis: usize, operands: &[(VType, &Shape)]) -> Result<(VType, Shape)> {
+    let first = operands[0].1;
+    if axis >= first.rank().max(1) || first.rank() == 0 {
+        return Err(IrError::shape(format!("concatenate: axis {axis} is out of bounds for rank {}", first.rank())));
+    }
+    let mut dims = first.0.clone();
+    dims[axis] = 0;
+    let mut t = operands[0].0;
+    for (vt, s) in operands {
+        if s.rank() != first.rank() || s.0.iter().enumerate().any(|(i, d)| i != axis && *d != first.0[i]) {
+            return Err(IrError::shape(format!("concatenate: shapes {first} and {s} differ off axis {axis}")));
+        }
+        dims[axis] += s.0[axis];
+        t = promote_v(t, *vt);
+    }
+    let t = if operands.iter().all(|(v, _)| v.weak.is_some()) { t } else { VType::strong(t.dtype) };
+    Ok((t, Shape(dims)))
+}
+
+/// `np.take(x, indices, axis)`: the axis replaced by the indices' shape.
+pub fn take_type(axis: usize, x: (VType, &Shape), idx: (VType, &Shape)) -> Result<(VType, Shape)> {
+    if !idx.0.dtype.is_int() {
+        return Err(IrError::dtype(format!("take: indices must be integers, not {}", idx.0.dtype)));
+    }
+    if axis >= x.1.rank() {
+        return Err(IrError::shape(format!("take: axis {axis} is out of bounds for rank {}", x.1.rank())));
+    }
+    let mut dims = x.1 .0[..axis].to_vec();
+    dims.extend_from_slice(&idx.1 .0);
+    dims.extend_from_slice(&x.1 .0[axis + 1..]);
+    Ok((VType::strong(x.0.dtype), Shape(dims)))
 }
 
 /// The result type and shape of `a @ b` (NumPy `matmul`).

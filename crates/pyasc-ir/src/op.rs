@@ -400,6 +400,10 @@ pub enum Op {
     View(u32),
     /// `np.pad` of the operand with `graph.pads[i]`.
     Pad(u32),
+    /// `np.concatenate` of every operand along `axis`.
+    Concat(u16),
+    /// `np.take(x, indices, axis)`: operands `x` and the int64 indices.
+    Take(u16),
     /// Matrix product with NumPy's `matmul` rules (batched, broadcast batch dims, 1-D
     /// operands promoted and their axis dropped).
     MatMul,
@@ -436,8 +440,16 @@ impl Op {
         match self {
             Op::Input(_) | Op::Const(_) | Op::Fill(_) => 0,
             Op::Unary(_) | Op::Cast(_) | Op::Reduce { .. } | Op::View(_) | Op::Pad(_) => 1,
-            Op::Binary(_) | Op::MatMul => 2,
+            Op::Binary(_) | Op::MatMul | Op::Take(_) => 2,
+            Op::Concat(_) => usize::MAX,
             Op::Where => 3,
+        }
+    }
+    /// True when `n` operands suit the op (`Concat` takes one or more).
+    pub fn arity_ok(&self, n: usize) -> bool {
+        match self {
+            Op::Concat(_) => n >= 1,
+            _ => n == self.arity(),
         }
     }
     /// The name used by the printer.
@@ -450,6 +462,8 @@ impl Op {
             Op::Binary(b) => b.name().to_string(),
             Op::Where => "where".to_string(),
             Op::MatMul => "matmul".to_string(),
+            Op::Concat(a) => format!("concatenate[{a}]"),
+            Op::Take(a) => format!("take[{a}]"),
             Op::View(i) => format!("view{i}"),
             Op::Pad(i) => format!("pad{i}"),
             Op::Cast(d) => format!("cast<{d}>"),

@@ -186,6 +186,10 @@ pub enum Special {
     MatMul,
     /// `outs[0] = np.pad(args[0], ...)`.
     Pad(crate::view::PadSpec),
+    /// `outs[0] = np.concatenate(args, axis)`.
+    Concat(usize),
+    /// `outs[0] = np.take(args[0], args[1], axis)` (indices int64; out of range is an error).
+    Take(usize),
 }
 
 /// What a buffer is.
@@ -243,6 +247,13 @@ impl KernelPlan {
 
 fn verify_kernel(k: &TileKernel, buffers: &[BufferDecl], ready: &[bool]) -> Result<()> {
     let err = |m: String| Err(IrError::internal(format!("kernel {}: {m}", k.name)));
+    if let Some(Special::Concat(_) | Special::Take(_)) = k.special {
+        return if !k.args.is_empty() && k.outs.len() == 1 && k.body.is_empty() {
+            Ok(())
+        } else {
+            err("a concatenate or take kernel needs arguments and one output".into())
+        };
+    }
     if let Some(Special::Pad(_)) = k.special {
         return if k.args.len() == 1 && k.outs.len() == 1 && k.body.is_empty() {
             Ok(())

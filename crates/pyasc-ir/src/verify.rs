@@ -13,7 +13,7 @@ use crate::shape::Shape;
 pub fn verify(g: &Graph) -> Result<()> {
     for (i, n) in g.nodes.iter().enumerate() {
         let here = || format!("node %{i} ({})", n.op.name());
-        if n.inputs.len() != n.op.arity() {
+        if !n.op.arity_ok(n.inputs.len()) {
             return Err(IrError::internal(format!("{} has {} operands", here(), n.inputs.len())));
         }
         if let Some(bad) = n.inputs.iter().find(|op| op.index() >= i) {

@@ -53,6 +53,8 @@ fn _pyasc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tensor::apply_view, m)?)?;
     m.add_function(wrap_pyfunction!(tensor::apply_pad, m)?)?;
     m.add_function(wrap_pyfunction!(tensor::apply_fill, m)?)?;
+    m.add_function(wrap_pyfunction!(tensor::apply_concat, m)?)?;
+    m.add_function(wrap_pyfunction!(tensor::apply_take, m)?)?;
     m.add_function(wrap_pyfunction!(tensor::apply_constant_array, m)?)?;
     m.add_function(wrap_pyfunction!(log::set_native_log_level, m)?)?;
     m.add_function(wrap_pyfunction!(device_info, m)?)?;

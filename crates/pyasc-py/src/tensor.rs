@@ -300,6 +300,29 @@ pub fn apply_pad(
     Py::new(py, tensor)
 }
 
+/// `np.concatenate(tensors, axis)` on traced tensors (NumPy arrays among them are constants).
+#[pyfunction]
+pub fn apply_concat(py: Python<'_>, tensors: Vec<Bound<'_, PyAny>>, axis: u16) -> PyResult<Py<Tensor>> {
+    let refs: Vec<&Bound<'_, PyAny>> = tensors.iter().collect();
+    let trace = trace_of(&refs).ok_or_else(|| PyTypeError::new_err("no traced tensor among the operands"))?;
+    let ids: Vec<NodeId> = tensors.iter().map(|t| node_of(py, &trace, t)).collect::<PyResult<_>>()?;
+    apply(py, &trace, Op::Concat(axis), &ids)
+}
+
+/// `np.take(x, indices, axis)` on a traced tensor; `indices` traced or a constant int array.
+#[pyfunction]
+pub fn apply_take(py: Python<'_>, x: &Bound<'_, PyAny>, indices: &Bound<'_, PyAny>, axis: u16) -> PyResult<Py<Tensor>> {
+    let trace = trace_of(&[x]).ok_or_else(|| PyTypeError::new_err("no traced tensor among the operands"))?;
+    let idx = if indices.cast::<Tensor>().is_ok() {
+        node_of(py, &trace, indices)?
+    } else {
+        let arr = numpy(py)?.call_method1("asarray", (indices,))?;
+        apply_constant_array(py, x, &arr)?.get().id
+    };
+    let xid = node_of(py, &trace, x)?;
+    apply(py, &trace, Op::Take(axis), &[xid, idx])
+}
+
 /// `a @ b` (NumPy `matmul`) on traced tensors.
 #[pyfunction]
 pub fn apply_matmul(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {

@@ -1,5 +1,6 @@
-//! `np.pad` kernels: each output element reads the element its per-axis index map names, or
-//! the constant (modes constant, edge, reflect, wrap).
+//! Data-movement kernels: `np.pad` (each output element reads the element its per-axis index
+//! map names, or the constant; modes constant, edge, reflect, wrap), `np.concatenate` and
+//! `np.take`.
 
 use crate::view::InputView;
 use pyasc_ir::error::Result;
@@ -7,7 +8,10 @@ use pyasc_ir::view::PadSpec;
 use pyasc_ir::{DType, Scalar};
 
 /// Write `np.pad(x, spec)` into the C-contiguous `out`.
-pub fn run_pad(x: &InputView, out: *mut u8, spec: &PadSpec) -> Result<()> {
+///
+/// # Safety
+/// `x` must be readable over its view and `out` writable for the padded shape.
+pub unsafe fn run_pad(x: &InputView, out: *mut u8, spec: &PadSpec) -> Result<()> {
     let rank = x.shape.len();
     let out_shape: Vec<usize> = spec.widths.iter().zip(&x.shape).map(|((b, a), d)| b + d + a).collect();
     let n: usize = out_shape.iter().product();
@@ -61,6 +65,123 @@ pub fn run_pad(x: &InputView, out: *mut u8, spec: &PadSpec) -> Result<()> {
                 other => other.as_f64(),
             }
         ),
+    }
+    Ok(())
+}
+
+/// Copy every element of the strided view `x` to `dst` + the strided offsets `dst_strides`.
+///
+/// # Safety
+/// `x` must be readable and the destination writable over `x.shape`.
+unsafe fn copy_strided(x: &InputView, dst: *mut u8, dst_strides: &[isize]) {
+    let n: usize = x.shape.iter().product();
+    if n == 0 {
+        return;
+    }
+    let rank = x.shape.len();
+    let size = x.dtype.size();
+    let mut idx = vec![0usize; rank];
+    for _ in 0..n {
+        let (mut so, mut d) = (0isize, 0isize);
+        for k in 0..rank {
+            so += idx[k] as isize * x.strides[k];
+            d += idx[k] as isize * dst_strides[k];
+        }
+        // SAFETY: per the contract above.
+        unsafe { std::ptr::copy_nonoverlapping(x.ptr.offset(so * size as isize), dst.offset(d * size as isize), size) };
+        for k in (0..rank).rev() {
+            idx[k] += 1;
+            if idx[k] < x.shape[k] {
+                break;
+            }
+            idx[k] = 0;
+        }
+    }
+}
+
+/// Write `np.concatenate(args, axis)` into the C-contiguous `out`.
+///
+/// # Safety
+/// Every argument must be readable over its view and `out` writable for the joined shape.
+pub unsafe fn run_concat(args: &[&InputView], out: *mut u8, axis: usize) -> Result<()> {
+    let mut shape = args[0].shape.clone();
+    shape[axis] = args.iter().map(|a| a.shape[axis]).sum();
+    let strides = InputView::contiguous(std::ptr::null(), args[0].dtype, shape).strides;
+    let size = args[0].dtype.size() as isize;
+    let mut at = 0isize;
+    for a in args {
+        // SAFETY: each input lands in its own slab of the output along `axis`.
+        unsafe { copy_strided(a, out.offset(at * strides[axis] * size), &strides) };
+        at += a.shape[axis] as isize;
+    }
+    Ok(())
+}
+
+/// Write `np.take(x, idx, axis)` into the C-contiguous `out`; an index out of range is an
+/// error naming the op's line.
+///
+/// # Safety
+/// `x` and `idx` (int64) must be readable over their views and `out` writable for the result.
+pub unsafe fn run_take(
+    x: &InputView,
+    idx: &InputView,
+    out: *mut u8,
+    axis: usize,
+    loc: Option<&pyasc_ir::SourceLoc>,
+) -> Result<()> {
+    let n_ax = x.shape[axis] as i64;
+    let m: usize = idx.shape.iter().product();
+    // The indices, in C order, wrapped like NumPy (negative from the end).
+    let mut ids = Vec::with_capacity(m);
+    let mut pos = vec![0usize; idx.shape.len()];
+    for _ in 0..m {
+        let off: isize = pos.iter().zip(&idx.strides).map(|(i, s)| *i as isize * s).sum();
+        // SAFETY: the index view addresses int64 elements.
+        let i = unsafe { *(idx.ptr as *const i64).offset(off) };
+        let j = if i < 0 { i + n_ax } else { i };
+        if j < 0 || j >= n_ax {
+            let mut e = pyasc_ir::IrError::new(
+                pyasc_ir::error::ErrorKind::Shape,
+                format!("take: index {i} is out of bounds for axis {axis} with size {n_ax}"),
+            );
+            e.loc = loc.cloned();
+            return Err(e);
+        }
+        ids.push(j as isize);
+        for d in (0..pos.len()).rev() {
+            pos[d] += 1;
+            if pos[d] < idx.shape[d] {
+                break;
+            }
+            pos[d] = 0;
+        }
+    }
+    let outer: usize = x.shape[..axis].iter().product();
+    let inner_shape = &x.shape[axis + 1..];
+    let inner: usize = inner_shape.iter().product();
+    let size = x.dtype.size();
+    let mut o = 0usize;
+    for p in 0..outer {
+        // Offset of the outer index p.
+        let mut rem = p;
+        let mut base = 0isize;
+        for d in (0..axis).rev() {
+            base += (rem % x.shape[d]) as isize * x.strides[d];
+            rem /= x.shape[d];
+        }
+        for &j in &ids {
+            let row = InputView {
+                // SAFETY: `j` is in range; the inner block stays inside `x`.
+                ptr: unsafe { x.ptr.offset((base + j * x.strides[axis]) * size as isize) },
+                dtype: x.dtype,
+                shape: inner_shape.to_vec(),
+                strides: x.strides[axis + 1..].to_vec(),
+            };
+            let dst_strides = InputView::contiguous(std::ptr::null(), x.dtype, inner_shape.to_vec()).strides;
+            // SAFETY: the output block of `inner` elements at `o` is this one's.
+            unsafe { copy_strided(&row, out.add(o * size), &dst_strides) };
+            o += inner;
+        }
     }
     Ok(())
 }

@@ -160,7 +160,13 @@ pub fn execute_plan(
         let (tiles, blocks) = if let Some(special) = &k.special {
             match special {
                 Special::MatMul => crate::gemm::run_gemm(args[0], args[1], outs[0])?,
-                Special::Pad(spec) => crate::pad::run_pad(args[0], outs[0], spec)?,
+                // SAFETY (these three): arguments are live views and the output buffer holds the
+                // kernel's result shape.
+                Special::Pad(spec) => unsafe { crate::pad::run_pad(args[0], outs[0], spec)? },
+                Special::Concat(axis) => unsafe { crate::pad::run_concat(&args, outs[0], *axis)? },
+                Special::Take(axis) => unsafe {
+                    crate::pad::run_take(args[0], args[1], outs[0], *axis, k.locs.first())?
+                },
             }
             (1, 1)
         } else {
