@@ -295,6 +295,11 @@ fn group_anchors(g: &Graph, mat: &[bool], level: u8) -> (Vec<Group>, Vec<Option<
                             || (s.numel() == grp.space.rows()
                                 && g.node(id).inputs.iter().all(|x| per_row(g, mat, &group_of, k, *x))))
                 }
+                (Space::MatMul, Space::Elem(s)) => {
+                    // Epilogues (bias, activation) run on the product while it is in cache.
+                    let mm = grp.anchors[0];
+                    level >= 3 && *s == g.node(mm).shape && deps.contains(&k)
+                }
                 (Space::Elem(_), Space::Rows { .. })
                 | (Space::MatMul | Space::Pad, _)
                 | (_, Space::MatMul | Space::Pad) => false,

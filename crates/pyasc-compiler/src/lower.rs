@@ -203,8 +203,27 @@ impl Builder<'_> {
     }
 
     fn lower(&mut self, group: &Group, name: String, budget: usize) -> Result<TileKernel> {
-        if matches!(group.space, Space::MatMul | Space::Pad) {
+        if group.space == Space::Pad || (group.space == Space::MatMul && group.anchors.len() == 1) {
             return self.lower_special(group, name);
+        }
+        if group.space == Space::MatMul {
+            // A product with epilogues: the GEMM writes the product (operands are the first
+            // two arguments, the product the first output), then the epilogue's tile program
+            // runs over the product's shape, reading it from that output.
+            let mm = group.anchors[0];
+            let n = self.g.node(mm);
+            for &x in &n.inputs {
+                let (buf, specs) = self.source(x, true)?.expect("constants are in memory here");
+                self.args.push(buf);
+                self.arg_views.push(specs);
+            }
+            let out = self.out_reg(mm, false);
+            self.value.insert(mm, out);
+            let epilogue = Group { space: Space::Elem(n.shape.clone()), anchors: group.anchors[1..].to_vec() };
+            let mut k = self.lower(&epilogue, name, budget)?;
+            k.special = Some(Special::MatMul);
+            k.fused_ops += 1;
+            return Ok(k);
         }
         let g = self.g;
         let mat = &self.fusion.materialized;

@@ -157,7 +157,10 @@ pub fn execute_plan(
             .iter()
             .map(|b| views[b.0 as usize].as_ref().expect("all buffers have memory").ptr as *mut u8)
             .collect();
-        let (tiles, blocks) = if let Some(special) = &k.special {
+        let (tiles, blocks) = if k.special == Some(Special::MatMul) && !k.body.is_empty() {
+            crate::gemm::run_gemm(args[0], args[1], outs[0])?;
+            run_kernel(k, &args, &outs)?
+        } else if let Some(special) = &k.special {
             match special {
                 Special::MatMul => crate::gemm::run_gemm(args[0], args[1], outs[0])?,
                 // SAFETY (these three): arguments are live views and the output buffer holds the
@@ -203,9 +206,16 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
     for (i, p) in k.perm.iter().enumerate() {
         logical[*p] = dims[i];
     }
+    // Only arguments the tile program reads get a layout (a matmul kernel's GEMM operands
+    // have other shapes).
+    let used: Vec<bool> = (0..args.len()).map(|a| k.regs.iter().any(|r| r.kind == RegKind::Arg(a as u16))).collect();
     let mut strides: Vec<Vec<isize>> = args
         .iter()
-        .map(|a| {
+        .zip(&used)
+        .map(|(a, u)| {
+            if !*u {
+                return vec![0; dims.len()];
+            }
             let st = broadcast_strides(&a.shape, &a.strides, &logical);
             k.perm.iter().map(|p| st[*p]).collect()
         })
