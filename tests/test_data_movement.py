@@ -143,6 +143,18 @@ def test_pad_non_integer_width_is_rejected(width):
         pyasc.operator(lambda t: np.pad(t, width))(x)
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_pad_empty_axis(mode):
+    x = np.zeros((0, 3), np.float32)
+    op = pyasc.operator(lambda t: np.pad(t, ((0, 0), (1, 2)), mode=mode))
+    assert_matches(op(x), _pad_ref(x, ((0, 0), (1, 2)), mode))
+    if mode == "constant":
+        assert_matches(pyasc.operator(lambda t: np.pad(t, 1))(x), np.pad(x, 1))
+    else:  # NumPy raises ValueError: nothing to extend an empty axis from
+        with pytest.raises(pyasc.ShapeError):
+            pyasc.operator(lambda t: np.pad(t, 1, mode=mode))(x)
+
+
 def test_pad_symmetric_is_unsupported():
     x = np.ones((3, 4), np.float32)
     with pytest.raises(pyasc.UnsupportedError):

@@ -5,6 +5,8 @@ to the gear (one compile per gear, ``get_context().get_max_dim`` gives it), and 
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pyasc
 import pytest
@@ -247,3 +249,51 @@ def test_pad_sequence_explicit_gears():
         assert_matches(op(x), np.pad(x, (0, gear - n)))
     with pytest.raises(pyasc.ShapeError):
         op(np.ones(33, np.int32))
+
+
+# ---------------------------------------------------------------------------------------------
+# data movement under dynamic shapes
+
+
+@pytest.mark.parametrize("mode", ["constant", "edge", "reflect", "wrap"])
+def test_dynamic_pad_over_extents(mode):
+    @pyasc.operator(dynamic_shape=True)
+    def f(x):
+        return np.pad(x, ((2, 5), (1, 3)), mode=mode) * 2
+
+    for n in (1, 2, 3, 5, 8):
+        for m in (1, 4):
+            x = np.arange(n * m, dtype=np.float32).reshape(n, m)
+            assert_matches(f(x), np.pad(x, ((2, 5), (1, 3)), mode=mode) * np.float32(2))
+
+
+def test_dynamic_concatenate_stack_take_over_extents():
+    @pyasc.operator(dynamic_shape=True)
+    def f(x, y, i):
+        return np.concatenate([x, y], axis=0), np.stack([x, y + 1], -1), np.take(x, i, axis=0), x[[0, -1]]
+
+    for n in (1, 2, 3, 6, 4):
+        x = np.arange(n * 3, dtype=np.int32).reshape(n, 3)
+        y = -x.astype(np.int64)
+        i = np.array([n - 1, -n, 0], np.int64)
+        want = (np.concatenate([x, y]), np.stack([x, y + 1], -1), np.take(x, i, axis=0), x[[0, -1]])
+        for g, w in zip(f(x, y, i), want):
+            assert_matches(g, w)
+
+
+def test_dynamic_take_out_of_range_on_a_reused_trace_names_the_line():
+    def f(x, i):
+        return np.take(x, i, axis=0) + 1  # DYN-TAKE
+
+    op = pyasc.operator(dynamic_shape=True)(f)
+    assert_matches(op(np.ones((5, 2)), np.array([4])), np.full((1, 2), 2.0))
+    for bad in (4, -4):
+        with pytest.raises(pyasc.ShapeError) as ei:
+            op(np.ones((3, 2)), np.array([bad]))
+        src, start = inspect.getsourcelines(f)
+        assert ei.value.lineno == start + next(k for k, line in enumerate(src) if "DYN-TAKE" in line)
+
+
+def test_get_max_dim_outside_an_operator_is_an_error():
+    with pytest.raises(pyasc.InvalidArgumentError):
+        pyasc.get_context().get_max_dim(0)
