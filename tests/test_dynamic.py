@@ -189,8 +189,6 @@ def test_gears_on_another_dim():
     assert f.cache_info().compiles == 2, f.cache_info()
 
 
-@pytest.mark.xfail(strict=True, reason="gears pad dim 0 of every array argument, so a (3,) bias becomes (4,) "
-                                       "and no longer broadcasts against the (4, 3) geared input")
 def test_gears_with_a_broadcast_bias():
     @pyasc.operator(dynamic_shape=True, gears={0: [4, 8]})
     def f(x, b):

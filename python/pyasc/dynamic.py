@@ -12,7 +12,7 @@ do; the function is traced once per gear and ``get_context().get_max_dim(d)`` gi
 from __future__ import annotations
 
 import threading
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Sequence, Union
 
 import numpy as np
 
@@ -77,22 +77,29 @@ class GearedOperator:
         self.__name__ = inner.__name__
 
     def _pad(self, args: tuple) -> tuple:
+        """Pad the geared dims of the first array argument and the matching axes of the others.
+
+        Axes align from the right, as broadcasting aligns them; another argument's axis of
+        extent 1 (a broadcast) or missing axis is left alone.
+        """
+        ref = next((a for a in args if isinstance(a, np.ndarray) and a.ndim), None)
+        gears: Dict[int, int] = {}
+        if ref is not None:
+            for d, sizes in self._gears.items():
+                if d < ref.ndim:
+                    gears[d] = _gear_for(ref.shape[d], sizes, d)
         out = []
-        first_gears: Optional[Dict[int, int]] = None
         for a in args:
-            if isinstance(a, np.ndarray) and a.ndim:
+            if isinstance(a, np.ndarray) and a.ndim and ref is not None:
                 widths = [(0, 0)] * a.ndim
-                gears = {}
-                for d, sizes in self._gears.items():
-                    if d < a.ndim:
-                        g = _gear_for(a.shape[d], sizes, d)
-                        gears[d] = g
-                        widths[d] = (0, g - a.shape[d])
-                a = np.pad(a, widths) if any(w[1] for w in widths) else a
-                if first_gears is None:
-                    first_gears = gears
+                for d, g in gears.items():
+                    ax = d - (ref.ndim - a.ndim)
+                    if ax >= 0 and a.shape[ax] == ref.shape[d] and (a is ref or a.shape[ax] != 1):
+                        widths[ax] = (0, g - a.shape[ax])
+                if any(w[1] for w in widths):
+                    a = np.pad(a, widths)
             out.append(a)
-        _stack("gears").append(first_gears or {})
+        _stack("gears").append(gears)
         return tuple(out)
 
     def __call__(self, *args: Any) -> Any:

@@ -12,7 +12,7 @@ from typing import Any, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _pyasc
-from .errors import InvalidArgumentError, ShapeError, TraceError, UnsupportedError, at_user_line
+from .errors import DTypeError, InvalidArgumentError, ShapeError, TraceError, UnsupportedError, at_user_line
 from .ops import _eager_op, _is_traced
 
 __all__ = ["reshape", "transpose", "broadcast_to", "expand_dims", "squeeze", "flip", "swapaxes", "moveaxis", "pad",
@@ -137,7 +137,13 @@ def flip(x: Any, axis: Optional[Union[int, Sequence[int]]] = None) -> Any:
 def _pad_widths(pad_width: Any, nd: int) -> list:
     import numpy as np
 
-    w = np.asarray(pad_width, dtype=np.int64)
+    try:
+        raw = np.asarray(pad_width)
+    except ValueError:
+        raw = np.asarray([], dtype=float)
+    if raw.dtype.kind not in "iu":
+        raise _err(DTypeError, f"pad_width must be integers, not {pad_width!r}")
+    w = raw.astype(np.int64)
     if w.ndim == 0:
         w = np.full((nd, 2), int(w))
     elif w.ndim == 1 and w.size == 1:
@@ -170,11 +176,14 @@ def concatenate(arrays: Sequence[Any], axis: Optional[int] = 0) -> Any:
     if not any(_is_traced(a) for a in arrays):
         n = len(arrays)
         return _eager_op(f"concatenate:{n}:{axis!r}", lambda *t: concatenate(t, axis))(*arrays)
+    like = next(a for a in arrays if _is_traced(a))
+    # Arrays made inside the function (or literals) join as constants of the trace.
+    arrays = [a if _is_traced(a) or np.ndim(a) == 0 else _pyasc.apply_constant_array(like, np.asarray(a))
+              for a in arrays]
     if axis is None:
         arrays = [reshape(a, (-1,)) if _is_traced(a) else np.ravel(a) for a in arrays]
         axis = 0
-    nd = next(a for a in arrays if _is_traced(a)).ndim
-    return _pyasc.apply_concat(arrays, _norm_axis(axis, nd))
+    return _pyasc.apply_concat(arrays, _norm_axis(axis, like.ndim if axis is not None else 1))
 
 
 def stack(arrays: Sequence[Any], axis: int = 0) -> Any:
@@ -196,7 +205,13 @@ def take(x: Any, indices: Any, axis: Optional[int] = None) -> Any:
         return _eager_op(f"take:{axis!r}", lambda t, i: take(t, i, axis))(x, np.asarray(indices))
     if axis is None:
         x, axis = reshape(x, (-1,)), 0
-    return _pyasc.apply_take(x, indices, _norm_axis(axis, x.ndim))
+    axis = _norm_axis(axis, x.ndim)
+    scalar = (getattr(indices, "ndim", None) == 0) or isinstance(indices, (int, np.integer))
+    if scalar:
+        # A single index drops the axis, as in NumPy: take a one-element index, then squeeze.
+        indices = reshape(indices, (1,)) if _is_traced(indices) else np.asarray(indices).reshape(1)
+        return squeeze(_pyasc.apply_take(x, indices, axis), axis)
+    return _pyasc.apply_take(x, indices, axis)
 
 
 def getitem(x: Any, key: Any) -> Any:
