@@ -234,7 +234,25 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
         .collect();
     let gathered: Vec<bool> = modes.iter().map(|m| matches!(m, ArgMode::Strided(..))).collect();
     let outs: Vec<SendPtr> = outs.iter().map(|p| SendPtr(*p)).collect();
-    let tile = k.tile_elems;
+    // An argument repeated along the outermost dim (a bias row `b` in `x - b`) has the same
+    // tile for every tile when tiles cover whole periods: gather it once per block.
+    let period = |m: &ArgMode| match m {
+        ArgMode::Strided(_, dims, st) if dims.len() >= 2 && st[0] == 0 => Some(dims[1..].iter().product::<usize>()),
+        _ => None,
+    };
+    let mut tile = k.tile_elems;
+    let periodic: Vec<bool> = if k.row_len == 0 {
+        let p = modes.iter().filter_map(period).max().unwrap_or(0);
+        if p > 0 && p <= tile && modes.iter().filter_map(period).all(|q| p % q == 0) {
+            tile = tile / p * p;
+            modes.iter().map(|m| period(m).is_some()).collect()
+        } else {
+            vec![false; modes.len()]
+        }
+    } else {
+        vec![false; modes.len()]
+    };
+    let tile = tile;
     let tiles = n.div_ceil(tile);
     // Kernels with transcendental math compute long enough per tile to hide the next tile's
     // loads behind them; for cheap kernels the hardware prefetcher alone is faster.
@@ -243,6 +261,7 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
         let end = range.end;
         let began = Instant::now();
         let mut scratch = Scratch::new(k, &gathered);
+        let mut first = true;
         for t in range {
             let start = t * tile;
             let len = tile.min(n - start);
@@ -250,7 +269,10 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
                 prefetch_next(k, &modes, start + len, tile.min(n - start - len));
             }
             // SAFETY: modes, outputs and scratch describe memory valid for this tile.
-            unsafe { run_tile(k, &modes, &outs, &mut scratch, start, len)? };
+            unsafe {
+                run_tile(k, &modes, &outs, &mut scratch, start, len, if first { None } else { Some(&periodic) })?
+            };
+            first = false;
         }
         crate::monitor::record_busy(began, Instant::now());
         Ok(())
@@ -296,6 +318,7 @@ unsafe fn run_tile(
     scratch: &mut Scratch,
     start: usize,
     len: usize,
+    reuse: Option<&[bool]>,
 ) -> Result<()> {
     let base = scratch.mem.as_mut_ptr() as *mut u8;
     for (i, r) in k.regs.iter().enumerate() {
@@ -310,6 +333,10 @@ unsafe fn run_tile(
                 RegKind::Arg(a) => match &modes[a as usize] {
                     ArgMode::Broadcast(v) => Val::Scalar(*v),
                     ArgMode::Contiguous(p) => Val::Ptr(p.0.add(start * size)),
+                    ArgMode::Strided(_, _, _) if reuse.is_some_and(|r| r[a as usize]) => {
+                        // Same content as the block's first tile.
+                        Val::Ptr(base.add(scratch.offsets[i].expect("gathered args have scratch")))
+                    }
                     ArgMode::Strided(p, dims, st) => {
                         let dst = base.add(scratch.offsets[i].expect("gathered args have scratch"));
                         match size {
