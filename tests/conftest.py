@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 
@@ -45,3 +47,12 @@ def assert_matches(got: np.ndarray, want: np.ndarray, rtol: float = 0.0, atol: f
         np.testing.assert_array_equal(got, want)
     else:
         np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
+
+
+def line_of(fn, text: str) -> int:
+    """The line number of the first source line of ``fn`` containing ``text``."""
+    src, start = inspect.getsourcelines(fn)
+    for i, line in enumerate(src):
+        if text in line:
+            return start + i
+    raise AssertionError(f"{text!r} not in the source of {fn.__name__}")

@@ -4,25 +4,16 @@ creation functions ``zeros ones full arange`` inside and outside operators."""
 
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 import pyasc
 import pytest
-from conftest import assert_matches
+from conftest import assert_matches, line_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 MODES = ["constant", "edge", "reflect", "wrap"]
 DTYPES = ["bool", "int32", "int64", "float32", "float64"]
 
-
-def _line_of(fn, text):
-    src, start = inspect.getsourcelines(fn)
-    for i, line in enumerate(src):
-        if text in line:
-            return start + i
-    raise AssertionError(text)
 
 
 def _values(rng, shape, dtype):
@@ -396,24 +387,24 @@ def test_take_out_of_range_is_shape_error_with_user_line():
     op = pyasc.operator(f)
     with pytest.raises(pyasc.ShapeError) as ei:
         op(x, np.array([0, 4], np.int32))
-    assert ei.value.lineno == _line_of(f, "TAKE-LINE")
+    assert ei.value.lineno == line_of(f, "TAKE-LINE")
     with pytest.raises(pyasc.ShapeError) as ei:
         op(x, np.array([-5], np.int64))
-    assert ei.value.lineno == _line_of(f, "TAKE-LINE")
+    assert ei.value.lineno == line_of(f, "TAKE-LINE")
 
     def g(t):
         return np.take(t, np.array([7]), axis=0)  # CONST-LINE
 
     with pytest.raises(pyasc.ShapeError) as ei:
         pyasc.operator(g)(x)
-    assert ei.value.lineno == _line_of(g, "CONST-LINE")
+    assert ei.value.lineno == line_of(g, "CONST-LINE")
 
     def h(t):
         return t[[0, 3]]  # INDEX-LINE
 
     with pytest.raises(pyasc.ShapeError) as ei:
         pyasc.operator(h)(x)
-    assert ei.value.lineno == _line_of(h, "INDEX-LINE")
+    assert ei.value.lineno == line_of(h, "INDEX-LINE")
 
 
 def test_take_float_indices_is_dtype_error():

@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 import pyasc
 import pytest
+from conftest import line_of
 
 HERE = __file__
 
-
-def _line_of(fn, text):
-    src, start = inspect.getsourcelines(fn)
-    for i, line in enumerate(src):
-        if text in line:
-            return start + i
-    raise AssertionError(text)
 
 
 def test_hierarchy_and_codes():
@@ -44,7 +36,7 @@ def test_data_dependent_control_flow_names_the_if_line():
     with pytest.raises(pyasc.TraceError) as e:
         op(np.ones(3))
     assert e.value.filename == HERE
-    assert e.value.lineno == _line_of(relu_branch, "the offending line")
+    assert e.value.lineno == line_of(relu_branch, "the offending line")
     assert f"{HERE}:{e.value.lineno}" in str(e.value)
     assert e.value.code == 100004
 
@@ -56,7 +48,7 @@ def test_broadcast_errors_name_the_expression_line():
 
     with pytest.raises(pyasc.ShapeError) as e:
         pyasc.operator(add)(np.ones(3), np.ones(4))
-    assert e.value.lineno == _line_of(add, "mismatched shapes")
+    assert e.value.lineno == line_of(add, "mismatched shapes")
     assert "(3,)" in str(e.value) and "(4,)" in str(e.value)
 
 
@@ -66,14 +58,14 @@ def test_dtype_errors_name_the_line():
 
     with pytest.raises(pyasc.DTypeError) as e:
         pyasc.operator(bad)(np.ones(3, bool))
-    assert e.value.lineno == _line_of(bad, "bool subtract")
+    assert e.value.lineno == line_of(bad, "bool subtract")
 
     def neg_pow(a):
         return a ** -1  # negative integer power
 
     with pytest.raises(pyasc.DTypeError) as e:
         pyasc.operator(neg_pow)(np.arange(3))
-    assert e.value.lineno == _line_of(neg_pow, "negative integer power")
+    assert e.value.lineno == line_of(neg_pow, "negative integer power")
 
     def fexp(a):
         return pyasc.exp(a)  # float16 result

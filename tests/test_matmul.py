@@ -6,25 +6,18 @@ compared with a float64 reference within a bound on the dot-product rounding err
 
 from __future__ import annotations
 
-import inspect
 import math
 
 import numpy as np
 import pyasc
 import pytest
+from conftest import line_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 HERE = __file__
 DTYPES = ["bool", "int32", "int64", "float32", "float64"]
 
-
-def _line_of(fn, text):
-    src, start = inspect.getsourcelines(fn)
-    for i, line in enumerate(src):
-        if text in line:
-            return start + i
-    raise AssertionError(text)
 
 
 def assert_matmul_close(got, a, b, want_dtype, want_shape):
@@ -199,7 +192,7 @@ def test_integer_matmul_is_a_dtype_error_with_line(dtypes):
     x, y = np.ones((2, 3), dtypes[0]), np.ones((3, 4), dtypes[1])
     with pytest.raises(pyasc.DTypeError) as e:
         pyasc.operator(f)(x, y)
-    assert e.value.lineno == _line_of(f, "integer matmul")
+    assert e.value.lineno == line_of(f, "integer matmul")
     assert e.value.filename == HERE
 
 
@@ -215,7 +208,7 @@ def test_mismatched_shapes_are_a_shape_error_with_line(shapes):
         np.matmul(x, y)
     with pytest.raises(pyasc.ShapeError) as e:
         pyasc.operator(f)(x, y)
-    assert e.value.lineno == _line_of(f, "mismatched")
+    assert e.value.lineno == line_of(f, "mismatched")
     assert e.value.filename == HERE
     assert f"{HERE}:{e.value.lineno}" in str(e.value)
 

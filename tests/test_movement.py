@@ -7,13 +7,12 @@ integers in every dtype, so even float sums are exact and every comparison is ex
 
 from __future__ import annotations
 
-import inspect
 import math
 
 import numpy as np
 import pyasc
 import pytest
-from conftest import assert_matches
+from conftest import assert_matches, line_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -22,13 +21,6 @@ DTYPES = ["bool", "int32", "int64", "float32", "float64"]
 MAX_RANK = 5
 MAX_SIZE = 3000
 
-
-def _line_of(fn, text):
-    src, start = inspect.getsourcelines(fn)
-    for i, line in enumerate(src):
-        if text in line:
-            return start + i
-    raise AssertionError(text)
 
 
 def _values(rng, shape, dtype):
@@ -303,7 +295,7 @@ def _error(exc, fn, *args):
 
 def _assert_line(err, fn, text):
     assert err.filename == HERE, (err.filename, str(err))
-    assert err.lineno == _line_of(fn, text), (err.lineno, str(err))
+    assert err.lineno == line_of(fn, text), (err.lineno, str(err))
     assert f"{HERE}:{err.lineno}" in str(err)
 
 

@@ -6,13 +6,12 @@ against a float64 reference with a tolerance scaled by the magnitude of the redu
 
 from __future__ import annotations
 
-import inspect
 import warnings
 
 import numpy as np
 import pyasc
 import pytest
-from conftest import assert_matches
+from conftest import assert_matches, line_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -23,13 +22,6 @@ NO_IDENTITY = {"max", "min", "argmax", "argmin"}
 NP_FUNCS = {"sum": np.sum, "mean": np.mean, "max": np.max, "min": np.min, "prod": np.prod,
             "argmax": np.argmax, "argmin": np.argmin, "any": np.any, "all": np.all}
 
-
-def _line_of(fn, text):
-    src, start = inspect.getsourcelines(fn)
-    for i, line in enumerate(src):
-        if text in line:
-            return start + i
-    raise AssertionError(text)
 
 
 def _values(rng, shape, dtype, name):
@@ -219,7 +211,7 @@ def test_empty_axis_without_identity_raises_shape_error_with_line(name):
 
     with pytest.raises(pyasc.ShapeError) as e:
         pyasc.operator(f)(np.zeros((3, 0), np.float32))
-    assert e.value.lineno == _line_of(f, "empty reduction")
+    assert e.value.lineno == line_of(f, "empty reduction")
     assert e.value.filename == HERE
 
 
@@ -424,7 +416,7 @@ def test_axis_out_of_range_names_the_line():
 
     with pytest.raises(pyasc.ShapeError) as e:
         pyasc.operator(f)(np.ones((2, 3)))
-    assert e.value.lineno == _line_of(f, "bad axis")
+    assert e.value.lineno == line_of(f, "bad axis")
     assert e.value.filename == HERE
 
 
@@ -438,7 +430,7 @@ def test_axis_out_of_range_raises_shape_error(name, axis):
 
     with pytest.raises(pyasc.ShapeError) as e:
         pyasc.operator(f)(np.ones((2, 3)))
-    assert e.value.lineno == _line_of(f, "out of range")
+    assert e.value.lineno == line_of(f, "out of range")
 
 
 @pytest.mark.parametrize("axis", [(0, 0), (1, -1), (0, 1, -2)])
@@ -449,7 +441,7 @@ def test_repeated_axis_raises_shape_error_with_line(name, axis):
 
     with pytest.raises(pyasc.ShapeError) as e:
         pyasc.operator(f)(np.ones((2, 3)))
-    assert e.value.lineno == _line_of(f, "repeated axis")
+    assert e.value.lineno == line_of(f, "repeated axis")
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
