@@ -45,17 +45,7 @@ pub fn infer(op: &Op, operands: &[(VType, &Shape)]) -> Result<(VType, Shape)> {
             }
         }
         Op::Cast(d) => VType::strong(*d),
-        Op::Input(_)
-        | Op::Const(_)
-        | Op::Fill(_)
-        | Op::Reduce { .. }
-        | Op::MatMul
-        | Op::View(_)
-        | Op::Pad(_)
-        | Op::Concat(_)
-        | Op::Take(_) => {
-            unreachable!("handled above")
-        }
+        _ => unreachable!("leaves, reductions and library ops are handled above"),
     };
     check_executable(vt.dtype, op)?;
     Ok((vt, shape))
