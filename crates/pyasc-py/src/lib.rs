@@ -1,6 +1,7 @@
 //! pyasc-py: the only crate that knows Python exists.
 //!
 //! * [`tensor`]: the tracer tensor handed to operator functions.
+//! * [`trace_ops`]: tracing reductions, matmul, views, data movement and creation.
 //! * [`operator`]: the operator object: signature cache, tracing, the cached call path.
 //! * [`args`]: turning call arguments into signatures and raw views.
 //! * [`arrays`]: NumPy dtype mapping and output allocation.
@@ -25,6 +26,7 @@ pub mod monitor;
 pub mod operator;
 pub mod stream;
 pub mod tensor;
+pub mod trace_ops;
 
 /// The extension module `pyasc._pyasc`.
 #[pymodule]
@@ -48,14 +50,14 @@ fn _pyasc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tensor::apply_binary, m)?)?;
     m.add_function(wrap_pyfunction!(tensor::apply_where, m)?)?;
     m.add_function(wrap_pyfunction!(tensor::apply_cast, m)?)?;
-    m.add_function(wrap_pyfunction!(tensor::apply_reduce, m)?)?;
-    m.add_function(wrap_pyfunction!(tensor::apply_matmul, m)?)?;
-    m.add_function(wrap_pyfunction!(tensor::apply_view, m)?)?;
-    m.add_function(wrap_pyfunction!(tensor::apply_pad, m)?)?;
-    m.add_function(wrap_pyfunction!(tensor::apply_fill, m)?)?;
-    m.add_function(wrap_pyfunction!(tensor::apply_concat, m)?)?;
-    m.add_function(wrap_pyfunction!(tensor::apply_take, m)?)?;
-    m.add_function(wrap_pyfunction!(tensor::apply_constant_array, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_ops::apply_reduce, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_ops::apply_matmul, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_ops::apply_view, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_ops::apply_pad, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_ops::apply_fill, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_ops::apply_concat, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_ops::apply_take, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_ops::apply_constant_array, m)?)?;
     m.add_function(wrap_pyfunction!(log::set_native_log_level, m)?)?;
     m.add_function(wrap_pyfunction!(device_info, m)?)?;
     m.add_function(wrap_pyfunction!(monitor::utilization, m)?)?;

@@ -4,10 +4,11 @@
 use crate::arrays::{dtype_of, is_numpy_scalar, np_dtype, numpy};
 use crate::errors::{to_py, user_error};
 use crate::frames::user_loc;
+use crate::trace_ops::apply_matmul;
+pub use crate::trace_ops::ConstArray;
 use numpy::{PyUntypedArray, PyUntypedArrayMethods};
 use pyasc_ir::error::{ErrorKind, IrError};
-use pyasc_ir::op::{Axes, BinaryOp, Op, ReduceOp, UnaryOp};
-use pyasc_ir::view::{PadMode, PadSpec, SliceDim, ViewSpec};
+use pyasc_ir::op::{BinaryOp, Op, UnaryOp};
 use pyasc_ir::{DType, Graph, NodeId, Scalar};
 use pyo3::basic::CompareOp;
 use pyo3::exceptions::PyTypeError;
@@ -26,69 +27,6 @@ pub struct Trace {
     pub shape_read: bool,
     /// Arrays created during tracing (`arange`): extra arguments after the caller's.
     pub constants: Vec<ConstArray>,
-}
-
-/// An array made while tracing, passed to the plan as an extra argument on every call.
-#[derive(Clone, Debug)]
-pub struct ConstArray {
-    /// Element type.
-    pub dtype: DType,
-    /// Extents.
-    pub shape: Vec<usize>,
-    /// The elements, C order, in 8-byte-aligned storage.
-    pub data: Vec<u64>,
-}
-
-impl ConstArray {
-    /// A view of the elements.
-    pub fn view(&self) -> pyasc_runtime::InputView {
-        pyasc_runtime::InputView::contiguous(self.data.as_ptr() as *const u8, self.dtype, self.shape.clone())
-    }
-}
-
-/// Add an array computed at trace time (values fixed for the plan) to the trace of `like`.
-#[pyfunction]
-pub fn apply_constant_array(py: Python<'_>, like: &Bound<'_, PyAny>, array: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
-    let trace = trace_of(&[like]).ok_or_else(|| PyTypeError::new_err("no traced tensor among the operands"))?;
-    let arr = numpy(py)?.call_method1("ascontiguousarray", (array,))?;
-    let a = arr.cast::<PyUntypedArray>()?;
-    let dtype = dtype_of(a).map_err(to_py)?;
-    let shape = a.shape().to_vec();
-    let bytes = shape.iter().product::<usize>() * dtype.size();
-    let mut data = vec![0u64; bytes.div_ceil(8).max(1)];
-    let src = crate::arrays::view_of(a, dtype).expect("contiguous arrays have element strides");
-    // SAFETY: the array holds `bytes` contiguous bytes; `data` has room for them.
-    unsafe { std::ptr::copy_nonoverlapping(src.ptr, data.as_mut_ptr() as *mut u8, bytes) };
-    let mut t = trace.lock().expect("trace lock poisoned");
-    let id = t.graph.add_input(pyasc_ir::dtype::VType::strong(dtype), pyasc_ir::Shape(shape.clone()));
-    t.constants.push(ConstArray { dtype, shape: shape.clone(), data });
-    drop(t);
-    Py::new(py, Tensor { trace: trace.clone(), id, dtype, shape })
-}
-
-/// A constant filling `shape` in the trace of `like` (`zeros`, `ones`, `full` inside operators).
-#[pyfunction]
-pub fn apply_fill(
-    py: Python<'_>,
-    like: &Bound<'_, PyAny>,
-    value: &Bound<'_, PyAny>,
-    dtype: &Bound<'_, PyAny>,
-    shape: Vec<usize>,
-) -> PyResult<Py<Tensor>> {
-    let trace = trace_of(&[like]).ok_or_else(|| PyTypeError::new_err("no traced tensor among the operands"))?;
-    let dt = parse_dtype(py, dtype)?;
-    let v = if let Ok(b) = value.extract::<bool>() {
-        Scalar::Bool(b)
-    } else if let Ok(i) = value.extract::<i64>() {
-        Scalar::Int(i)
-    } else {
-        Scalar::Float(value.extract::<f64>()?)
-    };
-    let loc = user_loc(py);
-    let mut t = trace.lock().expect("trace lock poisoned");
-    let id = t.graph.fill(v, dt, pyasc_ir::Shape(shape.clone()), loc);
-    drop(t);
-    Py::new(py, Tensor { trace: trace.clone(), id, dtype: dt, shape })
 }
 
 /// Shared handle to a trace.
@@ -118,7 +56,7 @@ impl Tensor {
     }
 }
 
-fn trace_error(py: Python<'_>, msg: impl Into<String>) -> PyErr {
+pub(crate) fn trace_error(py: Python<'_>, msg: impl Into<String>) -> PyErr {
     user_error(py, ErrorKind::Trace, msg)
 }
 
@@ -202,7 +140,8 @@ pub fn node_of(py: Python<'_>, trace: &TraceRef, obj: &Bound<'_, PyAny>) -> PyRe
     ))
 }
 
-fn trace_of(objs: &[&Bound<'_, PyAny>]) -> Option<TraceRef> {
+/// The trace of the first traced tensor among `objs`.
+pub(crate) fn trace_of(objs: &[&Bound<'_, PyAny>]) -> Option<TraceRef> {
     objs.iter().find_map(|o| o.cast::<Tensor>().ok().map(|t| t.get().trace.clone()))
 }
 
@@ -229,108 +168,6 @@ pub fn apply_binary(py: Python<'_>, name: &str, a: &Bound<'_, PyAny>, b: &Bound<
     binary(py, op, a, b)
 }
 
-/// A movement op on a traced tensor: `kind` is `transpose` (params: the axes), `reshape`
-/// (the new shape), `slice` (one `(start, step, len)` per axis) or `broadcast_to` (the shape).
-#[pyfunction]
-pub fn apply_view(py: Python<'_>, x: &Bound<'_, PyAny>, kind: &str, params: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
-    let spec = match kind {
-        "transpose" => ViewSpec::Transpose(params.extract()?),
-        "reshape" => ViewSpec::Reshape(params.extract()?),
-        "broadcast_to" => ViewSpec::BroadcastTo(params.extract()?),
-        "slice" => {
-            let dims: Vec<(usize, isize, usize)> = params.extract()?;
-            ViewSpec::Slice(dims.into_iter().map(|(start, step, len)| SliceDim { start, step, len }).collect())
-        }
-        other => return Err(PyTypeError::new_err(format!("unknown view {other}"))),
-    };
-    let trace = trace_of(&[x]).ok_or_else(|| PyTypeError::new_err("no traced tensor among the operands"))?;
-    let id = node_of(py, &trace, x)?;
-    let loc = user_loc(py);
-    let mut t = trace.lock().expect("trace lock poisoned");
-    if !t.open {
-        return Err(to_py(
-            IrError::new(ErrorKind::Trace, "a traced tensor was used after its operator returned").at(loc.as_ref()),
-        ));
-    }
-    let vid = t.graph.view(spec, id, loc).map_err(to_py)?;
-    let n = t.graph.node(vid);
-    let tensor = Tensor { trace: trace.clone(), id: vid, dtype: n.dtype(), shape: n.shape.0.clone() };
-    drop(t);
-    Py::new(py, tensor)
-}
-
-/// `np.pad` of a traced tensor: `widths` one `(before, after)` per axis, `mode` one of
-/// constant, edge, reflect, wrap.
-#[pyfunction]
-pub fn apply_pad(
-    py: Python<'_>,
-    x: &Bound<'_, PyAny>,
-    widths: Vec<(usize, usize)>,
-    mode: &str,
-    cval: &Bound<'_, PyAny>,
-) -> PyResult<Py<Tensor>> {
-    let mode = match mode {
-        "constant" => PadMode::Constant,
-        "edge" => PadMode::Edge,
-        "reflect" => PadMode::Reflect,
-        "wrap" => PadMode::Wrap,
-        other => {
-            return Err(user_error(
-                py,
-                ErrorKind::Unsupported,
-                format!("pad mode {other:?} is not supported; use constant, edge, reflect or wrap"),
-            ))
-        }
-    };
-    let cval = if let Ok(b) = cval.extract::<bool>() {
-        Scalar::Bool(b)
-    } else if let Ok(i) = cval.extract::<i64>() {
-        Scalar::Int(i)
-    } else {
-        Scalar::Float(cval.extract::<f64>()?)
-    };
-    let trace = trace_of(&[x]).ok_or_else(|| PyTypeError::new_err("no traced tensor among the operands"))?;
-    let id = node_of(py, &trace, x)?;
-    let loc = user_loc(py);
-    let mut t = trace.lock().expect("trace lock poisoned");
-    let pid = t.graph.pad(PadSpec { widths, mode, cval }, id, loc).map_err(to_py)?;
-    let n = t.graph.node(pid);
-    let tensor = Tensor { trace: trace.clone(), id: pid, dtype: n.dtype(), shape: n.shape.0.clone() };
-    drop(t);
-    Py::new(py, tensor)
-}
-
-/// `np.concatenate(tensors, axis)` on traced tensors (NumPy arrays among them are constants).
-#[pyfunction]
-pub fn apply_concat(py: Python<'_>, tensors: Vec<Bound<'_, PyAny>>, axis: u16) -> PyResult<Py<Tensor>> {
-    let refs: Vec<&Bound<'_, PyAny>> = tensors.iter().collect();
-    let trace = trace_of(&refs).ok_or_else(|| PyTypeError::new_err("no traced tensor among the operands"))?;
-    let ids: Vec<NodeId> = tensors.iter().map(|t| node_of(py, &trace, t)).collect::<PyResult<_>>()?;
-    apply(py, &trace, Op::Concat(axis), &ids)
-}
-
-/// `np.take(x, indices, axis)` on a traced tensor; `indices` traced or a constant int array.
-#[pyfunction]
-pub fn apply_take(py: Python<'_>, x: &Bound<'_, PyAny>, indices: &Bound<'_, PyAny>, axis: u16) -> PyResult<Py<Tensor>> {
-    let trace = trace_of(&[x]).ok_or_else(|| PyTypeError::new_err("no traced tensor among the operands"))?;
-    let idx = if indices.cast::<Tensor>().is_ok() {
-        node_of(py, &trace, indices)?
-    } else {
-        let arr = numpy(py)?.call_method1("asarray", (indices,))?;
-        apply_constant_array(py, x, &arr)?.get().id
-    };
-    let xid = node_of(py, &trace, x)?;
-    apply(py, &trace, Op::Take(axis), &[xid, idx])
-}
-
-/// `a @ b` (NumPy `matmul`) on traced tensors.
-#[pyfunction]
-pub fn apply_matmul(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
-    let trace = trace_of(&[a, b]).ok_or_else(|| PyTypeError::new_err("no traced tensor among the operands"))?;
-    let ids = [node_of(py, &trace, a)?, node_of(py, &trace, b)?];
-    apply(py, &trace, Op::MatMul, &ids)
-}
-
 /// `where(cond, a, b)` on traced tensors.
 #[pyfunction]
 pub fn apply_where(
@@ -342,69 +179,6 @@ pub fn apply_where(
     let trace = trace_of(&[cond, a, b]).ok_or_else(|| PyTypeError::new_err("no traced tensor among the operands"))?;
     let ids = [node_of(py, &trace, cond)?, node_of(py, &trace, a)?, node_of(py, &trace, b)?];
     apply(py, &trace, Op::Where, &ids)
-}
-
-/// Normalise `axis` (None, an int or a sequence of ints; negative counts from the end) for a
-/// tensor of rank `rank` into an axis set.
-pub fn parse_axes(py: Python<'_>, axis: Option<&Bound<'_, PyAny>>, rank: usize) -> PyResult<Axes> {
-    let list: Vec<i64> = match axis {
-        None => return Ok(Axes::all(rank)),
-        Some(a) if a.is_none() => return Ok(Axes::all(rank)),
-        Some(a) => match a.extract::<i64>() {
-            Ok(i) => vec![i],
-            Err(_) => a.extract::<Vec<i64>>().map_err(|_| {
-                user_error(
-                    py,
-                    ErrorKind::InvalidArgument,
-                    format!("axis must be None, an int or a tuple of ints, not {a}"),
-                )
-            })?,
-        },
-    };
-    let mut mask = 0u64;
-    for a in list {
-        let i = if a < 0 { a + rank as i64 } else { a };
-        if i < 0 || i >= rank as i64 {
-            return Err(user_error(
-                py,
-                ErrorKind::Shape,
-                format!("axis {a} is out of bounds for a tensor of rank {rank}"),
-            ));
-        }
-        if mask & (1 << i) != 0 {
-            return Err(user_error(py, ErrorKind::Shape, format!("axis {a} is repeated")));
-        }
-        mask |= 1 << i;
-    }
-    Ok(Axes(mask))
-}
-
-/// A reduction by name (`sum prod max min argmax argmin any all`) of a traced tensor.
-#[pyfunction]
-#[pyo3(signature = (name, x, axis = None, keepdims = false))]
-pub fn apply_reduce(
-    py: Python<'_>,
-    name: &str,
-    x: &Bound<'_, PyAny>,
-    axis: Option<&Bound<'_, PyAny>>,
-    keepdims: bool,
-) -> PyResult<Py<Tensor>> {
-    let op = ReduceOp::from_name(name).ok_or_else(|| PyTypeError::new_err(format!("unknown reduction {name}")))?;
-    let trace = trace_of(&[x]).ok_or_else(|| PyTypeError::new_err("no traced tensor among the operands"))?;
-    let id = node_of(py, &trace, x)?;
-    let rank = trace.lock().expect("trace lock poisoned").graph.node(id).shape.rank();
-    let axes = parse_axes(py, axis, rank)?;
-    if matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) && axes.0.count_ones() > 1 && axes != Axes::all(rank) {
-        return Err(user_error(py, ErrorKind::InvalidArgument, format!("{name} takes a single axis or None")));
-    }
-    if matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) && axes == Axes::all(rank) && rank > 1 {
-        return Err(user_error(
-            py,
-            ErrorKind::Unsupported,
-            format!("{name} over all axes of a {rank}-d tensor needs a flattening reshape, which comes with movement ops; pass an axis"),
-        ));
-    }
-    apply(py, &trace, Op::Reduce { op, axes, keepdims }, &[id])
 }
 
 /// Parse anything `numpy.dtype()` accepts into a pyasc dtype.
