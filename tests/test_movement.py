@@ -427,3 +427,10 @@ def test_reshape_error_names_both_shapes():
 def test_integer_array_indexing_takes_like_numpy():
     x = np.arange(20.0).reshape(4, 5)
     assert_matches(pyasc.operator(lambda t: t[[0, 2]])(x), x[[0, 2]])
+
+
+def test_permute_is_transpose_with_an_order():
+    x = np.arange(24.0).reshape(2, 3, 4)
+    got = pyasc.operator(lambda t: (t.permute(2, 0, 1) * 2, pyasc.permute(t, (1, 2, 0)) + 1))(x)
+    assert_matches(got[0], np.transpose(x, (2, 0, 1)) * 2)
+    assert_matches(got[1], np.transpose(x, (1, 2, 0)) + 1)

@@ -15,7 +15,7 @@ from . import _pyasc
 from .errors import DTypeError, InvalidArgumentError, ShapeError, TraceError, UnsupportedError, at_user_line
 from .ops import _eager_op, _is_traced
 
-__all__ = ["reshape", "transpose", "broadcast_to", "expand_dims", "squeeze", "flip", "swapaxes", "moveaxis", "pad",
+__all__ = ["reshape", "transpose", "permute", "broadcast_to", "expand_dims", "squeeze", "flip", "swapaxes", "moveaxis", "pad",
            "concatenate", "stack", "take"]
 
 Shape = Tuple[int, ...]
@@ -63,6 +63,11 @@ def transpose(x: Any, axes: Optional[Sequence[int]] = None) -> Any:
     nd = x.ndim
     perm = list(range(nd))[::-1] if axes is None else [_norm_axis(a, nd) for a in axes]
     return _pyasc.apply_view(x, "transpose", perm)
+
+
+def permute(x: Any, *axes: Any) -> Any:
+    """Permute the axes (PyTorch's name for ``transpose`` with an explicit order)."""
+    return transpose(x, tuple(axes[0]) if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else axes)
 
 
 def swapaxes(x: Any, a: int, b: int) -> Any:
@@ -290,6 +295,10 @@ def _method_ravel(x: Any, args: tuple) -> Any:
 
 def _method_squeeze(x: Any, args: tuple) -> Any:
     return squeeze(x, _args(args) or None)
+
+
+def _method_permute(x: Any, args: tuple) -> Any:
+    return transpose(x, _args(args))
 
 
 def _method_swapaxes(x: Any, args: tuple) -> Any:

@@ -336,6 +336,11 @@ impl Tensor {
     fn transpose(slf: &Bound<'_, Self>, axes: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
         movement(slf, "transpose", axes)
     }
+    /// Permute the axes in the order given (`x.permute(2, 0, 1)`).
+    #[pyo3(signature = (*axes))]
+    fn permute(slf: &Bound<'_, Self>, axes: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
+        movement(slf, "permute", axes)
+    }
     /// A new shape with the same elements in C order (one extent may be -1).
     #[pyo3(signature = (*shape))]
     fn reshape(slf: &Bound<'_, Self>, shape: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
