@@ -15,8 +15,8 @@ from . import _pyasc
 from .errors import DTypeError, InvalidArgumentError, ShapeError, TraceError, UnsupportedError, at_user_line
 from .ops import _eager_op, _is_traced
 
-__all__ = ["reshape", "transpose", "permute", "broadcast_to", "expand_dims", "squeeze", "flip", "swapaxes", "moveaxis", "pad",
-           "concatenate", "stack", "take"]
+__all__ = ["reshape", "transpose", "permute", "broadcast_to", "expand_dims", "squeeze", "flip", "swapaxes",
+           "moveaxis", "pad", "concatenate", "stack", "take"]
 
 Shape = Tuple[int, ...]
 
