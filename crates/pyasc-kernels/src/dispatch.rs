@@ -15,6 +15,8 @@ pub(crate) trait Simd: Copy {
     /// Dividing float32 by a scalar is faster as a float64 multiply by its reciprocal (twice
     /// the conversions, but no division unit).
     const DIV_BY_MUL: bool = false;
+    /// AVX-512F is available: kernels with hand-written AVX-512 paths may take them.
+    const AVX512: bool = false;
 }
 
 /// Baseline target (x86_64 SSE2, or any other architecture).
@@ -41,6 +43,7 @@ pub(crate) struct Avx512;
 impl Simd for Avx512 {
     const FMA: bool = true;
     const DIV_BY_MUL: bool = true;
+    const AVX512: bool = true;
 }
 
 /// A kernel body written once, generic over the ISA marker.

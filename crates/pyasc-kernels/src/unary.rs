@@ -146,6 +146,9 @@ impl Kernel for UnaryF32<'_> {
             FloatFn::Tan => trig(x, y, tan_f32::<S>, f64::tan),
             FloatFn::Tanh => map1(x, y, tanh_f32::<S>),
             FloatFn::Sigmoid => map1(x, y, sigmoid_f32::<S>),
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `S::AVX512` is only true in the copy compiled for (and run on) AVX-512.
+            FloatFn::Erf if S::AVX512 => unsafe { crate::math::erf_table::erf_avx512(x, y) },
             FloatFn::Erf => map1(x, y, erf_f32::<S>),
             FloatFn::Erfc => map1(x, y, erfc_f32::<S>),
             FloatFn::Gelu => map1(x, y, gelu_f32::<S>),

@@ -143,3 +143,28 @@ fn div_other_operand_forms() {
         }
     });
 }
+
+/// Every float32 dividend for a few divisors, among them an all-ones significand and divisors
+/// at the bounds of the reciprocal-with-correction path (ignored by default: about five minutes;
+/// `cargo test --release --test div_scalar -- --ignored`).
+#[test]
+#[ignore]
+fn div_by_scalar_all_dividends() {
+    const CHUNK: u64 = 1 << 16;
+    let ds = [1.41421f32, 3.0, -0.1, f32::from_bits(0x3fff_ffff), 1.0 - f32::EPSILON / 2.0, 7.9e-31, 1.2e30];
+    let mut x = vec![0.0f32; CHUNK as usize];
+    let mut y = vec![0.0f32; CHUNK as usize];
+    for_each_isa(|isa| {
+        for &c in &ds {
+            for start in (0..1u64 << 32).step_by(CHUNK as usize) {
+                for (i, v) in x.iter_mut().enumerate() {
+                    *v = f32::from_bits((start + i as u64) as u32);
+                }
+                binary::arith(ArithFn::Div, Src::Slice(&x), Src::Scalar(c), &mut y);
+                for (&v, &g) in x.iter().zip(&y) {
+                    assert!(same(g, v / c), "[{}] {v:e} / {c:e} = {g:e}, want {:e}", isa.name(), v / c);
+                }
+            }
+        }
+    });
+}

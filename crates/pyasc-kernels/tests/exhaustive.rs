@@ -1,4 +1,4 @@
-//! Every float32 input of `exp` and `exp2` against float64 references rounded to float32,
+//! Every float32 input of `exp`, `exp2`, `sigmoid` and `erf` against float64 references rounded to float32,
 //! under every ISA (ignored by default: about a minute per function in release mode;
 //! `cargo test --release --test exhaustive -- --ignored --nocapture`).
 
@@ -47,4 +47,10 @@ fn exp2_all() {
 #[ignore]
 fn sigmoid_all() {
     exhaustive(FloatFn::Sigmoid, |x| 1.0 / (1.0 + (-x).exp()), 2);
+}
+
+#[test]
+#[ignore]
+fn erf_all() {
+    exhaustive(FloatFn::Erf, libm::erf, 2);
 }

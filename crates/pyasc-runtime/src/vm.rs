@@ -265,13 +265,10 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
         for t in range {
             let start = t * tile;
             let len = tile.min(n - start);
-            if prefetch && t + 1 < end {
-                prefetch_next(k, &modes, start + len, tile.min(n - start - len));
-            }
+            let next = (prefetch && t + 1 < end).then(|| (start + len, tile.min(n - start - len)));
+            let at = TileAt { start, len, next };
             // SAFETY: modes, outputs and scratch describe memory valid for this tile.
-            unsafe {
-                run_tile(k, &modes, &outs, &mut scratch, start, len, if first { None } else { Some(&periodic) })?
-            };
+            unsafe { run_tile(k, &modes, &outs, &mut scratch, at, if first { None } else { Some(&periodic) })? };
             first = false;
         }
         crate::monitor::record_busy(began, Instant::now());
@@ -307,7 +304,18 @@ fn prefetch_next(k: &TileKernel, modes: &[ArgMode], start: usize, len: usize) {
     let _ = (k, modes, start, len);
 }
 
-/// Resolve registers for the tile at `start` and run the body.
+/// Where a tile lies in the iteration space.
+#[derive(Copy, Clone)]
+struct TileAt {
+    /// First element.
+    start: usize,
+    /// Elements.
+    len: usize,
+    /// The block's next tile (start, len), to prefetch while this one computes.
+    next: Option<(usize, usize)>,
+}
+
+/// Resolve registers for the tile at `at` and run the body.
 ///
 /// # Safety
 /// Argument and output memory must cover the kernel's iteration space.
@@ -316,10 +324,10 @@ unsafe fn run_tile(
     modes: &[ArgMode],
     outs: &[SendPtr],
     scratch: &mut Scratch,
-    start: usize,
-    len: usize,
+    at: TileAt,
     reuse: Option<&[bool]>,
 ) -> Result<()> {
+    let TileAt { start, len, next } = at;
     let base = scratch.mem.as_mut_ptr() as *mut u8;
     for (i, r) in k.regs.iter().enumerate() {
         let size = r.dtype.size();
@@ -362,7 +370,13 @@ unsafe fn run_tile(
             }
         };
     }
-    for ins in &k.body {
+    let parts = k.body.len();
+    for (j, ins) in k.body.iter().enumerate() {
+        if let Some((ns, nl)) = next {
+            // Spread the next tile's prefetches over the body so they never queue up.
+            let (a, b) = (nl * j / parts, nl * (j + 1) / parts);
+            prefetch_next(k, modes, ns + a, b - a);
+        }
         let d = ins.dst().0 as usize;
         let uniform = k.regs[d].kind == RegKind::Tile
             && ins.srcs().iter().all(|r| matches!(scratch.vals[r.0 as usize], Val::Scalar(_)));

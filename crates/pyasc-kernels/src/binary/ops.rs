@@ -191,10 +191,56 @@ fn div_by_scalar_f32(a: &[f32], c: f32, y: &mut [f32]) {
     }
 }
 
+/// Bounds of the float32 quotients and dividends [`div_by_scalar_fma_f32`] handles directly.
+const FMA_DIV_LOW: f32 = 7.888_609e-31; // 2^-100
+/// See [`FMA_DIV_LOW`].
+const FMA_DIV_HIGH: f32 = 1.267_650_6e30; // 2^100
+
+/// `y = a / c` for float32, correctly rounded like the division, from the reciprocal
+/// `r = fl(1/c)` and one correction step with fused multiply-adds (Markstein):
+/// `q0 = fl(a r)` is within an ulp of `a / c`, the remainder `a - c q0` is exact in one FMA,
+/// and `fl(q0 + (a - c q0) r)` is the correctly rounded quotient when `r` is the correctly
+/// rounded reciprocal and nothing underflows or overflows. The caller checks that `r` is
+/// normal; here dividends and quotients outside [2^-100, 2^100] in magnitude (subnormal,
+/// infinite or NaN operands, overflowing or underflowing quotients) make their chunk be
+/// recomputed by division. Zero dividends give the zero of `q0`'s sign, which is the
+/// quotient's.
+#[inline(always)]
+fn div_by_scalar_fma_f32(a: &[f32], c: f32, y: &mut [f32]) {
+    assert_eq!(a.len(), y.len(), "operand length differs from output length");
+    let r = 1.0 / c;
+    let mut yc = y.chunks_exact_mut(DIV_CHUNK);
+    let mut ac = a.chunks_exact(DIV_CHUNK);
+    for (yc, ac) in (&mut yc).zip(&mut ac) {
+        let mut slow = 0u32;
+        for i in 0..DIV_CHUNK {
+            let v = ac[i];
+            let q0 = v * r;
+            let e = (-q0).mul_add(c, v);
+            let q = e.mul_add(r, q0).copysign(q0);
+            let (va, qa) = (v.abs(), q0.abs());
+            let fine = (va >= FMA_DIV_LOW) & (FMA_DIV_LOW..=FMA_DIV_HIGH).contains(&qa);
+            slow |= (!fine & (v != 0.0)) as u32;
+            yc[i] = q;
+        }
+        if slow != 0 {
+            for i in 0..DIV_CHUNK {
+                yc[i] = ac[i] / c;
+            }
+        }
+    }
+    for (o, &v) in yc.into_remainder().iter_mut().zip(ac.remainder()) {
+        *o = v / c;
+    }
+}
+
 /// `y = a / b` for float32 ([`div_by_scalar_f32`] for a scalar divisor if `div_by_mul`).
 #[inline(always)]
 fn div_f32(a: Src<'_, f32>, b: Src<'_, f32>, y: &mut [f32], div_by_mul: bool) {
     match (a, b) {
+        (Src::Slice(a), Src::Scalar(c)) if div_by_mul && (FMA_DIV_LOW..=FMA_DIV_HIGH).contains(&c.abs()) => {
+            div_by_scalar_fma_f32(a, c, y)
+        }
         (Src::Slice(a), Src::Scalar(c)) if div_by_mul => div_by_scalar_f32(a, c, y),
         _ => map2(a, b, y, |a: f32, b: f32| a / b),
     }

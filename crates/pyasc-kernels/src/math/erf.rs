@@ -11,7 +11,8 @@
 //! `tools/fit_erf.py` (near-minimax, mpmath references).
 //!
 //! erf itself needs no exponential: a polynomial below 1.1 and a rational for `-erfc` up to
-//! 3.92, blended into one evaluation (see [`erf_f32`]; `tools/fit_erf_rational.py`).
+//! 3.92, blended into one evaluation (see [`erf_f32`]; `tools/fit_erf_rational.py`). Under
+//! AVX-512 erf takes the table-driven kernel of [`super::erf_table`] instead.
 
 use super::{fma32, horner32, mad32};
 use crate::dispatch::Simd;

@@ -9,6 +9,7 @@
 //! large arguments demand.
 
 pub(crate) mod erf;
+pub(crate) mod erf_table;
 pub(crate) mod exp_log;
 pub(crate) mod hyper;
 pub(crate) mod real;
