@@ -56,11 +56,19 @@ pub fn collapse(dims: &[usize], strides: &mut [Vec<isize>]) -> Vec<usize> {
     out_dims
 }
 
-/// Classify an operand's collapsed strides.
+/// Classify an operand's collapsed strides. An operand laid out in C order over the whole
+/// iteration space is contiguous even when other operands keep the space from collapsing to
+/// one dim (`x` in `x - b` with a broadcast row `b`).
 pub fn classify(dims: &[usize], strides: &[isize]) -> Access {
+    let mut step = 1isize;
+    let c_order = dims.iter().zip(strides).rev().all(|(d, s)| {
+        let ok = *d == 1 || *s == step;
+        step *= *d as isize;
+        ok
+    });
     if strides.iter().zip(dims).all(|(s, d)| *s == 0 || *d == 1) {
         Access::Broadcast
-    } else if dims.len() == 1 && strides[0] == 1 {
+    } else if c_order {
         Access::Contiguous
     } else {
         Access::Strided(strides.to_vec())
@@ -144,6 +152,10 @@ mod tests {
         assert_eq!(collapse(&dims, &mut s), vec![4, 5]);
         assert_eq!(classify(&[4, 5], &s[0]), Access::Strided(vec![0, 1]));
         assert_eq!(classify(&[4, 5], &[0, 0]), Access::Broadcast);
+        // C order over a space that other operands keep 2-D.
+        assert_eq!(classify(&[4, 5], &[5, 1]), Access::Contiguous);
+        assert_eq!(classify(&[4, 1, 5], &[5, 0, 1]), Access::Contiguous);
+        assert_eq!(classify(&[4, 5], &[1, 4]), Access::Strided(vec![1, 4]));
     }
 
     #[test]

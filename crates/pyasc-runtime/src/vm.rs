@@ -12,7 +12,6 @@ use crate::layout::{broadcast_strides, classify, collapse, gather, Access};
 use crate::pool::num_threads;
 use crate::view::{read_scalar, InputView, OutputPtr, SendPtr};
 use pyasc_ir::error::{IrError, Result};
-use pyasc_ir::op::UnaryKind;
 use pyasc_ir::tile::{BufferKind, Instr, KernelPlan, RegKind, Special, TileKernel};
 use pyasc_ir::DType;
 use rayon::prelude::*;
@@ -254,9 +253,19 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
     };
     let tile = tile;
     let tiles = n.div_ceil(tile);
-    // Kernels with transcendental math compute long enough per tile to hide the next tile's
-    // loads behind them; for cheap kernels the hardware prefetcher alone is faster.
-    let prefetch = k.body.iter().any(|i| matches!(i, Instr::Unary { op, .. } if op.kind() == UnaryKind::Float));
+    // Memory streams walked in step with the tiles: contiguous arguments and element outputs.
+    let streams: Vec<(usize, usize)> = k
+        .regs
+        .iter()
+        .filter_map(|r| match r.kind {
+            RegKind::Arg(a) => match &modes[a as usize] {
+                ArgMode::Contiguous(p) => Some((p.0 as usize, r.dtype.size())),
+                _ => None,
+            },
+            RegKind::Out(o) if !r.row => Some((outs[o as usize].0 as usize, r.dtype.size())),
+            _ => None,
+        })
+        .collect();
     let run_range = |range: std::ops::Range<usize>| -> Result<()> {
         let end = range.end;
         let began = Instant::now();
@@ -265,8 +274,8 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
         for t in range {
             let start = t * tile;
             let len = tile.min(n - start);
-            let next = (prefetch && t + 1 < end).then(|| (start + len, tile.min(n - start - len)));
-            let at = TileAt { start, len, next };
+            let next = (t + 1 < end).then(|| (start + len, tile.min(n - start - len)));
+            let at = TileAt { start, len, next, streams: &streams };
             // SAFETY: modes, outputs and scratch describe memory valid for this tile.
             unsafe { run_tile(k, &modes, &outs, &mut scratch, at, if first { None } else { Some(&periodic) })? };
             first = false;
@@ -284,35 +293,35 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
     Ok((tiles, blocks))
 }
 
-/// Ask the caches for the next tile of every contiguous argument while this one computes,
-/// so reading memory overlaps the tile's arithmetic.
-fn prefetch_next(k: &TileKernel, modes: &[ArgMode], start: usize, len: usize) {
+/// Ask the caches for the next tile of every contiguous argument and output while this one
+/// computes, so reading memory (and reading output lines for ownership before they are
+/// written) overlaps the tile's arithmetic. `streams` holds (base address, element size).
+fn prefetch_next(streams: &[(usize, usize)], start: usize, len: usize) {
     #[cfg(target_arch = "x86_64")]
-    for (a, m) in modes.iter().enumerate() {
-        if let ArgMode::Contiguous(p) = m {
-            let size = k.regs.iter().find(|r| r.kind == RegKind::Arg(a as u16)).map_or(8, |r| r.dtype.size());
-            let (from, bytes) = (p.0 as usize + start * size, len * size);
-            let mut line = from & !63;
-            while line < from + bytes {
-                // SAFETY: prefetching is a hint; it never faults, whatever the address.
-                unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(line as *const i8) };
-                line += 64;
-            }
+    for &(base, size) in streams {
+        let (from, bytes) = (base + start * size, len * size);
+        let mut line = from & !63;
+        while line < from + bytes {
+            // SAFETY: prefetching is a hint; it never faults, whatever the address.
+            unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(line as *const i8) };
+            line += 64;
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = (k, modes, start, len);
+    let _ = (streams, start, len);
 }
 
 /// Where a tile lies in the iteration space.
 #[derive(Copy, Clone)]
-struct TileAt {
+struct TileAt<'a> {
     /// First element.
     start: usize,
     /// Elements.
     len: usize,
     /// The block's next tile (start, len), to prefetch while this one computes.
     next: Option<(usize, usize)>,
+    /// Memory streams to prefetch: (base address, element size).
+    streams: &'a [(usize, usize)],
 }
 
 /// Resolve registers for the tile at `at` and run the body.
@@ -327,7 +336,7 @@ unsafe fn run_tile(
     at: TileAt,
     reuse: Option<&[bool]>,
 ) -> Result<()> {
-    let TileAt { start, len, next } = at;
+    let TileAt { start, len, next, streams } = at;
     let base = scratch.mem.as_mut_ptr() as *mut u8;
     for (i, r) in k.regs.iter().enumerate() {
         let size = r.dtype.size();
@@ -375,7 +384,7 @@ unsafe fn run_tile(
         if let Some((ns, nl)) = next {
             // Spread the next tile's prefetches over the body so they never queue up.
             let (a, b) = (nl * j / parts, nl * (j + 1) / parts);
-            prefetch_next(k, modes, ns + a, b - a);
+            prefetch_next(streams, ns + a, b - a);
         }
         let d = ins.dst().0 as usize;
         let uniform = k.regs[d].kind == RegKind::Tile
