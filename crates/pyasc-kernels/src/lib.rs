@@ -15,6 +15,7 @@ pub mod gemm;
 pub mod isa;
 mod math;
 pub mod reduce;
+mod reduce_avx512;
 mod src;
 pub mod unary;
 

@@ -7,14 +7,18 @@
 
 use crate::dispatch::{dispatch, Kernel, Simd};
 
-/// Block below which pairwise summation adds sequentially (in 16 independent lanes).
+/// Block below which pairwise summation adds sequentially (in `SUM_LANES` independent lanes).
 const PAIRWISE_BLOCK: usize = 256;
+/// Independent lanes of the portable max/min.
 const LANES: usize = 16;
+/// Independent float64 accumulators of a sum block (eight AVX-512 vectors: enough adds in
+/// flight to hide their latency).
+const SUM_LANES: usize = 64;
 
 #[inline(always)]
 fn sum_block<T: Copy>(x: &[T], to: impl Fn(T) -> f64) -> f64 {
-    let mut acc = [0.0f64; LANES];
-    let chunks = x.chunks_exact(LANES);
+    let mut acc = [0.0f64; SUM_LANES];
+    let chunks = x.chunks_exact(SUM_LANES);
     let tail = chunks.remainder();
     for c in chunks {
         for (a, v) in acc.iter_mut().zip(c) {
@@ -26,7 +30,7 @@ fn sum_block<T: Copy>(x: &[T], to: impl Fn(T) -> f64) -> f64 {
         s += to(*v);
     }
     // Fold the lanes pairwise.
-    let mut w = LANES;
+    let mut w = SUM_LANES;
     while w > 1 {
         w /= 2;
         for i in 0..w {
@@ -162,13 +166,38 @@ macro_rules! float_extreme {
 float_extreme!(f32);
 float_extreme!(f64);
 
+/// float32 max/min, through the AVX-512 kernel where the CPU has it.
+struct ExtremeF32<'a> {
+    x: &'a [f32],
+    max: bool,
+}
+
+impl Kernel for ExtremeF32<'_> {
+    type Out = f32;
+    #[inline(always)]
+    fn run<S: Simd>(self) -> f32 {
+        #[cfg(target_arch = "x86_64")]
+        if S::AVX512 {
+            // SAFETY: `S::AVX512` is only true in the copy compiled for (and run on) AVX-512.
+            return unsafe {
+                if self.max {
+                    crate::reduce_avx512::extreme_f32::<true>(self.x)
+                } else {
+                    crate::reduce_avx512::extreme_f32::<false>(self.x)
+                }
+            };
+        }
+        ExtremeK { x: self.x, max: self.max }.run::<S>()
+    }
+}
+
 /// Largest float32 (NaN if any is NaN); the caller never passes an empty row.
 pub fn max_f32(x: &[f32]) -> f32 {
-    dispatch(ExtremeK { x, max: true })
+    dispatch(ExtremeF32 { x, max: true })
 }
 /// Smallest float32 (NaN if any is NaN).
 pub fn min_f32(x: &[f32]) -> f32 {
-    dispatch(ExtremeK { x, max: false })
+    dispatch(ExtremeF32 { x, max: false })
 }
 /// Largest float64 (NaN if any is NaN).
 pub fn max_f64(x: &[f64]) -> f64 {

@@ -55,3 +55,25 @@ fn throughput() {
         }
     });
 }
+
+#[test]
+#[ignore]
+fn reduction_throughput() {
+    use pyasc_kernels::reduce;
+    let n = 1024;
+    let x: Vec<f32> = (0..n).map(|i| (i as f32 - 512.0) * 0.01).collect();
+    for_each_isa(|isa| {
+        let t = Instant::now();
+        let mut acc = 0.0;
+        for _ in 0..20000 {
+            acc += reduce::sum_f32(std::hint::black_box(&x));
+        }
+        let sum = t.elapsed().as_nanos() as f64 / (20000 * n) as f64;
+        let t = Instant::now();
+        for _ in 0..20000 {
+            acc += reduce::max_f32(std::hint::black_box(&x)) as f64;
+        }
+        let max = t.elapsed().as_nanos() as f64 / (20000 * n) as f64;
+        println!("{} sum_f32 {sum:.3} ns/elem, max_f32 {max:.3} ns/elem ({acc})", isa.name());
+    });
+}

@@ -293,7 +293,8 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
     Ok((tiles, blocks))
 }
 
-/// Ask the caches for the next tile of every contiguous argument and output while this one
+/// Ask the caches (L2: the tile is read a little later, and L1 stays free for the tile now
+/// computing) for the next tile of every contiguous argument and output while this one
 /// computes, so reading memory (and reading output lines for ownership before they are
 /// written) overlaps the tile's arithmetic. `streams` holds (base address, element size).
 fn prefetch_next(streams: &[(usize, usize)], start: usize, len: usize) {
@@ -303,7 +304,7 @@ fn prefetch_next(streams: &[(usize, usize)], start: usize, len: usize) {
         let mut line = from & !63;
         while line < from + bytes {
             // SAFETY: prefetching is a hint; it never faults, whatever the address.
-            unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(line as *const i8) };
+            unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T1 }>(line as *const i8) };
             line += 64;
         }
     }
