@@ -134,6 +134,9 @@ impl Kernel for UnaryF32<'_> {
             return;
         }
         match self.f {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `S::AVX512` is only true in the copy compiled for (and run on) AVX-512.
+            FloatFn::Exp if S::AVX512 => unsafe { crate::math::exp_avx512::exp_avx512(x, y) },
             FloatFn::Exp => map1(x, y, exp_f32::<S>),
             FloatFn::Exp2 => map1(x, y, exp2_f32::<S>),
             FloatFn::Log => map1(x, y, log_f32::<S>),

@@ -109,9 +109,9 @@ pub(crate) fn log1p_pos64<S: Simd>(u: f64) -> f64 {
 
 /// ln 2 rounded to 16 significant bits: `k * LN2_HI_32` is exact for |k| < 2^8, and so is
 /// `x - k * LN2_HI_32` after rounding `x / ln2` to k.
-const LN2_HI_32: f32 = 0.693_145_75;
+pub(crate) const LN2_HI_32: f32 = 0.693_145_75;
 /// `ln 2 - LN2_HI_32`.
-const LN2_LO_32: f32 = 1.428_606_8e-6;
+pub(crate) const LN2_LO_32: f32 = 1.428_606_8e-6;
 /// `1.5 * 2^23 + 254`: adding it to `v` (|v| < 2^21) rounds v to an integer k, and the low bits
 /// of the sum shifted into the exponent field give `2^(k + 127)` (two exponent biases).
 const ROUND_MAGIC_32: f32 = 12_583_166.0;
@@ -120,7 +120,7 @@ const SCALE_DOWN_BITS: u32 = (127 - 64) << 23;
 const SCALE_UP_BITS: u32 = (127 + 64) << 23;
 
 /// `(e^r - 1) / r` for |r| <= 0.3467 (fit error 2^-28.3).
-const EXP_P: [f32; 6] = [1.0, 0.49999994, 0.16666521, 0.041668262, 0.008368675, 0.0013821055];
+pub(crate) const EXP_P: [f32; 6] = [1.0, 0.49999994, 0.16666521, 0.041668262, 0.008368675, 0.0013821055];
 
 /// `(2^f - 1) / f` for |f| <= 1/2 (fit error 2^-28.3).
 const EXP2_P: [f32; 6] = [std::f32::consts::LN_2, 0.24022648, 0.055503596, 0.009618499, 0.0013390969, 0.00015329264];

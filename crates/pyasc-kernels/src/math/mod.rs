@@ -10,6 +10,7 @@
 
 pub(crate) mod erf;
 pub(crate) mod erf_table;
+pub(crate) mod exp_avx512;
 pub(crate) mod exp_log;
 pub(crate) mod hyper;
 pub(crate) mod real;
