@@ -24,3 +24,60 @@ pub fn num_threads() -> usize {
         rayon::current_num_threads()
     })
 }
+
+/// Runs `f(0..blocks)` on the calling thread and `helpers` pool workers together: each takes
+/// the next unclaimed block until none is left. The caller works instead of waiting, so a
+/// launch wakes `helpers` workers and never sleeps itself while blocks remain. Returns the
+/// first error any block returned (the others still finish; no new block starts after it).
+pub fn for_blocks<E: Send>(blocks: usize, helpers: usize, f: impl Fn(usize) -> Result<(), E> + Sync) -> Result<(), E> {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let error: Mutex<Option<E>> = Mutex::new(None);
+    let work = || {
+        while !failed.load(Ordering::Relaxed) {
+            let b = next.fetch_add(1, Ordering::Relaxed);
+            if b >= blocks {
+                break;
+            }
+            if let Err(e) = f(b) {
+                failed.store(true, Ordering::Relaxed);
+                error.lock().expect("error slot poisoned").get_or_insert(e);
+            }
+        }
+    };
+    rayon::in_place_scope(|s| {
+        for _ in 0..helpers.min(blocks.saturating_sub(1)) {
+            s.spawn(|_| work());
+        }
+        work();
+    });
+    match error.into_inner().expect("error slot poisoned") {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn every_block_runs_once() {
+        let hits: Vec<AtomicUsize> = (0..97).map(|_| AtomicUsize::new(0)).collect();
+        for_blocks::<()>(97, 3, |b| {
+            hits[b].fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        })
+        .unwrap();
+        assert!(hits.iter().all(|h| h.load(Ordering::Relaxed) == 1));
+    }
+
+    #[test]
+    fn an_error_is_returned() {
+        let r = for_blocks(50, 2, |b| if b == 7 { Err(b) } else { Ok(()) });
+        assert_eq!(r, Err(7));
+    }
+}

@@ -12,10 +12,13 @@ use crate::layout::{broadcast_strides, classify, collapse, gather, Access};
 use crate::pool::num_threads;
 use crate::view::{read_scalar, InputView, OutputPtr, SendPtr};
 use pyasc_ir::error::{IrError, Result};
+use pyasc_ir::op::UnaryKind;
 use pyasc_ir::tile::{BufferKind, Instr, KernelPlan, RegKind, Special, TileKernel};
 use pyasc_ir::DType;
-use rayon::prelude::*;
 use std::time::Instant;
+
+/// Kernels writing at least this many bytes of element outputs stream them to memory.
+const STREAM_MIN_BYTES: usize = 32 << 20;
 
 /// Below this many elements a kernel runs on the calling thread.
 pub const PARALLEL_THRESHOLD: usize = 1 << 15;
@@ -55,16 +58,20 @@ struct Scratch {
     vals: Vec<Val>,
     /// Register values for one row (row kernels broadcast per-row values row by row).
     row_vals: Vec<Val>,
+    /// Per body instruction: its value when all its operands are broadcast values (the same
+    /// for every tile, so computed once per block).
+    uniform: Vec<Option<pyasc_ir::Scalar>>,
 }
 
 impl Scratch {
-    fn new(k: &TileKernel, gathered: &[bool]) -> Self {
+    fn new(k: &TileKernel, gathered: &[bool], streamed: bool) -> Self {
         let mut offsets = Vec::with_capacity(k.regs.len());
         let mut lines = 0usize;
         for r in &k.regs {
             let needs = match r.kind {
                 RegKind::Tile => true,
                 RegKind::Arg(a) => gathered[a as usize],
+                RegKind::Out(_) => streamed && !r.row,
                 _ => false,
             };
             if needs {
@@ -80,6 +87,7 @@ impl Scratch {
             offsets,
             vals: vec![Val::Scalar(pyasc_ir::Scalar::Int(0)); k.regs.len()],
             row_vals: vec![Val::Scalar(pyasc_ir::Scalar::Int(0)); k.regs.len()],
+            uniform: vec![None; k.body.len()],
         }
     }
 }
@@ -253,6 +261,11 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
     };
     let tile = tile;
     let tiles = n.div_ceil(tile);
+    // Large element outputs are computed into scratch and streamed to memory past the caches
+    // (no read-for-ownership of lines about to be overwritten, no eviction of inputs).
+    let out_bytes: usize =
+        k.regs.iter().filter(|r| matches!(r.kind, RegKind::Out(_)) && !r.row).map(|r| r.dtype.size()).sum();
+    let streamed = cfg!(target_arch = "x86_64") && n * out_bytes >= STREAM_MIN_BYTES;
     // Memory streams walked in step with the tiles: contiguous arguments and element outputs.
     let streams: Vec<(usize, usize)> = k
         .regs
@@ -262,23 +275,34 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
                 ArgMode::Contiguous(p) => Some((p.0 as usize, r.dtype.size())),
                 _ => None,
             },
-            RegKind::Out(o) if !r.row => Some((outs[o as usize].0 as usize, r.dtype.size())),
+            RegKind::Out(o) if !r.row && !streamed => Some((outs[o as usize].0 as usize, r.dtype.size())),
             _ => None,
         })
         .collect();
+    // Kernels with transcendental math compute long enough per tile to hide the next tile's
+    // loads behind them; for cheap kernels the hardware prefetcher alone is faster.
+    let prefetch = k.body.iter().any(|i| matches!(i, Instr::Unary { op, .. } if op.kind() == UnaryKind::Float));
     let run_range = |range: std::ops::Range<usize>| -> Result<()> {
         let end = range.end;
         let began = Instant::now();
-        let mut scratch = Scratch::new(k, &gathered);
+        let mut scratch = Scratch::new(k, &gathered, streamed);
         let mut first = true;
         for t in range {
             let start = t * tile;
             let len = tile.min(n - start);
-            let next = (t + 1 < end).then(|| (start + len, tile.min(n - start - len)));
-            let at = TileAt { start, len, next, streams: &streams };
+            let next = (prefetch && t + 1 < end).then(|| (start + len, tile.min(n - start - len)));
+            let at = TileAt { start, len, next, streams: &streams, streamed };
             // SAFETY: modes, outputs and scratch describe memory valid for this tile.
             unsafe { run_tile(k, &modes, &outs, &mut scratch, at, if first { None } else { Some(&periodic) })? };
             first = false;
+        }
+        if streamed {
+            // Streaming stores are weakly ordered: make them visible before the block ends.
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: a store fence has no memory operands.
+            unsafe {
+                std::arch::x86_64::_mm_sfence()
+            };
         }
         crate::monitor::record_busy(began, Instant::now());
         Ok(())
@@ -289,7 +313,7 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
         return Ok((tiles, 1));
     }
     let blocks = tiles.min(threads * BLOCKS_PER_THREAD);
-    (0..blocks).into_par_iter().try_for_each(|b| run_range(b * tiles / blocks..(b + 1) * tiles / blocks))?;
+    crate::pool::for_blocks(blocks, threads - 1, |b| run_range(b * tiles / blocks..(b + 1) * tiles / blocks))?;
     Ok((tiles, blocks))
 }
 
@@ -323,6 +347,8 @@ struct TileAt<'a> {
     next: Option<(usize, usize)>,
     /// Memory streams to prefetch: (base address, element size).
     streams: &'a [(usize, usize)],
+    /// Element outputs live in scratch and are streamed out after the body.
+    streamed: bool,
 }
 
 /// Resolve registers for the tile at `at` and run the body.
@@ -337,7 +363,7 @@ unsafe fn run_tile(
     at: TileAt,
     reuse: Option<&[bool]>,
 ) -> Result<()> {
-    let TileAt { start, len, next, streams } = at;
+    let TileAt { start, len, next, streams, streamed } = at;
     let base = scratch.mem.as_mut_ptr() as *mut u8;
     for (i, r) in k.regs.iter().enumerate() {
         let size = r.dtype.size();
@@ -347,6 +373,9 @@ unsafe fn run_tile(
                 RegKind::Tile => Val::Ptr(base.add(scratch.offsets[i].expect("tiles have scratch"))),
                 RegKind::Scalar(v) => Val::Scalar(v),
                 RegKind::Out(o) if r.row => Val::Ptr(outs[o as usize].0.add(start / k.row_len * size)),
+                RegKind::Out(_) if streamed => {
+                    Val::Ptr(base.add(scratch.offsets[i].expect("streamed outputs have scratch")))
+                }
                 RegKind::Out(o) => Val::Ptr(outs[o as usize].0.add(start * size)),
                 RegKind::Arg(a) => match &modes[a as usize] {
                     ArgMode::Broadcast(v) => Val::Scalar(*v),
@@ -388,6 +417,10 @@ unsafe fn run_tile(
             prefetch_next(streams, ns + a, b - a);
         }
         let d = ins.dst().0 as usize;
+        if let Some(v) = scratch.uniform[j] {
+            scratch.vals[d] = Val::Scalar(v);
+            continue;
+        }
         let uniform = k.regs[d].kind == RegKind::Tile
             && ins.srcs().iter().all(|r| matches!(scratch.vals[r.0 as usize], Val::Scalar(_)));
         if uniform {
@@ -398,7 +431,10 @@ unsafe fn run_tile(
             // SAFETY: scalar operands need no memory; the slot holds one element of any dtype.
             unsafe {
                 exec(ins, &k.regs, &scratch.vals, 1)?;
-                scratch.vals[d] = Val::Scalar(read_scalar(slot.as_ptr() as *const u8, k.regs[d].dtype));
+                let v = read_scalar(slot.as_ptr() as *const u8, k.regs[d].dtype);
+                scratch.vals[d] = Val::Scalar(v);
+                // Its operands are the same for every tile: later tiles reuse the value.
+                scratch.uniform[j] = Some(v);
             }
         } else {
             if k.regs[d].kind == RegKind::Tile {
@@ -410,7 +446,55 @@ unsafe fn run_tile(
             unsafe { exec_level(k, ins, &scratch.vals, &mut scratch.row_vals, len)? };
         }
     }
+    if streamed {
+        for (i, r) in k.regs.iter().enumerate() {
+            if let (RegKind::Out(o), false) = (r.kind, r.row) {
+                let size = r.dtype.size();
+                // SAFETY: the scratch tile holds `len` elements; the output covers the tile.
+                unsafe {
+                    stream_out(
+                        outs[o as usize].0.add(start * size),
+                        base.add(scratch.offsets[i].expect("streamed outputs have scratch")),
+                        len * size,
+                    )
+                };
+            }
+        }
+    }
     Ok(())
+}
+
+/// Copy `n` bytes from `src` (64-byte aligned scratch) to `dst` with streaming stores where
+/// `dst` is 16-byte aligned.
+///
+/// # Safety
+/// `src` and `dst` must address `n` bytes each and not overlap.
+unsafe fn stream_out(dst: *mut u8, src: *const u8, n: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{__m128i, _mm_load_si128, _mm_loadu_si128, _mm_stream_si128};
+        let head = dst.align_offset(16).min(n);
+        // SAFETY: all accesses stay inside the `n` bytes of each side.
+        unsafe {
+            std::ptr::copy_nonoverlapping(src, dst, head);
+            let mut i = head;
+            while i + 16 <= n {
+                let v = if head == 0 {
+                    _mm_load_si128(src.add(i) as *const __m128i)
+                } else {
+                    _mm_loadu_si128(src.add(i) as *const __m128i)
+                };
+                _mm_stream_si128(dst.add(i) as *mut __m128i, v);
+                i += 16;
+            }
+            std::ptr::copy_nonoverlapping(src.add(i), dst.add(i), n - i);
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    // SAFETY: per the contract above.
+    unsafe {
+        std::ptr::copy_nonoverlapping(src, dst, n)
+    };
 }
 
 /// Execute `ins` on a tile of `len` elements, minding per-row registers in row kernels:
@@ -465,4 +549,23 @@ unsafe fn exec_level(k: &TileKernel, ins: &Instr, vals: &[Val], local: &mut [Val
         unsafe { exec(ins, &k.regs, local, c)? };
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::stream_out;
+
+    #[test]
+    fn stream_out_copies_at_any_alignment_and_length() {
+        let src: Vec<u8> = (0..300u32).map(|i| (i * 7 % 251) as u8).collect();
+        for offset in 0..20 {
+            for n in [0, 1, 15, 16, 17, 63, 64, 65, 200, 280] {
+                let mut dst = vec![0u8; 300];
+                // SAFETY: both ranges lie inside their vectors.
+                unsafe { stream_out(dst.as_mut_ptr().add(offset), src.as_ptr(), n) };
+                assert_eq!(&dst[offset..offset + n], &src[..n], "offset {offset} n {n}");
+                assert!(dst[..offset].iter().chain(&dst[offset + n..]).all(|&b| b == 0));
+            }
+        }
+    }
 }
