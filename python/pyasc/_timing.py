@@ -5,11 +5,24 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
+WARMUP_SECONDS = 0.05
+"""Warm-up keeps calling for at least this long: memory that was just written (a fresh input,
+a new output buffer) reads slowly for the first few passes on a virtual machine, and whichever
+candidate ran first would otherwise pay for that alone."""
+
 
 def best_time(fn: Callable[[], Any], repeat: int = 7, number: int = 1, warmup: int = 1) -> float:
-    """Best wall time of ``fn`` in seconds over ``repeat`` rounds of ``number`` calls (after warm-up)."""
-    for _ in range(warmup):
-        fn()
+    """Best wall time of ``fn`` in seconds over ``repeat`` rounds of ``number`` calls.
+
+    Timing starts after ``warmup`` calls that also last at least ``WARMUP_SECONDS`` (no warm-up
+    if ``warmup`` is 0).
+    """
+    if warmup:
+        began = time.perf_counter()
+        done = 0
+        while done < warmup or time.perf_counter() - began < WARMUP_SECONDS:
+            fn()
+            done += 1
     best = float("inf")
     for _ in range(repeat):
         t = time.perf_counter()

@@ -2,10 +2,12 @@
 //!
 //! A kernel's iteration space (its output shape, collapsed to as few dims as the operand
 //! layouts allow) is cut into tiles of `tile_elems` consecutive elements; tiles are dealt
-//! out in contiguous ranges (blocks) to the worker pool. Per tile each register resolves
-//! to memory: contiguous arguments and outputs in place, strided arguments gathered into
-//! the block's scratch, scratch tiles reused for every tile of the block. Then the body
-//! runs instruction by instruction, each a SIMD loop over the whole tile.
+//! out in contiguous ranges (blocks) to the launching thread and the worker pool, which
+//! claim blocks until none is left. Per tile each register resolves to memory: arguments
+//! in C order and outputs in place, strided arguments gathered into the block's scratch,
+//! scratch tiles reused for every tile of the block. Then the body runs instruction by
+//! instruction, each a SIMD loop over the whole tile, while the next tile's memory is
+//! prefetched. Very large outputs are computed in scratch and written with streaming stores.
 
 use crate::instr::{exec, exec_reduce, Val};
 use crate::layout::{broadcast_strides, classify, collapse, gather, Access};
