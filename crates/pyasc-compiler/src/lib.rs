@@ -8,6 +8,7 @@
 //! verify → promote → fold → cse → dce → fuse → lower (tiles, registers, tile sizes)
 //! ```
 
+pub mod chain;
 pub mod cse;
 pub mod dce;
 pub mod fold;

@@ -340,25 +340,8 @@ impl Builder<'_> {
             let dst = self.out_reg(r, false);
             body.push(Instr::Copy { dst, src });
         }
-        let per_elem: usize = self
-            .regs
-            .decls
-            .iter()
-            .filter(|d| matches!(d.kind, RegKind::Tile | RegKind::Arg(_)) && !d.row)
-            .map(|d| d.dtype.size())
-            .sum();
-        let numel = shape.numel();
-        let tile_elems = if rows_kernel {
-            // Whole rows per tile; a row longer than the budget is one tile by itself.
-            let rows = (numel / row_len.max(1)).max(1);
-            let rows_per_tile = (budget / per_elem.max(1) / row_len.max(1)).clamp(1, rows);
-            (rows_per_tile * row_len).max(1)
-        } else {
-            let tile = (budget / per_elem.max(1)).clamp(TILE_MIN, TILE_MAX) / 256 * 256;
-            tile.min(numel).max(1)
-        };
         let fused_ops = count_ops(g, mat, anchors);
-        Ok(TileKernel {
+        let mut kernel = TileKernel {
             name,
             shape,
             perm,
@@ -369,9 +352,58 @@ impl Builder<'_> {
             outs: std::mem::take(&mut self.outs),
             regs: std::mem::take(&mut self.regs.decls),
             body,
-            tile_elems,
+            tile_elems: 1,
             locs,
             fused_ops,
+        };
+        kernel.tile_elems = choose_tile(&kernel, &self.plan.buffers, budget);
+        Ok(kernel)
+    }
+}
+
+/// Bytes per element of tile memory the kernel's body touches: tile registers and arguments,
+/// except arguments of one element and registers only ever holding one broadcast value
+/// (computed from constants and such arguments), which cost nothing per element.
+fn bytes_per_element(k: &TileKernel, buffers: &[BufferDecl]) -> usize {
+    let mut scalar: Vec<bool> = k
+        .regs
+        .iter()
+        .map(|r| match r.kind {
+            RegKind::Scalar(_) => true,
+            RegKind::Arg(a) => buffers[k.args[a as usize].0 as usize].shape.numel() == 1,
+            _ => false,
         })
+        .collect();
+    let mut needs = vec![false; k.regs.len()];
+    for ins in &k.body {
+        let uniform = !matches!(ins, Instr::Reduce { .. }) && ins.srcs().iter().all(|s| scalar[s.0 as usize]);
+        for s in ins.srcs().iter() {
+            needs[s.0 as usize] |= !scalar[s.0 as usize];
+        }
+        let d = ins.dst().0 as usize;
+        if k.regs[d].kind == RegKind::Tile {
+            scalar[d] = uniform;
+        }
+        needs[d] |= !uniform;
+    }
+    k.regs
+        .iter()
+        .zip(&needs)
+        .filter(|(d, n)| **n && matches!(d.kind, RegKind::Tile | RegKind::Arg(_)) && !d.row)
+        .map(|(d, _)| d.dtype.size())
+        .sum()
+}
+
+/// Elements per tile for `k` so the tile memory its body touches fits `budget` bytes; row
+/// kernels get whole rows (a row longer than the budget is one tile by itself).
+pub(crate) fn choose_tile(k: &TileKernel, buffers: &[BufferDecl], budget: usize) -> usize {
+    let per_elem = bytes_per_element(k, buffers).max(1);
+    let numel = k.shape.numel();
+    if let Some(rows) = numel.checked_div(k.row_len) {
+        let rows_per_tile = (budget / per_elem / k.row_len).clamp(1, rows.max(1));
+        (rows_per_tile * k.row_len).max(1)
+    } else {
+        let tile = (budget / per_elem).clamp(TILE_MIN, TILE_MAX) / 256 * 256;
+        tile.min(numel).max(1)
     }
 }

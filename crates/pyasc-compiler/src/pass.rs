@@ -97,6 +97,7 @@ pub fn pipeline() -> Vec<Box<dyn Pass>> {
         Box::new(crate::dce::DcePass),
         Box::new(crate::fuse::FusePass),
         Box::new(crate::lower::LowerPass),
+        Box::new(crate::chain::ChainPass),
     ]
 }
 

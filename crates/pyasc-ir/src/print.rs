@@ -55,6 +55,12 @@ pub fn kernel_to_string(k: &TileKernel) -> String {
         let line = match ins {
             Instr::Unary { op, dst, src } => format!("{dst} = {}({src})", op.name()),
             Instr::Binary { op, dst, a, b } => format!("{dst} = {}({a}, {b})", op.name()),
+            Instr::Chain { op1, op2, swap: false, dst, a, b, c } => {
+                format!("{dst} = {}({}({a}, {b}), {c})", op2.name(), op1.name())
+            }
+            Instr::Chain { op1, op2, swap: true, dst, a, b, c } => {
+                format!("{dst} = {}({c}, {}({a}, {b}))", op2.name(), op1.name())
+            }
             Instr::Select { dst, cond, a, b } => format!("{dst} = select({cond}, {a}, {b})"),
             Instr::Cast { dst, src } => {
                 format!("{dst} = cast<{}>({src})", k.regs[dst.0 as usize].dtype)

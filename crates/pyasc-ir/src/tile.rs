@@ -97,6 +97,24 @@ pub enum Instr {
         /// Operand.
         src: Reg,
     },
+    /// `dst = op2(op1(a, b), c)`, or `op2(c, op1(a, b))` if `swap`: two float arithmetic
+    /// operations (add, sub, mul) in one pass, each rounded as if run alone.
+    Chain {
+        /// First operation.
+        op1: BinaryOp,
+        /// Second operation.
+        op2: BinaryOp,
+        /// `c` is the left operand of `op2`.
+        swap: bool,
+        /// Destination.
+        dst: Reg,
+        /// Left operand of `op1`.
+        a: Reg,
+        /// Right operand of `op1`.
+        b: Reg,
+        /// The other operand of `op2`.
+        c: Reg,
+    },
     /// `dst[r] = op(src[r, :])` for every row `r` of the tile (row kernels only).
     Reduce {
         /// The reduction.
@@ -117,6 +135,7 @@ impl Instr {
             | Instr::Select { dst, .. }
             | Instr::Cast { dst, .. }
             | Instr::Copy { dst, .. }
+            | Instr::Chain { dst, .. }
             | Instr::Reduce { dst, .. } => dst,
         }
     }
@@ -129,6 +148,7 @@ impl Instr {
             | Instr::Reduce { src, .. } => Srcs([src, src, src], 1),
             Instr::Binary { a, b, .. } => Srcs([a, b, b], 2),
             Instr::Select { cond, a, b, .. } => Srcs([cond, a, b], 3),
+            Instr::Chain { a, b, c, .. } => Srcs([a, b, c], 3),
         }
     }
 }
@@ -368,6 +388,10 @@ fn verify_kernel(k: &TileKernel, buffers: &[BufferDecl], ready: &[bool]) -> Resu
                 srcs[0] == srcs[1] && (if op.is_compare() { dst.dtype == DType::Bool } else { dst.dtype == srcs[0] })
             }
             Instr::Select { .. } => srcs[0] == DType::Bool && srcs[1] == dst.dtype && srcs[2] == dst.dtype,
+            Instr::Chain { op1, op2, .. } => {
+                let arith = |o: &BinaryOp| matches!(o, BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul);
+                dst.dtype.is_float() && srcs.iter().all(|d| *d == dst.dtype) && arith(op1) && arith(op2)
+            }
             Instr::Cast { .. } => true,
             Instr::Copy { .. } => srcs[0] == dst.dtype,
             Instr::Reduce { op, src, .. } => {

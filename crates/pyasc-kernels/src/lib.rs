@@ -9,6 +9,7 @@
 
 pub mod binary;
 mod cast;
+pub mod chain;
 mod dispatch;
 mod element;
 pub mod gemm;

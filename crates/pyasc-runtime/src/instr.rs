@@ -6,6 +6,7 @@ use pyasc_ir::op::{BinaryOp, ReduceOp, UnaryOp};
 use pyasc_ir::tile::{Instr, RegDecl};
 use pyasc_ir::{DType, Scalar};
 use pyasc_kernels::binary::{self, ArithFn, BitFn, CmpFn};
+use pyasc_kernels::chain::{chain, First, Second};
 use pyasc_kernels::unary::{self, ClassFn, FloatFn, IntFn};
 use pyasc_kernels::{cast, fill, select, Element, Src};
 use std::slice;
@@ -145,6 +146,41 @@ pub unsafe fn exec(ins: &Instr, decls: &[RegDecl], vals: &[Val], len: usize) -> 
                 map1(src::<S>(val(s), len), dst::<D>(val(d), len)?, cast::<S, D>);
                 Ok(())
             })),
+            Instr::Chain { op1, op2, swap, dst: d, a, b, c } => {
+                let first = match op1 {
+                    BinaryOp::Add => First::Add,
+                    BinaryOp::Sub => First::Sub,
+                    BinaryOp::Mul => First::Mul,
+                    _ => return Err(IrError::internal("chains start with add, sub or mul")),
+                };
+                let second = match (op2, swap) {
+                    (BinaryOp::Add, _) => Second::Add,
+                    (BinaryOp::Mul, _) => Second::Mul,
+                    (BinaryOp::Sub, false) => Second::Sub,
+                    (BinaryOp::Sub, true) => Second::SubFrom,
+                    _ => return Err(IrError::internal("chains end with add, sub or mul")),
+                };
+                match dt(d) {
+                    DType::F32 => chain::<f32>(
+                        first,
+                        second,
+                        src(val(a), len),
+                        src(val(b), len),
+                        src(val(c), len),
+                        dst(val(d), len)?,
+                    ),
+                    DType::F64 => chain::<f64>(
+                        first,
+                        second,
+                        src(val(a), len),
+                        src(val(b), len),
+                        src(val(c), len),
+                        dst(val(d), len)?,
+                    ),
+                    other => return Err(IrError::internal(format!("no {other} chain kernel"))),
+                }
+                Ok(())
+            }
             Instr::Reduce { .. } => Err(IrError::internal("reductions run row by row in the VM")),
             Instr::Copy { dst: d, src: s } => with_dtype!(dt(d), T => {
                 let out = dst::<T>(val(d), len)?;
