@@ -26,6 +26,7 @@ pub mod monitor;
 pub mod pad;
 pub mod pool;
 pub mod stream;
+pub mod team;
 pub mod view;
 pub mod views;
 pub mod vm;

@@ -25,9 +25,9 @@ pub fn num_threads() -> usize {
     })
 }
 
-/// Runs `f(0..blocks)` on the calling thread and `helpers` pool workers together: each takes
-/// the next unclaimed block until none is left. The caller works instead of waiting, so a
-/// launch wakes `helpers` workers and never sleeps itself while blocks remain. Returns the
+/// Runs `f(0..blocks)` on the calling thread and the launch team's helpers (or, when the team
+/// is busy, `helpers` rayon workers) together: each takes the next unclaimed block until none
+/// is left. The caller works instead of waiting for the others to wake. Returns the
 /// first error any block returned (the others still finish; no new block starts after it).
 pub fn for_blocks<E: Send>(blocks: usize, helpers: usize, f: impl Fn(usize) -> Result<(), E> + Sync) -> Result<(), E> {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -47,12 +47,17 @@ pub fn for_blocks<E: Send>(blocks: usize, helpers: usize, f: impl Fn(usize) -> R
             }
         }
     };
-    rayon::in_place_scope(|s| {
-        for _ in 0..helpers.min(blocks.saturating_sub(1)) {
-            s.spawn(|_| work());
-        }
+    if helpers == 0 || blocks <= 1 {
         work();
-    });
+    } else if !crate::team::run(&work) {
+        // Another launch holds the team: share rayon's pool instead.
+        rayon::in_place_scope(|s| {
+            for _ in 0..helpers.min(blocks - 1) {
+                s.spawn(|_| work());
+            }
+            work();
+        });
+    }
     match error.into_inner().expect("error slot poisoned") {
         Some(e) => Err(e),
         None => Ok(()),

@@ -1,0 +1,184 @@
+//! The launch team: helper threads that stay awake for a moment between kernel launches.
+//!
+//! Waking a sleeping thread costs tens to hundreds of microseconds on a virtual machine
+//! (the idle vCPU has to be woken by the hypervisor), which is a large share of a kernel
+//! that runs for a millisecond. The team's helpers spin for [`SPIN`] after each job before
+//! they sleep, so back-to-back launches find them awake. A launch publishes its job, works
+//! on it itself, then closes it: helpers that have not joined by then are not waited for
+//! (so a helper that is still waking up, or one that does not exist because the process
+//! forked, costs nothing), and the launcher waits only for those that did join.
+//!
+//! One job runs at a time; a launch that finds the team busy (another thread is launching)
+//! uses rayon's pool instead.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// How long an idle helper keeps spinning for the next job before it sleeps.
+const SPIN: Duration = Duration::from_millis(2);
+
+/// `state` layout: job epoch in the high 32 bits, a closed flag, helpers that joined.
+const CLOSED: u64 = 1 << 31;
+const JOINED: u64 = CLOSED - 1;
+
+/// A job as the helpers see it: the address of the launcher's closure, valid while the job
+/// is open or some helper that joined it is still running it.
+#[derive(Copy, Clone)]
+struct JobPtr(*const (dyn Fn() + Sync));
+// SAFETY: the closure is `Sync`, and the launcher keeps it alive until every helper that
+// joined has finished with it.
+unsafe impl Send for JobPtr {}
+
+struct Team {
+    state: AtomicU64,
+    job: Mutex<Option<JobPtr>>,
+    done: AtomicUsize,
+    panicked: AtomicBool,
+    busy: AtomicBool,
+    sleeping: Mutex<usize>,
+    wake: Condvar,
+}
+
+fn team() -> &'static Team {
+    static TEAM: OnceLock<&'static Team> = OnceLock::new();
+    TEAM.get_or_init(|| {
+        let t: &'static Team = Box::leak(Box::new(Team {
+            state: AtomicU64::new(CLOSED),
+            job: Mutex::new(None),
+            done: AtomicUsize::new(0),
+            panicked: AtomicBool::new(false),
+            busy: AtomicBool::new(false),
+            sleeping: Mutex::new(0),
+            wake: Condvar::new(),
+        }));
+        for i in 0..crate::pool::num_threads().saturating_sub(1) {
+            let _ = std::thread::Builder::new().name(format!("pyasc-team-{i}")).spawn(move || helper(t));
+        }
+        t
+    })
+}
+
+/// A helper's life: wait for an open job, join it, run it, report, repeat.
+fn helper(t: &'static Team) {
+    let mut seen = t.state.load(Ordering::Acquire) >> 32;
+    loop {
+        let mut idle_since = Instant::now();
+        let mut spins = 0u32;
+        let state = loop {
+            let s = t.state.load(Ordering::Acquire);
+            if s >> 32 != seen {
+                break s;
+            }
+            spins += 1;
+            if spins.is_multiple_of(1024) && idle_since.elapsed() > SPIN {
+                let mut n = t.sleeping.lock().expect("team lock poisoned");
+                *n += 1;
+                // Re-check under the lock: a launcher bumps the epoch before it takes the
+                // lock to notify, so no wake-up is lost.
+                while t.state.load(Ordering::Acquire) >> 32 == seen {
+                    n = t.wake.wait(n).expect("team lock poisoned");
+                }
+                *n -= 1;
+                idle_since = Instant::now();
+            }
+            std::hint::spin_loop();
+        };
+        seen = state >> 32;
+        if join(t, seen) {
+            let job = (*t.job.lock().expect("team lock poisoned")).expect("an open job has a closure");
+            // SAFETY: the job stays valid until this helper reports it done (module docs).
+            let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe { (*job.0)() }));
+            if run.is_err() {
+                t.panicked.store(true, Ordering::Relaxed);
+            }
+            t.done.fetch_add(1, Ordering::Release);
+        }
+    }
+}
+
+/// Join job `epoch` if it is still open.
+fn join(t: &Team, epoch: u64) -> bool {
+    let mut s = t.state.load(Ordering::Acquire);
+    loop {
+        if s >> 32 != epoch || s & CLOSED != 0 {
+            return false;
+        }
+        match t.state.compare_exchange_weak(s, s + 1, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => return true,
+            Err(now) => s = now,
+        }
+    }
+}
+
+/// Runs `work` on the calling thread and on every helper that joins in time; returns after
+/// all of them have finished. `work` must split the job among however many run it (each call
+/// claims units until none is left). Returns false, without running anything, if the team
+/// is busy with another launch. A panic in a helper is raised again here.
+pub fn run(work: &(dyn Fn() + Sync)) -> bool {
+    let t = team();
+    if t.busy.swap(true, Ordering::Acquire) {
+        return false;
+    }
+    // SAFETY: only the lifetime is erased; the job is withdrawn (closed, and every helper
+    // that joined has finished) before this function returns.
+    let ptr: *const (dyn Fn() + Sync) = unsafe { std::mem::transmute(work) };
+    *t.job.lock().expect("team lock poisoned") = Some(JobPtr(ptr));
+    t.done.store(0, Ordering::Relaxed);
+    let epoch = (t.state.load(Ordering::Relaxed) >> 32) + 1;
+    t.state.store(epoch << 32, Ordering::Release);
+    if *t.sleeping.lock().expect("team lock poisoned") > 0 {
+        t.wake.notify_all();
+    }
+    let mine = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
+    // Close the job; helpers that joined are counted in the low bits.
+    let joined = (t.state.fetch_or(CLOSED, Ordering::AcqRel) & JOINED) as usize;
+    while t.done.load(Ordering::Acquire) < joined {
+        std::hint::spin_loop();
+    }
+    *t.job.lock().expect("team lock poisoned") = None;
+    let helper_panicked = t.panicked.swap(false, Ordering::Relaxed);
+    t.busy.store(false, Ordering::Release);
+    if let Err(p) = mine {
+        std::panic::resume_unwind(p);
+    }
+    assert!(!helper_panicked, "a kernel worker panicked");
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_unit_runs_once_over_many_launches() {
+        for round in 0..2000 {
+            let units = 1 + round % 37;
+            let next = AtomicUsize::new(0);
+            let hits: Vec<AtomicUsize> = (0..units).map(|_| AtomicUsize::new(0)).collect();
+            let work = || loop {
+                let u = next.fetch_add(1, Ordering::Relaxed);
+                if u >= units {
+                    break;
+                }
+                hits[u].fetch_add(1, Ordering::Relaxed);
+            };
+            assert!(run(&work));
+            assert!(hits.iter().all(|h| h.load(Ordering::Relaxed) == 1), "round {round}");
+        }
+    }
+
+    #[test]
+    fn launches_after_the_helpers_slept_still_run() {
+        let n = AtomicUsize::new(0);
+        assert!(run(&|| {
+            n.fetch_add(1, Ordering::Relaxed);
+        }));
+        std::thread::sleep(SPIN * 3);
+        let before = n.load(Ordering::Relaxed);
+        assert!(run(&|| {
+            n.fetch_add(1, Ordering::Relaxed);
+        }));
+        assert!(n.load(Ordering::Relaxed) > before);
+    }
+}
