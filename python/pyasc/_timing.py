@@ -5,6 +5,10 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
+SETTLE_SECONDS = 0.2
+"""Pause before each candidate's warm-up, so worker threads another library left spinning
+(OpenMP, TBB, pyasc's launch team) have gone idle and do not compete with the next one."""
+
 WARMUP_SECONDS = 0.05
 """Warm-up keeps calling for at least this long: memory that was just written (a fresh input,
 a new output buffer) reads slowly for the first few passes on a virtual machine, and whichever
@@ -14,10 +18,11 @@ candidate ran first would otherwise pay for that alone."""
 def best_time(fn: Callable[[], Any], repeat: int = 7, number: int = 1, warmup: int = 1) -> float:
     """Best wall time of ``fn`` in seconds over ``repeat`` rounds of ``number`` calls.
 
-    Timing starts after ``warmup`` calls that also last at least ``WARMUP_SECONDS`` (no warm-up
-    if ``warmup`` is 0).
+    Timing starts after a pause of ``SETTLE_SECONDS`` and ``warmup`` calls that also last at
+    least ``WARMUP_SECONDS`` (neither if ``warmup`` is 0).
     """
     if warmup:
+        time.sleep(SETTLE_SECONDS)
         began = time.perf_counter()
         done = 0
         while done < warmup or time.perf_counter() - began < WARMUP_SECONDS:
