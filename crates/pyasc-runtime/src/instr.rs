@@ -6,7 +6,7 @@ use pyasc_ir::op::{BinaryOp, ReduceOp, UnaryOp};
 use pyasc_ir::tile::{Instr, RegDecl};
 use pyasc_ir::{DType, Scalar};
 use pyasc_kernels::binary::{self, ArithFn, BitFn, CmpFn};
-use pyasc_kernels::chain::{chain, First, Second};
+use pyasc_kernels::chain::{chain, ChainFloat, First, Second};
 use pyasc_kernels::unary::{self, ClassFn, FloatFn, IntFn};
 use pyasc_kernels::{cast, fill, select, Element, Src};
 use std::slice;
@@ -98,6 +98,55 @@ unsafe fn src<'a, T: FromScalar>(v: Val, len: usize) -> Src<'a, T> {
     }
 }
 
+/// `d = op2(op1(a, b), c)` (`op2(c, ..)` if `swap`) on a float tile.
+///
+/// # Safety
+/// As for [`exec`].
+unsafe fn exec_chain(
+    op1: BinaryOp,
+    op2: BinaryOp,
+    swap: bool,
+    dtype: DType,
+    abc: [Val; 3],
+    d: Val,
+    len: usize,
+) -> Result<()> {
+    let first = match op1 {
+        BinaryOp::Add => First::Add,
+        BinaryOp::Sub => First::Sub,
+        BinaryOp::Mul => First::Mul,
+        _ => return Err(IrError::internal("chains start with add, sub or mul")),
+    };
+    let second = match (op2, swap) {
+        (BinaryOp::Add, _) => Second::Add,
+        (BinaryOp::Mul, _) => Second::Mul,
+        (BinaryOp::Sub, false) => Second::Sub,
+        (BinaryOp::Sub, true) => Second::SubFrom,
+        _ => return Err(IrError::internal("chains end with add, sub or mul")),
+    };
+    /// # Safety
+    /// As for [`exec`].
+    unsafe fn typed<T: ChainFloat + FromScalar>(
+        f: First,
+        s: Second,
+        [a, b, c]: [Val; 3],
+        d: Val,
+        len: usize,
+    ) -> Result<()> {
+        // SAFETY: per this function's contract.
+        unsafe { chain::<T>(f, s, src(a, len), src(b, len), src(c, len), dst(d, len)?) };
+        Ok(())
+    }
+    // SAFETY: per this function's contract.
+    unsafe {
+        match dtype {
+            DType::F32 => typed::<f32>(first, second, abc, d, len),
+            DType::F64 => typed::<f64>(first, second, abc, d, len),
+            other => Err(IrError::internal(format!("no {other} chain kernel"))),
+        }
+    }
+}
+
 /// Typed view of a destination.
 ///
 /// # Safety
@@ -147,39 +196,7 @@ pub unsafe fn exec(ins: &Instr, decls: &[RegDecl], vals: &[Val], len: usize) -> 
                 Ok(())
             })),
             Instr::Chain { op1, op2, swap, dst: d, a, b, c } => {
-                let first = match op1 {
-                    BinaryOp::Add => First::Add,
-                    BinaryOp::Sub => First::Sub,
-                    BinaryOp::Mul => First::Mul,
-                    _ => return Err(IrError::internal("chains start with add, sub or mul")),
-                };
-                let second = match (op2, swap) {
-                    (BinaryOp::Add, _) => Second::Add,
-                    (BinaryOp::Mul, _) => Second::Mul,
-                    (BinaryOp::Sub, false) => Second::Sub,
-                    (BinaryOp::Sub, true) => Second::SubFrom,
-                    _ => return Err(IrError::internal("chains end with add, sub or mul")),
-                };
-                match dt(d) {
-                    DType::F32 => chain::<f32>(
-                        first,
-                        second,
-                        src(val(a), len),
-                        src(val(b), len),
-                        src(val(c), len),
-                        dst(val(d), len)?,
-                    ),
-                    DType::F64 => chain::<f64>(
-                        first,
-                        second,
-                        src(val(a), len),
-                        src(val(b), len),
-                        src(val(c), len),
-                        dst(val(d), len)?,
-                    ),
-                    other => return Err(IrError::internal(format!("no {other} chain kernel"))),
-                }
-                Ok(())
+                exec_chain(op1, op2, swap, dt(d), [val(a), val(b), val(c)], val(d), len)
             }
             Instr::Reduce { .. } => Err(IrError::internal("reductions run row by row in the VM")),
             Instr::Copy { dst: d, src: s } => with_dtype!(dt(d), T => {
