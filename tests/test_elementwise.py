@@ -45,6 +45,8 @@ REFERENCES = {
     "exp2": (np.exp2, -140, 140, 2, 1),
     "log": (np.log, 1e-30, 1e30, 2, 1),
     "log2": (np.log2, 1e-30, 1e30, 2, 1),
+    "log10": (np.log10, 1e-30, 1e30, 1, 1),
+    "cbrt": (np.cbrt, -1e30, 1e30, 1, 1),
     "log1p": (np.log1p, -0.999, 1e6, 2, 1),
     "expm1": (np.expm1, -30, 80, 2, 1),
     "sqrt": (np.sqrt, 0, 1e30, 1, 1),

@@ -7,6 +7,7 @@ ops into tile kernels and runs them on all cores with run-time selected SIMD.
 from __future__ import annotations
 
 from . import _pyasc
+from . import ops as _ops
 from ._log import _init_from_env, set_log_level
 from ._types import CacheInfo
 from .classes import AscendOperatorBase
@@ -44,47 +45,18 @@ from .movement import (
     transpose,
 )
 from .ops import (
-    abs,
     add,
     cast,
-    ceil,
     clip,
-    cos,
     divide,
-    erf,
-    erfc,
-    exp,
-    exp2,
-    expm1,
-    fast_gelu,
-    floor,
-    gelu,
-    isfinite,
-    isinf,
-    isnan,
-    log,
-    log1p,
-    log2,
     matmul,
     maximum,
     minimum,
     multiply,
     negative,
     pow,
-    reciprocal,
-    relu,
     round,
-    rsqrt,
-    sigmoid,
-    sign,
-    silu,
-    sin,
-    softplus,
-    sqrt,
-    square,
     subtract,
-    tan,
-    tanh,
     where,
 )
 from .reductions import (
@@ -114,6 +86,9 @@ from .streams import (
     synchronize,
     to_device,
 )
+
+# The unary elementwise functions (exp, log10, gelu, ...) come from the extension's op table.
+globals().update({_name: getattr(_ops, _name) for _name in _ops.UNARY_API})
 
 Tensor = _pyasc.Tensor
 CompiledOp = _pyasc.CompiledOp
@@ -158,7 +133,6 @@ __all__ = [
     "Tensor",
     "TraceError",
     "UnsupportedError",
-    "abs",
     "add",
     "all",
     "any",
@@ -167,35 +141,19 @@ __all__ = [
     "argmin",
     "broadcast_to",
     "cast",
-    "ceil",
     "clip",
     "concatenate",
-    "cos",
     "current_stream",
     "device_info",
     "divide",
     "empty",
     "empty_cache",
-    "erf",
-    "erfc",
-    "exp",
-    "exp2",
     "expand_dims",
-    "expm1",
-    "fast_gelu",
     "flip",
-    "floor",
     "from_dlpack",
     "full",
-    "gelu",
     "get_context",
-    "isfinite",
-    "isinf",
-    "isnan",
     "layer_norm",
-    "log",
-    "log1p",
-    "log2",
     "log_softmax",
     "logsumexp",
     "matmul",
@@ -214,21 +172,11 @@ __all__ = [
     "permute",
     "pow",
     "prod",
-    "reciprocal",
-    "relu",
     "reshape",
     "rms_norm",
     "round",
-    "rsqrt",
     "set_log_level",
-    "sigmoid",
-    "sign",
-    "silu",
-    "sin",
     "softmax",
-    "softplus",
-    "sqrt",
-    "square",
     "squeeze",
     "stack",
     "stream",
@@ -237,12 +185,11 @@ __all__ = [
     "swapaxes",
     "synchronize",
     "take",
-    "tan",
-    "tanh",
     "to_device",
     "transpose",
     "where",
     "zeros",
 ]
+__all__ += list(_ops.UNARY_API)
 
 _init_from_env()

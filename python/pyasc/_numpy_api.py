@@ -12,54 +12,9 @@ from typing import Any, Callable, Dict
 from . import _pyasc, ops
 from .errors import UnsupportedError
 
-_UFUNC_UNARY = {
-    "negative": "neg",
-    "absolute": "abs",
-    "fabs": "abs",
-    "exp": "exp",
-    "exp2": "exp2",
-    "log": "log",
-    "log2": "log2",
-    "log1p": "log1p",
-    "expm1": "expm1",
-    "sqrt": "sqrt",
-    "reciprocal": "reciprocal",
-    "sin": "sin",
-    "cos": "cos",
-    "tan": "tan",
-    "tanh": "tanh",
-    "floor": "floor",
-    "ceil": "ceil",
-    "rint": "round",
-    "sign": "sign",
-    "isnan": "isnan",
-    "isinf": "isinf",
-    "isfinite": "isfinite",
-    "square": "square",
-    "invert": "not",
-}
-
-_UFUNC_BINARY = {
-    "add": "add",
-    "subtract": "sub",
-    "multiply": "mul",
-    "divide": "div",
-    "true_divide": "div",
-    "floor_divide": "floordiv",
-    "remainder": "mod",
-    "power": "pow",
-    "minimum": "minimum",
-    "maximum": "maximum",
-    "equal": "eq",
-    "not_equal": "ne",
-    "less": "lt",
-    "less_equal": "le",
-    "greater": "gt",
-    "greater_equal": "ge",
-    "bitwise_and": "and",
-    "bitwise_or": "or",
-    "bitwise_xor": "xor",
-}
+# NumPy ufunc name -> op name, from the extension's op table.
+_UFUNC_UNARY = {uf: name for name, _kind, ufuncs, _api in _pyasc.UNARY_OPS for uf in ufuncs}
+_UFUNC_BINARY = {uf: name for name, _class, ufuncs, _comm in _pyasc.BINARY_OPS for uf in ufuncs}
 
 _LOGICAL = {"logical_and": "and", "logical_or": "or", "logical_xor": "xor"}
 

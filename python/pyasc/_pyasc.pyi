@@ -203,3 +203,8 @@ class _DLPackView:
     def __dlpack_device__(self) -> Tuple[int, int]: ...
 
 def _dlpack_selftest(array: np.ndarray) -> _DLPackView: ...
+
+# The op table: (name, kind, NumPy ufuncs, exported as pyasc.<name>) per unary op and
+# (name, class, NumPy ufuncs, commutative) per binary op.
+UNARY_OPS: Tuple[Tuple[str, str, List[str], bool], ...]
+BINARY_OPS: Tuple[Tuple[str, str, List[str], bool], ...]

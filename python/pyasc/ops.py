@@ -10,12 +10,10 @@ from typing import Any, Callable, Dict, Optional
 
 from . import _pyasc
 
-_UNARY = (
-    "exp exp2 log log2 log1p expm1 sqrt rsqrt reciprocal sin cos tan tanh sigmoid erf erfc "
-    "relu gelu fast_gelu silu softplus abs sign floor ceil isnan isinf isfinite square"
-).split()
+#: The unary ops exported as ``pyasc.<name>``, from the extension's op table.
+UNARY_API = tuple(name for name, _kind, _ufuncs, api in _pyasc.UNARY_OPS if api)
 
-__all__ = _UNARY + ["matmul", "round", "minimum", "maximum", "pow", "where", "clip", "cast", "negative", "add",
+__all__ = list(UNARY_API) + ["matmul", "round", "minimum", "maximum", "pow", "where", "clip", "cast", "negative", "add",
                     "subtract", "multiply", "divide"]
 
 _eager: Dict[str, Any] = {}
@@ -47,7 +45,7 @@ def _unary(name: str) -> Callable[[Any], Any]:
     return f
 
 
-for _name in _UNARY:
+for _name in UNARY_API:
     globals()[_name] = _unary(_name)
 negative = _unary("neg")
 negative.__name__ = "negative"

@@ -10,7 +10,7 @@
 use crate::pass::{CompileState, Pass};
 use crate::rewrite::{copy_node, rebuild};
 use pyasc_ir::error::Result;
-use pyasc_ir::op::{BinaryOp, Op, ReduceOp, UnaryKind, UnaryOp};
+use pyasc_ir::op::{BinaryClass, BinaryOp, Op, ReduceOp, UnaryKind, UnaryOp};
 use pyasc_ir::{DType, Graph, Node, NodeId, Scalar};
 
 /// Folds constant subexpressions and removes identity operations.
@@ -125,115 +125,18 @@ fn eval_unary(u: UnaryOp, x: Scalar, dt: DType) -> Option<Scalar> {
             _ => None,
         };
     }
-    let i = x.as_i64();
-    Some(Scalar::Int(match u {
-        UnaryOp::Neg => i.wrapping_neg(),
-        UnaryOp::Abs => i.wrapping_abs(),
-        UnaryOp::Square => i.wrapping_mul(i),
-        UnaryOp::Sign => i.signum(),
-        UnaryOp::Not => !i,
-        UnaryOp::Relu => i.max(0),
-        _ => return None,
-    }))
+    Some(Scalar::Int(u.eval_i64(x.as_i64())?))
 }
 
 fn eval_binary(b: BinaryOp, x: Scalar, y: Scalar, dt: DType) -> Option<Scalar> {
-    use BinaryOp::*;
+    let compare = b.class() == BinaryClass::Compare;
     if dt.is_float() {
-        let (p, q) = (x.as_f64(), y.as_f64());
         let round = |v: f64| if dt == DType::F32 { v as f32 as f64 } else { v };
-        let (p, q) = (round(p), round(q));
-        return Some(match b {
-            Add => Scalar::Float(p + q),
-            Sub => Scalar::Float(p - q),
-            Mul => Scalar::Float(p * q),
-            Div => Scalar::Float(p / q),
-            FloorDiv => Scalar::Float(py_floordiv(p, q)),
-            Mod => Scalar::Float(py_mod(p, q)),
-            Pow => Scalar::Float(p.powf(q)),
-            Min => Scalar::Float(if p.is_nan() || q.is_nan() { f64::NAN } else { p.min(q) }),
-            Max => Scalar::Float(if p.is_nan() || q.is_nan() { f64::NAN } else { p.max(q) }),
-            Eq | Ne | Lt | Le | Gt | Ge => Scalar::Bool(compare(b, p, q)),
-            And | Or | Xor => return None,
-        });
+        let r = b.eval_f64(round(x.as_f64()), round(y.as_f64()))?;
+        return Some(if compare { Scalar::Bool(r != 0.0) } else { Scalar::Float(r) });
     }
-    let (p, q) = (x.as_i64(), y.as_i64());
-    let int = |v: i64| Scalar::Int(v);
-    Some(match b {
-        Add => int(p.wrapping_add(q)),
-        Sub => int(p.wrapping_sub(q)),
-        Mul => int(p.wrapping_mul(q)),
-        FloorDiv => {
-            int(if q == 0 { 0 } else { p.wrapping_div(q) - ((p.wrapping_rem(q) != 0 && (p < 0) != (q < 0)) as i64) })
-        }
-        Mod => int(match p.checked_rem(q) {
-            None | Some(0) => 0,
-            Some(r) if (r < 0) != (q < 0) => r + q,
-            Some(r) => r,
-        }),
-        Pow if q >= 0 => int(p.wrapping_pow(q.min(u32::MAX as i64) as u32)),
-        Min => int(p.min(q)),
-        Max => int(p.max(q)),
-        Eq | Ne | Lt | Le | Gt | Ge => Scalar::Bool(compare(b, p, q)),
-        And if dt == DType::Bool => Scalar::Bool(p & q != 0),
-        Or if dt == DType::Bool => Scalar::Bool((p | q) != 0),
-        Xor if dt == DType::Bool => Scalar::Bool((p ^ q) != 0),
-        And => int(p & q),
-        Or => int(p | q),
-        Xor => int(p ^ q),
-        Div | Pow => return None,
-    })
-}
-
-/// A comparison of two constants (IEEE semantics for floats: NaN compares unequal).
-fn compare<T: PartialOrd>(b: BinaryOp, p: T, q: T) -> bool {
-    match b {
-        BinaryOp::Eq => p == q,
-        BinaryOp::Ne => p != q,
-        BinaryOp::Lt => p < q,
-        BinaryOp::Le => p <= q,
-        BinaryOp::Gt => p > q,
-        _ => p >= q,
-    }
-}
-
-/// Python's float floor division (NumPy `floor_divide`).
-pub fn py_floordiv(a: f64, b: f64) -> f64 {
-    if b == 0.0 {
-        return a / b;
-    }
-    let m = a % b;
-    let mut div = (a - m) / b;
-    if m != 0.0 && ((b < 0.0) != (m < 0.0)) {
-        div -= 1.0;
-    }
-    if div != 0.0 {
-        let f = div.floor();
-        if div - f > 0.5 {
-            f + 1.0
-        } else {
-            f
-        }
-    } else {
-        0.0f64.copysign(a / b)
-    }
-}
-
-/// Python's float modulo (NumPy `remainder`): the sign follows the divisor.
-pub fn py_mod(a: f64, b: f64) -> f64 {
-    if b == 0.0 {
-        return f64::NAN;
-    }
-    let m = a % b;
-    if m != 0.0 {
-        if (b < 0.0) != (m < 0.0) {
-            m + b
-        } else {
-            m
-        }
-    } else {
-        0.0f64.copysign(b)
-    }
+    let r = b.eval_i64(x.as_i64(), y.as_i64())?;
+    Some(if compare || dt == DType::Bool { Scalar::Bool(r != 0) } else { Scalar::Int(r) })
 }
 
 #[cfg(test)]
@@ -241,6 +144,7 @@ mod tests {
     use super::*;
     use crate::pass::CompileOptions;
     use pyasc_ir::dtype::VType;
+    use pyasc_ir::op_table::{py_floordiv, py_mod};
     use pyasc_ir::Shape;
 
     #[test]

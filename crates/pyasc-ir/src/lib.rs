@@ -3,6 +3,7 @@
 //! * [`dtype`]: element types and NumPy's promotion rules (NEP 50 weak scalars).
 //! * [`shape`]: static shapes and broadcasting.
 //! * [`op`]: the closed op enum of the graph IR with its group predicates.
+//! * [`op_table`]: the one table defining every elementwise op (name, kind, NumPy semantics).
 //! * [`graph`]: the tensor-level SSA graph, stored in an arena and built by tracing.
 //! * [`infer`]: the result dtype and shape of one op from its operands.
 //! * [`verify`] / [`print`]: the verifier run after every pass and the text form.
@@ -14,6 +15,7 @@ pub mod error;
 pub mod graph;
 pub mod infer;
 pub mod op;
+pub mod op_table;
 pub mod print;
 pub mod scalar;
 pub mod shape;

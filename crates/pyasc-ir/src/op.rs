@@ -4,44 +4,6 @@
 use crate::dtype::DType;
 use crate::scalar::Scalar;
 
-/// Elementwise functions of one operand.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-#[allow(missing_docs)]
-pub enum UnaryOp {
-    Neg,
-    Abs,
-    Square,
-    Sign,
-    Not,
-    Exp,
-    Exp2,
-    Log,
-    Log2,
-    Log1p,
-    Expm1,
-    Sqrt,
-    Rsqrt,
-    Reciprocal,
-    Sin,
-    Cos,
-    Tan,
-    Tanh,
-    Sigmoid,
-    Erf,
-    Erfc,
-    Relu,
-    Gelu,
-    FastGelu,
-    Silu,
-    Softplus,
-    Floor,
-    Ceil,
-    Round,
-    IsNan,
-    IsInf,
-    IsFinite,
-}
-
 /// How a unary op treats dtypes.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum UnaryKind {
@@ -57,244 +19,154 @@ pub enum UnaryKind {
     Bitwise,
 }
 
+/// How a binary op treats dtypes.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum BinaryClass {
+    /// Arithmetic in the promoted dtype.
+    Arith,
+    /// Comparison returning bool.
+    Compare,
+    /// Bitwise/logical on bool and integers.
+    Bitwise,
+}
+
+/// Generates `UnaryOp` and its metadata from [`crate::unary_op_table!`].
+macro_rules! define_unary_ops {
+    ($($(#[$doc:meta])* $v:ident $name:literal $kind:ident [$($uf:literal),*] $api:ident, $f:expr, $int:expr;)*) => {
+        /// Elementwise functions of one operand, one per row of [`crate::unary_op_table!`].
+        #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+        pub enum UnaryOp {
+            $($(#[$doc])* $v,)*
+        }
+
+        impl UnaryOp {
+            /// Every unary op, in table order.
+            pub const ALL: &'static [UnaryOp] = &[$(UnaryOp::$v),*];
+
+            /// The dtype family rule of this op.
+            pub fn kind(self) -> UnaryKind {
+                match self {
+                    $(UnaryOp::$v => UnaryKind::$kind,)*
+                }
+            }
+
+            /// The lower-case name used in the printer, logs and the Python API.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(UnaryOp::$v => $name,)*
+                }
+            }
+
+            /// The NumPy ufuncs that map onto this op inside an operator.
+            pub fn ufuncs(self) -> &'static [&'static str] {
+                match self {
+                    $(UnaryOp::$v => &[$($uf),*],)*
+                }
+            }
+
+            /// True when the op is exported as `pyasc.<name>`.
+            pub fn is_api(self) -> bool {
+                match self {
+                    $(UnaryOp::$v => stringify!($api) == "api",)*
+                }
+            }
+
+            /// The op on a float (the float64 semantics kernels and constant folding share;
+            /// classifications give 1.0 or 0.0; the caller rounds to the node's dtype).
+            pub fn eval_f64(self, x: f64) -> f64 {
+                match self {
+                    $(UnaryOp::$v => ($f)(x),)*
+                }
+            }
+
+            /// The op on an integer of a dtype-keeping op (wrapping), `None` when it has no
+            /// integer meaning.
+            pub fn eval_i64(self, i: i64) -> Option<i64> {
+                match self {
+                    $(UnaryOp::$v => {
+                        let f: Option<fn(i64) -> i64> = $int;
+                        f.map(|f| f(i))
+                    })*
+                }
+            }
+        }
+    };
+}
+
+crate::unary_op_table!(define_unary_ops);
+
 impl UnaryOp {
-    /// Every unary op, for tables and tests.
-    pub const ALL: [UnaryOp; 32] = [
-        UnaryOp::Neg,
-        UnaryOp::Abs,
-        UnaryOp::Square,
-        UnaryOp::Sign,
-        UnaryOp::Not,
-        UnaryOp::Exp,
-        UnaryOp::Exp2,
-        UnaryOp::Log,
-        UnaryOp::Log2,
-        UnaryOp::Log1p,
-        UnaryOp::Expm1,
-        UnaryOp::Sqrt,
-        UnaryOp::Rsqrt,
-        UnaryOp::Reciprocal,
-        UnaryOp::Sin,
-        UnaryOp::Cos,
-        UnaryOp::Tan,
-        UnaryOp::Tanh,
-        UnaryOp::Sigmoid,
-        UnaryOp::Erf,
-        UnaryOp::Erfc,
-        UnaryOp::Relu,
-        UnaryOp::Gelu,
-        UnaryOp::FastGelu,
-        UnaryOp::Silu,
-        UnaryOp::Softplus,
-        UnaryOp::Floor,
-        UnaryOp::Ceil,
-        UnaryOp::Round,
-        UnaryOp::IsNan,
-        UnaryOp::IsInf,
-        UnaryOp::IsFinite,
-    ];
-
-    /// The dtype family rule of this op.
-    pub fn kind(self) -> UnaryKind {
-        use UnaryOp::*;
-        match self {
-            Neg | Abs | Square | Sign | Relu => UnaryKind::Numeric,
-            Not => UnaryKind::Bitwise,
-            Floor | Ceil | Round => UnaryKind::Rounding,
-            IsNan | IsInf | IsFinite => UnaryKind::Classify,
-            _ => UnaryKind::Float,
-        }
-    }
-
-    /// The lower-case name used in the printer, logs and the Python API.
-    pub fn name(self) -> &'static str {
-        use UnaryOp::*;
-        match self {
-            Neg => "neg",
-            Abs => "abs",
-            Square => "square",
-            Sign => "sign",
-            Not => "not",
-            Exp => "exp",
-            Exp2 => "exp2",
-            Log => "log",
-            Log2 => "log2",
-            Log1p => "log1p",
-            Expm1 => "expm1",
-            Sqrt => "sqrt",
-            Rsqrt => "rsqrt",
-            Reciprocal => "reciprocal",
-            Sin => "sin",
-            Cos => "cos",
-            Tan => "tan",
-            Tanh => "tanh",
-            Sigmoid => "sigmoid",
-            Erf => "erf",
-            Erfc => "erfc",
-            Relu => "relu",
-            Gelu => "gelu",
-            FastGelu => "fast_gelu",
-            Silu => "silu",
-            Softplus => "softplus",
-            Floor => "floor",
-            Ceil => "ceil",
-            Round => "round",
-            IsNan => "isnan",
-            IsInf => "isinf",
-            IsFinite => "isfinite",
-        }
-    }
-
     /// Look an op up by its name.
     pub fn from_name(name: &str) -> Option<UnaryOp> {
         UnaryOp::ALL.iter().copied().find(|op| op.name() == name)
     }
+}
 
-    /// Evaluate on a float constant (used by constant folding; the result is rounded
-    /// to the node's dtype by the caller).
-    pub fn eval_f64(self, x: f64) -> f64 {
-        use UnaryOp::*;
-        let sig = |v: f64| 1.0 / (1.0 + (-v).exp());
-        match self {
-            Neg => -x,
-            Abs => x.abs(),
-            Square => x * x,
-            Sign => {
-                if x.is_nan() {
-                    x
-                } else if x > 0.0 {
-                    1.0
-                } else if x < 0.0 {
-                    -1.0
-                } else {
-                    0.0
-                }
-            }
-            Not => f64::NAN,
-            Exp => x.exp(),
-            Exp2 => x.exp2(),
-            Log => x.ln(),
-            Log2 => x.log2(),
-            Log1p => x.ln_1p(),
-            Expm1 => x.exp_m1(),
-            Sqrt => x.sqrt(),
-            Rsqrt => 1.0 / x.sqrt(),
-            Reciprocal => 1.0 / x,
-            Sin => x.sin(),
-            Cos => x.cos(),
-            Tan => x.tan(),
-            Tanh => x.tanh(),
-            Sigmoid => sig(x),
-            Erf => libm::erf(x),
-            Erfc => libm::erfc(x),
-            Relu => {
-                if x.is_nan() {
-                    x
-                } else {
-                    x.max(0.0)
-                }
-            }
-            Gelu => x * 0.5 * (1.0 + libm::erf(x / std::f64::consts::SQRT_2)),
-            FastGelu => x * sig(1.702 * x),
-            Silu => x * sig(x),
-            Softplus => x.max(0.0) + (-x.abs()).exp().ln_1p(),
-            Floor => x.floor(),
-            Ceil => x.ceil(),
-            Round => x.round_ties_even(),
-            IsNan => (x.is_nan() as u8) as f64,
-            IsInf => (x.is_infinite() as u8) as f64,
-            IsFinite => (x.is_finite() as u8) as f64,
+/// Generates `BinaryOp` and its metadata from [`crate::binary_op_table!`].
+macro_rules! define_binary_ops {
+    ($($(#[$doc:meta])* $v:ident $name:literal $class:ident [$($uf:literal),*] $comm:ident, $f:expr, $int:expr;)*) => {
+        /// Elementwise functions of two operands, one per row of [`crate::binary_op_table!`].
+        #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+        pub enum BinaryOp {
+            $($(#[$doc])* $v,)*
         }
-    }
+
+        impl BinaryOp {
+            /// Every binary op, in table order.
+            pub const ALL: &'static [BinaryOp] = &[$(BinaryOp::$v),*];
+
+            /// The dtype family rule of this op.
+            pub fn class(self) -> BinaryClass {
+                match self {
+                    $(BinaryOp::$v => BinaryClass::$class,)*
+                }
+            }
+
+            /// The lower-case name.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(BinaryOp::$v => $name,)*
+                }
+            }
+
+            /// The NumPy ufuncs that map onto this op inside an operator.
+            pub fn ufuncs(self) -> &'static [&'static str] {
+                match self {
+                    $(BinaryOp::$v => &[$($uf),*],)*
+                }
+            }
+
+            /// True for ops where `a op b == b op a`.
+            pub fn is_commutative(self) -> bool {
+                match self {
+                    $(BinaryOp::$v => stringify!($comm) == "commutative",)*
+                }
+            }
+
+            /// The op on two floats (comparisons give 1.0 or 0.0), `None` when not foldable.
+            pub fn eval_f64(self, p: f64, q: f64) -> Option<f64> {
+                match self {
+                    $(BinaryOp::$v => ($f)(p, q),)*
+                }
+            }
+
+            /// The op on two integers (wrapping; comparisons give 1 or 0), `None` when
+            /// folding would not be exact.
+            pub fn eval_i64(self, p: i64, q: i64) -> Option<i64> {
+                match self {
+                    $(BinaryOp::$v => ($int)(p, q),)*
+                }
+            }
+        }
+    };
 }
 
-/// Elementwise functions of two operands.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-#[allow(missing_docs)]
-pub enum BinaryOp {
-    Add,
-    Sub,
-    Mul,
-    Div,
-    FloorDiv,
-    Mod,
-    Pow,
-    Min,
-    Max,
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-    And,
-    Or,
-    Xor,
-}
+crate::binary_op_table!(define_binary_ops);
 
 impl BinaryOp {
-    /// Every binary op.
-    pub const ALL: [BinaryOp; 18] = [
-        BinaryOp::Add,
-        BinaryOp::Sub,
-        BinaryOp::Mul,
-        BinaryOp::Div,
-        BinaryOp::FloorDiv,
-        BinaryOp::Mod,
-        BinaryOp::Pow,
-        BinaryOp::Min,
-        BinaryOp::Max,
-        BinaryOp::Eq,
-        BinaryOp::Ne,
-        BinaryOp::Lt,
-        BinaryOp::Le,
-        BinaryOp::Gt,
-        BinaryOp::Ge,
-        BinaryOp::And,
-        BinaryOp::Or,
-        BinaryOp::Xor,
-    ];
-
     /// Comparisons return bool.
     pub fn is_compare(self) -> bool {
-        use BinaryOp::*;
-        matches!(self, Eq | Ne | Lt | Le | Gt | Ge)
-    }
-
-    /// Bitwise/logical ops take bool and integers only.
-    pub fn is_bitwise(self) -> bool {
-        matches!(self, BinaryOp::And | BinaryOp::Or | BinaryOp::Xor)
-    }
-
-    /// True for ops where `a op b == b op a`.
-    pub fn is_commutative(self) -> bool {
-        use BinaryOp::*;
-        matches!(self, Add | Mul | Min | Max | Eq | Ne | And | Or | Xor)
-    }
-
-    /// The lower-case name.
-    pub fn name(self) -> &'static str {
-        use BinaryOp::*;
-        match self {
-            Add => "add",
-            Sub => "sub",
-            Mul => "mul",
-            Div => "div",
-            FloorDiv => "floordiv",
-            Mod => "mod",
-            Pow => "pow",
-            Min => "minimum",
-            Max => "maximum",
-            Eq => "eq",
-            Ne => "ne",
-            Lt => "lt",
-            Le => "le",
-            Gt => "gt",
-            Ge => "ge",
-            And => "and",
-            Or => "or",
-            Xor => "xor",
-        }
+        self.class() == BinaryClass::Compare
     }
 
     /// Look an op up by its name.
@@ -482,10 +354,10 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        for op in UnaryOp::ALL {
+        for &op in UnaryOp::ALL {
             assert_eq!(UnaryOp::from_name(op.name()), Some(op));
         }
-        for op in BinaryOp::ALL {
+        for &op in BinaryOp::ALL {
             assert_eq!(BinaryOp::from_name(op.name()), Some(op));
         }
     }

@@ -6,59 +6,9 @@
 use crate::dispatch::{dispatch, Kernel, Simd};
 use crate::element::Element;
 use crate::src::{map2, Src};
+use pyasc_ir::op::{BinaryClass, BinaryOp};
 
 mod ops;
-
-/// Arithmetic operations.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub enum ArithFn {
-    /// `a + b` (wrapping on integers).
-    Add,
-    /// `a - b` (wrapping on integers).
-    Sub,
-    /// `a * b` (wrapping on integers).
-    Mul,
-    /// `a / b` (integers: truncating, 0 when dividing by zero; the compiler casts to float).
-    Div,
-    /// `np.floor_divide` (integers: floor, 0 when dividing by zero).
-    FloorDiv,
-    /// `np.remainder`: the result has the divisor's sign (integers: 0 when dividing by zero).
-    Mod,
-    /// `np.power` (integers: repeated squaring, wrapping; negative exponent gives 0).
-    Pow,
-    /// `np.minimum` (NaN propagating).
-    Min,
-    /// `np.maximum` (NaN propagating).
-    Max,
-}
-
-/// Comparisons, producing bools (0/1 bytes). IEEE on floats: NaN compares unequal.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub enum CmpFn {
-    /// `a == b`.
-    Eq,
-    /// `a != b`.
-    Ne,
-    /// `a < b`.
-    Lt,
-    /// `a <= b`.
-    Le,
-    /// `a > b`.
-    Gt,
-    /// `a >= b`.
-    Ge,
-}
-
-/// Bitwise operations (logical on bools).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub enum BitFn {
-    /// `a & b`.
-    And,
-    /// `a | b`.
-    Or,
-    /// `a ^ b`.
-    Xor,
-}
 
 /// Element types with arithmetic: `i32`, `i64`, `f32`, `f64`.
 pub trait Arith: Element + ops::ArithOps {}
@@ -74,7 +24,7 @@ impl Bits for i32 {}
 impl Bits for i64 {}
 
 struct ArithK<'a, T> {
-    f: ArithFn,
+    f: BinaryOp,
     a: Src<'a, T>,
     b: Src<'a, T>,
     y: &'a mut [T],
@@ -88,13 +38,16 @@ impl<T: Arith> Kernel for ArithK<'_, T> {
     }
 }
 
-/// `y = f(a, b)` elementwise.
-pub fn arith<T: Arith>(f: ArithFn, a: Src<'_, T>, b: Src<'_, T>, y: &mut [T]) {
+/// `y = f(a, b)` elementwise for an arithmetic op (semantics follow NumPy: integers wrap;
+/// integer `/`, `//` and `%` by zero give 0; integer `**` with a negative exponent gives 0;
+/// `minimum`/`maximum` propagate NaN).
+pub fn arith<T: Arith>(f: BinaryOp, a: Src<'_, T>, b: Src<'_, T>, y: &mut [T]) {
+    assert_eq!(f.class(), BinaryClass::Arith, "{} is not arithmetic", f.name());
     dispatch(ArithK { f, a, b, y });
 }
 
 struct CompareK<'a, T> {
-    f: CmpFn,
+    f: BinaryOp,
     a: Src<'a, T>,
     b: Src<'a, T>,
     y: &'a mut [u8],
@@ -106,23 +59,26 @@ impl<T: Element> Kernel for CompareK<'_, T> {
     fn run<S: Simd>(self) {
         let (a, b, y) = (self.a, self.b, self.y);
         match self.f {
-            CmpFn::Eq => map2(a, b, y, |a: T, b: T| (a == b) as u8),
-            CmpFn::Ne => map2(a, b, y, |a: T, b: T| (a != b) as u8),
-            CmpFn::Lt => map2(a, b, y, |a: T, b: T| (a < b) as u8),
-            CmpFn::Le => map2(a, b, y, |a: T, b: T| (a <= b) as u8),
-            CmpFn::Gt => map2(a, b, y, |a: T, b: T| (a > b) as u8),
-            CmpFn::Ge => map2(a, b, y, |a: T, b: T| (a >= b) as u8),
+            BinaryOp::Eq => map2(a, b, y, |a: T, b: T| (a == b) as u8),
+            BinaryOp::Ne => map2(a, b, y, |a: T, b: T| (a != b) as u8),
+            BinaryOp::Lt => map2(a, b, y, |a: T, b: T| (a < b) as u8),
+            BinaryOp::Le => map2(a, b, y, |a: T, b: T| (a <= b) as u8),
+            BinaryOp::Gt => map2(a, b, y, |a: T, b: T| (a > b) as u8),
+            BinaryOp::Ge => map2(a, b, y, |a: T, b: T| (a >= b) as u8),
+            op => unreachable!("{} is not a comparison", op.name()),
         }
     }
 }
 
-/// `y = f(a, b)` elementwise, as 0/1 bytes.
-pub fn compare<T: Element>(f: CmpFn, a: Src<'_, T>, b: Src<'_, T>, y: &mut [u8]) {
+/// `y = f(a, b)` elementwise for a comparison, as 0/1 bytes (IEEE on floats: NaN compares
+/// unequal).
+pub fn compare<T: Element>(f: BinaryOp, a: Src<'_, T>, b: Src<'_, T>, y: &mut [u8]) {
+    assert_eq!(f.class(), BinaryClass::Compare, "{} is not a comparison", f.name());
     dispatch(CompareK { f, a, b, y });
 }
 
 struct BitwiseK<'a, T> {
-    f: BitFn,
+    f: BinaryOp,
     a: Src<'a, T>,
     b: Src<'a, T>,
     y: &'a mut [T],
@@ -134,14 +90,16 @@ impl<T: Bits> Kernel for BitwiseK<'_, T> {
     fn run<S: Simd>(self) {
         let (a, b, y) = (self.a, self.b, self.y);
         match self.f {
-            BitFn::And => map2(a, b, y, T::and),
-            BitFn::Or => map2(a, b, y, T::or),
-            BitFn::Xor => map2(a, b, y, T::xor),
+            BinaryOp::And => map2(a, b, y, T::and),
+            BinaryOp::Or => map2(a, b, y, T::or),
+            BinaryOp::Xor => map2(a, b, y, T::xor),
+            op => unreachable!("{} is not bitwise", op.name()),
         }
     }
 }
 
-/// `y = f(a, b)` elementwise.
-pub fn bitwise<T: Bits>(f: BitFn, a: Src<'_, T>, b: Src<'_, T>, y: &mut [T]) {
+/// `y = f(a, b)` elementwise for a bitwise op (logical on bools).
+pub fn bitwise<T: Bits>(f: BinaryOp, a: Src<'_, T>, b: Src<'_, T>, y: &mut [T]) {
+    assert_eq!(f.class(), BinaryClass::Bitwise, "{} is not bitwise", f.name());
     dispatch(BitwiseK { f, a, b, y });
 }

@@ -4,29 +4,29 @@
 
 use crate::dispatch::{dispatch, Kernel, Simd};
 use crate::src::{map3, Src};
+use pyasc_ir::op::BinaryOp;
 
 /// The first operation.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub enum First {
-    /// `a + b`.
+enum First {
     Add,
-    /// `a - b`.
     Sub,
-    /// `a * b`.
     Mul,
 }
 
 /// The second operation, applied to the first's result `t` and `c`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Second {
-    /// `t + c`.
+enum Second {
     Add,
-    /// `t - c`.
     Sub,
     /// `c - t`.
     SubFrom,
-    /// `t * c`.
     Mul,
+}
+
+/// True when `op` can be a link of a chain (float add, sub and mul).
+pub fn chains(op: BinaryOp) -> bool {
+    matches!(op, BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul)
 }
 
 /// Float element types the chains run on.
@@ -71,8 +71,30 @@ impl<T: ChainFloat> Kernel for ChainK<'_, T> {
     }
 }
 
-/// `y = second(first(a, b), c)` elementwise; operands may be broadcast scalars.
-pub fn chain<T: ChainFloat>(first: First, second: Second, a: Src<'_, T>, b: Src<'_, T>, c: Src<'_, T>, y: &mut [T]) {
+/// `y = op2(op1(a, b), c)` elementwise (`op2(c, op1(a, b))` if `swap`); `op1` and `op2` are
+/// float add, sub or mul (see [`chains`]); operands may be broadcast scalars.
+pub fn chain<T: ChainFloat>(
+    op1: BinaryOp,
+    op2: BinaryOp,
+    swap: bool,
+    a: Src<'_, T>,
+    b: Src<'_, T>,
+    c: Src<'_, T>,
+    y: &mut [T],
+) {
+    let first = match op1 {
+        BinaryOp::Add => First::Add,
+        BinaryOp::Sub => First::Sub,
+        BinaryOp::Mul => First::Mul,
+        op => panic!("a chain cannot start with {}", op.name()),
+    };
+    let second = match (op2, swap) {
+        (BinaryOp::Add, _) => Second::Add,
+        (BinaryOp::Mul, _) => Second::Mul,
+        (BinaryOp::Sub, false) => Second::Sub,
+        (BinaryOp::Sub, true) => Second::SubFrom,
+        (op, _) => panic!("a chain cannot end with {}", op.name()),
+    };
     dispatch(ChainK { first, second, a, b, c, y });
 }
 
@@ -93,28 +115,25 @@ mod tests {
         let a: Vec<f32> = (0..37).map(|i| (i as f32 * 0.731).sin() * 1e3).collect();
         let b: Vec<f32> = (0..37).map(|i| (i as f32 * 1.37).cos() * 1e-2).collect();
         let c: Vec<f32> = (0..37).map(|i| (i as f32 * 0.11).tan()).collect();
-        for first in [First::Add, First::Sub, First::Mul] {
-            for second in [Second::Add, Second::Sub, Second::SubFrom, Second::Mul] {
-                let f = |x: f32, y: f32| match first {
-                    First::Add => x + y,
-                    First::Sub => x - y,
-                    First::Mul => x * y,
-                };
-                let g = |t: f32, z: f32| match second {
-                    Second::Add => t + z,
-                    Second::Sub => t - z,
-                    Second::SubFrom => z - t,
-                    Second::Mul => t * z,
-                };
+        let ops = [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul];
+        let apply = |op: BinaryOp, x: f32, y: f32| match op {
+            BinaryOp::Add => x + y,
+            BinaryOp::Sub => x - y,
+            _ => x * y,
+        };
+        for first in ops {
+            for (second, swap) in ops.iter().flat_map(|&o| [(o, false), (o, true)]) {
+                let f = |x: f32, y: f32| apply(first, x, y);
+                let g = |t: f32, z: f32| if swap { apply(second, z, t) } else { apply(second, t, z) };
                 for (sa, sb, sc) in
                     [(false, false, false), (true, false, false), (false, true, true), (true, true, false)]
                 {
                     let mut y = vec![0.0f32; 37];
-                    chain(first, second, pick(&a, sa), pick(&b, sb), pick(&c, sc), &mut y);
+                    chain(first, second, swap, pick(&a, sa), pick(&b, sb), pick(&c, sc), &mut y);
                     for i in 0..37 {
                         let at = |v: &[f32], s: bool| if s { v[3] } else { v[i] };
                         let want = g(f(at(&a, sa), at(&b, sb)), at(&c, sc));
-                        assert_eq!(y[i].to_bits(), want.to_bits(), "{first:?} {second:?} at {i}");
+                        assert_eq!(y[i].to_bits(), want.to_bits(), "{first:?} {second:?} {swap} at {i}");
                     }
                 }
             }

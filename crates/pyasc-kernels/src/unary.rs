@@ -4,92 +4,39 @@
 //! call Rust std / `libm` per element (correctly rounded or within an ulp or two).
 
 use crate::dispatch::{dispatch, Kernel, Simd};
+use crate::math::cbrt::cbrt_f32;
 use crate::math::erf::{erf_f32, erfc_f32, gelu_f32};
-use crate::math::exp_log::{exp2_f32, exp_f32, expm1_f32, log1p_f32, log2_f32, log_f32};
+use crate::math::exp_log::{exp2_f32, exp_f32, expm1_f32, log10_f32, log1p_f32, log2_f32, log_f32};
 use crate::math::hyper::{fast_gelu_f32, sigmoid_f32, silu_f32, softplus_f32, tanh_f32};
 use crate::math::real::Real;
 use crate::math::trig::{cos_f32, needs_wide, sin_f32, tan_f32};
 use crate::src::map1;
+use pyasc_ir::op::{UnaryKind, UnaryOp};
 
 mod float64;
 
-/// Elementwise float functions.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub enum FloatFn {
-    /// `-x`.
-    Neg,
-    /// `|x|`.
-    Abs,
-    /// `e^x`.
-    Exp,
-    /// `2^x`.
-    Exp2,
-    /// Natural logarithm.
-    Log,
-    /// Base-2 logarithm.
-    Log2,
-    /// `log(1 + x)`.
-    Log1p,
-    /// `e^x - 1`.
-    Expm1,
-    /// Square root.
-    Sqrt,
-    /// `1 / sqrt(x)`.
-    Rsqrt,
-    /// `1 / x`.
-    Reciprocal,
-    /// Sine.
-    Sin,
-    /// Cosine.
-    Cos,
-    /// Tangent.
-    Tan,
-    /// Hyperbolic tangent.
-    Tanh,
-    /// `1 / (1 + e^-x)`.
-    Sigmoid,
-    /// Error function.
-    Erf,
-    /// Complementary error function.
-    Erfc,
-    /// `max(x, 0)`, NaN propagating.
-    Relu,
-    /// `x/2 (1 + erf(x / sqrt 2))`.
-    Gelu,
-    /// Ascend FastGelu: `x sigmoid(1.702 x)`, computed stably.
-    FastGelu,
-    /// `x sigmoid(x)`.
-    Silu,
-    /// `max(x, 0) + log1p(e^-|x|)`.
-    Softplus,
-    /// -1, 0 or 1 (NaN stays NaN).
-    Sign,
-    /// Round toward -inf.
-    Floor,
-    /// Round toward +inf.
-    Ceil,
-    /// Round half to even.
-    Round,
-    /// `x * x`.
-    Square,
+/// True when `op` has float kernels ([`f32`], [`f64`]): every op whose result is a float
+/// of the operand's dtype.
+pub fn has_float_kernel(op: UnaryOp) -> bool {
+    !matches!(op.kind(), UnaryKind::Classify | UnaryKind::Bitwise)
 }
 
 /// Applies a float function that needs no transcendental kernel; `false` if `f` is not one.
 #[inline(always)]
-fn real_fn<T: Real>(f: FloatFn, x: &[T], y: &mut [T]) -> bool {
+fn real_fn<T: Real>(f: UnaryOp, x: &[T], y: &mut [T]) -> bool {
     let zero = T::from(0.0);
     let one = T::from(1.0);
     match f {
-        FloatFn::Neg => map1(x, y, |v| -v),
-        FloatFn::Abs => map1(x, y, |v| v.abs_()),
-        FloatFn::Sqrt => map1(x, y, |v| v.sqrt_()),
-        FloatFn::Reciprocal => map1(x, y, |v| one / v),
-        FloatFn::Square => map1(x, y, |v| v * v),
-        FloatFn::Floor => map1(x, y, |v| v.floor_()),
-        FloatFn::Ceil => map1(x, y, |v| v.ceil_()),
-        FloatFn::Round => map1(x, y, |v| v.rint()),
-        FloatFn::Relu => map1(x, y, |v| if v > zero || v.nan_() { v } else { zero }),
-        FloatFn::Sign => map1(x, y, |v| {
+        UnaryOp::Neg => map1(x, y, |v| -v),
+        UnaryOp::Abs => map1(x, y, |v| v.abs_()),
+        UnaryOp::Sqrt => map1(x, y, |v| v.sqrt_()),
+        UnaryOp::Reciprocal => map1(x, y, |v| one / v),
+        UnaryOp::Square => map1(x, y, |v| v * v),
+        UnaryOp::Floor => map1(x, y, |v| v.floor_()),
+        UnaryOp::Ceil => map1(x, y, |v| v.ceil_()),
+        UnaryOp::Round => map1(x, y, |v| v.rint()),
+        UnaryOp::Relu => map1(x, y, |v| if v > zero || v.nan_() { v } else { zero }),
+        UnaryOp::Sign => map1(x, y, |v| {
             let s = if v > zero { one } else { v };
             let s = if v < zero { -one } else { s };
             if v == zero {
@@ -120,7 +67,7 @@ fn trig(x: &[f32], y: &mut [f32], f: impl Fn(f32) -> f32, wide: fn(f64) -> f64) 
 }
 
 struct UnaryF32<'a> {
-    f: FloatFn,
+    f: UnaryOp,
     x: &'a [f32],
     y: &'a mut [f32],
 }
@@ -136,35 +83,38 @@ impl Kernel for UnaryF32<'_> {
         match self.f {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: `S::AVX512` is only true in the copy compiled for (and run on) AVX-512.
-            FloatFn::Exp if S::AVX512 => unsafe { crate::math::exp_avx512::exp_avx512(x, y) },
-            FloatFn::Exp => map1(x, y, exp_f32::<S>),
-            FloatFn::Exp2 => map1(x, y, exp2_f32::<S>),
-            FloatFn::Log => map1(x, y, log_f32::<S>),
-            FloatFn::Log2 => map1(x, y, log2_f32::<S>),
-            FloatFn::Log1p => map1(x, y, log1p_f32::<S>),
-            FloatFn::Expm1 => map1(x, y, expm1_f32::<S>),
-            FloatFn::Rsqrt => map1(x, y, |v| (1.0 / (v as f64).sqrt()) as f32),
-            FloatFn::Sin => trig(x, y, sin_f32::<S>, f64::sin),
-            FloatFn::Cos => trig(x, y, cos_f32::<S>, f64::cos),
-            FloatFn::Tan => trig(x, y, tan_f32::<S>, f64::tan),
-            FloatFn::Tanh => map1(x, y, tanh_f32::<S>),
-            FloatFn::Sigmoid => map1(x, y, sigmoid_f32::<S>),
+            UnaryOp::Exp if S::AVX512 => unsafe { crate::math::exp_avx512::exp_avx512(x, y) },
+            UnaryOp::Exp => map1(x, y, exp_f32::<S>),
+            UnaryOp::Exp2 => map1(x, y, exp2_f32::<S>),
+            UnaryOp::Log => map1(x, y, log_f32::<S>),
+            UnaryOp::Log2 => map1(x, y, log2_f32::<S>),
+            UnaryOp::Log1p => map1(x, y, log1p_f32::<S>),
+            UnaryOp::Expm1 => map1(x, y, expm1_f32::<S>),
+            UnaryOp::Rsqrt => map1(x, y, |v| (1.0 / (v as f64).sqrt()) as f32),
+            UnaryOp::Sin => trig(x, y, sin_f32::<S>, f64::sin),
+            UnaryOp::Cos => trig(x, y, cos_f32::<S>, f64::cos),
+            UnaryOp::Tan => trig(x, y, tan_f32::<S>, f64::tan),
+            UnaryOp::Tanh => map1(x, y, tanh_f32::<S>),
+            UnaryOp::Sigmoid => map1(x, y, sigmoid_f32::<S>),
             #[cfg(target_arch = "x86_64")]
             // SAFETY: `S::AVX512` is only true in the copy compiled for (and run on) AVX-512.
-            FloatFn::Erf if S::AVX512 => unsafe { crate::math::erf_table::erf_avx512(x, y) },
-            FloatFn::Erf => map1(x, y, erf_f32::<S>),
-            FloatFn::Erfc => map1(x, y, erfc_f32::<S>),
-            FloatFn::Gelu => map1(x, y, gelu_f32::<S>),
-            FloatFn::FastGelu => map1(x, y, fast_gelu_f32::<S>),
-            FloatFn::Silu => map1(x, y, silu_f32::<S>),
-            FloatFn::Softplus => map1(x, y, softplus_f32::<S>),
-            _ => unreachable!("handled by real_fn"),
+            UnaryOp::Erf if S::AVX512 => unsafe { crate::math::erf_table::erf_avx512(x, y) },
+            UnaryOp::Erf => map1(x, y, erf_f32::<S>),
+            UnaryOp::Erfc => map1(x, y, erfc_f32::<S>),
+            UnaryOp::Gelu => map1(x, y, gelu_f32::<S>),
+            UnaryOp::FastGelu => map1(x, y, fast_gelu_f32::<S>),
+            UnaryOp::Silu => map1(x, y, silu_f32::<S>),
+            UnaryOp::Softplus => map1(x, y, softplus_f32::<S>),
+            UnaryOp::Log10 => map1(x, y, log10_f32::<S>),
+            UnaryOp::Cbrt => map1(x, y, cbrt_f32),
+            // Ops without a vectorised float32 body compute in float64 and round once.
+            op => float64::via_f64(op, x, y),
         }
     }
 }
 
 struct UnaryF64<'a> {
-    f: FloatFn,
+    f: UnaryOp,
     x: &'a [f64],
     y: &'a mut [f64],
 }
@@ -179,37 +129,26 @@ impl Kernel for UnaryF64<'_> {
     }
 }
 
-/// `y = f(x)` on float32 tiles (`x.len() == y.len()`).
-pub fn f32(f: FloatFn, x: &[f32], y: &mut [f32]) {
+/// `y = f(x)` on float32 tiles (`x.len() == y.len()`; `f` has a float kernel, see
+/// [`has_float_kernel`]).
+pub fn f32(f: UnaryOp, x: &[f32], y: &mut [f32]) {
     assert_eq!(x.len(), y.len(), "input length differs from output length");
+    assert!(has_float_kernel(f), "{} has no float kernel", f.name());
     dispatch(UnaryF32 { f, x, y });
 }
 
-/// `y = f(x)` on float64 tiles (`x.len() == y.len()`).
-pub fn f64(f: FloatFn, x: &[f64], y: &mut [f64]) {
+/// `y = f(x)` on float64 tiles (`x.len() == y.len()`; `f` has a float kernel, see
+/// [`has_float_kernel`]).
+pub fn f64(f: UnaryOp, x: &[f64], y: &mut [f64]) {
     assert_eq!(x.len(), y.len(), "input length differs from output length");
+    assert!(has_float_kernel(f), "{} has no float kernel", f.name());
     dispatch(UnaryF64 { f, x, y });
-}
-
-/// Elementwise integer functions (wrapping two's complement arithmetic).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub enum IntFn {
-    /// `-x`, wrapping.
-    Neg,
-    /// `|x|`, wrapping (`|MIN| = MIN`).
-    Abs,
-    /// -1, 0 or 1.
-    Sign,
-    /// `x * x`, wrapping.
-    Square,
-    /// Bitwise not.
-    Not,
 }
 
 macro_rules! int_unary {
     ($name:ident, $kernel:ident, $t:ty, $doc:literal) => {
         struct $kernel<'a> {
-            f: IntFn,
+            f: UnaryOp,
             x: &'a [$t],
             y: &'a mut [$t],
         }
@@ -220,21 +159,29 @@ macro_rules! int_unary {
             fn run<S: Simd>(self) {
                 let (x, y) = (self.x, self.y);
                 match self.f {
-                    IntFn::Neg => map1(x, y, |v: $t| v.wrapping_neg()),
-                    IntFn::Abs => map1(x, y, |v: $t| v.wrapping_abs()),
-                    IntFn::Sign => map1(x, y, |v: $t| v.signum()),
-                    IntFn::Square => map1(x, y, |v: $t| v.wrapping_mul(v)),
-                    IntFn::Not => map1(x, y, |v: $t| !v),
+                    UnaryOp::Neg => map1(x, y, |v: $t| v.wrapping_neg()),
+                    UnaryOp::Abs => map1(x, y, |v: $t| v.wrapping_abs()),
+                    UnaryOp::Sign => map1(x, y, |v: $t| v.signum()),
+                    UnaryOp::Square => map1(x, y, |v: $t| v.wrapping_mul(v)),
+                    UnaryOp::Not => map1(x, y, |v: $t| !v),
+                    UnaryOp::Relu => map1(x, y, |v: $t| if v > 0 { v } else { 0 }),
+                    op => unreachable!("{} has no integer kernel", op.name()),
                 }
             }
         }
 
         #[doc = $doc]
-        pub fn $name(f: IntFn, x: &[$t], y: &mut [$t]) {
+        pub fn $name(f: UnaryOp, x: &[$t], y: &mut [$t]) {
             assert_eq!(x.len(), y.len(), "input length differs from output length");
+            assert!(has_int_kernel(f), "{} has no integer kernel", f.name());
             dispatch($kernel { f, x, y });
         }
     };
+}
+
+/// True when `op` has integer kernels ([`i32`], [`i64`]).
+pub fn has_int_kernel(op: UnaryOp) -> bool {
+    matches!(op, UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Sign | UnaryOp::Square | UnaryOp::Not | UnaryOp::Relu)
 }
 
 int_unary!(i32, UnaryI32, i32, "`y = f(x)` on int32 tiles (`x.len() == y.len()`).");
@@ -259,21 +206,10 @@ pub fn bool_not(x: &[u8], y: &mut [u8]) {
     dispatch(BoolNot { x, y });
 }
 
-/// Float classification predicates.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub enum ClassFn {
-    /// NaN.
-    IsNan,
-    /// +inf or -inf.
-    IsInf,
-    /// Neither NaN nor infinite.
-    IsFinite,
-}
-
 macro_rules! classify {
     ($name:ident, $kernel:ident, $t:ty, $doc:literal) => {
         struct $kernel<'a> {
-            f: ClassFn,
+            f: UnaryOp,
             x: &'a [$t],
             y: &'a mut [u8],
         }
@@ -284,16 +220,18 @@ macro_rules! classify {
             fn run<S: Simd>(self) {
                 let (x, y) = (self.x, self.y);
                 match self.f {
-                    ClassFn::IsNan => map1(x, y, |v: $t| v.is_nan() as u8),
-                    ClassFn::IsInf => map1(x, y, |v: $t| (v.abs() == <$t>::INFINITY) as u8),
-                    ClassFn::IsFinite => map1(x, y, |v: $t| (v.abs() < <$t>::INFINITY) as u8),
+                    UnaryOp::IsNan => map1(x, y, |v: $t| v.is_nan() as u8),
+                    UnaryOp::IsInf => map1(x, y, |v: $t| (v.abs() == <$t>::INFINITY) as u8),
+                    UnaryOp::IsFinite => map1(x, y, |v: $t| (v.abs() < <$t>::INFINITY) as u8),
+                    op => unreachable!("{} is not a classification", op.name()),
                 }
             }
         }
 
         #[doc = $doc]
-        pub fn $name(f: ClassFn, x: &[$t], y: &mut [u8]) {
+        pub fn $name(f: UnaryOp, x: &[$t], y: &mut [u8]) {
             assert_eq!(x.len(), y.len(), "input length differs from output length");
+            assert_eq!(f.kind(), UnaryKind::Classify, "{} is not a classification", f.name());
             dispatch($kernel { f, x, y });
         }
     };

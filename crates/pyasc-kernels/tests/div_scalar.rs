@@ -8,7 +8,8 @@
 mod common;
 
 use common::{for_each_isa, specials_f32, Rng};
-use pyasc_kernels::binary::{self, ArithFn};
+use pyasc_ir::op::BinaryOp;
+use pyasc_kernels::binary;
 use pyasc_kernels::Src;
 
 fn same(a: f32, b: f32) -> bool {
@@ -112,7 +113,7 @@ fn div_by_scalar_matches_division() {
     for_each_isa(|isa| {
         for (&c, x) in ds.iter().zip(&sets) {
             let mut y = vec![0.0f32; x.len()];
-            binary::arith(ArithFn::Div, Src::Slice(x), Src::Scalar(c), &mut y);
+            binary::arith(BinaryOp::Div, Src::Slice(x), Src::Scalar(c), &mut y);
             for (&v, &g) in x.iter().zip(&y) {
                 let w = v / c;
                 assert!(same(g, w), "[{}] {v:e} / {c:e} = {g:e}, want {w:e}", isa.name());
@@ -129,16 +130,16 @@ fn div_other_operand_forms() {
     let b: Vec<f32> = (0..n).map(|_| f32::from_bits(rng.next_u32())).collect();
     for_each_isa(|isa| {
         let mut y = vec![0.0f32; n];
-        binary::arith(ArithFn::Div, Src::Slice(&a), Src::Slice(&b), &mut y);
+        binary::arith(BinaryOp::Div, Src::Slice(&a), Src::Slice(&b), &mut y);
         assert!(y.iter().zip(a.iter().zip(&b)).all(|(&g, (&p, &q))| same(g, p / q)), "[{}] slice/slice", isa.name());
-        binary::arith(ArithFn::Div, Src::Scalar(a[0]), Src::Slice(&b), &mut y);
+        binary::arith(BinaryOp::Div, Src::Scalar(a[0]), Src::Slice(&b), &mut y);
         assert!(y.iter().zip(&b).all(|(&g, &q)| same(g, a[0] / q)), "[{}] scalar/slice", isa.name());
-        binary::arith(ArithFn::Div, Src::Scalar(a[0]), Src::Scalar(b[0]), &mut y);
+        binary::arith(BinaryOp::Div, Src::Scalar(a[0]), Src::Scalar(b[0]), &mut y);
         assert!(y.iter().all(|&g| same(g, a[0] / b[0])), "[{}] scalar/scalar", isa.name());
         // Short and odd lengths (partial chunks).
         for len in [0, 1, 63, 64, 65, 130] {
             let mut y = vec![0.0f32; len];
-            binary::arith(ArithFn::Div, Src::Slice(&a[..len]), Src::Scalar(b[1]), &mut y);
+            binary::arith(BinaryOp::Div, Src::Slice(&a[..len]), Src::Scalar(b[1]), &mut y);
             assert!(y.iter().zip(&a).all(|(&g, &p)| same(g, p / b[1])), "[{}] len {len}", isa.name());
         }
     });
@@ -160,7 +161,7 @@ fn div_by_scalar_all_dividends() {
                 for (i, v) in x.iter_mut().enumerate() {
                     *v = f32::from_bits((start + i as u64) as u32);
                 }
-                binary::arith(ArithFn::Div, Src::Slice(&x), Src::Scalar(c), &mut y);
+                binary::arith(BinaryOp::Div, Src::Slice(&x), Src::Scalar(c), &mut y);
                 for (&v, &g) in x.iter().zip(&y) {
                     assert!(same(g, v / c), "[{}] {v:e} / {c:e} = {g:e}, want {:e}", isa.name(), v / c);
                 }

@@ -4,7 +4,8 @@
 mod common;
 
 use common::{for_each_isa, Rng};
-use pyasc_kernels::binary::{self, Arith, ArithFn, BitFn, Bits, CmpFn};
+use pyasc_ir::op::BinaryOp;
+use pyasc_kernels::binary::{self, Arith, Bits};
 use pyasc_kernels::{cast, fill, select, Element, Src};
 use std::fmt::Debug;
 
@@ -38,8 +39,8 @@ impl Same for f64 {
     }
 }
 
-fn check_arith<T: Arith + Same + Default>(gen: &mut impl FnMut() -> T, reference: &impl Fn(ArithFn, T, T) -> T) {
-    use ArithFn::*;
+fn check_arith<T: Arith + Same + Default>(gen: &mut impl FnMut() -> T, reference: &impl Fn(BinaryOp, T, T) -> T) {
+    use BinaryOp::*;
     for n in LENS.into_iter().map(|n| n.max(1)) {
         let a: Vec<T> = (0..n).map(|_| gen()).collect();
         let b: Vec<T> = (0..n).map(|_| gen()).collect();
@@ -56,18 +57,18 @@ fn check_arith<T: Arith + Same + Default>(gen: &mut impl FnMut() -> T, reference
         }
     }
     let mut y: Vec<T> = vec![];
-    binary::arith(ArithFn::Add, Src::Slice(&[]), Src::Slice(&[]), &mut y);
+    binary::arith(BinaryOp::Add, Src::Slice(&[]), Src::Slice(&[]), &mut y);
 }
 
 macro_rules! int_ref {
     ($t:ty) => {
-        |f: ArithFn, a: $t, b: $t| -> $t {
+        |f: BinaryOp, a: $t, b: $t| -> $t {
             match f {
-                ArithFn::Add => a.wrapping_add(b),
-                ArithFn::Sub => a.wrapping_sub(b),
-                ArithFn::Mul => a.wrapping_mul(b),
-                ArithFn::Div => unreachable!(),
-                ArithFn::FloorDiv => {
+                BinaryOp::Add => a.wrapping_add(b),
+                BinaryOp::Sub => a.wrapping_sub(b),
+                BinaryOp::Mul => a.wrapping_mul(b),
+                BinaryOp::Div => unreachable!(),
+                BinaryOp::FloorDiv => {
                     if b == 0 {
                         0
                     } else {
@@ -79,7 +80,7 @@ macro_rules! int_ref {
                         }
                     }
                 }
-                ArithFn::Mod => {
+                BinaryOp::Mod => {
                     if b == 0 {
                         0
                     } else {
@@ -91,7 +92,7 @@ macro_rules! int_ref {
                         }
                     }
                 }
-                ArithFn::Pow => {
+                BinaryOp::Pow => {
                     let (mut r, mut base, mut e): ($t, $t, $t) = (1, a, b);
                     while e > 0 {
                         if e & 1 == 1 {
@@ -106,8 +107,9 @@ macro_rules! int_ref {
                         r
                     }
                 }
-                ArithFn::Min => a.min(b),
-                ArithFn::Max => a.max(b),
+                BinaryOp::Min => a.min(b),
+                BinaryOp::Max => a.max(b),
+                _ => unreachable!("not arithmetic"),
             }
         }
     };
@@ -140,9 +142,9 @@ fn int_division_by_zero_and_python_signs() {
     let a = [7i32, -7, 7, -7, 5, i32::MIN];
     let b = [2i32, 2, -2, -2, 0, -1];
     let mut y = [0i32; 6];
-    binary::arith(ArithFn::FloorDiv, Src::Slice(&a), Src::Slice(&b), &mut y);
+    binary::arith(BinaryOp::FloorDiv, Src::Slice(&a), Src::Slice(&b), &mut y);
     assert_eq!(y, [3, -4, -4, 3, 0, i32::MIN]);
-    binary::arith(ArithFn::Mod, Src::Slice(&a), Src::Slice(&b), &mut y);
+    binary::arith(BinaryOp::Mod, Src::Slice(&a), Src::Slice(&b), &mut y);
     assert_eq!(y, [1, 1, -1, -1, 0, 0]);
 }
 
@@ -193,16 +195,17 @@ fn np_max(a: f64, b: f64) -> f64 {
 #[test]
 fn arith_floats() {
     let pool = [0.0, -0.0, 1.0, -1.0, 2.5, -2.5, 3.0, 1e-300, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 7.0, -0.5];
-    let r64 = |f: ArithFn, a: f64, b: f64| match f {
-        ArithFn::Add => a + b,
-        ArithFn::Sub => a - b,
-        ArithFn::Mul => a * b,
-        ArithFn::Div => a / b,
-        ArithFn::FloorDiv => np_divmod(a, b).0,
-        ArithFn::Mod => np_divmod(a, b).1,
-        ArithFn::Pow => a.powf(b),
-        ArithFn::Min => np_min(a, b),
-        ArithFn::Max => np_max(a, b),
+    let r64 = |f: BinaryOp, a: f64, b: f64| match f {
+        BinaryOp::Add => a + b,
+        BinaryOp::Sub => a - b,
+        BinaryOp::Mul => a * b,
+        BinaryOp::Div => a / b,
+        BinaryOp::FloorDiv => np_divmod(a, b).0,
+        BinaryOp::Mod => np_divmod(a, b).1,
+        BinaryOp::Pow => a.powf(b),
+        BinaryOp::Min => np_min(a, b),
+        BinaryOp::Max => np_max(a, b),
+        _ => unreachable!("not arithmetic"),
     };
     for_each_isa(|_| {
         let mut rng = Rng::new(3);
@@ -216,12 +219,12 @@ fn arith_floats() {
             0 => pool[rng.next_u32() as usize % pool.len()] as f32,
             _ => rng.uniform(-20.0, 20.0) as f32,
         };
-        let r32 = |f: ArithFn, a: f32, b: f32| match f {
-            ArithFn::FloorDiv | ArithFn::Mod => {
+        let r32 = |f: BinaryOp, a: f32, b: f32| match f {
+            BinaryOp::FloorDiv | BinaryOp::Mod => {
                 // NumPy's float32 loop runs the same algorithm in float32.
                 let m = a % b;
                 if b == 0.0 {
-                    return if f == ArithFn::Mod { m } else { a / b };
+                    return if f == BinaryOp::Mod { m } else { a / b };
                 }
                 let mut div = (a - m) / b;
                 let mut m2 = m;
@@ -242,7 +245,7 @@ fn arith_floats() {
                 } else {
                     0.0f32.copysign(a / b)
                 };
-                if f == ArithFn::Mod {
+                if f == BinaryOp::Mod {
                     m2
                 } else {
                     fl
@@ -252,14 +255,14 @@ fn arith_floats() {
         };
         check_arith::<f32>(&mut g, &r32);
         let mut y = [0.0f32; 3];
-        binary::arith(ArithFn::Div, Src::Slice(&[1.0, -1.0, 0.0]), Src::Scalar(0.0), &mut y);
+        binary::arith(BinaryOp::Div, Src::Slice(&[1.0, -1.0, 0.0]), Src::Scalar(0.0), &mut y);
         assert_eq!(y[..2], [f32::INFINITY, f32::NEG_INFINITY]);
         assert!(y[2].is_nan());
     });
 }
 
 fn check_compare<T: Element + PartialOrd + Debug>(a: &[T], b: &[T]) {
-    use CmpFn::*;
+    use BinaryOp::*;
     for f in [Eq, Ne, Lt, Le, Gt, Ge] {
         combos(a, b, &mut |sa, sb, get| {
             let mut y = vec![9u8; a.len()];
@@ -273,6 +276,7 @@ fn check_compare<T: Element + PartialOrd + Debug>(a: &[T], b: &[T]) {
                     Le => x <= z,
                     Gt => x > z,
                     Ge => x >= z,
+                    _ => unreachable!("not a comparison"),
                 } as u8;
                 assert_eq!(v, want, "{f:?}({x:?}, {z:?})");
             }
@@ -300,8 +304,8 @@ fn compare_all_types() {
     });
 }
 
-fn check_bitwise<T: Bits + Debug + PartialEq + Default>(a: &[T], b: &[T], r: impl Fn(BitFn, T, T) -> T) {
-    for f in [BitFn::And, BitFn::Or, BitFn::Xor] {
+fn check_bitwise<T: Bits + Debug + PartialEq + Default>(a: &[T], b: &[T], r: impl Fn(BinaryOp, T, T) -> T) {
+    for f in [BinaryOp::And, BinaryOp::Or, BinaryOp::Xor] {
         combos(a, b, &mut |sa, sb, get| {
             let mut y = vec![T::default(); a.len()];
             binary::bitwise(f, sa, sb, &mut y);
@@ -316,9 +320,10 @@ fn check_bitwise<T: Bits + Debug + PartialEq + Default>(a: &[T], b: &[T], r: imp
 macro_rules! bit_ref {
     () => {
         |f, a, b| match f {
-            BitFn::And => a & b,
-            BitFn::Or => a | b,
-            BitFn::Xor => a ^ b,
+            BinaryOp::And => a & b,
+            BinaryOp::Or => a | b,
+            BinaryOp::Xor => a ^ b,
+            _ => unreachable!("not bitwise"),
         }
     };
 }

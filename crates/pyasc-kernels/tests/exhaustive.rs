@@ -5,10 +5,11 @@
 mod common;
 
 use common::{for_each_isa, ulp_f32};
-use pyasc_kernels::unary::{self, FloatFn};
+use pyasc_ir::op::UnaryOp;
+use pyasc_kernels::unary;
 
 /// Runs `f` on all 2^32 bit patterns and returns nothing; panics above `limit` ulp.
-fn exhaustive(f: FloatFn, reference: fn(f64) -> f64, limit: u64) {
+fn exhaustive(f: UnaryOp, reference: fn(f64) -> f64, limit: u64) {
     const CHUNK: u64 = 1 << 16;
     let mut x = vec![0.0f32; CHUNK as usize];
     let mut y = vec![0.0f32; CHUNK as usize];
@@ -34,23 +35,35 @@ fn exhaustive(f: FloatFn, reference: fn(f64) -> f64, limit: u64) {
 #[test]
 #[ignore]
 fn exp_all() {
-    exhaustive(FloatFn::Exp, f64::exp, 2);
+    exhaustive(UnaryOp::Exp, f64::exp, 2);
 }
 
 #[test]
 #[ignore]
 fn exp2_all() {
-    exhaustive(FloatFn::Exp2, f64::exp2, 2);
+    exhaustive(UnaryOp::Exp2, f64::exp2, 2);
 }
 
 #[test]
 #[ignore]
 fn sigmoid_all() {
-    exhaustive(FloatFn::Sigmoid, |x| 1.0 / (1.0 + (-x).exp()), 2);
+    exhaustive(UnaryOp::Sigmoid, |x| 1.0 / (1.0 + (-x).exp()), 2);
 }
 
 #[test]
 #[ignore]
 fn erf_all() {
-    exhaustive(FloatFn::Erf, libm::erf, 2);
+    exhaustive(UnaryOp::Erf, libm::erf, 2);
+}
+
+#[test]
+#[ignore]
+fn log10_all() {
+    exhaustive(UnaryOp::Log10, f64::log10, 1);
+}
+
+#[test]
+#[ignore]
+fn cbrt_all() {
+    exhaustive(UnaryOp::Cbrt, f64::cbrt, 1);
 }

@@ -5,12 +5,13 @@
 mod common;
 
 use common::{for_each_isa, inputs_f32, ulp_f32};
-use pyasc_kernels::unary::{self, FloatFn};
+use pyasc_ir::op::UnaryOp;
+use pyasc_kernels::unary;
 
 const N_RANDOM: usize = 4_000_000;
 
 /// Checks `f` against `reference` (float64, rounded to float32) within `limit` ulp.
-fn check(f: FloatFn, reference: fn(f64) -> f64, centers: &[f32], limit: u64) {
+fn check(f: UnaryOp, reference: fn(f64) -> f64, centers: &[f32], limit: u64) {
     let x = inputs_f32(N_RANDOM, centers, f as u64 + 1);
     let want: Vec<f32> = x.iter().map(|&v| reference(v as f64) as f32).collect();
     let mut y = vec![0.0f32; x.len()];
@@ -32,48 +33,58 @@ fn check(f: FloatFn, reference: fn(f64) -> f64, centers: &[f32], limit: u64) {
 
 #[test]
 fn exp() {
-    check(FloatFn::Exp, f64::exp, &[88.72284, -87.33655, -103.97208, -88.0], 2);
+    check(UnaryOp::Exp, f64::exp, &[88.72284, -87.33655, -103.97208, -88.0], 2);
 }
 
 #[test]
 fn exp2() {
-    check(FloatFn::Exp2, f64::exp2, &[128.0, -126.0, -149.0, -150.0], 2);
+    check(UnaryOp::Exp2, f64::exp2, &[128.0, -126.0, -149.0, -150.0], 2);
 }
 
 #[test]
 fn expm1() {
-    check(FloatFn::Expm1, f64::exp_m1, &[88.72284, -17.0, 0.35, -0.35], 2);
+    check(UnaryOp::Expm1, f64::exp_m1, &[88.72284, -17.0, 0.35, -0.35], 2);
 }
 
 #[test]
 fn log() {
-    check(FloatFn::Log, f64::ln, &[f32::MAX, std::f32::consts::FRAC_1_SQRT_2, std::f32::consts::SQRT_2, 2.0], 2);
+    check(UnaryOp::Log, f64::ln, &[f32::MAX, std::f32::consts::FRAC_1_SQRT_2, std::f32::consts::SQRT_2, 2.0], 2);
 }
 
 #[test]
 fn log2() {
-    check(FloatFn::Log2, f64::log2, &[f32::MAX, std::f32::consts::FRAC_1_SQRT_2, std::f32::consts::SQRT_2, 2.0], 2);
+    check(UnaryOp::Log2, f64::log2, &[f32::MAX, std::f32::consts::FRAC_1_SQRT_2, std::f32::consts::SQRT_2, 2.0], 2);
+}
+
+#[test]
+fn log10() {
+    check(UnaryOp::Log10, f64::log10, &[f32::MAX, 10.0, 1000.0, 1e-38], 1);
+}
+
+#[test]
+fn cbrt() {
+    check(UnaryOp::Cbrt, f64::cbrt, &[1.0, -8.0, 1e-40, f32::MAX], 1);
 }
 
 #[test]
 fn log1p() {
-    check(FloatFn::Log1p, f64::ln_1p, &[-0.99999, -0.5, f32::MAX, 0.41421357], 2);
+    check(UnaryOp::Log1p, f64::ln_1p, &[-0.99999, -0.5, f32::MAX, 0.41421357], 2);
 }
 
 #[test]
 fn sin() {
-    check(FloatFn::Sin, f64::sin, &[std::f32::consts::PI, std::f32::consts::FRAC_PI_2, 134217728.0, 100000.0], 2);
+    check(UnaryOp::Sin, f64::sin, &[std::f32::consts::PI, std::f32::consts::FRAC_PI_2, 134217728.0, 100000.0], 2);
 }
 
 #[test]
 fn cos() {
-    check(FloatFn::Cos, f64::cos, &[std::f32::consts::PI, std::f32::consts::FRAC_PI_2, 134217728.0, 100000.0], 2);
+    check(UnaryOp::Cos, f64::cos, &[std::f32::consts::PI, std::f32::consts::FRAC_PI_2, 134217728.0, 100000.0], 2);
 }
 
 #[test]
 fn tan() {
     check(
-        FloatFn::Tan,
+        UnaryOp::Tan,
         f64::tan,
         &[std::f32::consts::FRAC_PI_4, std::f32::consts::FRAC_PI_2, 134217728.0, 100000.0],
         2,
@@ -82,7 +93,7 @@ fn tan() {
 
 #[test]
 fn tanh() {
-    check(FloatFn::Tanh, f64::tanh, &[0.0625, 0.55, 9.0, 20.0], 2);
+    check(UnaryOp::Tanh, f64::tanh, &[0.0625, 0.55, 9.0, 20.0], 2);
 }
 
 fn sigmoid(x: f64) -> f64 {
@@ -91,17 +102,17 @@ fn sigmoid(x: f64) -> f64 {
 
 #[test]
 fn sigmoid_() {
-    check(FloatFn::Sigmoid, sigmoid, &[-103.0, -88.0, 17.0, 40.0], 2);
+    check(UnaryOp::Sigmoid, sigmoid, &[-103.0, -88.0, 17.0, 40.0], 2);
 }
 
 #[test]
 fn erf() {
-    check(FloatFn::Erf, libm::erf, &[2.0, 4.0, 3.9, 0.5], 2);
+    check(UnaryOp::Erf, libm::erf, &[2.0, 4.0, 3.9, 0.5], 2);
 }
 
 #[test]
 fn erfc() {
-    check(FloatFn::Erfc, libm::erfc, &[2.0, 4.0, 9.2, 10.05], 2);
+    check(UnaryOp::Erfc, libm::erfc, &[2.0, 4.0, 9.2, 10.05], 2);
 }
 
 fn gelu(x: f64) -> f64 {
@@ -110,7 +121,7 @@ fn gelu(x: f64) -> f64 {
 
 #[test]
 fn gelu_() {
-    check(FloatFn::Gelu, gelu, &[-5.0, -13.0, -14.2, 3.0], 4);
+    check(UnaryOp::Gelu, gelu, &[-5.0, -13.0, -14.2, 3.0], 4);
 }
 
 fn fast_gelu(x: f64) -> f64 {
@@ -120,12 +131,12 @@ fn fast_gelu(x: f64) -> f64 {
 
 #[test]
 fn fast_gelu_() {
-    check(FloatFn::FastGelu, fast_gelu, &[-5.0, -60.0, -61.0, 3.0], 4);
+    check(UnaryOp::FastGelu, fast_gelu, &[-5.0, -60.0, -61.0, 3.0], 4);
 }
 
 #[test]
 fn silu() {
-    check(FloatFn::Silu, |x| x * sigmoid(x), &[-5.0, -100.0, -110.0, 3.0], 4);
+    check(UnaryOp::Silu, |x| x * sigmoid(x), &[-5.0, -100.0, -110.0, 3.0], 4);
 }
 
 fn softplus(x: f64) -> f64 {
@@ -135,12 +146,12 @@ fn softplus(x: f64) -> f64 {
 
 #[test]
 fn softplus_() {
-    check(FloatFn::Softplus, softplus, &[-100.0, -103.0, 17.0, 3.0], 4);
+    check(UnaryOp::Softplus, softplus, &[-100.0, -103.0, 17.0, 3.0], 4);
 }
 
 #[test]
 fn sqrt_reciprocal_rsqrt() {
-    check(FloatFn::Sqrt, f64::sqrt, &[4.0], 0);
-    check(FloatFn::Reciprocal, |x| 1.0 / x, &[3.0], 0);
-    check(FloatFn::Rsqrt, |x| 1.0 / x.sqrt(), &[4.0], 1);
+    check(UnaryOp::Sqrt, f64::sqrt, &[4.0], 0);
+    check(UnaryOp::Reciprocal, |x| 1.0 / x, &[3.0], 0);
+    check(UnaryOp::Rsqrt, |x| 1.0 / x.sqrt(), &[4.0], 1);
 }

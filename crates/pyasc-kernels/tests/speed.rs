@@ -7,8 +7,10 @@
 mod common;
 
 use common::for_each_isa;
-use pyasc_kernels::binary::{self, ArithFn};
-use pyasc_kernels::unary::{self, FloatFn};
+use pyasc_ir::op::BinaryOp;
+use pyasc_ir::op::UnaryOp;
+use pyasc_kernels::binary;
+use pyasc_kernels::unary;
 use pyasc_kernels::Src;
 use std::time::Instant;
 
@@ -19,22 +21,22 @@ fn throughput() {
     let x: Vec<f32> = (0..n).map(|i| (i as f32 - 2048.0) * 0.01).collect();
     let mut y = vec![0.0f32; n];
     let fns = [
-        FloatFn::Exp,
-        FloatFn::Exp2,
-        FloatFn::Expm1,
-        FloatFn::Log,
-        FloatFn::Log2,
-        FloatFn::Log1p,
-        FloatFn::Sin,
-        FloatFn::Tanh,
-        FloatFn::Sigmoid,
-        FloatFn::Erf,
-        FloatFn::Erfc,
-        FloatFn::Gelu,
-        FloatFn::FastGelu,
-        FloatFn::Silu,
-        FloatFn::Softplus,
-        FloatFn::Floor,
+        UnaryOp::Exp,
+        UnaryOp::Exp2,
+        UnaryOp::Expm1,
+        UnaryOp::Log,
+        UnaryOp::Log2,
+        UnaryOp::Log1p,
+        UnaryOp::Sin,
+        UnaryOp::Tanh,
+        UnaryOp::Sigmoid,
+        UnaryOp::Erf,
+        UnaryOp::Erfc,
+        UnaryOp::Gelu,
+        UnaryOp::FastGelu,
+        UnaryOp::Silu,
+        UnaryOp::Softplus,
+        UnaryOp::Floor,
     ];
     for_each_isa(|isa| {
         for f in fns {
@@ -45,7 +47,7 @@ fn throughput() {
             let ns = t.elapsed().as_nanos() as f64 / (1000 * n) as f64;
             println!("{} {f:?}: {ns:.2} ns/elem", isa.name());
         }
-        for (name, f, c) in [("add", ArithFn::Add, 1.5), ("div", ArithFn::Div, 1.41421)] {
+        for (name, f, c) in [("add", BinaryOp::Add, 1.5), ("div", BinaryOp::Div, 1.41421)] {
             let t = Instant::now();
             for _ in 0..1000 {
                 binary::arith(f, Src::Slice(&x), Src::Scalar(c), &mut y);

@@ -4,7 +4,8 @@
 mod common;
 
 use common::{for_each_isa, inputs_f32, rel_f64, Rng};
-use pyasc_kernels::unary::{self, ClassFn, FloatFn, IntFn};
+use pyasc_ir::op::UnaryOp;
+use pyasc_kernels::unary;
 
 /// NumPy's sign: NaN stays NaN, ±0 gives +0.
 fn np_sign(x: f64) -> f64 {
@@ -28,18 +29,18 @@ fn relu(x: f64) -> f64 {
 }
 
 /// A function and its float64 reference.
-type Case = (FloatFn, fn(f64) -> f64);
+type Case = (UnaryOp, fn(f64) -> f64);
 
 const EXACT: [Case; 9] = [
-    (FloatFn::Neg, |x| -x),
-    (FloatFn::Abs, f64::abs),
-    (FloatFn::Square, |x| x * x),
-    (FloatFn::Floor, f64::floor),
-    (FloatFn::Ceil, f64::ceil),
-    (FloatFn::Round, f64::round_ties_even),
-    (FloatFn::Sign, np_sign),
-    (FloatFn::Relu, relu),
-    (FloatFn::Sqrt, f64::sqrt),
+    (UnaryOp::Neg, |x| -x),
+    (UnaryOp::Abs, f64::abs),
+    (UnaryOp::Square, |x| x * x),
+    (UnaryOp::Floor, f64::floor),
+    (UnaryOp::Ceil, f64::ceil),
+    (UnaryOp::Round, f64::round_ties_even),
+    (UnaryOp::Sign, np_sign),
+    (UnaryOp::Relu, relu),
+    (UnaryOp::Sqrt, f64::sqrt),
 ];
 
 fn same64(a: f64, b: f64) -> bool {
@@ -75,19 +76,19 @@ fn exact_float_fns_bitwise() {
 fn float64_functions() {
     let sigmoid = |x: f64| 1.0 / (1.0 + (-x).exp());
     let cases: [Case; 13] = [
-        (FloatFn::Exp, f64::exp),
-        (FloatFn::Exp2, f64::exp2),
-        (FloatFn::Log, f64::ln),
-        (FloatFn::Log2, f64::log2),
-        (FloatFn::Log1p, f64::ln_1p),
-        (FloatFn::Expm1, f64::exp_m1),
-        (FloatFn::Sin, f64::sin),
-        (FloatFn::Cos, f64::cos),
-        (FloatFn::Tan, f64::tan),
-        (FloatFn::Tanh, f64::tanh),
-        (FloatFn::Erf, libm::erf),
-        (FloatFn::Erfc, libm::erfc),
-        (FloatFn::Reciprocal, |x| 1.0 / x),
+        (UnaryOp::Exp, f64::exp),
+        (UnaryOp::Exp2, f64::exp2),
+        (UnaryOp::Log, f64::ln),
+        (UnaryOp::Log2, f64::log2),
+        (UnaryOp::Log1p, f64::ln_1p),
+        (UnaryOp::Expm1, f64::exp_m1),
+        (UnaryOp::Sin, f64::sin),
+        (UnaryOp::Cos, f64::cos),
+        (UnaryOp::Tan, f64::tan),
+        (UnaryOp::Tanh, f64::tanh),
+        (UnaryOp::Erf, libm::erf),
+        (UnaryOp::Erfc, libm::erfc),
+        (UnaryOp::Reciprocal, |x| 1.0 / x),
     ];
     let mut rng = Rng::new(13);
     let x: Vec<f64> = (0..20_000).map(|_| rng.uniform(-30.0, 30.0)).collect();
@@ -101,10 +102,10 @@ fn float64_functions() {
         }
         // Activations: cancellation-free formulas, compared where the naive one is accurate.
         let acts: [Case; 4] = [
-            (FloatFn::Sigmoid, |x| 1.0 / (1.0 + (-x).exp())),
-            (FloatFn::Silu, |x| x / (1.0 + (-x).exp())),
-            (FloatFn::Softplus, |x| (1.0 + x.exp()).ln()),
-            (FloatFn::Gelu, |x| 0.5 * x * libm::erfc(-x / std::f64::consts::SQRT_2)),
+            (UnaryOp::Sigmoid, |x| 1.0 / (1.0 + (-x).exp())),
+            (UnaryOp::Silu, |x| x / (1.0 + (-x).exp())),
+            (UnaryOp::Softplus, |x| (1.0 + x.exp()).ln()),
+            (UnaryOp::Gelu, |x| 0.5 * x * libm::erfc(-x / std::f64::consts::SQRT_2)),
         ];
         let xm: Vec<f64> = (0..20_000).map(|i| -3.0 + 6.0 * i as f64 / 20_000.0).collect();
         let mut ym = vec![0.0; xm.len()];
@@ -115,17 +116,17 @@ fn float64_functions() {
             }
         }
         let mut s = [0.0];
-        unary::f64(FloatFn::Sigmoid, &[-800.0], &mut s);
+        unary::f64(UnaryOp::Sigmoid, &[-800.0], &mut s);
         assert_eq!(s[0], sigmoid(-800.0));
         // Gelu far in the tail, against mpmath at 40 digits.
         let xs = [-30.0, -8.0, -20.5];
         let want = [-1.472014178144456e-196, -4.976768459417427e-15, -2.206758018052147e-92];
         let mut g = [0.0; 3];
-        unary::f64(FloatFn::Gelu, &xs, &mut g);
+        unary::f64(UnaryOp::Gelu, &xs, &mut g);
         for (&g, &w) in g.iter().zip(&want) {
             assert!(rel_f64(g, w) < 1e-14, "gelu tail: {g:e} vs {w:e}");
         }
-        unary::f64(FloatFn::Rsqrt, &[4.0], &mut s);
+        unary::f64(UnaryOp::Rsqrt, &[4.0], &mut s);
         assert_eq!(s[0], 0.5);
     });
 }
@@ -135,21 +136,21 @@ fn special_values_f32() {
     let x = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0, -0.0, -1.0];
     let mut y = [0.0f32; 6];
     for_each_isa(|_| {
-        unary::f32(FloatFn::Exp, &x, &mut y);
+        unary::f32(UnaryOp::Exp, &x, &mut y);
         assert!(y[0].is_nan() && y[1] == f32::INFINITY && y[2] == 0.0 && y[3] == 1.0);
-        unary::f32(FloatFn::Log, &x, &mut y);
+        unary::f32(UnaryOp::Log, &x, &mut y);
         assert!(y[0].is_nan() && y[1] == f32::INFINITY && y[2].is_nan());
         assert!(y[3] == f32::NEG_INFINITY && y[4] == f32::NEG_INFINITY && y[5].is_nan());
-        unary::f32(FloatFn::Sin, &x, &mut y);
+        unary::f32(UnaryOp::Sin, &x, &mut y);
         assert!(y[0].is_nan() && y[1].is_nan() && y[2].is_nan());
         assert!(y[4] == 0.0 && y[4].is_sign_negative());
-        unary::f32(FloatFn::Tanh, &x, &mut y);
+        unary::f32(UnaryOp::Tanh, &x, &mut y);
         assert!(y[0].is_nan() && y[1] == 1.0 && y[2] == -1.0 && y[4].is_sign_negative());
-        unary::f32(FloatFn::Erf, &x, &mut y);
+        unary::f32(UnaryOp::Erf, &x, &mut y);
         assert!(y[0].is_nan() && y[1] == 1.0 && y[2] == -1.0);
-        unary::f32(FloatFn::Erfc, &x, &mut y);
+        unary::f32(UnaryOp::Erfc, &x, &mut y);
         assert!(y[0].is_nan() && y[1] == 0.0 && y[2] == 2.0);
-        unary::f32(FloatFn::Log1p, &x, &mut y);
+        unary::f32(UnaryOp::Log1p, &x, &mut y);
         assert!(y[5] == f32::NEG_INFINITY && y[2].is_nan());
     });
 }
@@ -163,18 +164,20 @@ fn int_and_bool_unary() {
     let mut y32 = vec![0; x32.len()];
     let mut y64 = vec![0; x64.len()];
     for_each_isa(|_| {
-        for f in [IntFn::Neg, IntFn::Abs, IntFn::Sign, IntFn::Square, IntFn::Not] {
+        for f in [UnaryOp::Neg, UnaryOp::Abs, UnaryOp::Sign, UnaryOp::Square, UnaryOp::Not, UnaryOp::Relu] {
             unary::i32(f, &x32, &mut y32);
             unary::i64(f, &x64, &mut y64);
             macro_rules! check {
                 ($x:expr, $y:expr) => {
                     for (&v, &g) in $x.iter().zip($y.iter()) {
                         let want = match f {
-                            IntFn::Neg => v.wrapping_neg(),
-                            IntFn::Abs => v.wrapping_abs(),
-                            IntFn::Sign => v.signum(),
-                            IntFn::Square => v.wrapping_mul(v),
-                            IntFn::Not => !v,
+                            UnaryOp::Neg => v.wrapping_neg(),
+                            UnaryOp::Abs => v.wrapping_abs(),
+                            UnaryOp::Sign => v.signum(),
+                            UnaryOp::Square => v.wrapping_mul(v),
+                            UnaryOp::Not => !v,
+                            UnaryOp::Relu => v.max(0),
+                            _ => unreachable!("no integer kernel"),
                         };
                         assert_eq!(g, want, "{f:?}({v})");
                     }
@@ -197,16 +200,16 @@ fn classification() {
     let mut y = [9u8; 7];
     for_each_isa(|_| {
         for (f, want) in [
-            (ClassFn::IsNan, [0, 0, 1, 0, 0, 0, 0]),
-            (ClassFn::IsInf, [0, 0, 0, 1, 1, 0, 0]),
-            (ClassFn::IsFinite, [1, 1, 0, 0, 0, 1, 1]),
+            (UnaryOp::IsNan, [0, 0, 1, 0, 0, 0, 0]),
+            (UnaryOp::IsInf, [0, 0, 0, 1, 1, 0, 0]),
+            (UnaryOp::IsFinite, [1, 1, 0, 0, 0, 1, 1]),
         ] {
             unary::classify_f64(f, &x, &mut y);
             assert_eq!(y, want, "{f:?} f64");
             unary::classify_f32(f, &x32, &mut y);
             // f64::MAX overflows to inf in float32.
             let mut w32 = want;
-            w32[5] = (f == ClassFn::IsInf) as u8;
+            w32[5] = (f == UnaryOp::IsInf) as u8;
             assert_eq!(y, w32, "{f:?} f32");
         }
     });

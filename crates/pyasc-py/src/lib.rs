@@ -65,7 +65,40 @@ fn _pyasc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dlpack::DLPackView>()?;
     m.add_function(wrap_pyfunction!(dlpack::_dlpack_selftest, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("UNARY_OPS", unary_ops(m.py())?)?;
+    m.add("BINARY_OPS", binary_ops(m.py())?)?;
     Ok(())
+}
+
+/// The op table's unary rows as `(name, kind, ufuncs, api)` tuples, from which the Python
+/// package builds `pyasc.<name>` and its NumPy ufunc dispatch.
+fn unary_ops(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyTuple>> {
+    use pyasc_ir::op::{UnaryKind, UnaryOp};
+    let rows = UnaryOp::ALL.iter().map(|&op| {
+        let kind = match op.kind() {
+            UnaryKind::Numeric => "numeric",
+            UnaryKind::Float => "float",
+            UnaryKind::Rounding => "rounding",
+            UnaryKind::Classify => "classify",
+            UnaryKind::Bitwise => "bitwise",
+        };
+        (op.name(), kind, op.ufuncs().to_vec(), op.is_api())
+    });
+    pyo3::types::PyTuple::new(py, rows)
+}
+
+/// The op table's binary rows as `(name, class, ufuncs, commutative)` tuples.
+fn binary_ops(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyTuple>> {
+    use pyasc_ir::op::{BinaryClass, BinaryOp};
+    let rows = BinaryOp::ALL.iter().map(|&op| {
+        let class = match op.class() {
+            BinaryClass::Arith => "arith",
+            BinaryClass::Compare => "compare",
+            BinaryClass::Bitwise => "bitwise",
+        };
+        (op.name(), class, op.ufuncs().to_vec(), op.is_commutative())
+    });
+    pyo3::types::PyTuple::new(py, rows)
 }
 
 /// Facts about a device kind ("cpu", "npu", "auto") as a dict.

@@ -2,12 +2,12 @@
 //! of `pyasc-kernels`.
 
 use pyasc_ir::error::{IrError, Result};
-use pyasc_ir::op::{BinaryOp, ReduceOp, UnaryOp};
+use pyasc_ir::op::{BinaryClass, BinaryOp, ReduceOp, UnaryKind, UnaryOp};
 use pyasc_ir::tile::{Instr, RegDecl};
 use pyasc_ir::{DType, Scalar};
-use pyasc_kernels::binary::{self, ArithFn, BitFn, CmpFn};
-use pyasc_kernels::chain::{chain, ChainFloat, First, Second};
-use pyasc_kernels::unary::{self, ClassFn, FloatFn, IntFn};
+use pyasc_kernels::binary;
+use pyasc_kernels::chain::{chain, chains, ChainFloat};
+use pyasc_kernels::unary;
 use pyasc_kernels::{cast, fill, select, Element, Src};
 use std::slice;
 
@@ -111,37 +111,28 @@ unsafe fn exec_chain(
     d: Val,
     len: usize,
 ) -> Result<()> {
-    let first = match op1 {
-        BinaryOp::Add => First::Add,
-        BinaryOp::Sub => First::Sub,
-        BinaryOp::Mul => First::Mul,
-        _ => return Err(IrError::internal("chains start with add, sub or mul")),
-    };
-    let second = match (op2, swap) {
-        (BinaryOp::Add, _) => Second::Add,
-        (BinaryOp::Mul, _) => Second::Mul,
-        (BinaryOp::Sub, false) => Second::Sub,
-        (BinaryOp::Sub, true) => Second::SubFrom,
-        _ => return Err(IrError::internal("chains end with add, sub or mul")),
-    };
+    if !chains(op1) || !chains(op2) {
+        return Err(IrError::internal(format!("no chain kernel for {} then {}", op1.name(), op2.name())));
+    }
     /// # Safety
     /// As for [`exec`].
     unsafe fn typed<T: ChainFloat + FromScalar>(
-        f: First,
-        s: Second,
+        op1: BinaryOp,
+        op2: BinaryOp,
+        swap: bool,
         [a, b, c]: [Val; 3],
         d: Val,
         len: usize,
     ) -> Result<()> {
         // SAFETY: per this function's contract.
-        unsafe { chain::<T>(f, s, src(a, len), src(b, len), src(c, len), dst(d, len)?) };
+        unsafe { chain::<T>(op1, op2, swap, src(a, len), src(b, len), src(c, len), dst(d, len)?) };
         Ok(())
     }
     // SAFETY: per this function's contract.
     unsafe {
         match dtype {
-            DType::F32 => typed::<f32>(first, second, abc, d, len),
-            DType::F64 => typed::<f64>(first, second, abc, d, len),
+            DType::F32 => typed::<f32>(op1, op2, swap, abc, d, len),
+            DType::F64 => typed::<f64>(op1, op2, swap, abc, d, len),
             other => Err(IrError::internal(format!("no {other} chain kernel"))),
         }
     }
@@ -211,81 +202,25 @@ pub unsafe fn exec(ins: &Instr, decls: &[RegDecl], vals: &[Val], len: usize) -> 
     }
 }
 
-fn float_fn(op: UnaryOp) -> Option<FloatFn> {
-    use UnaryOp as U;
-    Some(match op {
-        U::Neg => FloatFn::Neg,
-        U::Abs => FloatFn::Abs,
-        U::Square => FloatFn::Square,
-        U::Sign => FloatFn::Sign,
-        U::Exp => FloatFn::Exp,
-        U::Exp2 => FloatFn::Exp2,
-        U::Log => FloatFn::Log,
-        U::Log2 => FloatFn::Log2,
-        U::Log1p => FloatFn::Log1p,
-        U::Expm1 => FloatFn::Expm1,
-        U::Sqrt => FloatFn::Sqrt,
-        U::Rsqrt => FloatFn::Rsqrt,
-        U::Reciprocal => FloatFn::Reciprocal,
-        U::Sin => FloatFn::Sin,
-        U::Cos => FloatFn::Cos,
-        U::Tan => FloatFn::Tan,
-        U::Tanh => FloatFn::Tanh,
-        U::Sigmoid => FloatFn::Sigmoid,
-        U::Erf => FloatFn::Erf,
-        U::Erfc => FloatFn::Erfc,
-        U::Relu => FloatFn::Relu,
-        U::Gelu => FloatFn::Gelu,
-        U::FastGelu => FloatFn::FastGelu,
-        U::Silu => FloatFn::Silu,
-        U::Softplus => FloatFn::Softplus,
-        U::Floor => FloatFn::Floor,
-        U::Ceil => FloatFn::Ceil,
-        U::Round => FloatFn::Round,
-        U::Not | U::IsNan | U::IsInf | U::IsFinite => return None,
-    })
-}
-
 unsafe fn exec_unary(op: UnaryOp, dtype: DType, s: Val, d: Val, len: usize) -> Result<()> {
     let unsupported = || Err(IrError::internal(format!("{} has no {dtype} kernel", op.name())));
-    let class = match op {
-        UnaryOp::IsNan => Some(ClassFn::IsNan),
-        UnaryOp::IsInf => Some(ClassFn::IsInf),
-        UnaryOp::IsFinite => Some(ClassFn::IsFinite),
-        _ => None,
-    };
+    let classify = op.kind() == UnaryKind::Classify;
+    let float = unary::has_float_kernel(op);
+    let int = unary::has_int_kernel(op);
     // SAFETY: operand and destination are valid for `len` elements (caller's contract).
     unsafe {
-        match (dtype, class) {
-            (DType::F32, Some(c)) => map1(src::<f32>(s, len), dst::<u8>(d, len)?, |x, y| unary::classify_f32(c, x, y)),
-            (DType::F64, Some(c)) => map1(src::<f64>(s, len), dst::<u8>(d, len)?, |x, y| unary::classify_f64(c, x, y)),
-            (DType::F32, None) => match float_fn(op) {
-                Some(f) => map1(src::<f32>(s, len), dst::<f32>(d, len)?, |x, y| unary::f32(f, x, y)),
-                None => return unsupported(),
-            },
-            (DType::F64, None) => match float_fn(op) {
-                Some(f) => map1(src::<f64>(s, len), dst::<f64>(d, len)?, |x, y| unary::f64(f, x, y)),
-                None => return unsupported(),
-            },
-            (DType::I32 | DType::I64, None) => {
-                let int_fn = match op {
-                    UnaryOp::Neg => IntFn::Neg,
-                    UnaryOp::Abs => IntFn::Abs,
-                    UnaryOp::Square => IntFn::Square,
-                    UnaryOp::Sign => IntFn::Sign,
-                    UnaryOp::Not => IntFn::Not,
-                    UnaryOp::Relu => {
-                        return exec_binary(BinaryOp::Max, dtype, s, Val::Scalar(Scalar::Int(0)), d, len);
-                    }
-                    _ => return unsupported(),
-                };
-                if dtype == DType::I32 {
-                    map1(src::<i32>(s, len), dst::<i32>(d, len)?, |x, y| unary::i32(int_fn, x, y));
-                } else {
-                    map1(src::<i64>(s, len), dst::<i64>(d, len)?, |x, y| unary::i64(int_fn, x, y));
-                }
+        match dtype {
+            DType::F32 if classify => {
+                map1(src::<f32>(s, len), dst::<u8>(d, len)?, |x, y| unary::classify_f32(op, x, y))
             }
-            (DType::Bool, None) => match op {
+            DType::F64 if classify => {
+                map1(src::<f64>(s, len), dst::<u8>(d, len)?, |x, y| unary::classify_f64(op, x, y))
+            }
+            DType::F32 if float => map1(src::<f32>(s, len), dst::<f32>(d, len)?, |x, y| unary::f32(op, x, y)),
+            DType::F64 if float => map1(src::<f64>(s, len), dst::<f64>(d, len)?, |x, y| unary::f64(op, x, y)),
+            DType::I32 if int => map1(src::<i32>(s, len), dst::<i32>(d, len)?, |x, y| unary::i32(op, x, y)),
+            DType::I64 if int => map1(src::<i64>(s, len), dst::<i64>(d, len)?, |x, y| unary::i64(op, x, y)),
+            DType::Bool => match op {
                 UnaryOp::Not => map1(src::<u8>(s, len), dst::<u8>(d, len)?, unary::bool_not),
                 UnaryOp::Abs | UnaryOp::Square => {
                     map1(src::<u8>(s, len), dst::<u8>(d, len)?, |x, y| y.copy_from_slice(x))
@@ -299,51 +234,20 @@ unsafe fn exec_unary(op: UnaryOp, dtype: DType, s: Val, d: Val, len: usize) -> R
 }
 
 unsafe fn exec_binary(op: BinaryOp, dtype: DType, a: Val, b: Val, d: Val, len: usize) -> Result<()> {
-    use BinaryOp as B;
-    let cmp = match op {
-        B::Eq => Some(CmpFn::Eq),
-        B::Ne => Some(CmpFn::Ne),
-        B::Lt => Some(CmpFn::Lt),
-        B::Le => Some(CmpFn::Le),
-        B::Gt => Some(CmpFn::Gt),
-        B::Ge => Some(CmpFn::Ge),
-        _ => None,
-    };
-    let bit = match op {
-        B::And => Some(BitFn::And),
-        B::Or => Some(BitFn::Or),
-        B::Xor => Some(BitFn::Xor),
-        _ => None,
-    };
-    let arith = match op {
-        B::Add => Some(ArithFn::Add),
-        B::Sub => Some(ArithFn::Sub),
-        B::Mul => Some(ArithFn::Mul),
-        B::Div => Some(ArithFn::Div),
-        B::FloorDiv => Some(ArithFn::FloorDiv),
-        B::Mod => Some(ArithFn::Mod),
-        B::Pow => Some(ArithFn::Pow),
-        B::Min => Some(ArithFn::Min),
-        B::Max => Some(ArithFn::Max),
-        _ => None,
-    };
     let unsupported = || Err(IrError::internal(format!("{} has no {dtype} kernel", op.name())));
     // SAFETY: operands and destination are valid for `len` elements (caller's contract).
     unsafe {
-        if let Some(c) = cmp {
-            return with_dtype!(dtype, T => {
-                binary::compare::<T>(c, src::<T>(a, len), src::<T>(b, len), dst::<u8>(d, len)?);
-                Ok(())
-            });
-        }
-        match (dtype, bit, arith) {
-            (DType::Bool, Some(f), _) => binary::bitwise::<u8>(f, src(a, len), src(b, len), dst(d, len)?),
-            (DType::I32, Some(f), _) => binary::bitwise::<i32>(f, src(a, len), src(b, len), dst(d, len)?),
-            (DType::I64, Some(f), _) => binary::bitwise::<i64>(f, src(a, len), src(b, len), dst(d, len)?),
-            (DType::I32, _, Some(f)) => binary::arith::<i32>(f, src(a, len), src(b, len), dst(d, len)?),
-            (DType::I64, _, Some(f)) => binary::arith::<i64>(f, src(a, len), src(b, len), dst(d, len)?),
-            (DType::F32, _, Some(f)) => binary::arith::<f32>(f, src(a, len), src(b, len), dst(d, len)?),
-            (DType::F64, _, Some(f)) => binary::arith::<f64>(f, src(a, len), src(b, len), dst(d, len)?),
+        match (op.class(), dtype) {
+            (BinaryClass::Compare, _) => with_dtype!(dtype, T => {
+                binary::compare::<T>(op, src::<T>(a, len), src::<T>(b, len), dst::<u8>(d, len)?);
+            }),
+            (BinaryClass::Bitwise, DType::Bool) => binary::bitwise::<u8>(op, src(a, len), src(b, len), dst(d, len)?),
+            (BinaryClass::Bitwise, DType::I32) => binary::bitwise::<i32>(op, src(a, len), src(b, len), dst(d, len)?),
+            (BinaryClass::Bitwise, DType::I64) => binary::bitwise::<i64>(op, src(a, len), src(b, len), dst(d, len)?),
+            (BinaryClass::Arith, DType::I32) => binary::arith::<i32>(op, src(a, len), src(b, len), dst(d, len)?),
+            (BinaryClass::Arith, DType::I64) => binary::arith::<i64>(op, src(a, len), src(b, len), dst(d, len)?),
+            (BinaryClass::Arith, DType::F32) => binary::arith::<f32>(op, src(a, len), src(b, len), dst(d, len)?),
+            (BinaryClass::Arith, DType::F64) => binary::arith::<f64>(op, src(a, len), src(b, len), dst(d, len)?),
             _ => return unsupported(),
         }
     }

@@ -3,15 +3,15 @@
 //! Integer division by zero yields 0 (NumPy's result) with the divisor replaced by 1 before
 //! dividing, so no lane traps. Float FloorDiv and Mod follow NumPy's `npy_divmod` step by step.
 
-use super::ArithFn;
 use crate::math::real::Real;
 use crate::src::{map2, Src};
+use pyasc_ir::op::BinaryOp;
 
 /// Arithmetic of one element type.
 pub trait ArithOps: Sized + Copy {
     /// `y = f(a, b)` elementwise; `div_by_mul`: divide float32 by a scalar through a float64
     /// multiply (see [`div_by_scalar_f32`]).
-    fn arith(f: ArithFn, a: Src<'_, Self>, b: Src<'_, Self>, y: &mut [Self], div_by_mul: bool);
+    fn arith(f: BinaryOp, a: Src<'_, Self>, b: Src<'_, Self>, y: &mut [Self], div_by_mul: bool);
 }
 
 /// Bitwise operations of one element type.
@@ -49,13 +49,13 @@ macro_rules! int_arith {
     ($t:ty) => {
         impl ArithOps for $t {
             #[inline(always)]
-            fn arith(f: ArithFn, a: Src<'_, Self>, b: Src<'_, Self>, y: &mut [Self], div_by_mul: bool) {
+            fn arith(f: BinaryOp, a: Src<'_, Self>, b: Src<'_, Self>, y: &mut [Self], div_by_mul: bool) {
                 let _ = div_by_mul;
                 match f {
-                    ArithFn::Add => map2(a, b, y, <$t>::wrapping_add),
-                    ArithFn::Sub => map2(a, b, y, <$t>::wrapping_sub),
-                    ArithFn::Mul => map2(a, b, y, <$t>::wrapping_mul),
-                    ArithFn::Div => map2(a, b, y, |a: $t, b: $t| {
+                    BinaryOp::Add => map2(a, b, y, <$t>::wrapping_add),
+                    BinaryOp::Sub => map2(a, b, y, <$t>::wrapping_sub),
+                    BinaryOp::Mul => map2(a, b, y, <$t>::wrapping_mul),
+                    BinaryOp::Div => map2(a, b, y, |a: $t, b: $t| {
                         let q = a.wrapping_div(if b == 0 { 1 } else { b });
                         if b == 0 {
                             0
@@ -63,7 +63,7 @@ macro_rules! int_arith {
                             q
                         }
                     }),
-                    ArithFn::FloorDiv => map2(a, b, y, |a: $t, b: $t| {
+                    BinaryOp::FloorDiv => map2(a, b, y, |a: $t, b: $t| {
                         let d = if b == 0 { 1 } else { b };
                         let (q, r) = (a.wrapping_div(d), a.wrapping_rem(d));
                         let q = if r != 0 && ((r < 0) != (d < 0)) { q - 1 } else { q };
@@ -73,7 +73,7 @@ macro_rules! int_arith {
                             q
                         }
                     }),
-                    ArithFn::Mod => map2(a, b, y, |a: $t, b: $t| {
+                    BinaryOp::Mod => map2(a, b, y, |a: $t, b: $t| {
                         let d = if b == 0 { 1 } else { b };
                         let r = a.wrapping_rem(d);
                         let r = if r != 0 && ((r < 0) != (d < 0)) { r + d } else { r };
@@ -83,7 +83,7 @@ macro_rules! int_arith {
                             r
                         }
                     }),
-                    ArithFn::Pow => map2(a, b, y, |a: $t, b: $t| {
+                    BinaryOp::Pow => map2(a, b, y, |a: $t, b: $t| {
                         let (mut r, mut base, mut e): ($t, $t, $t) = (1, a, b);
                         for _ in 0..<$t>::BITS - 1 {
                             r = if e & 1 != 0 { r.wrapping_mul(base) } else { r };
@@ -96,8 +96,9 @@ macro_rules! int_arith {
                             r
                         }
                     }),
-                    ArithFn::Min => map2(a, b, y, |a: $t, b: $t| if a < b { a } else { b }),
-                    ArithFn::Max => map2(a, b, y, |a: $t, b: $t| if a > b { a } else { b }),
+                    BinaryOp::Min => map2(a, b, y, |a: $t, b: $t| if a < b { a } else { b }),
+                    BinaryOp::Max => map2(a, b, y, |a: $t, b: $t| if a > b { a } else { b }),
+                    op => unreachable!("{} is not arithmetic", op.name()),
                 }
             }
         }
@@ -256,17 +257,18 @@ macro_rules! float_arith {
     ($t:ty, $pow:expr, $div:expr) => {
         impl ArithOps for $t {
             #[inline(always)]
-            fn arith(f: ArithFn, a: Src<'_, Self>, b: Src<'_, Self>, y: &mut [Self], div_by_mul: bool) {
+            fn arith(f: BinaryOp, a: Src<'_, Self>, b: Src<'_, Self>, y: &mut [Self], div_by_mul: bool) {
                 match f {
-                    ArithFn::Add => map2(a, b, y, |a: $t, b: $t| a + b),
-                    ArithFn::Sub => map2(a, b, y, |a: $t, b: $t| a - b),
-                    ArithFn::Mul => map2(a, b, y, |a: $t, b: $t| a * b),
-                    ArithFn::Div => $div(a, b, y, div_by_mul),
-                    ArithFn::FloorDiv => map2(a, b, y, |a: $t, b: $t| divmod(a, b).0),
-                    ArithFn::Mod => map2(a, b, y, |a: $t, b: $t| divmod(a, b).1),
-                    ArithFn::Pow => map2(a, b, y, $pow),
-                    ArithFn::Min => map2(a, b, y, minimum::<$t>),
-                    ArithFn::Max => map2(a, b, y, maximum::<$t>),
+                    BinaryOp::Add => map2(a, b, y, |a: $t, b: $t| a + b),
+                    BinaryOp::Sub => map2(a, b, y, |a: $t, b: $t| a - b),
+                    BinaryOp::Mul => map2(a, b, y, |a: $t, b: $t| a * b),
+                    BinaryOp::Div => $div(a, b, y, div_by_mul),
+                    BinaryOp::FloorDiv => map2(a, b, y, |a: $t, b: $t| divmod(a, b).0),
+                    BinaryOp::Mod => map2(a, b, y, |a: $t, b: $t| divmod(a, b).1),
+                    BinaryOp::Pow => map2(a, b, y, $pow),
+                    BinaryOp::Min => map2(a, b, y, minimum::<$t>),
+                    BinaryOp::Max => map2(a, b, y, maximum::<$t>),
+                    op => unreachable!("{} is not arithmetic", op.name()),
                 }
             }
         }

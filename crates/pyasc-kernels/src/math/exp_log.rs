@@ -262,3 +262,12 @@ pub(crate) fn log1p_f32<S: Simd>(x: f32) -> f32 {
     let y = if x == 0.0 { x } else { y as f32 };
     log_special(x, -1.0, y)
 }
+
+/// float32 base-10 log: `e log10(2) + log(m) / ln 10` in float64, rounded once.
+#[inline(always)]
+pub(crate) fn log10_f32<S: Simd>(x: f32) -> f32 {
+    const INV_LN10: f64 = std::f64::consts::LOG10_E;
+    const LOG10_2: f64 = std::f64::consts::LOG10_2;
+    let (e, lm) = log_parts::<S>(x as f64);
+    log_special(x, 0.0, mad::<S>(lm, INV_LN10, e * LOG10_2) as f32)
+}

@@ -8,6 +8,7 @@
 //! native float32 (twice the lanes per vector) with exact-product tricks where cancellation or
 //! large arguments demand.
 
+pub(crate) mod cbrt;
 pub(crate) mod erf;
 pub(crate) mod erf_table;
 pub(crate) mod exp_avx512;

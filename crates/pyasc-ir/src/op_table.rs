@@ -1,0 +1,247 @@
+//! The elementwise op table: every unary and binary op is one row here, and nothing else in
+//! pyasc spells an op's identity or its NumPy meaning.
+//!
+//! The tables are "X-macros": [`unary_op_table!`] and [`binary_op_table!`] hand their rows to
+//! a generator macro named by the caller. This crate generates the `UnaryOp`/`BinaryOp` enums
+//! with their names, dtype kinds, NumPy ufunc names and constant-folding semantics from them
+//! ([`crate::op`]); the kernels crate generates its float64 kernels (and the float32 ones of
+//! ops without a hand-vectorised body) from the same float semantics, so a folded constant and
+//! the value computed at run time agree.
+//!
+//! A unary row: `Variant "name" Kind ["ufunc", ...] api|hidden, float64 body, integer body;`
+//! * `Kind`: a [`crate::op::UnaryKind`] (how the op treats dtypes);
+//! * the ufunc names are the NumPy ufuncs that map onto the op inside an operator;
+//! * `api`: exported as `pyasc.<name>`; `hidden`: reached through ufuncs or methods only;
+//! * the float64 body is the op's meaning on floats (classifications return 1.0 or 0.0);
+//! * the integer body (`Some(fn(i64) -> i64)` or `None`) folds integer operands of
+//!   dtype-keeping ops, wrapping like the kernels.
+//!
+//! A binary row: `Variant "name" Class ["ufunc", ...] commutative|ordered, float body, integer
+//! body;` where `Class` is a [`crate::op::BinaryClass`], the float body takes and returns f64
+//! (`None`: not foldable; comparisons return 1.0 or 0.0) and the integer body returns
+//! `None` when folding is not exact (integer `/` is computed in floats).
+
+/// Calls `$m! { rows }` with every unary op's row (see the module docs for the columns).
+#[macro_export]
+macro_rules! unary_op_table {
+    ($m:ident) => {
+        $m! {
+            /// `-x`.
+            Neg "neg" Numeric ["negative"] hidden, |x: f64| -x, Some(|i: i64| i.wrapping_neg());
+            /// `|x|`.
+            Abs "abs" Numeric ["absolute", "fabs"] api, |x: f64| x.abs(), Some(|i: i64| i.wrapping_abs());
+            /// `x * x`.
+            Square "square" Numeric ["square"] api, |x: f64| x * x, Some(|i: i64| i.wrapping_mul(i));
+            /// -1, 0 or 1 (NaN stays NaN).
+            Sign "sign" Numeric ["sign"] api, $crate::op_table::sign, Some(|i: i64| i.signum());
+            /// Bitwise not (logical on bool).
+            Not "not" Bitwise ["invert"] hidden, |_x: f64| f64::NAN, Some(|i: i64| !i);
+            /// `e^x`.
+            Exp "exp" Float ["exp"] api, f64::exp, None;
+            /// `2^x`.
+            Exp2 "exp2" Float ["exp2"] api, f64::exp2, None;
+            /// Natural logarithm.
+            Log "log" Float ["log"] api, f64::ln, None;
+            /// Base-2 logarithm.
+            Log2 "log2" Float ["log2"] api, f64::log2, None;
+            /// Base-10 logarithm.
+            Log10 "log10" Float ["log10"] api, f64::log10, None;
+            /// `log(1 + x)`.
+            Log1p "log1p" Float ["log1p"] api, f64::ln_1p, None;
+            /// `e^x - 1`.
+            Expm1 "expm1" Float ["expm1"] api, f64::exp_m1, None;
+            /// Square root.
+            Sqrt "sqrt" Float ["sqrt"] api, f64::sqrt, None;
+            /// Cube root (negative for negative x).
+            Cbrt "cbrt" Float ["cbrt"] api, f64::cbrt, None;
+            /// `1 / sqrt(x)`.
+            Rsqrt "rsqrt" Float [] api, |x: f64| 1.0 / x.sqrt(), None;
+            /// `1 / x`.
+            Reciprocal "reciprocal" Float ["reciprocal"] api, |x: f64| 1.0 / x, None;
+            /// Sine.
+            Sin "sin" Float ["sin"] api, f64::sin, None;
+            /// Cosine.
+            Cos "cos" Float ["cos"] api, f64::cos, None;
+            /// Tangent.
+            Tan "tan" Float ["tan"] api, f64::tan, None;
+            /// Hyperbolic tangent.
+            Tanh "tanh" Float ["tanh"] api, f64::tanh, None;
+            /// `1 / (1 + e^-x)`.
+            Sigmoid "sigmoid" Float [] api, $crate::op_table::sigmoid, None;
+            /// Error function.
+            Erf "erf" Float [] api, libm::erf, None;
+            /// Complementary error function.
+            Erfc "erfc" Float [] api, libm::erfc, None;
+            /// `max(x, 0)`, NaN propagating.
+            Relu "relu" Numeric [] api, |x: f64| if x > 0.0 || x.is_nan() { x } else { 0.0 }, Some(|i: i64| i.max(0));
+            /// `x/2 (1 + erf(x / sqrt 2))`.
+            Gelu "gelu" Float [] api, $crate::op_table::gelu, None;
+            /// Ascend FastGelu: `x / (1 + e^(-1.702|x|)) e^(0.851 (x - |x|))`.
+            FastGelu "fast_gelu" Float [] api, $crate::op_table::fast_gelu, None;
+            /// `x sigmoid(x)`.
+            Silu "silu" Float [] api, |x: f64| x * $crate::op_table::sigmoid(x), None;
+            /// `max(x, 0) + log1p(e^-|x|)`.
+            Softplus "softplus" Float [] api, $crate::op_table::softplus, None;
+            /// Round toward -inf (identity on integers).
+            Floor "floor" Rounding ["floor"] api, f64::floor, None;
+            /// Round toward +inf (identity on integers).
+            Ceil "ceil" Rounding ["ceil"] api, f64::ceil, None;
+            /// Round half to even (identity on integers).
+            Round "round" Rounding ["rint"] hidden, f64::round_ties_even, None;
+            /// NaN test.
+            IsNan "isnan" Classify ["isnan"] api, |x: f64| x.is_nan() as u8 as f64, None;
+            /// Infinity test.
+            IsInf "isinf" Classify ["isinf"] api, |x: f64| x.is_infinite() as u8 as f64, None;
+            /// Neither NaN nor infinite.
+            IsFinite "isfinite" Classify ["isfinite"] api, |x: f64| x.is_finite() as u8 as f64, None;
+        }
+    };
+}
+
+/// Calls `$m! { rows }` with every binary op's row (see the module docs for the columns).
+#[macro_export]
+macro_rules! binary_op_table {
+    ($m:ident) => {
+        $m! {
+            /// `a + b` (wrapping on integers).
+            Add "add" Arith ["add"] commutative, |p: f64, q: f64| Some(p + q), |p: i64, q: i64| Some(p.wrapping_add(q));
+            /// `a - b` (wrapping on integers).
+            Sub "sub" Arith ["subtract"] ordered, |p: f64, q: f64| Some(p - q), |p: i64, q: i64| Some(p.wrapping_sub(q));
+            /// `a * b` (wrapping on integers).
+            Mul "mul" Arith ["multiply"] commutative, |p: f64, q: f64| Some(p * q), |p: i64, q: i64| Some(p.wrapping_mul(q));
+            /// True division (integers are cast to float first).
+            Div "div" Arith ["divide", "true_divide"] ordered, |p: f64, q: f64| Some(p / q), |_p: i64, _q: i64| None;
+            /// `np.floor_divide` (integers: 0 when dividing by zero).
+            FloorDiv "floordiv" Arith ["floor_divide"] ordered, |p: f64, q: f64| Some($crate::op_table::py_floordiv(p, q)), $crate::op_table::int_floordiv;
+            /// `np.remainder`: the sign follows the divisor (integers: 0 when dividing by zero).
+            Mod "mod" Arith ["remainder"] ordered, |p: f64, q: f64| Some($crate::op_table::py_mod(p, q)), $crate::op_table::int_mod;
+            /// `np.power` (integers: wrapping; a negative exponent is not folded).
+            Pow "pow" Arith ["power"] ordered, |p: f64, q: f64| Some(p.powf(q)), |p: i64, q: i64| (q >= 0).then(|| p.wrapping_pow(q.min(u32::MAX as i64) as u32));
+            /// `np.minimum` (NaN propagating).
+            Min "minimum" Arith ["minimum"] commutative, |p: f64, q: f64| Some(if p.is_nan() || q.is_nan() { f64::NAN } else { p.min(q) }), |p: i64, q: i64| Some(p.min(q));
+            /// `np.maximum` (NaN propagating).
+            Max "maximum" Arith ["maximum"] commutative, |p: f64, q: f64| Some(if p.is_nan() || q.is_nan() { f64::NAN } else { p.max(q) }), |p: i64, q: i64| Some(p.max(q));
+            /// `a == b` (NaN compares unequal).
+            Eq "eq" Compare ["equal"] commutative, |p: f64, q: f64| Some((p == q) as u8 as f64), |p: i64, q: i64| Some((p == q) as i64);
+            /// `a != b`.
+            Ne "ne" Compare ["not_equal"] commutative, |p: f64, q: f64| Some((p != q) as u8 as f64), |p: i64, q: i64| Some((p != q) as i64);
+            /// `a < b`.
+            Lt "lt" Compare ["less"] ordered, |p: f64, q: f64| Some((p < q) as u8 as f64), |p: i64, q: i64| Some((p < q) as i64);
+            /// `a <= b`.
+            Le "le" Compare ["less_equal"] ordered, |p: f64, q: f64| Some((p <= q) as u8 as f64), |p: i64, q: i64| Some((p <= q) as i64);
+            /// `a > b`.
+            Gt "gt" Compare ["greater"] ordered, |p: f64, q: f64| Some((p > q) as u8 as f64), |p: i64, q: i64| Some((p > q) as i64);
+            /// `a >= b`.
+            Ge "ge" Compare ["greater_equal"] ordered, |p: f64, q: f64| Some((p >= q) as u8 as f64), |p: i64, q: i64| Some((p >= q) as i64);
+            /// `a & b` (logical on bool).
+            And "and" Bitwise ["bitwise_and"] commutative, |_p: f64, _q: f64| None, |p: i64, q: i64| Some(p & q);
+            /// `a | b` (logical on bool).
+            Or "or" Bitwise ["bitwise_or"] commutative, |_p: f64, _q: f64| None, |p: i64, q: i64| Some(p | q);
+            /// `a ^ b` (logical on bool).
+            Xor "xor" Bitwise ["bitwise_xor"] commutative, |_p: f64, _q: f64| None, |p: i64, q: i64| Some(p ^ q);
+        }
+    };
+}
+
+/// -1, 0 or 1; NaN stays NaN.
+#[inline(always)]
+pub fn sign(x: f64) -> f64 {
+    if x > 0.0 {
+        1.0
+    } else if x < 0.0 {
+        -1.0
+    } else if x == 0.0 {
+        0.0
+    } else {
+        x
+    }
+}
+
+/// `1 / (1 + e^-x)`.
+#[inline(always)]
+pub fn sigmoid(x: f64) -> f64 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+/// `x/2 erfc(-x / sqrt 2)`, correcting for the rounding of `x / sqrt 2`, which `erfc` would
+/// otherwise amplify by `2 z^2` for large negative x.
+#[inline(always)]
+pub fn gelu(x: f64) -> f64 {
+    const R_HI: f64 = std::f64::consts::FRAC_1_SQRT_2;
+    // 1/sqrt 2 - R_HI.
+    const R_LO: f64 = -4.833_646_656_726_457e-17;
+    const TWO_OVER_SQRT_PI: f64 = std::f64::consts::FRAC_2_SQRT_PI;
+    let z = -x * R_HI;
+    // Exact -x/sqrt 2 = z + dz.
+    let dz = (-x).mul_add(R_HI, -z) + (-x) * R_LO;
+    // erfc(z + dz) = erfc(z) - 2/sqrt(pi) e^(-z^2) dz + O(dz^2).
+    let e = libm::erfc(z) - TWO_OVER_SQRT_PI * (-z * z).exp() * dz;
+    0.5 * x * e
+}
+
+/// Ascend FastGelu in its cancellation-free form.
+#[inline(always)]
+pub fn fast_gelu(x: f64) -> f64 {
+    let d = if x < 0.0 { 2.0 * x } else { 0.0 };
+    x * (0.851 * d).exp() / (1.0 + (-1.702 * x.abs()).exp())
+}
+
+/// `max(x, 0) + log1p(e^-|x|)`, NaN propagating.
+#[inline(always)]
+pub fn softplus(x: f64) -> f64 {
+    let m = if x > 0.0 || x.is_nan() { x } else { 0.0 };
+    m + (-x.abs()).exp().ln_1p()
+}
+
+/// Python's float floor division (NumPy `floor_divide`).
+pub fn py_floordiv(a: f64, b: f64) -> f64 {
+    if b == 0.0 {
+        return a / b;
+    }
+    let m = a % b;
+    let mut div = (a - m) / b;
+    if m != 0.0 && ((b < 0.0) != (m < 0.0)) {
+        div -= 1.0;
+    }
+    if div != 0.0 {
+        let f = div.floor();
+        if div - f > 0.5 {
+            f + 1.0
+        } else {
+            f
+        }
+    } else {
+        0.0f64.copysign(a / b)
+    }
+}
+
+/// Python's float modulo (NumPy `remainder`): the sign follows the divisor.
+pub fn py_mod(a: f64, b: f64) -> f64 {
+    if b == 0.0 {
+        return f64::NAN;
+    }
+    let m = a % b;
+    if m != 0.0 {
+        if (b < 0.0) != (m < 0.0) {
+            m + b
+        } else {
+            m
+        }
+    } else {
+        0.0f64.copysign(b)
+    }
+}
+
+/// Integer floor division, 0 when dividing by zero, wrapping at `MIN / -1`.
+pub fn int_floordiv(p: i64, q: i64) -> Option<i64> {
+    Some(if q == 0 { 0 } else { p.wrapping_div(q) - ((p.wrapping_rem(q) != 0 && (p < 0) != (q < 0)) as i64) })
+}
+
+/// Integer remainder with the divisor's sign, 0 when dividing by zero.
+pub fn int_mod(p: i64, q: i64) -> Option<i64> {
+    Some(match p.checked_rem(q) {
+        None | Some(0) => 0,
+        Some(r) if (r < 0) != (q < 0) => r + q,
+        Some(r) => r,
+    })
+}
