@@ -204,7 +204,6 @@ def test_errors_in_compute_point_at_the_users_line():
     assert e.value.filename == HERE and e.value.lineno == line
 
 
-@pytest.mark.xfail(not hasattr(pyasc.Tensor, "T"), reason="movement ops (.T) are not implemented yet", strict=False)
 def test_article_transpose_of_a_vector():
     class CustomOp(pyasc.AscendOperatorBase):
         def __init__(self):

@@ -208,3 +208,4 @@ def _dlpack_selftest(array: np.ndarray) -> _DLPackView: ...
 # (name, class, NumPy ufuncs, commutative) per binary op.
 UNARY_OPS: Tuple[Tuple[str, str, List[str], bool], ...]
 BINARY_OPS: Tuple[Tuple[str, str, List[str], bool], ...]
+ERROR_CODES: Dict[str, int]

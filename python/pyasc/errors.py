@@ -3,6 +3,7 @@
 Every error pyasc raises is a :class:`PyAscError` with a numeric ``code`` in ACL-style
 bands (1xxxxx invalid input, 2xxxxx resources, 5xxxxx internal) and, when it comes from
 the user's code, the ``filename`` and ``lineno`` of the Python expression responsible.
+The codes are the Rust core's (``_pyasc.ERROR_CODES``), set on the classes at import.
 """
 
 from __future__ import annotations
@@ -34,69 +35,57 @@ class PyAscError(Exception):
 
 
 class InvalidArgumentError(PyAscError, ValueError):
-    """An argument or option that is not accepted (code 100000)."""
-
-    code = 100000
+    """An argument or option that is not accepted."""
 
 
 class AlignmentError(PyAscError, ValueError):
-    """Memory that is not aligned as the device requires (code 100001)."""
-
-    code = 100001
+    """Memory that is not aligned as the device requires."""
 
 
 class ShapeError(PyAscError, ValueError):
-    """Shapes that do not broadcast or do not fit an op (code 100002)."""
-
-    code = 100002
+    """Shapes that do not broadcast or do not fit an op."""
 
 
 class DTypeError(PyAscError, TypeError):
-    """A dtype an op does not accept (code 100003)."""
-
-    code = 100003
+    """A dtype an op does not accept."""
 
 
 class TraceError(PyAscError):
-    """A Python construct that cannot be traced, such as data-dependent control flow (code 100004)."""
-
-    code = 100004
+    """A Python construct that cannot be traced, such as data-dependent control flow."""
 
 
 class FusionError(PyAscError):
-    """A function required to become one kernel could not be fused (code 100005)."""
-
-    code = 100005
+    """A function required to become one kernel could not be fused."""
 
 
 class UnsupportedError(PyAscError, NotImplementedError):
-    """A feature the API names but this version or backend does not provide (code 100006)."""
-
-    code = 100006
+    """A feature the API names but this version or backend does not provide."""
 
 
 class NumericalError(PyAscError, ArithmeticError):
-    """An op of a ``debug=True`` operator produced NaN or infinity (code 100007)."""
-
-    code = 100007
+    """An op of a ``debug=True`` operator produced NaN or infinity."""
 
 
 class OutOfMemoryError(PyAscError, MemoryError):
-    """The device ran out of memory (code 200001)."""
-
-    code = 200001
+    """The device ran out of memory."""
 
 
 class DeviceError(PyAscError):
-    """The device failed while running a kernel (code 200002)."""
-
-    code = 200002
+    """The device failed while running a kernel."""
 
 
 class InternalError(PyAscError):
-    """A bug in pyasc; please report it (code 500001)."""
+    """A bug in pyasc; please report it."""
 
-    code = 500001
+
+def _set_codes() -> None:
+    from . import _pyasc
+
+    for name, code in _pyasc.ERROR_CODES.items():
+        globals()[name].code = code
+
+
+_set_codes()
 
 
 def at_user_line(exc: PyAscError) -> PyAscError:

@@ -46,6 +46,21 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
+    /// Every kind.
+    pub const ALL: [ErrorKind; 11] = [
+        ErrorKind::InvalidArgument,
+        ErrorKind::Alignment,
+        ErrorKind::Shape,
+        ErrorKind::DType,
+        ErrorKind::Trace,
+        ErrorKind::Fusion,
+        ErrorKind::Unsupported,
+        ErrorKind::Numerical,
+        ErrorKind::OutOfMemory,
+        ErrorKind::Device,
+        ErrorKind::Internal,
+    ];
+
     /// The numeric code: 1xxxxx bad input, 2xxxxx resources, 5xxxxx internal.
     pub fn code(self) -> u32 {
         match self {
@@ -124,10 +139,6 @@ impl IrError {
     /// Shorthand for an internal error (a pyasc bug).
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Internal, message)
-    }
-    /// The numeric code of the kind.
-    pub fn code(&self) -> u32 {
-        self.kind.code()
     }
 }
 

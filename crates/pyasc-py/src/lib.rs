@@ -66,6 +66,11 @@ fn _pyasc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dlpack::_dlpack_selftest, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("UNARY_OPS", unary_ops(m.py())?)?;
+    let codes = pyo3::types::PyDict::new(m.py());
+    for kind in pyasc_ir::error::ErrorKind::ALL {
+        codes.set_item(kind.class_name(), kind.code())?;
+    }
+    m.add("ERROR_CODES", codes)?;
     m.add("BINARY_OPS", binary_ops(m.py())?)?;
     Ok(())
 }

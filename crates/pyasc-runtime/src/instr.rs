@@ -300,12 +300,18 @@ pub unsafe fn exec_reduce(op: ReduceOp, dtype: DType, input: Val, dst: Val, rows
                 (ReduceOp::Min, DType::F64) => *(dp as *mut f64).add(i) = r::min_f64(&rowslice!(f64)),
                 (ReduceOp::Max | ReduceOp::Min, DType::Bool | DType::I32 | DType::I64) => {
                     let max = op == ReduceOp::Max;
-                    with_dtype!(dtype, T => {
-                        let x = rowslice!(T);
-                        let v = if max { x.iter().copied().fold(x[0], |a, b| if b > a { b } else { a }) } else { x.iter().copied().fold(x[0], |a, b| if b < a { b } else { a }) };
-                        *(dp as *mut T).add(i) = v;
-                        Ok::<(), IrError>(())
-                    })?;
+                    macro_rules! extreme {
+                        ($t:ty) => {{
+                            let x = rowslice!($t);
+                            let v = if max { r::max_int(&x) } else { r::min_int(&x) };
+                            *(dp as *mut $t).add(i) = v.ok_or_else(|| IrError::internal("max/min of an empty row"))?;
+                        }};
+                    }
+                    match dtype {
+                        DType::Bool => extreme!(u8),
+                        DType::I32 => extreme!(i32),
+                        _ => extreme!(i64),
+                    }
                 }
                 _ => return Err(IrError::internal(format!("no {} reduction for {dtype}", op.name()))),
             }
