@@ -71,18 +71,30 @@ pub(crate) fn dispatch<K: Kernel>(k: K) -> K::Out {
     }
 }
 
+/// Runs `k` compiled for AVX-512.
+///
+/// # Safety
+/// The CPU must support AVX-512 F/BW/DQ/VL, AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")]
 unsafe fn run_avx512<K: Kernel>(k: K) -> K::Out {
     k.run::<Avx512>()
 }
 
+/// Runs `k` compiled for AVX2 with FMA.
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn run_avx2<K: Kernel>(k: K) -> K::Out {
     k.run::<Avx2>()
 }
 
+/// Runs `k` compiled for NEON.
+///
+/// # Safety
+/// The CPU must support NEON.
 #[cfg(target_arch = "aarch64")]
 #[target_feature(enable = "neon")]
 unsafe fn run_neon<K: Kernel>(k: K) -> K::Out {

@@ -98,6 +98,7 @@ impl Real for f32 {
         f32::NAN
     }
     unsafe fn matmul(dst: MatMut<Self>, a: MatRef<Self>, b: MatRef<Self>, threads: usize) {
+        // SAFETY: forwarded from this function's caller.
         unsafe { matmul_f32(dst, a, b, threads) }
     }
 }
@@ -114,6 +115,7 @@ impl Real for f64 {
         f64::NAN
     }
     unsafe fn matmul(dst: MatMut<Self>, a: MatRef<Self>, b: MatRef<Self>, threads: usize) {
+        // SAFETY: forwarded from this function's caller.
         unsafe { matmul_f64(dst, a, b, threads) }
     }
 }

@@ -566,6 +566,8 @@ pub fn from_dlpack(py: Python<'_>, t: &Bound<'_, PyAny>) -> PyResult<DeviceArray
             hi += span
         }
     }
+    // SAFETY: `lo` is the lowest byte offset any element of the view reaches, so `base` lies
+    // inside the array's allocation.
     let base = unsafe { (v.ptr as *mut u8).offset(lo) };
     let bytes = (hi - lo + size).max(0) as usize;
     let owner: Py<PyAny> = arr.clone().unbind();

@@ -90,8 +90,10 @@ mod tests {
     #[test]
     fn finds_the_first_bad_element() {
         let v = [1.0f32, 2.0, f32::INFINITY, f32::NAN];
+        // SAFETY: `v` holds 4 float32 values.
         assert_eq!(unsafe { first_non_finite(v.as_ptr() as *const u8, DType::F32, 4) }.map(|x| x.0), Some(2));
         let w = [1.0f64, 2.0];
+        // SAFETY: `w` holds 2 float64 values.
         assert_eq!(unsafe { first_non_finite(w.as_ptr() as *const u8, DType::F64, 2) }, None);
         let s = InputView { ptr: v.as_ptr() as *const u8, dtype: DType::F32, shape: vec![2], strides: vec![2] };
         assert!(has_non_finite(&s), "element 2 is inf");

@@ -173,7 +173,7 @@ fn map1<S: FromScalar, D: FromScalar>(x: Src<'_, S>, y: &mut [D], f: impl Fn(&[S
 pub unsafe fn exec(ins: &Instr, decls: &[RegDecl], vals: &[Val], len: usize) -> Result<()> {
     let dt = |r: pyasc_ir::tile::Reg| decls[r.0 as usize].dtype;
     let val = |r: pyasc_ir::tile::Reg| vals[r.0 as usize];
-    // SAFETY (all blocks below): register values satisfy this function's contract.
+    // SAFETY: register values satisfy this function's contract (for every block below).
     unsafe {
         match *ins {
             Instr::Unary { op, dst: d, src: s } => exec_unary(op, dt(s), val(s), val(d), len),
@@ -269,7 +269,7 @@ pub unsafe fn exec_reduce(op: ReduceOp, dtype: DType, input: Val, dst: Val, rows
             s => s,
         }
     };
-    // SAFETY (all blocks): rows and destinations are valid per the caller's contract.
+    // SAFETY: rows and destinations are valid per the caller's contract (for every block below).
     unsafe {
         for i in 0..rows {
             macro_rules! rowslice {

@@ -168,6 +168,7 @@ mod tests {
         for start in 0..12 {
             for len in 0..=(12 - start) {
                 let mut got = vec![-1i64; len];
+                // SAFETY: every index of the 3x4 view lies inside `data`.
                 unsafe { gather(data.as_ptr(), &dims, &strides, start, &mut got) };
                 assert_eq!(got, want[start..start + len], "start {start} len {len}");
             }
@@ -175,6 +176,7 @@ mod tests {
         // Negative strides: a reversed vector.
         let rev: Vec<i64> = (0..12).rev().collect();
         let mut got = vec![0i64; 12];
+        // SAFETY: the reversed view walks `data` from its last element down to its first.
         unsafe { gather(data.as_ptr().add(11), &[12], &[-1], 0, &mut got) };
         assert_eq!(got, rev);
     }

@@ -172,10 +172,11 @@ pub fn execute_plan(
         } else if let Some(special) = &k.special {
             match special {
                 Special::MatMul => crate::gemm::run_gemm(args[0], args[1], outs[0])?,
-                // SAFETY (these three): arguments are live views and the output buffer holds the
-                // kernel's result shape.
+                // SAFETY: arguments are live views and the output buffer holds the result shape.
                 Special::Pad(spec) => unsafe { crate::pad::run_pad(args[0], outs[0], spec)? },
+                // SAFETY: as for pad.
                 Special::Concat(axis) => unsafe { crate::pad::run_concat(&args, outs[0], *axis)? },
+                // SAFETY: as for pad.
                 Special::Take(axis) => unsafe {
                     crate::pad::run_take(args[0], args[1], outs[0], *axis, k.locs.first())?
                 },

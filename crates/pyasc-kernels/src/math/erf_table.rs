@@ -30,6 +30,9 @@ const COEF: [[f32; 16]; 6] = [
 ];
 
 /// Loads the 16-entry table `t`.
+///
+/// # Safety
+/// The CPU must support AVX-512 F.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 unsafe fn table(t: &[f32; 16]) -> __m512 {
