@@ -10,7 +10,7 @@
 use crate::pass::{CompileState, Pass};
 use crate::rewrite::{copy_node, rebuild};
 use pyasc_ir::error::Result;
-use pyasc_ir::op::{BinaryClass, BinaryOp, Op, ReduceOp, UnaryKind, UnaryOp};
+use pyasc_ir::op::{BinaryClass, BinaryOp, Op, UnaryKind, UnaryOp};
 use pyasc_ir::{DType, Graph, Node, NodeId, Scalar};
 
 /// Folds constant subexpressions and removes identity operations.
@@ -27,10 +27,7 @@ impl Pass for FoldPass {
                 // A reduction over an empty extent is its identity, filling the result.
                 let shape = &g.node(ops[0]).shape;
                 if axes.list(shape.rank()).iter().any(|a| shape.0[*a] == 0) {
-                    let v = match op {
-                        ReduceOp::Prod | ReduceOp::All => Scalar::Int(1),
-                        _ => Scalar::Int(0),
-                    };
+                    let v = Scalar::Int(op.identity().unwrap_or(0));
                     folded += 1;
                     return Ok(g.fill(v, n.dtype(), n.shape.clone(), n.loc.clone()));
                 }

@@ -78,13 +78,7 @@ pub fn reduce_type(op: ReduceOp, axes: Axes, keepdims: bool, x: VType, shape: &S
     }
     let dims: Vec<usize> =
         (0..rank).filter_map(|i| if axes.contains(i) { keepdims.then_some(1) } else { Some(shape.0[i]) }).collect();
-    let d = x.dtype;
-    let dtype = match op {
-        ReduceOp::Sum | ReduceOp::Prod if !d.is_float() => DType::I64,
-        ReduceOp::ArgMax | ReduceOp::ArgMin => DType::I64,
-        ReduceOp::Any | ReduceOp::All => DType::Bool,
-        _ => d,
-    };
+    let dtype = op.result_dtype(x.dtype);
     check_executable(dtype, &Op::Reduce { op, axes, keepdims })?;
     Ok((VType::strong(dtype), Shape(dims)))
 }

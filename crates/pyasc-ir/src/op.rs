@@ -175,47 +175,59 @@ impl BinaryOp {
     }
 }
 
-/// Reductions over a set of axes.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-#[allow(missing_docs)]
-pub enum ReduceOp {
-    Sum,
-    Prod,
-    Max,
-    Min,
-    ArgMax,
-    ArgMin,
-    Any,
-    All,
+/// The result dtype rule of a reduction.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ReduceResult {
+    /// The operand's dtype.
+    Keep,
+    /// Floats keep their dtype; bools and integers widen to int64 (NumPy's sum and prod).
+    Widen,
+    /// An int64 index.
+    Index,
+    /// A bool.
+    Bool,
 }
 
-impl ReduceOp {
-    /// Every reduction.
-    pub const ALL: [ReduceOp; 8] = [
-        ReduceOp::Sum,
-        ReduceOp::Prod,
-        ReduceOp::Max,
-        ReduceOp::Min,
-        ReduceOp::ArgMax,
-        ReduceOp::ArgMin,
-        ReduceOp::Any,
-        ReduceOp::All,
-    ];
-
-    /// The lower-case name.
-    pub fn name(self) -> &'static str {
-        match self {
-            ReduceOp::Sum => "sum",
-            ReduceOp::Prod => "prod",
-            ReduceOp::Max => "max",
-            ReduceOp::Min => "min",
-            ReduceOp::ArgMax => "argmax",
-            ReduceOp::ArgMin => "argmin",
-            ReduceOp::Any => "any",
-            ReduceOp::All => "all",
+/// Generates `ReduceOp` and its metadata from [`crate::reduce_op_table!`].
+macro_rules! define_reduce_ops {
+    ($($(#[$doc:meta])* $v:ident $name:literal $result:ident $identity:expr;)*) => {
+        /// Reductions over a set of axes, one per row of [`crate::reduce_op_table!`].
+        #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+        pub enum ReduceOp {
+            $($(#[$doc])* $v,)*
         }
-    }
 
+        impl ReduceOp {
+            /// Every reduction, in table order.
+            pub const ALL: &'static [ReduceOp] = &[$(ReduceOp::$v),*];
+
+            /// The lower-case name.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(ReduceOp::$v => $name,)*
+                }
+            }
+
+            /// The result dtype rule.
+            pub fn result(self) -> ReduceResult {
+                match self {
+                    $(ReduceOp::$v => ReduceResult::$result,)*
+                }
+            }
+
+            /// The value of a reduction over no elements, `None` when there is none.
+            pub fn identity(self) -> Option<i64> {
+                match self {
+                    $(ReduceOp::$v => $identity,)*
+                }
+            }
+        }
+    };
+}
+
+crate::reduce_op_table!(define_reduce_ops);
+
+impl ReduceOp {
     /// Look a reduction up by its name.
     pub fn from_name(name: &str) -> Option<ReduceOp> {
         ReduceOp::ALL.iter().copied().find(|op| op.name() == name)
@@ -223,7 +235,17 @@ impl ReduceOp {
 
     /// True for reductions without an identity (an empty reduction is an error).
     pub fn needs_elements(self) -> bool {
-        matches!(self, ReduceOp::Max | ReduceOp::Min | ReduceOp::ArgMax | ReduceOp::ArgMin)
+        self.identity().is_none()
+    }
+
+    /// The result dtype for an operand of dtype `d`.
+    pub fn result_dtype(self, d: DType) -> DType {
+        match self.result() {
+            ReduceResult::Widen if !d.is_float() => DType::I64,
+            ReduceResult::Keep | ReduceResult::Widen => d,
+            ReduceResult::Index => DType::I64,
+            ReduceResult::Bool => DType::Bool,
+        }
     }
 }
 

@@ -143,6 +143,33 @@ macro_rules! binary_op_table {
     };
 }
 
+/// Calls `$m! { rows }` with every reduction's row:
+/// `Variant "name" Result identity;` where `Result` is a [`crate::op::ReduceResult`] (the
+/// result dtype rule) and `identity` the value of an empty reduction (`None`: an error).
+#[macro_export]
+macro_rules! reduce_op_table {
+    ($m:ident) => {
+        $m! {
+            /// Sum (integers and bools accumulate in int64).
+            Sum "sum" Widen Some(0);
+            /// Product (integers and bools accumulate in int64).
+            Prod "prod" Widen Some(1);
+            /// Largest value (NaN propagating).
+            Max "max" Keep None;
+            /// Smallest value (NaN propagating).
+            Min "min" Keep None;
+            /// Index of the first largest value.
+            ArgMax "argmax" Index None;
+            /// Index of the first smallest value.
+            ArgMin "argmin" Index None;
+            /// Any element true.
+            Any "any" Bool Some(0);
+            /// Every element true.
+            All "all" Bool Some(1);
+        }
+    };
+}
+
 /// -1, 0 or 1; NaN stays NaN.
 #[inline(always)]
 pub fn sign(x: f64) -> f64 {
