@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict
 
-from . import _pyasc, ops
+import numpy as np
+
+from . import _composites, _pyasc, ops
 from .errors import UnsupportedError
 
 # NumPy ufunc name -> op name, from the extension's op table.
@@ -17,6 +19,11 @@ _UFUNC_UNARY = {uf: name for name, _kind, ufuncs, _api in _pyasc.UNARY_OPS for u
 _UFUNC_BINARY = {uf: name for name, _class, ufuncs, _comm in _pyasc.BINARY_OPS for uf in ufuncs}
 
 _LOGICAL = {"logical_and": "and", "logical_or": "or", "logical_xor": "xor"}
+
+
+def _operand(like: Any, x: Any) -> Any:
+    """Convert a Python list or tuple of numbers to a constant array, as NumPy converts it."""
+    return _pyasc.apply_constant_array(like, np.asarray(x)) if isinstance(x, (list, tuple)) else x
 
 
 def _as_bool(x: Any) -> Any:
@@ -32,8 +39,10 @@ def array_ufunc(ufunc: Any, method: str, inputs: tuple, kwargs: Dict[str, Any]) 
     dtype = kwargs.pop("dtype", None)
     if kwargs:
         raise UnsupportedError(f"np.{name}(..., {', '.join(kwargs)}=...) is not supported inside operators")
-    if name == "positive":
-        result = inputs[0]
+    like = next(x for x in inputs if isinstance(x, _pyasc.Tensor))
+    inputs = tuple(_operand(like, x) for x in inputs)
+    if name in _composites.UFUNCS:
+        result = _composites.UFUNCS[name](*inputs)
     elif name in _UFUNC_UNARY:
         result = _pyasc.apply_unary(_UFUNC_UNARY[name], inputs[0])
     elif name == "matmul":
@@ -47,7 +56,7 @@ def array_ufunc(ufunc: Any, method: str, inputs: tuple, kwargs: Dict[str, Any]) 
     else:
         raise UnsupportedError(f"np.{name} is not supported inside operators yet")
     if dtype is not None:
-        result = ops.cast(result, dtype)
+        result = tuple(ops.cast(r, dtype) for r in result) if isinstance(result, tuple) else ops.cast(result, dtype)
     return result
 
 
@@ -135,6 +144,7 @@ _FUNCTIONS: Dict[str, Callable[..., Any]] = {
     "round": _round,
     "around": _round,
     "astype": _astype,
+    **_composites.FUNCTIONS,
 }
 
 

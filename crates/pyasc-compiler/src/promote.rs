@@ -14,7 +14,7 @@ use crate::rewrite::{copy_node, rebuild};
 use pyasc_ir::dtype::{promote_v, VType};
 use pyasc_ir::error::{IrError, Result};
 use pyasc_ir::op::{BinaryOp, Op, ReduceOp, UnaryKind, UnaryOp};
-use pyasc_ir::{DType, Graph, Node, NodeId};
+use pyasc_ir::{DType, Graph, Node, NodeId, Scalar};
 
 /// Inserts casts and rewrites ops into the forms the kernels implement.
 pub struct PromotePass;
@@ -51,6 +51,10 @@ fn rewrite(g: &mut Graph, n: &Node, ops: Vec<NodeId>, casts: &mut usize) -> Resu
             let xd = g.node(x).dtype();
             match u.kind() {
                 UnaryKind::Rounding if !xd.is_float() => return Ok(x),
+                UnaryKind::Classify if !xd.is_float() && u == UnaryOp::SignBit => {
+                    let zero = g.constant(Scalar::Int(0), VType::strong(xd), n.loc.clone());
+                    return g.apply(Op::Binary(BinaryOp::Lt), &[x, zero], n.loc.clone());
+                }
                 UnaryKind::Classify if !xd.is_float() => {
                     let cmp = if u == UnaryOp::IsFinite { BinaryOp::Eq } else { BinaryOp::Ne };
                     return g.apply(Op::Binary(cmp), &[x, x], n.loc.clone());
@@ -76,8 +80,8 @@ fn rewrite(g: &mut Graph, n: &Node, ops: Vec<NodeId>, casts: &mut usize) -> Resu
             let a = cast_to(g, a, compute, n, casts);
             let c = cast_to(g, c, compute, n, casts);
             let op = match b {
-                BinaryOp::Add | BinaryOp::Max if bool_result => BinaryOp::Or,
-                BinaryOp::Mul | BinaryOp::Min if bool_result => BinaryOp::And,
+                BinaryOp::Add | BinaryOp::Max | BinaryOp::Fmax if bool_result => BinaryOp::Or,
+                BinaryOp::Mul | BinaryOp::Min | BinaryOp::Fmin if bool_result => BinaryOp::And,
                 other => other,
             };
             Ok(g.push(Node { op: Op::Binary(op), inputs: vec![a, c], ..n.clone() }))

@@ -5,7 +5,7 @@
 
 use crate::dtype::{promote_v, DType, VType, WeakKind};
 use crate::error::{IrError, Result};
-use crate::op::{Axes, BinaryOp, Op, ReduceOp, UnaryKind, UnaryOp};
+use crate::op::{Axes, BinaryClass, BinaryOp, Op, ReduceOp, UnaryKind, UnaryOp};
 use crate::shape::Shape;
 
 /// The result type and shape of `op` applied to operands of the given types and shapes.
@@ -196,7 +196,21 @@ pub fn binary_type(b: BinaryOp, x: VType, y: VType) -> Result<VType> {
     let bad = |why: &str| {
         Err(IrError::dtype(format!("{} is not defined for {} and {} operands{why}", b.name(), x.dtype, y.dtype)))
     };
+    if b.class() == BinaryClass::Integer && !d.is_int() {
+        return bad("");
+    }
     Ok(match b {
+        // The exponent does not take part: a float mantissa keeps its dtype.
+        Ldexp if x.dtype.is_float() && !y.dtype.is_float() => x,
+        _ if b.class() == BinaryClass::Float => {
+            if d.is_float() {
+                t
+            } else if both_weak {
+                VType::weak(WeakKind::Float)
+            } else {
+                VType::strong(DType::F64)
+            }
+        }
         Div => {
             if d.is_float() {
                 t
@@ -214,7 +228,7 @@ pub fn binary_type(b: BinaryOp, x: VType, y: VType) -> Result<VType> {
             t
         }
         Sub if d == DType::Bool => return bad("; use ^ or logical_xor for booleans"),
-        FloorDiv | Mod | Pow if d == DType::Bool => return bad(""),
+        FloorDiv | Mod | Pow | Fmod if d == DType::Bool => return bad(""),
         _ => t,
     })
 }

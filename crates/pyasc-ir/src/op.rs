@@ -24,6 +24,10 @@ pub enum UnaryKind {
 pub enum BinaryClass {
     /// Arithmetic in the promoted dtype.
     Arith,
+    /// A float function of two operands: integers compute in float64 (like true division).
+    Float,
+    /// Integers only (shifts, gcd, lcm), in the promoted dtype.
+    Integer,
     /// Comparison returning bool.
     Compare,
     /// Bitwise/logical on bool and integers.

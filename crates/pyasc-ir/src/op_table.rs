@@ -34,6 +34,10 @@ macro_rules! unary_op_table {
             Square "square" Numeric ["square"] api, |x: f64| x * x, Some(|i: i64| i.wrapping_mul(i));
             /// -1, 0 or 1 (NaN stays NaN).
             Sign "sign" Numeric ["sign"] api, $crate::op_table::sign, Some(|i: i64| i.signum());
+            /// `+x`: a copy.
+            Positive "positive" Numeric ["positive"] hidden, |x: f64| x, Some(|i: i64| i);
+            /// Complex conjugate: a copy for real numbers.
+            Conjugate "conjugate" Numeric ["conjugate"] hidden, |x: f64| x, Some(|i: i64| i);
             /// Bitwise not (logical on bool).
             Not "not" Bitwise ["invert"] hidden, |_x: f64| f64::NAN, Some(|i: i64| !i);
             /// `e^x`.
@@ -64,8 +68,30 @@ macro_rules! unary_op_table {
             Cos "cos" Float ["cos"] api, f64::cos, None;
             /// Tangent.
             Tan "tan" Float ["tan"] api, f64::tan, None;
+            /// Inverse sine.
+            Arcsin "arcsin" Float ["arcsin"] api, f64::asin, None;
+            /// Inverse cosine.
+            Arccos "arccos" Float ["arccos"] api, f64::acos, None;
+            /// Inverse tangent.
+            Arctan "arctan" Float ["arctan"] api, f64::atan, None;
+            /// Hyperbolic sine.
+            Sinh "sinh" Float ["sinh"] api, f64::sinh, None;
+            /// Hyperbolic cosine.
+            Cosh "cosh" Float ["cosh"] api, f64::cosh, None;
             /// Hyperbolic tangent.
             Tanh "tanh" Float ["tanh"] api, f64::tanh, None;
+            /// Inverse hyperbolic sine.
+            Arcsinh "arcsinh" Float ["arcsinh"] api, libm::asinh, None;
+            /// Inverse hyperbolic cosine.
+            Arccosh "arccosh" Float ["arccosh"] api, libm::acosh, None;
+            /// Inverse hyperbolic tangent.
+            Arctanh "arctanh" Float ["arctanh"] api, libm::atanh, None;
+            /// Degrees to radians.
+            Deg2Rad "deg2rad" Float ["deg2rad", "radians"] api, |x: f64| x * (std::f64::consts::PI / 180.0), None;
+            /// Radians to degrees.
+            Rad2Deg "rad2deg" Float ["rad2deg", "degrees"] api, |x: f64| x * (180.0 / std::f64::consts::PI), None;
+            /// The distance to the next float away from zero, signed like x (in x's dtype).
+            Spacing "spacing" Float ["spacing"] api, $crate::op_table::spacing, None;
             /// `1 / (1 + e^-x)`.
             Sigmoid "sigmoid" Float [] api, $crate::op_table::sigmoid, None;
             /// Error function.
@@ -86,6 +112,8 @@ macro_rules! unary_op_table {
             Floor "floor" Rounding ["floor"] api, f64::floor, None;
             /// Round toward +inf (identity on integers).
             Ceil "ceil" Rounding ["ceil"] api, f64::ceil, None;
+            /// Round toward zero (identity on integers).
+            Trunc "trunc" Rounding ["trunc"] api, f64::trunc, None;
             /// Round half to even (identity on integers).
             Round "round" Rounding ["rint"] hidden, f64::round_ties_even, None;
             /// NaN test.
@@ -94,6 +122,8 @@ macro_rules! unary_op_table {
             IsInf "isinf" Classify ["isinf"] api, |x: f64| x.is_infinite() as u8 as f64, None;
             /// Neither NaN nor infinite.
             IsFinite "isfinite" Classify ["isfinite"] api, |x: f64| x.is_finite() as u8 as f64, None;
+            /// The sign bit is set (true for -0.0 and negative NaN).
+            SignBit "signbit" Classify ["signbit"] api, |x: f64| x.is_sign_negative() as u8 as f64, None;
         }
     };
 }
@@ -121,6 +151,28 @@ macro_rules! binary_op_table {
             Min "minimum" Arith ["minimum"] commutative, |p: f64, q: f64| Some(if p.is_nan() || q.is_nan() { f64::NAN } else { p.min(q) }), |p: i64, q: i64| Some(p.min(q));
             /// `np.maximum` (NaN propagating).
             Max "maximum" Arith ["maximum"] commutative, |p: f64, q: f64| Some(if p.is_nan() || q.is_nan() { f64::NAN } else { p.max(q) }), |p: i64, q: i64| Some(p.max(q));
+            /// `np.fmod`: C remainder, the sign follows the dividend (integers: 0 when dividing by zero).
+            Fmod "fmod" Arith ["fmod"] ordered, |p: f64, q: f64| Some(p % q), |p: i64, q: i64| Some(if q == 0 { 0 } else { p.wrapping_rem(q) });
+            /// `np.fmax`: the larger, ignoring NaN unless both are NaN.
+            Fmax "fmax" Arith ["fmax"] commutative, |p: f64, q: f64| Some(if p > q || q.is_nan() { p } else { q }), |p: i64, q: i64| Some(p.max(q));
+            /// `np.fmin`: the smaller, ignoring NaN unless both are NaN.
+            Fmin "fmin" Arith ["fmin"] commutative, |p: f64, q: f64| Some(if p < q || q.is_nan() { p } else { q }), |p: i64, q: i64| Some(p.min(q));
+            /// `sqrt(a^2 + b^2)` without undue overflow.
+            Hypot "hypot" Float ["hypot"] commutative, |p: f64, q: f64| Some(p.hypot(q)), |_p: i64, _q: i64| None;
+            /// The angle of the point (b, a): `atan(a / b)` in the right quadrant.
+            Arctan2 "arctan2" Float ["arctan2"] ordered, |p: f64, q: f64| Some(p.atan2(q)), |_p: i64, _q: i64| None;
+            /// `|a|` with the sign of b.
+            CopySign "copysign" Float ["copysign"] ordered, |p: f64, q: f64| Some(p.copysign(q)), |_p: i64, _q: i64| None;
+            /// The next float after a toward b (in the operands' dtype).
+            NextAfter "nextafter" Float ["nextafter"] ordered, |p: f64, q: f64| Some($crate::op_table::nextafter(p, q)), |_p: i64, _q: i64| None;
+            /// `log(e^a + e^b)` without overflow.
+            LogAddExp "logaddexp" Float ["logaddexp"] commutative, |p: f64, q: f64| Some($crate::op_table::logaddexp(p, q)), |_p: i64, _q: i64| None;
+            /// `log2(2^a + 2^b)` without overflow.
+            LogAddExp2 "logaddexp2" Float ["logaddexp2"] commutative, |p: f64, q: f64| Some($crate::op_table::logaddexp2(p, q)), |_p: i64, _q: i64| None;
+            /// Step function: 0 below zero, b at zero, 1 above (NaN stays NaN).
+            Heaviside "heaviside" Float ["heaviside"] ordered, |p: f64, q: f64| Some($crate::op_table::heaviside(p, q)), |_p: i64, _q: i64| None;
+            /// `a * 2^b`.
+            Ldexp "ldexp" Float ["ldexp"] ordered, |p: f64, q: f64| Some($crate::op_table::ldexp(p, q)), |_p: i64, _q: i64| None;
             /// `a == b` (NaN compares unequal).
             Eq "eq" Compare ["equal"] commutative, |p: f64, q: f64| Some((p == q) as u8 as f64), |p: i64, q: i64| Some((p == q) as i64);
             /// `a != b`.
@@ -139,6 +191,14 @@ macro_rules! binary_op_table {
             Or "or" Bitwise ["bitwise_or"] commutative, |_p: f64, _q: f64| None, |p: i64, q: i64| Some(p | q);
             /// `a ^ b` (logical on bool).
             Xor "xor" Bitwise ["bitwise_xor"] commutative, |_p: f64, _q: f64| None, |p: i64, q: i64| Some(p ^ q);
+            /// `a << b` (0 once b reaches the bit width or is negative).
+            LeftShift "left_shift" Integer ["left_shift"] ordered, |_p: f64, _q: f64| None, |p: i64, q: i64| Some(if (0..64).contains(&q) { p << q } else { 0 });
+            /// `a >> b`, arithmetic (sign-filled once b reaches the bit width).
+            RightShift "right_shift" Integer ["right_shift"] ordered, |_p: f64, _q: f64| None, |p: i64, q: i64| Some(p >> q.clamp(0, 63));
+            /// Greatest common divisor (non-negative).
+            Gcd "gcd" Integer ["gcd"] commutative, |_p: f64, _q: f64| None, |p: i64, q: i64| Some($crate::op_table::gcd(p, q));
+            /// Least common multiple (non-negative).
+            Lcm "lcm" Integer ["lcm"] commutative, |_p: f64, _q: f64| None, |p: i64, q: i64| Some($crate::op_table::lcm(p, q));
         }
     };
 }
@@ -218,6 +278,109 @@ pub fn fast_gelu(x: f64) -> f64 {
 pub fn softplus(x: f64) -> f64 {
     let m = if x > 0.0 || x.is_nan() { x } else { 0.0 };
     m + (-x.abs()).exp().ln_1p()
+}
+
+/// The distance from x to the next float64 away from zero, negative for negative x
+/// (`np.spacing`).
+pub fn spacing(x: f64) -> f64 {
+    if x.is_nan() {
+        return x;
+    }
+    if x.is_infinite() {
+        return f64::NAN;
+    }
+    let a = x.abs();
+    let next = f64::from_bits(a.to_bits() + 1);
+    // Zeros of either sign step up: NumPy's spacing(-0.0) is the smallest positive float.
+    if x < 0.0 {
+        a - next
+    } else {
+        next - a
+    }
+}
+
+/// The next float64 after `a` in the direction of `b` (C `nextafter`).
+pub fn nextafter(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        return a + b;
+    }
+    if a == b {
+        return b;
+    }
+    if a == 0.0 {
+        return f64::from_bits(1).copysign(b);
+    }
+    let bits = a.to_bits();
+    let up = (b > a) == (a > 0.0);
+    f64::from_bits(if up { bits + 1 } else { bits - 1 })
+}
+
+/// `log(e^a + e^b)`, as NumPy computes it.
+pub fn logaddexp(a: f64, b: f64) -> f64 {
+    if a == b {
+        return a + std::f64::consts::LN_2;
+    }
+    let d = a - b;
+    if d > 0.0 {
+        a + (-d).exp().ln_1p()
+    } else if d <= 0.0 {
+        b + d.exp().ln_1p()
+    } else {
+        d
+    }
+}
+
+/// `log2(2^a + 2^b)`, as NumPy computes it.
+pub fn logaddexp2(a: f64, b: f64) -> f64 {
+    if a == b {
+        return a + 1.0;
+    }
+    let d = a - b;
+    let log2_1p = |v: f64| v.ln_1p() * std::f64::consts::LOG2_E;
+    if d > 0.0 {
+        a + log2_1p((-d).exp2())
+    } else if d <= 0.0 {
+        b + log2_1p(d.exp2())
+    } else {
+        d
+    }
+}
+
+/// NumPy's `heaviside(x, h0)`.
+pub fn heaviside(x: f64, h0: f64) -> f64 {
+    if x < 0.0 {
+        0.0
+    } else if x > 0.0 {
+        1.0
+    } else if x == 0.0 {
+        h0
+    } else {
+        x
+    }
+}
+
+/// `x * 2^e` for an integral `e`, rounding once.
+pub fn ldexp(x: f64, e: f64) -> f64 {
+    libm::ldexp(x, e.clamp(-10_000.0, 10_000.0) as i32)
+}
+
+/// Greatest common divisor, non-negative (wrapping at `i64::MIN` like NumPy).
+pub fn gcd(a: i64, b: i64) -> i64 {
+    let (mut a, mut b) = (a.unsigned_abs(), b.unsigned_abs());
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a as i64
+}
+
+/// Least common multiple, non-negative (0 if either is 0; wrapping on overflow).
+pub fn lcm(a: i64, b: i64) -> i64 {
+    let g = gcd(a, b);
+    if g == 0 {
+        0
+    } else {
+        (a / g).wrapping_mul(b).wrapping_abs()
+    }
 }
 
 /// Python's float floor division (NumPy `floor_divide`).

@@ -9,6 +9,7 @@ use crate::src::{map2, Src};
 use pyasc_ir::op::{BinaryClass, BinaryOp};
 
 mod ops;
+mod table;
 
 /// Element types with arithmetic: `i32`, `i64`, `f32`, `f64`.
 pub trait Arith: Element + ops::ArithOps {}
@@ -38,11 +39,12 @@ impl<T: Arith> Kernel for ArithK<'_, T> {
     }
 }
 
-/// `y = f(a, b)` elementwise for an arithmetic op (semantics follow NumPy: integers wrap;
-/// integer `/`, `//` and `%` by zero give 0; integer `**` with a negative exponent gives 0;
-/// `minimum`/`maximum` propagate NaN).
+/// `y = f(a, b)` elementwise for an arithmetic, float or integer op (semantics follow NumPy:
+/// integers wrap; integer `/`, `//` and `%` by zero give 0; integer `**` with a negative
+/// exponent gives 0; `minimum`/`maximum` propagate NaN); ops without a hand-written loop
+/// run their op-table body.
 pub fn arith<T: Arith>(f: BinaryOp, a: Src<'_, T>, b: Src<'_, T>, y: &mut [T]) {
-    assert_eq!(f.class(), BinaryClass::Arith, "{} is not arithmetic", f.name());
+    assert!(!matches!(f.class(), BinaryClass::Compare | BinaryClass::Bitwise), "{} is not arithmetic", f.name());
     dispatch(ArithK { f, a, b, y });
 }
 

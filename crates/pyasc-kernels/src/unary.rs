@@ -7,6 +7,7 @@ use crate::dispatch::{dispatch, Kernel, Simd};
 use crate::math::cbrt::cbrt_f32;
 use crate::math::erf::{erf_f32, erfc_f32, gelu_f32};
 use crate::math::exp_log::{exp2_f32, exp_f32, expm1_f32, log10_f32, log1p_f32, log2_f32, log_f32};
+use crate::math::float_bits::spacing_f32;
 use crate::math::hyper::{fast_gelu_f32, sigmoid_f32, silu_f32, softplus_f32, tanh_f32};
 use crate::math::real::Real;
 use crate::math::trig::{cos_f32, needs_wide, sin_f32, tan_f32};
@@ -107,6 +108,7 @@ impl Kernel for UnaryF32<'_> {
             UnaryOp::Softplus => map1(x, y, softplus_f32::<S>),
             UnaryOp::Log10 => map1(x, y, log10_f32::<S>),
             UnaryOp::Cbrt => map1(x, y, cbrt_f32),
+            UnaryOp::Spacing => map1(x, y, spacing_f32),
             // Ops without a vectorised float32 body compute in float64 and round once.
             op => float64::via_f64(op, x, y),
         }
@@ -165,6 +167,7 @@ macro_rules! int_unary {
                     UnaryOp::Square => map1(x, y, |v: $t| v.wrapping_mul(v)),
                     UnaryOp::Not => map1(x, y, |v: $t| !v),
                     UnaryOp::Relu => map1(x, y, |v: $t| if v > 0 { v } else { 0 }),
+                    UnaryOp::Positive | UnaryOp::Conjugate => y.copy_from_slice(x),
                     op => unreachable!("{} has no integer kernel", op.name()),
                 }
             }
@@ -181,7 +184,17 @@ macro_rules! int_unary {
 
 /// True when `op` has integer kernels ([`i32`], [`i64`]).
 pub fn has_int_kernel(op: UnaryOp) -> bool {
-    matches!(op, UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Sign | UnaryOp::Square | UnaryOp::Not | UnaryOp::Relu)
+    matches!(
+        op,
+        UnaryOp::Neg
+            | UnaryOp::Abs
+            | UnaryOp::Sign
+            | UnaryOp::Square
+            | UnaryOp::Not
+            | UnaryOp::Relu
+            | UnaryOp::Positive
+            | UnaryOp::Conjugate
+    )
 }
 
 int_unary!(i32, UnaryI32, i32, "`y = f(x)` on int32 tiles (`x.len() == y.len()`).");
@@ -223,7 +236,9 @@ macro_rules! classify {
                     UnaryOp::IsNan => map1(x, y, |v: $t| v.is_nan() as u8),
                     UnaryOp::IsInf => map1(x, y, |v: $t| (v.abs() == <$t>::INFINITY) as u8),
                     UnaryOp::IsFinite => map1(x, y, |v: $t| (v.abs() < <$t>::INFINITY) as u8),
-                    op => unreachable!("{} is not a classification", op.name()),
+                    UnaryOp::SignBit => map1(x, y, |v: $t| v.is_sign_negative() as u8),
+                    // Classifications without a loop of their own use the table's meaning.
+                    op => map1(x, y, |v: $t| (op.eval_f64(v as f64) != 0.0) as u8),
                 }
             }
         }

@@ -98,6 +98,8 @@ fn binary_ops(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyTuple>> {
     let rows = BinaryOp::ALL.iter().map(|&op| {
         let class = match op.class() {
             BinaryClass::Arith => "arith",
+            BinaryClass::Float => "float",
+            BinaryClass::Integer => "integer",
             BinaryClass::Compare => "compare",
             BinaryClass::Bitwise => "bitwise",
         };

@@ -244,10 +244,18 @@ unsafe fn exec_binary(op: BinaryOp, dtype: DType, a: Val, b: Val, d: Val, len: u
             (BinaryClass::Bitwise, DType::Bool) => binary::bitwise::<u8>(op, src(a, len), src(b, len), dst(d, len)?),
             (BinaryClass::Bitwise, DType::I32) => binary::bitwise::<i32>(op, src(a, len), src(b, len), dst(d, len)?),
             (BinaryClass::Bitwise, DType::I64) => binary::bitwise::<i64>(op, src(a, len), src(b, len), dst(d, len)?),
-            (BinaryClass::Arith, DType::I32) => binary::arith::<i32>(op, src(a, len), src(b, len), dst(d, len)?),
-            (BinaryClass::Arith, DType::I64) => binary::arith::<i64>(op, src(a, len), src(b, len), dst(d, len)?),
-            (BinaryClass::Arith, DType::F32) => binary::arith::<f32>(op, src(a, len), src(b, len), dst(d, len)?),
-            (BinaryClass::Arith, DType::F64) => binary::arith::<f64>(op, src(a, len), src(b, len), dst(d, len)?),
+            (BinaryClass::Arith | BinaryClass::Integer, DType::I32) => {
+                binary::arith::<i32>(op, src(a, len), src(b, len), dst(d, len)?)
+            }
+            (BinaryClass::Arith | BinaryClass::Integer, DType::I64) => {
+                binary::arith::<i64>(op, src(a, len), src(b, len), dst(d, len)?)
+            }
+            (BinaryClass::Arith | BinaryClass::Float, DType::F32) => {
+                binary::arith::<f32>(op, src(a, len), src(b, len), dst(d, len)?)
+            }
+            (BinaryClass::Arith | BinaryClass::Float, DType::F64) => {
+                binary::arith::<f64>(op, src(a, len), src(b, len), dst(d, len)?)
+            }
             _ => return unsupported(),
         }
     }

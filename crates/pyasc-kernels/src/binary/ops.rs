@@ -98,7 +98,7 @@ macro_rules! int_arith {
                     }),
                     BinaryOp::Min => map2(a, b, y, |a: $t, b: $t| if a < b { a } else { b }),
                     BinaryOp::Max => map2(a, b, y, |a: $t, b: $t| if a > b { a } else { b }),
-                    op => unreachable!("{} is not arithmetic", op.name()),
+                    op => super::table::int(op, a, b, y),
                 }
             }
         }
@@ -254,7 +254,7 @@ fn div_f64(a: Src<'_, f64>, b: Src<'_, f64>, y: &mut [f64], _div_by_mul: bool) {
 }
 
 macro_rules! float_arith {
-    ($t:ty, $pow:expr, $div:expr) => {
+    ($t:ty, $pow:expr, $div:expr, $table:path) => {
         impl ArithOps for $t {
             #[inline(always)]
             fn arith(f: BinaryOp, a: Src<'_, Self>, b: Src<'_, Self>, y: &mut [Self], div_by_mul: bool) {
@@ -268,12 +268,12 @@ macro_rules! float_arith {
                     BinaryOp::Pow => map2(a, b, y, $pow),
                     BinaryOp::Min => map2(a, b, y, minimum::<$t>),
                     BinaryOp::Max => map2(a, b, y, maximum::<$t>),
-                    op => unreachable!("{} is not arithmetic", op.name()),
+                    op => $table(op, a, b, y),
                 }
             }
         }
     };
 }
 
-float_arith!(f32, |a: f32, b: f32| (a as f64).powf(b as f64) as f32, div_f32);
-float_arith!(f64, f64::powf, div_f64);
+float_arith!(f32, |a: f32, b: f32| (a as f64).powf(b as f64) as f32, div_f32, super::table::float32);
+float_arith!(f64, f64::powf, div_f64, super::table::float64);

@@ -13,6 +13,7 @@ pub(crate) mod erf;
 pub(crate) mod erf_table;
 pub(crate) mod exp_avx512;
 pub(crate) mod exp_log;
+pub(crate) mod float_bits;
 pub(crate) mod hyper;
 pub(crate) mod real;
 pub(crate) mod trig;
