@@ -83,7 +83,7 @@ macro_rules! unary_op_table {
             /// Inverse hyperbolic sine.
             Arcsinh "arcsinh" Float ["arcsinh"] api, libm::asinh, None;
             /// Inverse hyperbolic cosine.
-            Arccosh "arccosh" Float ["arccosh"] api, libm::acosh, None;
+            Arccosh "arccosh" Float ["arccosh"] api, $crate::op_table::acosh, None;
             /// Inverse hyperbolic tangent.
             Arctanh "arctanh" Float ["arctanh"] api, libm::atanh, None;
             /// Degrees to radians.
@@ -241,6 +241,16 @@ pub fn sign(x: f64) -> f64 {
         0.0
     } else {
         x
+    }
+}
+
+/// `acosh(x)`, NaN below 1 (where `libm::acosh` does not check the sign).
+#[inline(always)]
+pub fn acosh(x: f64) -> f64 {
+    if x >= 1.0 {
+        libm::acosh(x)
+    } else {
+        f64::NAN
     }
 }
 

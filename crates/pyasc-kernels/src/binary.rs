@@ -35,7 +35,7 @@ impl<T: Arith> Kernel for ArithK<'_, T> {
     type Out = ();
     #[inline(always)]
     fn run<S: Simd>(self) {
-        T::arith(self.f, self.a, self.b, self.y, S::DIV_BY_MUL);
+        T::arith::<S>(self.f, self.a, self.b, self.y);
     }
 }
 

@@ -9,7 +9,7 @@
 use crate::isa::{self, Isa};
 
 /// Compile-time description of the ISA a kernel copy is compiled for.
-pub(crate) trait Simd: Copy {
+pub trait Simd: Copy {
     /// Fused multiply-add is a hardware instruction (use `mul_add`).
     const FMA: bool;
     /// Dividing float32 by a scalar is faster as a float64 multiply by its reciprocal (twice

@@ -8,7 +8,8 @@ use crate::math::cbrt::cbrt_f32;
 use crate::math::erf::{erf_f32, erfc_f32, gelu_f32};
 use crate::math::exp_log::{exp2_f32, exp_f32, expm1_f32, log10_f32, log1p_f32, log2_f32, log_f32};
 use crate::math::float_bits::spacing_f32;
-use crate::math::hyper::{fast_gelu_f32, sigmoid_f32, silu_f32, softplus_f32, tanh_f32};
+use crate::math::hyper::{cosh_f32, fast_gelu_f32, sigmoid_f32, silu_f32, sinh_f32, softplus_f32, tanh_f32};
+use crate::math::inverse::{acos_f32, acosh_f32, asin_f32, asinh_f32, atan_f32, atanh_f32};
 use crate::math::real::Real;
 use crate::math::trig::{cos_f32, needs_wide, sin_f32, tan_f32};
 use crate::src::map1;
@@ -109,6 +110,14 @@ impl Kernel for UnaryF32<'_> {
             UnaryOp::Log10 => map1(x, y, log10_f32::<S>),
             UnaryOp::Cbrt => map1(x, y, cbrt_f32),
             UnaryOp::Spacing => map1(x, y, spacing_f32),
+            UnaryOp::Arcsin => map1(x, y, asin_f32::<S>),
+            UnaryOp::Arccos => map1(x, y, acos_f32::<S>),
+            UnaryOp::Arctan => map1(x, y, atan_f32::<S>),
+            UnaryOp::Sinh => map1(x, y, sinh_f32::<S>),
+            UnaryOp::Cosh => map1(x, y, cosh_f32::<S>),
+            UnaryOp::Arcsinh => map1(x, y, asinh_f32::<S>),
+            UnaryOp::Arccosh => map1(x, y, acosh_f32::<S>),
+            UnaryOp::Arctanh => map1(x, y, atanh_f32::<S>),
             // Ops without a vectorised float32 body compute in float64 and round once.
             op => float64::via_f64(op, x, y),
         }

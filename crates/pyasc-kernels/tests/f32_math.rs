@@ -155,3 +155,19 @@ fn sqrt_reciprocal_rsqrt() {
     check(UnaryOp::Reciprocal, |x| 1.0 / x, &[3.0], 0);
     check(UnaryOp::Rsqrt, |x| 1.0 / x.sqrt(), &[4.0], 1);
 }
+
+#[test]
+fn inverse_trig() {
+    check(UnaryOp::Arcsin, f64::asin, &[1.0, -1.0, 0.5, 1e-20], 1);
+    check(UnaryOp::Arccos, f64::acos, &[1.0, -1.0, 0.5, 1e-20], 1);
+    check(UnaryOp::Arctan, f64::atan, &[1.0, 0.267_949_2, 3.732_051, 1e30], 1);
+}
+
+#[test]
+fn hyperbolic() {
+    check(UnaryOp::Sinh, f64::sinh, &[0.0, 1e-3, 89.4, -89.4], 1);
+    check(UnaryOp::Cosh, f64::cosh, &[0.0, 1e-3, 89.4, -89.4], 1);
+    check(UnaryOp::Arcsinh, libm::asinh, &[0.0, 1e-3, 1e19, -1e19], 1);
+    check(UnaryOp::Arccosh, pyasc_ir::op_table::acosh, &[1.0, 1.0001, 1e19, 2.0], 1);
+    check(UnaryOp::Arctanh, libm::atanh, &[0.0, 1.0, -1.0, 0.5], 1);
+}

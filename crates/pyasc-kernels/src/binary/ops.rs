@@ -3,15 +3,16 @@
 //! Integer division by zero yields 0 (NumPy's result) with the divisor replaced by 1 before
 //! dividing, so no lane traps. Float FloorDiv and Mod follow NumPy's `npy_divmod` step by step.
 
+use crate::dispatch::Simd;
 use crate::math::real::Real;
 use crate::src::{map2, Src};
 use pyasc_ir::op::BinaryOp;
 
 /// Arithmetic of one element type.
 pub trait ArithOps: Sized + Copy {
-    /// `y = f(a, b)` elementwise; `div_by_mul`: divide float32 by a scalar through a float64
+    /// `y = f(a, b)` elementwise in the ISA `S`; `S::DIV_BY_MUL`: divide float32 by a scalar through a float64
     /// multiply (see [`div_by_scalar_f32`]).
-    fn arith(f: BinaryOp, a: Src<'_, Self>, b: Src<'_, Self>, y: &mut [Self], div_by_mul: bool);
+    fn arith<S: Simd>(f: BinaryOp, a: Src<'_, Self>, b: Src<'_, Self>, y: &mut [Self]);
 }
 
 /// Bitwise operations of one element type.
@@ -49,8 +50,7 @@ macro_rules! int_arith {
     ($t:ty) => {
         impl ArithOps for $t {
             #[inline(always)]
-            fn arith(f: BinaryOp, a: Src<'_, Self>, b: Src<'_, Self>, y: &mut [Self], div_by_mul: bool) {
-                let _ = div_by_mul;
+            fn arith<S: Simd>(f: BinaryOp, a: Src<'_, Self>, b: Src<'_, Self>, y: &mut [Self]) {
                 match f {
                     BinaryOp::Add => map2(a, b, y, <$t>::wrapping_add),
                     BinaryOp::Sub => map2(a, b, y, <$t>::wrapping_sub),
@@ -98,7 +98,7 @@ macro_rules! int_arith {
                     }),
                     BinaryOp::Min => map2(a, b, y, |a: $t, b: $t| if a < b { a } else { b }),
                     BinaryOp::Max => map2(a, b, y, |a: $t, b: $t| if a > b { a } else { b }),
-                    op => super::table::int(op, a, b, y),
+                    op => super::table::int::<S, $t>(op, a, b, y),
                 }
             }
         }
@@ -254,26 +254,26 @@ fn div_f64(a: Src<'_, f64>, b: Src<'_, f64>, y: &mut [f64], _div_by_mul: bool) {
 }
 
 macro_rules! float_arith {
-    ($t:ty, $pow:expr, $div:expr, $table:path) => {
+    ($t:ty, $pow:expr, $div:expr, $table:ident) => {
         impl ArithOps for $t {
             #[inline(always)]
-            fn arith(f: BinaryOp, a: Src<'_, Self>, b: Src<'_, Self>, y: &mut [Self], div_by_mul: bool) {
+            fn arith<S: Simd>(f: BinaryOp, a: Src<'_, Self>, b: Src<'_, Self>, y: &mut [Self]) {
                 match f {
                     BinaryOp::Add => map2(a, b, y, |a: $t, b: $t| a + b),
                     BinaryOp::Sub => map2(a, b, y, |a: $t, b: $t| a - b),
                     BinaryOp::Mul => map2(a, b, y, |a: $t, b: $t| a * b),
-                    BinaryOp::Div => $div(a, b, y, div_by_mul),
+                    BinaryOp::Div => $div(a, b, y, S::DIV_BY_MUL),
                     BinaryOp::FloorDiv => map2(a, b, y, |a: $t, b: $t| divmod(a, b).0),
                     BinaryOp::Mod => map2(a, b, y, |a: $t, b: $t| divmod(a, b).1),
                     BinaryOp::Pow => map2(a, b, y, $pow),
                     BinaryOp::Min => map2(a, b, y, minimum::<$t>),
                     BinaryOp::Max => map2(a, b, y, maximum::<$t>),
-                    op => $table(op, a, b, y),
+                    op => super::table::$table::<S>(op, a, b, y),
                 }
             }
         }
     };
 }
 
-float_arith!(f32, |a: f32, b: f32| (a as f64).powf(b as f64) as f32, div_f32, super::table::float32);
-float_arith!(f64, f64::powf, div_f64, super::table::float64);
+float_arith!(f32, |a: f32, b: f32| (a as f64).powf(b as f64) as f32, div_f32, float32);
+float_arith!(f64, f64::powf, div_f64, float64);

@@ -66,3 +66,22 @@ pub(crate) fn softplus_f32<S: Simd>(x: f32) -> f32 {
     let m = if x.is_nan() { x } else { m };
     (m + log1p_pos64::<S>(exp64::<S>(-x.abs()))) as f32
 }
+
+/// float32 sinh: `(E + E / (E + 1)) / 2` with `E = expm1(|x|)`, relative-accurate near 0.
+#[inline(always)]
+pub(crate) fn sinh_f32<S: Simd>(x: f32) -> f32 {
+    let a = (x as f64).abs();
+    // Past 90 the float32 result is inf anyway; NaN passes the clamp.
+    let a = if a > 90.0 { 90.0 } else { a };
+    let e = expm1_64::<S>(a);
+    (0.5 * (e + e / (e + 1.0))).copysign(x as f64) as f32
+}
+
+/// float32 cosh: `(e^a + e^-a) / 2`.
+#[inline(always)]
+pub(crate) fn cosh_f32<S: Simd>(x: f32) -> f32 {
+    let a = (x as f64).abs();
+    let a = if a > 90.0 { 90.0 } else { a };
+    let e = exp64::<S>(a);
+    (0.5 * (e + 1.0 / e)) as f32
+}

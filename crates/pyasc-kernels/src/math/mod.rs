@@ -15,6 +15,8 @@ pub(crate) mod exp_avx512;
 pub(crate) mod exp_log;
 pub(crate) mod float_bits;
 pub(crate) mod hyper;
+pub(crate) mod inverse;
+pub(crate) mod pairs;
 pub(crate) mod real;
 pub(crate) mod trig;
 
