@@ -11,7 +11,14 @@ pub fn graph_to_string(g: &Graph) -> String {
         let args: Vec<String> = n.inputs.iter().map(|x| format!("%{}", x.0)).collect();
         let weak = if n.vtype.weak.is_some() { " weak" } else { "" };
         let name = match n.op {
-            crate::op::Op::View(v) => g.views.get(v as usize).map_or(n.op.name(), |spec| spec.describe()),
+            crate::op::Op::View(a) => match g.attr(a) {
+                Ok(crate::attr::Attr::View(spec)) => spec.describe(),
+                _ => n.op.name(),
+            },
+            crate::op::Op::Library(id, a) => match (id.op(), g.attr(a)) {
+                (Ok(l), Ok(attr)) => l.describe(attr),
+                _ => n.op.name(),
+            },
             _ => n.op.name(),
         };
         let _ = write!(s, "%{i} = {}({}) : {}{}{weak}", name, args.join(", "), n.vtype.dtype, n.shape);

@@ -11,6 +11,7 @@
 
 use crate::dtype::DType;
 use crate::error::{IrError, Result, SourceLoc};
+use crate::library::{lookup, LibCall};
 use crate::op::{BinaryOp, ReduceOp, UnaryKind, UnaryOp};
 use crate::scalar::Scalar;
 use crate::shape::Shape;
@@ -178,8 +179,10 @@ pub struct TileKernel {
     /// Row kernels: elements per row (the product of the trailing, reduced iteration dims);
     /// 0 for elementwise kernels.
     pub row_len: usize,
-    /// A kernel with no tile program that runs a library routine instead.
-    pub special: Option<Special>,
+    /// A library routine the kernel runs first (its operands are the first
+    /// `library.operands` arguments, its result the first output); the tile program, if any,
+    /// then runs as an epilogue over the routine's result.
+    pub library: Option<LibCall>,
     /// Buffers read; register `Arg(i)` is `args[i]`, read through the views `arg_views[i]`
     /// (in order), broadcast to `shape`.
     pub args: Vec<BufferId>,
@@ -197,19 +200,6 @@ pub struct TileKernel {
     pub locs: Vec<SourceLoc>,
     /// Number of graph ops fused into the kernel.
     pub fused_ops: usize,
-}
-
-/// Library routines run as whole kernels.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Special {
-    /// `outs[0] = args[0] @ args[1]` (NumPy `matmul`) through the GEMM micro-kernels.
-    MatMul,
-    /// `outs[0] = np.pad(args[0], ...)`.
-    Pad(crate::view::PadSpec),
-    /// `outs[0] = np.concatenate(args, axis)`.
-    Concat(usize),
-    /// `outs[0] = np.take(args[0], args[1], axis)` (indices int64; out of range is an error).
-    Take(usize),
 }
 
 /// What a buffer is.
@@ -267,33 +257,39 @@ impl KernelPlan {
 
 fn verify_kernel(k: &TileKernel, buffers: &[BufferDecl], ready: &[bool]) -> Result<()> {
     let err = |m: String| Err(IrError::internal(format!("kernel {}: {m}", k.name)));
-    if let Some(Special::Concat(_) | Special::Take(_)) = k.special {
-        return if !k.args.is_empty() && k.outs.len() == 1 && k.body.is_empty() {
-            Ok(())
-        } else {
-            err("a concatenate or take kernel needs arguments and one output".into())
-        };
-    }
-    if let Some(Special::Pad(_)) = k.special {
-        return if k.args.len() == 1 && k.outs.len() == 1 && k.body.is_empty() {
-            Ok(())
-        } else {
-            err("a pad kernel needs one argument and one output".into())
-        };
-    }
-    if k.special == Some(Special::MatMul) {
-        let ok = k.args.len() >= 2
-            && !k.outs.is_empty()
-            && k.args[..2]
-                .iter()
-                .chain(&k.outs[..1])
-                .all(|b| buffers.get(b.0 as usize).is_some_and(|d| d.dtype.is_float()))
-            && k.args.iter().all(|b| ready[b.0 as usize]);
-        if !ok {
-            return err("a matmul kernel needs two ready float arguments and an output".into());
+    let mut lib_operands = 0;
+    if let Some(call) = &k.library {
+        let op = lookup(call.id).map_err(|e| IrError::internal(format!("kernel {}: {}", k.name, e.message)))?;
+        lib_operands = call.operands as usize;
+        if k.args.len() < lib_operands || k.outs.is_empty() {
+            return err(format!("a {} call needs its {lib_operands} operands and an output", op.name()));
         }
+        if k.arg_views.len() != k.args.len() {
+            return err("one view list per argument".into());
+        }
+        // Each operand as the routine sees it: its buffer through its views.
+        let mut viewed = Vec::with_capacity(lib_operands);
+        for (b, views) in k.args[..lib_operands].iter().zip(&k.arg_views) {
+            match buffers.get(b.0 as usize) {
+                Some(d) if ready[b.0 as usize] => {
+                    let mut shape = d.shape.clone();
+                    for v in views {
+                        shape = v.out_shape(&shape)?;
+                    }
+                    viewed.push(BufferDecl { shape, ..d.clone() });
+                }
+                _ => return err(format!("a {} call reads b{} before it is written", op.name(), b.0)),
+            }
+        }
+        let operands: Vec<&BufferDecl> = viewed.iter().collect();
+        let Some(out) = buffers.get(k.outs[0].0 as usize) else { return err("output is no buffer".into()) };
+        op.verify_call(call, &operands, out)
+            .map_err(|e| IrError::internal(format!("kernel {}: {}", k.name, e.message)))?;
         if k.body.is_empty() {
-            return Ok(());
+            return if k.outs.len() == 1 { Ok(()) } else { err("a library call writes one output".into()) };
+        }
+        if !op.fuses_epilogue() {
+            return err(format!("{} takes no epilogue", op.name()));
         }
     }
     let reg = |r: Reg| k.regs.get(r.0 as usize).copied();
@@ -317,8 +313,7 @@ fn verify_kernel(k: &TileKernel, buffers: &[BufferDecl], ready: &[bool]) -> Resu
     if k.arg_views.len() != k.args.len() {
         return err("one view list per argument".into());
     }
-    let gemm_operands = if k.special == Some(Special::MatMul) { 2 } else { 0 };
-    for (i, b) in k.args.iter().enumerate().skip(gemm_operands) {
+    for (i, b) in k.args.iter().enumerate().skip(lib_operands) {
         let Some(decl) = buffers.get(b.0 as usize) else { return err(format!("arg {i} is no buffer")) };
         if !ready[b.0 as usize] {
             return err(format!("reads b{} before it is written", b.0));

@@ -21,6 +21,7 @@ pub mod device;
 pub mod gemm;
 pub mod instr;
 pub mod layout;
+pub mod library;
 pub mod memory;
 pub mod monitor;
 pub mod pad;
