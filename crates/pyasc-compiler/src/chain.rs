@@ -116,6 +116,7 @@ mod tests {
             regs,
             body,
             tile_elems: 8,
+            program: None,
             fused_ops: 2,
             locs: vec![],
         }

@@ -207,6 +207,7 @@ impl Builder<'_> {
             regs: std::mem::take(&mut self.regs.decls),
             body: Vec::new(),
             tile_elems: 1,
+            program: None,
             locs: n.loc.iter().cloned().collect(),
             fused_ops: 1,
         })
@@ -354,6 +355,7 @@ impl Builder<'_> {
             regs: std::mem::take(&mut self.regs.decls),
             body,
             tile_elems: 1,
+            program: None,
             locs,
             fused_ops,
         };

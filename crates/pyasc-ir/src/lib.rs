@@ -11,6 +11,8 @@
 //! * [`verify`] / [`print`]: the verifier run after every pass and the text form.
 //! * [`view`]: movement ops as strided views.
 //! * [`tile`]: tile programs, the contract between the compiler and the backends.
+//! * [`program`]: structured tile programs: loads and stores with index maps and dtype
+//!   conversion, loop nests with carried registers.
 
 pub mod attr;
 pub mod dtype;
@@ -21,6 +23,7 @@ pub mod library;
 pub mod op;
 pub mod op_table;
 pub mod print;
+pub mod program;
 pub mod scalar;
 pub mod shape;
 pub mod tile;

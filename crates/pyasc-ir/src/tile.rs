@@ -194,8 +194,11 @@ pub struct TileKernel {
     pub regs: Vec<RegDecl>,
     /// Straight-line program run once per tile.
     pub body: Vec<Instr>,
-    /// Elements per tile, chosen so the tile registers fit in cache.
+    /// Elements per tile, chosen so the tile registers fit in cache (for a structured
+    /// program: positions of its outer space per tile).
     pub tile_elems: usize,
+    /// A structured program (loads, stores, loop nests) run instead of the flat `body`.
+    pub program: Option<crate::program::Program>,
     /// The user's source lines whose ops this kernel computes.
     pub locs: Vec<SourceLoc>,
     /// Number of graph ops fused into the kernel.
@@ -257,6 +260,9 @@ impl KernelPlan {
 
 fn verify_kernel(k: &TileKernel, buffers: &[BufferDecl], ready: &[bool]) -> Result<()> {
     let err = |m: String| Err(IrError::internal(format!("kernel {}: {m}", k.name)));
+    if let Some(p) = &k.program {
+        return crate::program::verify_program(k, p, buffers, ready);
+    }
     let mut lib_operands = 0;
     if let Some(call) = &k.library {
         let op = lookup(call.id).map_err(|e| IrError::internal(format!("kernel {}: {}", k.name, e.message)))?;
@@ -374,31 +380,14 @@ fn verify_kernel(k: &TileKernel, buffers: &[BufferDecl], ready: &[bool]) -> Resu
                 None => return err(format!("{ins:?} reads a missing register")),
             }
         }
-        let ok = match ins {
-            Instr::Unary { op, .. } => match op.kind() {
-                UnaryKind::Classify => dst.dtype == DType::Bool && srcs[0].is_float(),
-                _ => dst.dtype == srcs[0],
-            },
-            Instr::Binary { op, .. } => {
-                srcs[0] == srcs[1] && (if op.is_compare() { dst.dtype == DType::Bool } else { dst.dtype == srcs[0] })
-            }
-            Instr::Select { .. } => srcs[0] == DType::Bool && srcs[1] == dst.dtype && srcs[2] == dst.dtype,
-            Instr::Chain { op1, op2, .. } => {
-                let arith = |o: &BinaryOp| matches!(o, BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul);
-                dst.dtype.is_float() && srcs.iter().all(|d| *d == dst.dtype) && arith(op1) && arith(op2)
-            }
-            Instr::Cast { .. } => true,
-            Instr::Copy { .. } => srcs[0] == dst.dtype,
-            Instr::Reduce { op, src, .. } => {
-                let s = reg(*src).expect("checked above");
-                let want = match op {
-                    ReduceOp::ArgMax | ReduceOp::ArgMin => DType::I64,
-                    ReduceOp::Any | ReduceOp::All => DType::Bool,
-                    _ => s.dtype,
-                };
-                dst.row && !s.row && k.row_len > 0 && dst.dtype == want
-            }
-        };
+        let ok = dtypes_ok(ins, dst.dtype, &srcs)
+            && match ins {
+                Instr::Reduce { src, .. } => {
+                    let s = reg(*src).expect("checked above");
+                    dst.row && !s.row && k.row_len > 0
+                }
+                _ => true,
+            };
         if !ok {
             return err(format!("{ins:?} has operands of the wrong dtype or level"));
         }
@@ -407,6 +396,35 @@ fn verify_kernel(k: &TileKernel, buffers: &[BufferDecl], ready: &[bool]) -> Resu
         return err("tile_elems is 0".to_string());
     }
     Ok(())
+}
+
+/// True when an instruction writing a `dst` register from `srcs` (in operand order) has
+/// operands and result of the dtypes the instruction computes on.
+pub(crate) fn dtypes_ok(ins: &Instr, dst: DType, srcs: &[DType]) -> bool {
+    match ins {
+        Instr::Unary { op, .. } => match op.kind() {
+            UnaryKind::Classify => dst == DType::Bool && srcs[0].is_float(),
+            _ => dst == srcs[0],
+        },
+        Instr::Binary { op, .. } => {
+            srcs[0] == srcs[1] && (if op.is_compare() { dst == DType::Bool } else { dst == srcs[0] })
+        }
+        Instr::Select { .. } => srcs[0] == DType::Bool && srcs[1] == dst && srcs[2] == dst,
+        Instr::Chain { op1, op2, .. } => {
+            let arith = |o: &BinaryOp| matches!(o, BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul);
+            dst.is_float() && srcs.iter().all(|d| *d == dst) && arith(op1) && arith(op2)
+        }
+        Instr::Cast { .. } => true,
+        Instr::Copy { .. } => srcs[0] == dst,
+        Instr::Reduce { op, .. } => {
+            let want = match op {
+                ReduceOp::ArgMax | ReduceOp::ArgMin => DType::I64,
+                ReduceOp::Any | ReduceOp::All => DType::Bool,
+                _ => srcs[0],
+            };
+            dst == want
+        }
+    }
 }
 
 impl fmt::Display for Reg {
