@@ -285,6 +285,9 @@ impl Checker<'_> {
                 }
                 Stmt::Store { src, out, map } => {
                     let (shape, storage) = self.buffer(*out, false)?;
+                    if self.k.regs.get(src.0 as usize).is_some_and(|r| r.kind != RegKind::Tile) {
+                        return self.err(format!("store of {src}, which is not a scratch register"));
+                    }
                     if self.read(*src, depth)? != depth {
                         return self.err(format!("store of {src} of another level than depth {depth}"));
                     }

@@ -26,6 +26,7 @@ pub mod memory;
 pub mod monitor;
 pub mod pad;
 pub mod pool;
+pub mod program;
 pub mod stream;
 pub mod team;
 pub mod view;

@@ -166,8 +166,14 @@ pub fn execute_plan(
             .iter()
             .map(|b| views[b.0 as usize].as_ref().expect("all buffers have memory").ptr as *mut u8)
             .collect();
-        let (tiles, blocks) = match &k.library {
-            Some(call) => {
+        let (tiles, blocks) = match (&k.program, &k.library) {
+            (Some(p), _) => {
+                let out_views: Vec<InputView> =
+                    k.outs.iter().map(|b| views[b.0 as usize].clone().expect("all buffers have memory")).collect();
+                // SAFETY: arguments are live views, outputs the kernel's buffers, the plan verified.
+                unsafe { crate::program::run_program(k, p, &args, &out_views)? }
+            }
+            (None, Some(call)) => {
                 // SAFETY: arguments are live views and the first output buffer holds the
                 // routine's result shape.
                 unsafe { crate::library::run_call(call, k, &args, outs[0])? };
@@ -178,7 +184,7 @@ pub fn execute_plan(
                     run_kernel(k, &args, &outs)?
                 }
             }
-            None => run_kernel(k, &args, &outs)?,
+            (None, None) => run_kernel(k, &args, &outs)?,
         };
         if opts.check_finite {
             let dtypes: Vec<_> = k.outs.iter().map(|b| plan.buffers[b.0 as usize].dtype).collect();
