@@ -132,3 +132,21 @@ fn a_library_call_of_the_wrong_shape_fails_plan_verification() {
     bad.kernels[0].library.as_mut().unwrap().id = LibId(77);
     assert!(bad.verify().unwrap_err().message.contains("unknown library op"));
 }
+
+#[test]
+fn respecialization_asks_each_library_op() {
+    // A product re-infers for new shapes; a padding's widths fix its result, so a graph
+    // holding one is traced again.
+    let mut g = Graph::new();
+    let a = g.add_input(VType::strong(DType::F32), Shape(vec![4, 3]));
+    let b = g.add_input(VType::strong(DType::F32), Shape(vec![3, 2]));
+    let p = g.library(LibId::MATMUL, Attr::None, &[a, b], None).unwrap();
+    g.outputs.push(p);
+    let h = g.respecialize(&[vec![5, 7], vec![7, 6]]).unwrap().unwrap();
+    assert_eq!(h.node(p).shape, Shape(vec![5, 6]));
+    assert!(g.respecialize(&[vec![5, 7], vec![8, 6]]).unwrap().is_err());
+    let spec = PadSpec { widths: vec![(1, 1), (0, 0)], mode: PadMode::Edge, cval: Scalar::Float(0.0) };
+    let q = g.pad(spec, p, None).unwrap();
+    g.outputs.push(q);
+    assert!(g.respecialize(&[vec![5, 7], vec![7, 6]]).is_none());
+}
