@@ -131,7 +131,8 @@ impl Graph {
     pub fn infer_op(&self, op: &Op, operands: &[(VType, &Shape)]) -> Result<(VType, Shape)> {
         if !op.arity_ok(operands.len()) || op.is_leaf() {
             if let Op::Library(id, _) = op {
-                id.op()?;
+                let name = id.op()?.name();
+                return Err(IrError::internal(format!("{name} does not take {} operands", operands.len())));
             }
             return infer(op, operands);
         }

@@ -18,7 +18,7 @@
 //!   layer_norm and friends are one pass over each row.
 //!
 //! Which anchor may join which group is decided by the fusion rules, one per file
-//! ([`elem`], [`rows`], [`epilogue`]); an anchor no rule admits starts a kernel of its own.
+//! (`elem.rs`, `rows.rs`, `epilogue.rs`); an anchor no rule admits starts a kernel of its own.
 //! Every op has an explicit iteration space ([`space_of`]); a library op that is not
 //! registered is an error.
 
