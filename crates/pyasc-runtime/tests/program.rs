@@ -291,3 +291,72 @@ fn an_unknown_library_op_fails_to_run() {
     let err = execute_plan(&plan, &inputs, &[OutputPtr(out.as_mut_ptr())], RunOptions::default()).unwrap_err();
     assert!(err.message.contains("#999"), "{}", err.message);
 }
+
+#[test]
+fn nested_loops_carry_registers_at_two_levels() {
+    // Per b: the sum of x[b, t, :] for every t (stored at depth 1) and the total (carried
+    // across the outer loop), walking t by 2 and the last axis by 3.
+    let (bn, tn, cn) = (5, 7, 10);
+    let f = DType::F64;
+    let regs = vec![
+        tile(f),        // r0: s, total (level 0)
+        scalar(f, 0.0), // r1
+        tile(f),        // r2: t, running sum over the last axis (level 1)
+        tile(f),        // r3: x chunk (level 2)
+        tile(f),        // r4: chunk sum (level 1)
+        tile(f),        // r5: new t (level 1)
+        tile(f),        // r6: sum of the t chunk (level 0)
+        tile(f),        // r7: new s (level 0)
+    ];
+    let levels = vec![0, 0, 1, 2, 1, 1, 0, 0];
+    let body = vec![
+        op(Instr::Copy { dst: Reg(0), src: Reg(1) }),
+        Stmt::Loop(Loop {
+            axis: 1,
+            step: 2,
+            carried: vec![Reg(0)],
+            body: vec![
+                op(Instr::Copy { dst: Reg(2), src: Reg(1) }),
+                Stmt::Loop(Loop {
+                    axis: 2,
+                    step: 3,
+                    carried: vec![Reg(2)],
+                    body: vec![
+                        Stmt::Load { dst: Reg(3), arg: 0, map: IndexMap::Identity },
+                        op(Instr::Reduce { op: ReduceOp::Sum, dst: Reg(4), src: Reg(3) }),
+                        op(Instr::Binary { op: BinaryOp::Add, dst: Reg(5), a: Reg(2), b: Reg(4) }),
+                        op(Instr::Copy { dst: Reg(2), src: Reg(5) }),
+                    ],
+                }),
+                Stmt::Store { src: Reg(2), out: 1, map: IndexMap::Identity },
+                op(Instr::Reduce { op: ReduceOp::Sum, dst: Reg(6), src: Reg(2) }),
+                op(Instr::Binary { op: BinaryOp::Add, dst: Reg(7), a: Reg(0), b: Reg(6) }),
+                op(Instr::Copy { dst: Reg(0), src: Reg(7) }),
+            ],
+        }),
+        Stmt::Store { src: Reg(0), out: 0, map: IndexMap::Identity },
+    ];
+    let plan = KernelPlan {
+        buffers: vec![
+            buffer(f, &[bn, tn, cn], BufferKind::Input(0)),
+            buffer(f, &[bn], BufferKind::Computed),
+            buffer(f, &[bn, tn], BufferKind::Computed),
+        ],
+        kernels: vec![kernel(&[bn, tn, cn], 1, 2, regs, Program { levels, body }, 2)],
+        outputs: vec![BufferId(1), BufferId(2)],
+    };
+    let x: Vec<f64> = (0..bn * tn * cn).map(|i| ((i * 31 % 17) as f64 - 8.0) / 3.0).collect();
+    let outs = run(&plan, &[InputView::contiguous(x.as_ptr() as *const u8, f, vec![bn, tn, cn])], 0);
+    let f64s =
+        |b: &[u8]| -> Vec<f64> { b.chunks_exact(8).map(|c| f64::from_ne_bytes(c.try_into().unwrap())).collect() };
+    let (total, per_t) = (f64s(&outs[0]), f64s(&outs[1]));
+    for b in 0..bn {
+        let mut want_total = 0.0;
+        for t in 0..tn {
+            let want: f64 = x[(b * tn + t) * cn..(b * tn + t + 1) * cn].iter().sum();
+            assert!((per_t[b * tn + t] - want).abs() <= 1e-12, "({b}, {t}): {} vs {want}", per_t[b * tn + t]);
+            want_total += want;
+        }
+        assert!((total[b] - want_total).abs() <= 1e-12, "{b}: {} vs {want_total}", total[b]);
+    }
+}
