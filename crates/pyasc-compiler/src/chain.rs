@@ -24,7 +24,7 @@ impl Pass for ChainPass {
             for k in plan.kernels.iter_mut() {
                 let n = fuse_chains(k);
                 if n > 0 {
-                    if k.special.is_none() {
+                    if k.library.is_none() {
                         // Fewer scratch tiles: larger tiles fit the same budget.
                         k.tile_elems = crate::lower::choose_tile(k, &plan.buffers, st.options.tile_budget_bytes);
                     }
@@ -109,13 +109,14 @@ mod tests {
             shape: Shape(vec![8]),
             perm: vec![0],
             row_len: 0,
-            special: None,
+            library: None,
             args: vec![BufferId(0), BufferId(1)],
             arg_views: vec![vec![], vec![]],
             outs: vec![BufferId(2)],
             regs,
             body,
             tile_elems: 8,
+            program: None,
             fused_ops: 2,
             locs: vec![],
         }

@@ -40,6 +40,8 @@ impl Pass for CsePass {
                     ops.sort();
                     Key::Op(format!("{:?}", n.op), ops.clone(), ty)
                 }
+                // Library ops are equal when their attributes are (not only their ids).
+                Op::Library(id, a) => Key::Op(format!("{id:?}{:?}", g.attr(a)?), ops.clone(), ty),
                 _ => Key::Op(format!("{:?}", n.op), ops.clone(), ty),
             };
             if let Some(&id) = seen.get(&key) {

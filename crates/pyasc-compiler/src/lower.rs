@@ -14,7 +14,7 @@ use crate::fuse::{count_ops, Fusion, Group, Space};
 use crate::pass::{CompileState, Pass};
 use pyasc_ir::error::{IrError, Result};
 use pyasc_ir::op::Op;
-use pyasc_ir::tile::{BufferDecl, BufferId, BufferKind, Instr, KernelPlan, Reg, RegDecl, RegKind, Special, TileKernel};
+use pyasc_ir::tile::{BufferDecl, BufferId, BufferKind, Instr, KernelPlan, Reg, RegDecl, RegKind, TileKernel};
 use pyasc_ir::view::ViewSpec;
 use pyasc_ir::{DType, Graph, NodeId, Shape};
 use std::collections::HashMap;
@@ -120,7 +120,10 @@ impl Builder<'_> {
         let mut specs = Vec::new();
         let mut b = x;
         while let Op::View(v) = self.g.node(b).op {
-            specs.push(self.g.views[v as usize].clone());
+            let pyasc_ir::Attr::View(spec) = self.g.attr(v)? else {
+                return Err(IrError::internal(format!("%{} names an attribute that is not a view", b.0)));
+            };
+            specs.push(spec.clone());
             b = self.g.node(b).inputs[0];
         }
         specs.reverse();
@@ -170,58 +173,60 @@ impl Builder<'_> {
         self.level_row.get(&x).copied().unwrap_or(false)
     }
 
-    /// A library kernel (matmul, pad): operands read from memory, one output.
-    fn lower_special(&mut self, group: &Group, name: String) -> Result<TileKernel> {
-        let id = group.anchors[0];
+    /// The call of library op node `id`: its operands become the first arguments (read from
+    /// memory), its result the first output.
+    fn library_call(&mut self, id: NodeId) -> Result<pyasc_ir::library::LibCall> {
         let n = self.g.node(id);
+        let Op::Library(lib, attr) = n.op else {
+            return Err(IrError::internal(format!("%{} is not a library op", id.0)));
+        };
         for &x in &n.inputs {
             let (buf, specs) = self.source(x, true)?.expect("constants are in memory here");
             self.args.push(buf);
             self.arg_views.push(specs);
         }
-        self.out_reg(id, false);
+        let out = self.out_reg(id, false);
+        self.value.insert(id, out);
+        lib.op()?.lower(self.g.attr(attr)?, n.inputs.len())
+    }
+
+    /// A library kernel without epilogue: the routine alone.
+    fn lower_library(&mut self, group: &Group, name: String) -> Result<TileKernel> {
+        let id = group.anchors[0];
+        let call = self.library_call(id)?;
+        let n = self.g.node(id);
         Ok(TileKernel {
             name,
             shape: n.shape.clone(),
             perm: (0..n.shape.rank()).collect(),
             row_len: 0,
-            special: Some(match n.op {
-                Op::Pad(p) => Special::Pad(self.g.pads[p as usize].clone()),
-                Op::Concat(a) => Special::Concat(a as usize),
-                Op::Take(a) => Special::Take(a as usize),
-                _ => Special::MatMul,
-            }),
+            library: Some(call),
             args: std::mem::take(&mut self.args),
             arg_views: std::mem::take(&mut self.arg_views),
             outs: std::mem::take(&mut self.outs),
             regs: std::mem::take(&mut self.regs.decls),
             body: Vec::new(),
             tile_elems: 1,
+            program: None,
             locs: n.loc.iter().cloned().collect(),
             fused_ops: 1,
         })
     }
 
     fn lower(&mut self, group: &Group, name: String, budget: usize) -> Result<TileKernel> {
-        if group.space == Space::Pad || (group.space == Space::MatMul && group.anchors.len() == 1) {
-            return self.lower_special(group, name);
-        }
-        if group.space == Space::MatMul {
-            // A product with epilogues: the GEMM writes the product (operands are the first
-            // two arguments, the product the first output), then the epilogue's tile program
-            // runs over the product's shape, reading it from that output.
-            let mm = group.anchors[0];
-            let n = self.g.node(mm);
-            for &x in &n.inputs {
-                let (buf, specs) = self.source(x, true)?.expect("constants are in memory here");
-                self.args.push(buf);
-                self.arg_views.push(specs);
+        if let Space::Library(_) = group.space {
+            if group.anchors.len() == 1 {
+                return self.lower_library(group, name);
             }
-            let out = self.out_reg(mm, false);
-            self.value.insert(mm, out);
-            let epilogue = Group { space: Space::Elem(n.shape.clone()), anchors: group.anchors[1..].to_vec() };
+            // A routine with epilogues: the routine writes its result (operands are the first
+            // arguments, the result the first output), then the epilogue's tile program runs
+            // over the result's shape, reading it from that output.
+            let root = group.anchors[0];
+            let call = self.library_call(root)?;
+            let shape = self.g.node(root).shape.clone();
+            let epilogue = Group { space: Space::Elem(shape), anchors: group.anchors[1..].to_vec() };
             let mut k = self.lower(&epilogue, name, budget)?;
-            k.special = Some(Special::MatMul);
+            k.library = Some(call);
             k.fused_ops += 1;
             return Ok(k);
         }
@@ -247,7 +252,7 @@ impl Builder<'_> {
         let order: Vec<NodeId> = (0..g.len()).filter(|i| inside[*i]).map(|i| NodeId(i as u32)).collect();
         let (shape, perm, row_len) = match &group.space {
             Space::Elem(s) => (s.clone(), (0..s.rank()).collect::<Vec<_>>(), 0),
-            Space::MatMul | Space::Pad => unreachable!("lowered above"),
+            Space::Library(_) => unreachable!("lowered above"),
             Space::Rows { shape, axes } => {
                 let n = shape.rank();
                 let perm: Vec<usize> =
@@ -302,15 +307,12 @@ impl Builder<'_> {
                 Op::Where => Instr::Select { dst, cond: srcs[0], a: srcs[1], b: srcs[2] },
                 Op::Cast(_) => Instr::Cast { dst, src: srcs[0] },
                 Op::Reduce { op, .. } => Instr::Reduce { op, dst, src: srcs[0] },
-                Op::Input(_)
-                | Op::Const(_)
-                | Op::Fill(_)
-                | Op::MatMul
-                | Op::View(_)
-                | Op::Pad(_)
-                | Op::Concat(_)
-                | Op::Take(_) => {
-                    unreachable!("leaves and matmuls are not computed in tile programs")
+                Op::Input(_) | Op::Const(_) | Op::Fill(_) | Op::View(_) | Op::Library(..) => {
+                    return Err(IrError::internal(format!(
+                        "%{} ({}) is not computed by a tile program",
+                        id.0,
+                        n.op.name()
+                    )));
                 }
             });
             self.value.insert(id, dst);
@@ -346,13 +348,14 @@ impl Builder<'_> {
             shape,
             perm,
             row_len,
-            special: None,
+            library: None,
             args: std::mem::take(&mut self.args),
             arg_views: std::mem::take(&mut self.arg_views),
             outs: std::mem::take(&mut self.outs),
             regs: std::mem::take(&mut self.regs.decls),
             body,
             tile_elems: 1,
+            program: None,
             locs,
             fused_ops,
         };

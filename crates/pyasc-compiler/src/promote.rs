@@ -99,18 +99,18 @@ fn rewrite(g: &mut Graph, n: &Node, ops: Vec<NodeId>, casts: &mut usize) -> Resu
                 Ok(copy_node(g, n, ops))
             }
         }
-        Op::Concat(_) => {
-            let ops: Vec<NodeId> = ops.iter().map(|x| cast_to(g, *x, dt, n, casts)).collect();
+        Op::Library(id, _) => {
+            // Each operand in the dtype the routine computes in.
+            let lib = id.op()?;
+            let ops: Vec<NodeId> = ops
+                .iter()
+                .enumerate()
+                .map(|(i, x)| match lib.operand_dtype(i, dt) {
+                    Some(to) => cast_to(g, *x, to, n, casts),
+                    None => *x,
+                })
+                .collect();
             Ok(copy_node(g, n, ops))
-        }
-        Op::Take(_) => {
-            let idx = cast_to(g, ops[1], DType::I64, n, casts);
-            Ok(copy_node(g, n, vec![ops[0], idx]))
-        }
-        Op::MatMul => {
-            let a = cast_to(g, ops[0], dt, n, casts);
-            let b = cast_to(g, ops[1], dt, n, casts);
-            Ok(copy_node(g, n, vec![a, b]))
         }
         Op::Reduce { op, .. } => {
             // Sums and products accumulate in the result dtype (int64 for integers and
@@ -123,7 +123,7 @@ fn rewrite(g: &mut Graph, n: &Node, ops: Vec<NodeId>, casts: &mut usize) -> Resu
             Ok(copy_node(g, n, vec![x]))
         }
         Op::Const(v) => Ok(g.push(Node { op: Op::Const(v.cast(dt)), ..n.clone() })),
-        Op::Input(_) | Op::Fill(_) | Op::View(_) | Op::Pad(_) => Ok(copy_node(g, n, ops)),
+        Op::Input(_) | Op::Fill(_) | Op::View(_) => Ok(copy_node(g, n, ops)),
     }
 }
 

@@ -9,8 +9,7 @@ use pyasc_ir::{Graph, Node, NodeId};
 pub fn rebuild(g: &Graph, mut f: impl FnMut(&mut Graph, &Node, Vec<NodeId>) -> Result<NodeId>) -> Result<Graph> {
     let live = g.live();
     let mut out = Graph::new();
-    out.views = g.views.clone();
-    out.pads = g.pads.clone();
+    out.attrs = g.attrs.clone();
     let mut map: Vec<Option<NodeId>> = vec![None; g.len()];
     for &i in &g.inputs {
         let n = g.node(i);

@@ -1,9 +1,11 @@
 //! The tensor-level SSA graph: nodes in an arena addressed by [`NodeId`], operands always
 //! earlier than their users, each node typed and tagged with the user's source line.
 
+use crate::attr::{Attr, AttrId};
 use crate::dtype::{VType, WeakKind};
 use crate::error::{IrError, Result, SourceLoc};
 use crate::infer::infer;
+use crate::library::LibId;
 use crate::op::{BinaryOp, Op, UnaryOp};
 use crate::scalar::Scalar;
 use crate::shape::Shape;
@@ -52,10 +54,8 @@ pub struct Graph {
     pub inputs: Vec<NodeId>,
     /// The returned nodes, in order.
     pub outputs: Vec<NodeId>,
-    /// Movement ops of `View` nodes (`Op::View(i)` reads `views[i]`).
-    pub views: Vec<ViewSpec>,
-    /// Paddings of `Pad` nodes.
-    pub pads: Vec<PadSpec>,
+    /// Op attributes (`Op::View(a)` and `Op::Library(_, a)` read `attrs[a]`).
+    pub attrs: Vec<Attr>,
 }
 
 impl Graph {
@@ -115,6 +115,39 @@ impl Graph {
         self.constant(value, VType::weak(kind), loc)
     }
 
+    /// The attribute `a`.
+    pub fn attr(&self, a: AttrId) -> Result<&Attr> {
+        self.attrs.get(a.0 as usize).ok_or_else(|| IrError::internal(format!("attribute #{} does not exist", a.0)))
+    }
+
+    /// Add an attribute to the arena.
+    pub fn add_attr(&mut self, attr: Attr) -> AttrId {
+        self.attrs.push(attr);
+        AttrId(self.attrs.len() as u32 - 1)
+    }
+
+    /// The result type and shape of `op` over operands of these types: [`infer`] for ops
+    /// without attributes, the view or the library op for the others.
+    pub fn infer_op(&self, op: &Op, operands: &[(VType, &Shape)]) -> Result<(VType, Shape)> {
+        if !op.arity_ok(operands.len()) || op.is_leaf() {
+            if let Op::Library(id, _) = op {
+                let name = id.op()?.name();
+                return Err(IrError::internal(format!("{name} does not take {} operands", operands.len())));
+            }
+            return infer(op, operands);
+        }
+        match *op {
+            Op::View(a) => {
+                let Attr::View(spec) = self.attr(a)? else {
+                    return Err(IrError::internal(format!("view attribute #{} is not a view", a.0)));
+                };
+                Ok((operands[0].0, spec.out_shape(operands[0].1)?))
+            }
+            Op::Library(id, a) => id.op()?.infer(self.attr(a)?, operands),
+            _ => infer(op, operands),
+        }
+    }
+
     /// Add an op node, inferring its type; errors carry `loc`.
     pub fn apply(&mut self, op: Op, inputs: &[NodeId], loc: Option<SourceLoc>) -> Result<NodeId> {
         if let Some(bad) = inputs.iter().find(|i| i.index() >= self.nodes.len()) {
@@ -122,8 +155,14 @@ impl Graph {
         }
         let operands: Vec<(VType, &Shape)> =
             inputs.iter().map(|i| (self.node(*i).vtype, &self.node(*i).shape)).collect();
-        let (vtype, shape) = infer(&op, &operands).map_err(|e| e.at(loc.as_ref()))?;
+        let (vtype, shape) = self.infer_op(&op, &operands).map_err(|e| e.at(loc.as_ref()))?;
         Ok(self.push(Node { op, inputs: inputs.to_vec(), vtype, shape, loc }))
+    }
+
+    /// Add a library op with its attribute; errors carry `loc`.
+    pub fn library(&mut self, id: LibId, attr: Attr, inputs: &[NodeId], loc: Option<SourceLoc>) -> Result<NodeId> {
+        let a = self.add_attr(attr);
+        self.apply(Op::Library(id, a), inputs, loc)
     }
 
     /// Add a view (movement op) of `x`; errors carry `loc`.
@@ -131,20 +170,14 @@ impl Graph {
         let n = self.node(x);
         let shape = spec.out_shape(&n.shape).map_err(|e| e.at(loc.as_ref()))?;
         let vtype = n.vtype;
-        self.views.push(spec);
-        let op = Op::View(self.views.len() as u32 - 1);
+        let op = Op::View(self.add_attr(Attr::View(spec)));
         Ok(self.push(Node { op, inputs: vec![x], vtype, shape, loc }))
     }
 
     /// Add `np.pad` of `x`; errors carry `loc`.
     pub fn pad(&mut self, mut spec: PadSpec, x: NodeId, loc: Option<SourceLoc>) -> Result<NodeId> {
-        let n = self.node(x);
-        let shape = spec.out_shape(&n.shape).map_err(|e| e.at(loc.as_ref()))?;
-        let vtype = VType::strong(n.dtype());
-        spec.cval = spec.cval.cast(n.dtype());
-        self.pads.push(spec);
-        let op = Op::Pad(self.pads.len() as u32 - 1);
-        Ok(self.push(Node { op, inputs: vec![x], vtype, shape, loc }))
+        spec.cval = spec.cval.cast(self.node(x).dtype());
+        self.library(LibId::PAD, Attr::Pad(spec), &[x], loc)
     }
 
     /// Shorthand for a unary op.
@@ -161,7 +194,7 @@ impl Graph {
     /// shape inferred again. `None` when a node fixes a shape (a view, a filled constant),
     /// so the function must be traced again for these shapes.
     pub fn respecialize(&self, shapes: &[Vec<usize>]) -> Option<Result<Graph>> {
-        let mut out = Graph { views: self.views.clone(), pads: self.pads.clone(), ..Graph::default() };
+        let mut out = Graph { attrs: self.attrs.clone(), ..Graph::default() };
         for (i, n) in self.nodes.iter().enumerate() {
             let node = match n.op {
                 Op::Input(k) => {
@@ -172,11 +205,12 @@ impl Graph {
                     Node { shape: Shape(s.clone()), ..n.clone() }
                 }
                 Op::Const(_) => n.clone(),
-                Op::View(_) | Op::Fill(_) | Op::Pad(_) => return None,
+                Op::View(_) | Op::Fill(_) => return None,
+                Op::Library(id, _) if !id.op().is_ok_and(|l| l.reinfers()) => return None,
                 _ => {
                     let operands: Vec<(VType, &Shape)> =
                         n.inputs.iter().map(|x| (out.node(*x).vtype, &out.node(*x).shape)).collect();
-                    match infer(&n.op, &operands) {
+                    match out.infer_op(&n.op, &operands) {
                         Ok((vtype, shape)) => Node { vtype, shape, ..n.clone() },
                         Err(e) => return Some(Err(e.at(n.loc.as_ref()))),
                     }

@@ -9,7 +9,8 @@ use crate::op::{Axes, BinaryClass, BinaryOp, Op, ReduceOp, UnaryKind, UnaryOp};
 use crate::shape::Shape;
 
 /// The result type and shape of `op` applied to operands of the given types and shapes.
-/// Leaves (`Input`, `Const`) are typed by whoever creates them and are rejected here.
+/// Leaves (`Input`, `Const`) are typed by whoever creates them and are rejected here, and
+/// ops with an attribute (views, library ops) by [`crate::Graph::infer_op`].
 pub fn infer(op: &Op, operands: &[(VType, &Shape)]) -> Result<(VType, Shape)> {
     if !op.arity_ok(operands.len()) || op.is_leaf() {
         return Err(IrError::internal(format!("{} takes {} operands, got {}", op.name(), op.arity(), operands.len())));
@@ -17,17 +18,8 @@ pub fn infer(op: &Op, operands: &[(VType, &Shape)]) -> Result<(VType, Shape)> {
     if let Op::Reduce { op, axes, keepdims } = op {
         return reduce_type(*op, *axes, *keepdims, operands[0].0, operands[0].1);
     }
-    if let Op::View(_) | Op::Pad(_) = op {
-        return Err(IrError::internal("views and pads are typed by the graph"));
-    }
-    if let Op::MatMul = op {
-        return matmul_type(operands[0], operands[1]);
-    }
-    if let Op::Concat(axis) = op {
-        return concat_type(*axis as usize, operands);
-    }
-    if let Op::Take(axis) = op {
-        return take_type(*axis as usize, operands[0], operands[1]);
+    if let Op::View(_) | Op::Library(..) = op {
+        return Err(IrError::internal("views and library ops are typed by the graph (Graph::infer_op)"));
     }
     let mut shape = operands[0].1.clone();
     for (_, s) in &operands[1..] {
@@ -80,76 +72,6 @@ pub fn reduce_type(op: ReduceOp, axes: Axes, keepdims: bool, x: VType, shape: &S
         (0..rank).filter_map(|i| if axes.contains(i) { keepdims.then_some(1) } else { Some(shape.0[i]) }).collect();
     let dtype = op.result_dtype(x.dtype);
     check_executable(dtype, &Op::Reduce { op, axes, keepdims })?;
-    Ok((VType::strong(dtype), Shape(dims)))
-}
-
-/// `np.concatenate` along `axis`: equal ranks, equal extents off the axis, promoted dtype.
-pub fn concat_type(axis: usize, operands: &[(VType, &Shape)]) -> Result<(VType, Shape)> {
-    let first = operands[0].1;
-    if axis >= first.rank().max(1) || first.rank() == 0 {
-        return Err(IrError::shape(format!("concatenate: axis {axis} is out of bounds for rank {}", first.rank())));
-    }
-    let mut dims = first.0.clone();
-    dims[axis] = 0;
-    let mut t = operands[0].0;
-    for (vt, s) in operands {
-        if s.rank() != first.rank() || s.0.iter().enumerate().any(|(i, d)| i != axis && *d != first.0[i]) {
-            return Err(IrError::shape(format!("concatenate: shapes {first} and {s} differ off axis {axis}")));
-        }
-        dims[axis] += s.0[axis];
-        t = promote_v(t, *vt);
-    }
-    let t = if operands.iter().all(|(v, _)| v.weak.is_some()) { t } else { VType::strong(t.dtype) };
-    Ok((t, Shape(dims)))
-}
-
-/// `np.take(x, indices, axis)`: the axis replaced by the indices' shape.
-pub fn take_type(axis: usize, x: (VType, &Shape), idx: (VType, &Shape)) -> Result<(VType, Shape)> {
-    if !idx.0.dtype.is_int() {
-        return Err(IrError::dtype(format!("take: indices must be integers, not {}", idx.0.dtype)));
-    }
-    if axis >= x.1.rank() {
-        return Err(IrError::shape(format!("take: axis {axis} is out of bounds for rank {}", x.1.rank())));
-    }
-    let mut dims = x.1 .0[..axis].to_vec();
-    dims.extend_from_slice(&idx.1 .0);
-    dims.extend_from_slice(&x.1 .0[axis + 1..]);
-    Ok((VType::strong(x.0.dtype), Shape(dims)))
-}
-
-/// The result type and shape of `a @ b` (NumPy `matmul`).
-pub fn matmul_type(a: (VType, &Shape), b: (VType, &Shape)) -> Result<(VType, Shape)> {
-    let (sa, sb) = (a.1, b.1);
-    if sa.rank() == 0 || sb.rank() == 0 {
-        return Err(IrError::shape("matmul: operands must have at least one dimension"));
-    }
-    let t = promote_v(a.0, b.0);
-    let dtype = if t.dtype.is_float() {
-        t.dtype
-    } else {
-        return Err(IrError::dtype(format!(
-            "matmul of {} and {} operands is not supported; cast to float32 or float64",
-            a.0.dtype, b.0.dtype
-        )));
-    };
-    // 1-D operands: a vector on the left is a row, on the right a column; the axis is dropped.
-    let a2 = if sa.rank() == 1 { vec![1, sa.0[0]] } else { sa.0.clone() };
-    let b2 = if sb.rank() == 1 { vec![sb.0[0], 1] } else { sb.0.clone() };
-    let (n, ka) = (a2[a2.len() - 2], a2[a2.len() - 1]);
-    let (kb, m) = (b2[b2.len() - 2], b2[b2.len() - 1]);
-    if ka != kb {
-        return Err(IrError::shape(format!("matmul: inner dimensions differ: {sa} @ {sb} ({ka} != {kb})")));
-    }
-    let batch = Shape(a2[..a2.len() - 2].to_vec())
-        .broadcast(&Shape(b2[..b2.len() - 2].to_vec()))
-        .map_err(|_| IrError::shape(format!("matmul: batch dimensions of {sa} and {sb} do not broadcast")))?;
-    let mut dims = batch.0;
-    if sa.rank() > 1 {
-        dims.push(n);
-    }
-    if sb.rank() > 1 {
-        dims.push(m);
-    }
     Ok((VType::strong(dtype), Shape(dims)))
 }
 

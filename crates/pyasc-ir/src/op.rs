@@ -1,7 +1,9 @@
 //! The closed op enum of the graph IR, with small `Copy` sub-enums per op family and
 //! the group predicates beside them.
 
+use crate::attr::AttrId;
 use crate::dtype::DType;
+use crate::library::LibId;
 use crate::scalar::Scalar;
 
 /// How a unary op treats dtypes.
@@ -294,17 +296,11 @@ pub enum Op {
     Where,
     /// Convert the one operand to a dtype (NumPy `astype`).
     Cast(DType),
-    /// A movement op: the operand's memory read through `graph.views[i]`.
-    View(u32),
-    /// `np.pad` of the operand with `graph.pads[i]`.
-    Pad(u32),
-    /// `np.concatenate` of every operand along `axis`.
-    Concat(u16),
-    /// `np.take(x, indices, axis)`: operands `x` and the int64 indices.
-    Take(u16),
-    /// Matrix product with NumPy's `matmul` rules (batched, broadcast batch dims, 1-D
-    /// operands promoted and their axis dropped).
-    MatMul,
+    /// A movement op: the operand's memory read through the view `graph.attrs[i]`.
+    View(AttrId),
+    /// A library kernel (matmul, pad, concatenate, take, ...) with its attribute: see
+    /// [`crate::library`].
+    Library(LibId, AttrId),
     /// Reduce the one operand over `axes`, keeping them as size-1 axes if `keepdims`.
     Reduce {
         /// The reduction.
@@ -317,6 +313,10 @@ pub enum Op {
 }
 
 impl Op {
+    /// True for library kernels.
+    pub fn is_library(&self) -> bool {
+        matches!(self, Op::Library(..))
+    }
     /// True for ops computed one element at a time (fusible by elementwise fusion).
     pub fn is_elementwise(&self) -> bool {
         matches!(self, Op::Unary(_) | Op::Binary(_) | Op::Where | Op::Cast(_))
@@ -337,16 +337,17 @@ impl Op {
     pub fn arity(&self) -> usize {
         match self {
             Op::Input(_) | Op::Const(_) | Op::Fill(_) => 0,
-            Op::Unary(_) | Op::Cast(_) | Op::Reduce { .. } | Op::View(_) | Op::Pad(_) => 1,
-            Op::Binary(_) | Op::MatMul | Op::Take(_) => 2,
-            Op::Concat(_) => usize::MAX,
+            Op::Unary(_) | Op::Cast(_) | Op::Reduce { .. } | Op::View(_) => 1,
+            Op::Binary(_) => 2,
+            Op::Library(..) => usize::MAX,
             Op::Where => 3,
         }
     }
-    /// True when `n` operands suit the op (`Concat` takes one or more).
+    /// True when `n` operands suit the op (a library op decides for itself; an unknown
+    /// library op takes none).
     pub fn arity_ok(&self, n: usize) -> bool {
         match self {
-            Op::Concat(_) => n >= 1,
+            Op::Library(id, _) => id.op().is_ok_and(|l| l.arity_ok(n)),
             _ => n == self.arity(),
         }
     }
@@ -359,11 +360,8 @@ impl Op {
             Op::Unary(u) => u.name().to_string(),
             Op::Binary(b) => b.name().to_string(),
             Op::Where => "where".to_string(),
-            Op::MatMul => "matmul".to_string(),
-            Op::Concat(a) => format!("concatenate[{a}]"),
-            Op::Take(a) => format!("take[{a}]"),
-            Op::View(i) => format!("view{i}"),
-            Op::Pad(i) => format!("pad{i}"),
+            Op::Library(id, _) => id.op().map_or_else(|_| format!("library#{}", id.0), |l| l.name().to_string()),
+            Op::View(i) => format!("view{}", i.0),
             Op::Cast(d) => format!("cast<{d}>"),
             Op::Reduce { op, axes, keepdims } => {
                 let list: Vec<String> = axes.list(64).iter().map(|a| a.to_string()).collect();

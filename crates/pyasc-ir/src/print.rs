@@ -11,7 +11,14 @@ pub fn graph_to_string(g: &Graph) -> String {
         let args: Vec<String> = n.inputs.iter().map(|x| format!("%{}", x.0)).collect();
         let weak = if n.vtype.weak.is_some() { " weak" } else { "" };
         let name = match n.op {
-            crate::op::Op::View(v) => g.views.get(v as usize).map_or(n.op.name(), |spec| spec.describe()),
+            crate::op::Op::View(a) => match g.attr(a) {
+                Ok(crate::attr::Attr::View(spec)) => spec.describe(),
+                _ => n.op.name(),
+            },
+            crate::op::Op::Library(id, a) => match (id.op(), g.attr(a)) {
+                (Ok(l), Ok(attr)) => l.describe(attr),
+                _ => n.op.name(),
+            },
             _ => n.op.name(),
         };
         let _ = write!(s, "%{i} = {}({}) : {}{}{weak}", name, args.join(", "), n.vtype.dtype, n.shape);
@@ -32,12 +39,13 @@ pub fn kernel_to_string(k: &TileKernel) -> String {
     let outs: Vec<String> = k.outs.iter().map(|b| format!("b{}", b.0)).collect();
     let _ = writeln!(
         s,
-        "kernel {}({}) -> ({}) over {}{} tile={} fused_ops={}",
+        "kernel {}({}) -> ({}) over {}{}{} tile={} fused_ops={}",
         k.name,
         args.join(", "),
         outs.join(", "),
         k.shape,
         if k.row_len > 0 { format!(" rows of {}", k.row_len) } else { String::new() },
+        k.library.as_ref().map_or(String::new(), |l| format!(" calls {}", l.describe())),
         k.tile_elems,
         k.fused_ops
     );
@@ -48,29 +56,41 @@ pub fn kernel_to_string(k: &TileKernel) -> String {
             RegKind::Arg(a) => format!("load b{}", k.args[a as usize].0),
             RegKind::Out(o) => format!("store b{}", k.outs[o as usize].0),
         };
-        let level = if r.row { " (per row)" } else { "" };
+        let level = match &k.program {
+            Some(p) => format!(" (level {})", p.levels.get(i).copied().unwrap_or(0)),
+            None if r.row => " (per row)".to_string(),
+            None => String::new(),
+        };
         let _ = writeln!(s, "  r{i}: {} {kind}{level}", r.dtype);
     }
     for ins in &k.body {
-        let line = match ins {
-            Instr::Unary { op, dst, src } => format!("{dst} = {}({src})", op.name()),
-            Instr::Binary { op, dst, a, b } => format!("{dst} = {}({a}, {b})", op.name()),
-            Instr::Chain { op1, op2, swap: false, dst, a, b, c } => {
-                format!("{dst} = {}({}({a}, {b}), {c})", op2.name(), op1.name())
-            }
-            Instr::Chain { op1, op2, swap: true, dst, a, b, c } => {
-                format!("{dst} = {}({c}, {}({a}, {b}))", op2.name(), op1.name())
-            }
-            Instr::Select { dst, cond, a, b } => format!("{dst} = select({cond}, {a}, {b})"),
-            Instr::Cast { dst, src } => {
-                format!("{dst} = cast<{}>({src})", k.regs[dst.0 as usize].dtype)
-            }
-            Instr::Copy { dst, src } => format!("{dst} = copy({src})"),
-            Instr::Reduce { op, dst, src } => format!("{dst} = reduce_{}({src})", op.name()),
-        };
-        let _ = writeln!(s, "  {line}");
+        let _ = writeln!(s, "  {}", instr_to_string(k, ins));
+    }
+    if let Some(p) = &k.program {
+        crate::program::program_to_string(k, p, &mut s);
     }
     s
+}
+
+/// One instruction of `k`: `r3 = mul(r1, r2)`.
+pub fn instr_to_string(k: &TileKernel, ins: &Instr) -> String {
+    match ins {
+        Instr::Unary { op, dst, src } => format!("{dst} = {}({src})", op.name()),
+        Instr::Binary { op, dst, a, b } => format!("{dst} = {}({a}, {b})", op.name()),
+        Instr::Chain { op1, op2, swap: false, dst, a, b, c } => {
+            format!("{dst} = {}({}({a}, {b}), {c})", op2.name(), op1.name())
+        }
+        Instr::Chain { op1, op2, swap: true, dst, a, b, c } => {
+            format!("{dst} = {}({c}, {}({a}, {b}))", op2.name(), op1.name())
+        }
+        Instr::Select { dst, cond, a, b } => format!("{dst} = select({cond}, {a}, {b})"),
+        Instr::Cast { dst, src } => {
+            let to = k.regs.get(dst.0 as usize).map_or("?".to_string(), |r| r.dtype.to_string());
+            format!("{dst} = cast<{to}>({src})")
+        }
+        Instr::Copy { dst, src } => format!("{dst} = copy({src})"),
+        Instr::Reduce { op, dst, src } => format!("{dst} = reduce_{}({src})", op.name()),
+    }
 }
 
 /// Print a whole plan: buffers then kernels.

@@ -11,6 +11,7 @@
 
 use crate::dtype::DType;
 use crate::error::{IrError, Result, SourceLoc};
+use crate::library::{lookup, LibCall};
 use crate::op::{BinaryOp, ReduceOp, UnaryKind, UnaryOp};
 use crate::scalar::Scalar;
 use crate::shape::Shape;
@@ -178,8 +179,10 @@ pub struct TileKernel {
     /// Row kernels: elements per row (the product of the trailing, reduced iteration dims);
     /// 0 for elementwise kernels.
     pub row_len: usize,
-    /// A kernel with no tile program that runs a library routine instead.
-    pub special: Option<Special>,
+    /// A library routine the kernel runs first (its operands are the first
+    /// `library.operands` arguments, its result the first output); the tile program, if any,
+    /// then runs as an epilogue over the routine's result.
+    pub library: Option<LibCall>,
     /// Buffers read; register `Arg(i)` is `args[i]`, read through the views `arg_views[i]`
     /// (in order), broadcast to `shape`.
     pub args: Vec<BufferId>,
@@ -191,25 +194,15 @@ pub struct TileKernel {
     pub regs: Vec<RegDecl>,
     /// Straight-line program run once per tile.
     pub body: Vec<Instr>,
-    /// Elements per tile, chosen so the tile registers fit in cache.
+    /// Elements per tile, chosen so the tile registers fit in cache (for a structured
+    /// program: positions of its outer space per tile).
     pub tile_elems: usize,
+    /// A structured program (loads, stores, loop nests) run instead of the flat `body`.
+    pub program: Option<crate::program::Program>,
     /// The user's source lines whose ops this kernel computes.
     pub locs: Vec<SourceLoc>,
     /// Number of graph ops fused into the kernel.
     pub fused_ops: usize,
-}
-
-/// Library routines run as whole kernels.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Special {
-    /// `outs[0] = args[0] @ args[1]` (NumPy `matmul`) through the GEMM micro-kernels.
-    MatMul,
-    /// `outs[0] = np.pad(args[0], ...)`.
-    Pad(crate::view::PadSpec),
-    /// `outs[0] = np.concatenate(args, axis)`.
-    Concat(usize),
-    /// `outs[0] = np.take(args[0], args[1], axis)` (indices int64; out of range is an error).
-    Take(usize),
 }
 
 /// What a buffer is.
@@ -267,33 +260,42 @@ impl KernelPlan {
 
 fn verify_kernel(k: &TileKernel, buffers: &[BufferDecl], ready: &[bool]) -> Result<()> {
     let err = |m: String| Err(IrError::internal(format!("kernel {}: {m}", k.name)));
-    if let Some(Special::Concat(_) | Special::Take(_)) = k.special {
-        return if !k.args.is_empty() && k.outs.len() == 1 && k.body.is_empty() {
-            Ok(())
-        } else {
-            err("a concatenate or take kernel needs arguments and one output".into())
-        };
+    if let Some(p) = &k.program {
+        return crate::program::verify_program(k, p, buffers, ready);
     }
-    if let Some(Special::Pad(_)) = k.special {
-        return if k.args.len() == 1 && k.outs.len() == 1 && k.body.is_empty() {
-            Ok(())
-        } else {
-            err("a pad kernel needs one argument and one output".into())
-        };
-    }
-    if k.special == Some(Special::MatMul) {
-        let ok = k.args.len() >= 2
-            && !k.outs.is_empty()
-            && k.args[..2]
-                .iter()
-                .chain(&k.outs[..1])
-                .all(|b| buffers.get(b.0 as usize).is_some_and(|d| d.dtype.is_float()))
-            && k.args.iter().all(|b| ready[b.0 as usize]);
-        if !ok {
-            return err("a matmul kernel needs two ready float arguments and an output".into());
+    let mut lib_operands = 0;
+    if let Some(call) = &k.library {
+        let op = lookup(call.id).map_err(|e| IrError::internal(format!("kernel {}: {}", k.name, e.message)))?;
+        lib_operands = call.operands as usize;
+        if k.args.len() < lib_operands || k.outs.is_empty() {
+            return err(format!("a {} call needs its {lib_operands} operands and an output", op.name()));
         }
+        if k.arg_views.len() != k.args.len() {
+            return err("one view list per argument".into());
+        }
+        // Each operand as the routine sees it: its buffer through its views.
+        let mut viewed = Vec::with_capacity(lib_operands);
+        for (b, views) in k.args[..lib_operands].iter().zip(&k.arg_views) {
+            match buffers.get(b.0 as usize) {
+                Some(d) if ready[b.0 as usize] => {
+                    let mut shape = d.shape.clone();
+                    for v in views {
+                        shape = v.out_shape(&shape)?;
+                    }
+                    viewed.push(BufferDecl { shape, ..d.clone() });
+                }
+                _ => return err(format!("a {} call reads b{} before it is written", op.name(), b.0)),
+            }
+        }
+        let operands: Vec<&BufferDecl> = viewed.iter().collect();
+        let Some(out) = buffers.get(k.outs[0].0 as usize) else { return err("output is no buffer".into()) };
+        op.verify_call(call, &operands, out)
+            .map_err(|e| IrError::internal(format!("kernel {}: {}", k.name, e.message)))?;
         if k.body.is_empty() {
-            return Ok(());
+            return if k.outs.len() == 1 { Ok(()) } else { err("a library call writes one output".into()) };
+        }
+        if !op.fuses_epilogue() {
+            return err(format!("{} takes no epilogue", op.name()));
         }
     }
     let reg = |r: Reg| k.regs.get(r.0 as usize).copied();
@@ -317,8 +319,7 @@ fn verify_kernel(k: &TileKernel, buffers: &[BufferDecl], ready: &[bool]) -> Resu
     if k.arg_views.len() != k.args.len() {
         return err("one view list per argument".into());
     }
-    let gemm_operands = if k.special == Some(Special::MatMul) { 2 } else { 0 };
-    for (i, b) in k.args.iter().enumerate().skip(gemm_operands) {
+    for (i, b) in k.args.iter().enumerate().skip(lib_operands) {
         let Some(decl) = buffers.get(b.0 as usize) else { return err(format!("arg {i} is no buffer")) };
         if !ready[b.0 as usize] {
             return err(format!("reads b{} before it is written", b.0));
@@ -379,31 +380,14 @@ fn verify_kernel(k: &TileKernel, buffers: &[BufferDecl], ready: &[bool]) -> Resu
                 None => return err(format!("{ins:?} reads a missing register")),
             }
         }
-        let ok = match ins {
-            Instr::Unary { op, .. } => match op.kind() {
-                UnaryKind::Classify => dst.dtype == DType::Bool && srcs[0].is_float(),
-                _ => dst.dtype == srcs[0],
-            },
-            Instr::Binary { op, .. } => {
-                srcs[0] == srcs[1] && (if op.is_compare() { dst.dtype == DType::Bool } else { dst.dtype == srcs[0] })
-            }
-            Instr::Select { .. } => srcs[0] == DType::Bool && srcs[1] == dst.dtype && srcs[2] == dst.dtype,
-            Instr::Chain { op1, op2, .. } => {
-                let arith = |o: &BinaryOp| matches!(o, BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul);
-                dst.dtype.is_float() && srcs.iter().all(|d| *d == dst.dtype) && arith(op1) && arith(op2)
-            }
-            Instr::Cast { .. } => true,
-            Instr::Copy { .. } => srcs[0] == dst.dtype,
-            Instr::Reduce { op, src, .. } => {
-                let s = reg(*src).expect("checked above");
-                let want = match op {
-                    ReduceOp::ArgMax | ReduceOp::ArgMin => DType::I64,
-                    ReduceOp::Any | ReduceOp::All => DType::Bool,
-                    _ => s.dtype,
-                };
-                dst.row && !s.row && k.row_len > 0 && dst.dtype == want
-            }
-        };
+        let ok = dtypes_ok(ins, dst.dtype, &srcs)
+            && match ins {
+                Instr::Reduce { src, .. } => {
+                    let s = reg(*src).expect("checked above");
+                    dst.row && !s.row && k.row_len > 0
+                }
+                _ => true,
+            };
         if !ok {
             return err(format!("{ins:?} has operands of the wrong dtype or level"));
         }
@@ -412,6 +396,35 @@ fn verify_kernel(k: &TileKernel, buffers: &[BufferDecl], ready: &[bool]) -> Resu
         return err("tile_elems is 0".to_string());
     }
     Ok(())
+}
+
+/// True when an instruction writing a `dst` register from `srcs` (in operand order) has
+/// operands and result of the dtypes the instruction computes on.
+pub(crate) fn dtypes_ok(ins: &Instr, dst: DType, srcs: &[DType]) -> bool {
+    match ins {
+        Instr::Unary { op, .. } => match op.kind() {
+            UnaryKind::Classify => dst == DType::Bool && srcs[0].is_float(),
+            _ => dst == srcs[0],
+        },
+        Instr::Binary { op, .. } => {
+            srcs[0] == srcs[1] && (if op.is_compare() { dst == DType::Bool } else { dst == srcs[0] })
+        }
+        Instr::Select { .. } => srcs[0] == DType::Bool && srcs[1] == dst && srcs[2] == dst,
+        Instr::Chain { op1, op2, .. } => {
+            let arith = |o: &BinaryOp| matches!(o, BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul);
+            dst.is_float() && srcs.iter().all(|d| *d == dst) && arith(op1) && arith(op2)
+        }
+        Instr::Cast { .. } => true,
+        Instr::Copy { .. } => srcs[0] == dst,
+        Instr::Reduce { op, .. } => {
+            let want = match op {
+                ReduceOp::ArgMax | ReduceOp::ArgMin => DType::I64,
+                ReduceOp::Any | ReduceOp::All => DType::Bool,
+                _ => srcs[0],
+            };
+            dst == want
+        }
+    }
 }
 
 impl fmt::Display for Reg {

@@ -1,11 +1,12 @@
 //! The graph verifier, run after every pass in tests and debug builds.
 //!
 //! Checks: operands precede users (SSA order in the arena), arities, input numbering,
-//! constants are 0-d, and every node's type equals what [`crate::infer`] derives.
+//! constants are 0-d, every node's type equals what [`crate::infer`] (or, for views and
+//! library ops, the view and the registered library op) derives; an unknown library op is
+//! an error.
 
 use crate::error::{IrError, Result};
 use crate::graph::Graph;
-use crate::infer::infer;
 use crate::op::Op;
 use crate::shape::Shape;
 
@@ -13,6 +14,9 @@ use crate::shape::Shape;
 pub fn verify(g: &Graph) -> Result<()> {
     for (i, n) in g.nodes.iter().enumerate() {
         let here = || format!("node %{i} ({})", n.op.name());
+        if let Op::Library(id, _) = n.op {
+            id.op().map_err(|e| IrError::internal(format!("{}: {}", here(), e.message)))?;
+        }
         if !n.op.arity_ok(n.inputs.len()) {
             return Err(IrError::internal(format!("{} has {} operands", here(), n.inputs.len())));
         }
@@ -26,24 +30,6 @@ pub fn verify(g: &Graph) -> Result<()> {
                 }
             }
             Op::Fill(_) => {}
-            Op::Pad(v) => {
-                let Some(spec) = g.pads.get(v as usize) else {
-                    return Err(IrError::internal(format!("{} names a missing pad", here())));
-                };
-                if spec.out_shape(&g.node(n.inputs[0]).shape)? != n.shape {
-                    return Err(IrError::internal(format!("{} is typed unlike its pad", here())));
-                }
-            }
-            Op::View(v) => {
-                let Some(spec) = g.views.get(v as usize) else {
-                    return Err(IrError::internal(format!("{} names a missing view", here())));
-                };
-                let operand = g.node(n.inputs[0]);
-                let shape = spec.out_shape(&operand.shape)?;
-                if shape != n.shape || operand.vtype.dtype != n.vtype.dtype {
-                    return Err(IrError::internal(format!("{} is typed unlike its view", here())));
-                }
-            }
             Op::Const(_) => {
                 if n.shape != Shape::scalar() {
                     return Err(IrError::internal(format!("{} is not 0-d", here())));
@@ -51,7 +37,7 @@ pub fn verify(g: &Graph) -> Result<()> {
             }
             _ => {
                 let operands: Vec<_> = n.inputs.iter().map(|o| (g.node(*o).vtype, &g.node(*o).shape)).collect();
-                let (vt, shape) = infer(&n.op, &operands).map_err(|e| e.at(n.loc.as_ref()))?;
+                let (vt, shape) = g.infer_op(&n.op, &operands).map_err(|e| e.at(n.loc.as_ref()))?;
                 if vt.dtype != n.vtype.dtype || shape != n.shape {
                     return Err(IrError::internal(format!(
                         "{} is typed {} {} but its operands give {} {}",

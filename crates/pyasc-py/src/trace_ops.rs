@@ -10,7 +10,7 @@ use numpy::{PyUntypedArray, PyUntypedArrayMethods};
 use pyasc_ir::error::{ErrorKind, IrError};
 use pyasc_ir::op::{Axes, Op, ReduceOp};
 use pyasc_ir::view::{PadMode, PadSpec, SliceDim, ViewSpec};
-use pyasc_ir::{DType, NodeId, Scalar};
+use pyasc_ir::{Attr, DType, LibId, NodeId, Scalar};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
@@ -154,7 +154,8 @@ pub fn apply_concat(py: Python<'_>, tensors: Vec<Bound<'_, PyAny>>, axis: u16) -
     let refs: Vec<&Bound<'_, PyAny>> = tensors.iter().collect();
     let trace = trace_of(&refs).ok_or_else(|| PyTypeError::new_err("no traced tensor among the operands"))?;
     let ids: Vec<NodeId> = tensors.iter().map(|t| node_of(py, &trace, t)).collect::<PyResult<_>>()?;
-    apply(py, &trace, Op::Concat(axis), &ids)
+    let attr = trace.lock().expect("trace lock poisoned").graph.add_attr(Attr::Axis(axis as usize));
+    apply(py, &trace, Op::Library(LibId::CONCAT, attr), &ids)
 }
 
 /// `np.take(x, indices, axis)` on a traced tensor; `indices` traced or a constant int array.
@@ -168,7 +169,8 @@ pub fn apply_take(py: Python<'_>, x: &Bound<'_, PyAny>, indices: &Bound<'_, PyAn
         apply_constant_array(py, x, &arr)?.get().id
     };
     let xid = node_of(py, &trace, x)?;
-    apply(py, &trace, Op::Take(axis), &[xid, idx])
+    let attr = trace.lock().expect("trace lock poisoned").graph.add_attr(Attr::Axis(axis as usize));
+    apply(py, &trace, Op::Library(LibId::TAKE, attr), &[xid, idx])
 }
 
 /// `a @ b` (NumPy `matmul`) on traced tensors.
@@ -176,7 +178,8 @@ pub fn apply_take(py: Python<'_>, x: &Bound<'_, PyAny>, indices: &Bound<'_, PyAn
 pub fn apply_matmul(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
     let trace = trace_of(&[a, b]).ok_or_else(|| PyTypeError::new_err("no traced tensor among the operands"))?;
     let ids = [node_of(py, &trace, a)?, node_of(py, &trace, b)?];
-    apply(py, &trace, Op::MatMul, &ids)
+    let attr = trace.lock().expect("trace lock poisoned").graph.add_attr(Attr::None);
+    apply(py, &trace, Op::Library(LibId::MATMUL, attr), &ids)
 }
 
 /// Normalise `axis` (None, an int or a sequence of ints; negative counts from the end) for a

@@ -115,3 +115,24 @@ pub fn run_gemm(a: &InputView, b: &InputView, out: *mut u8) -> Result<()> {
     }
     Ok(())
 }
+
+/// `a @ b` as a library routine.
+pub struct MatMulKernel;
+
+impl crate::library::LibraryKernel for MatMulKernel {
+    fn id(&self) -> pyasc_ir::LibId {
+        pyasc_ir::LibId::MATMUL
+    }
+    unsafe fn run(
+        &self,
+        _call: &pyasc_ir::library::LibCall,
+        operands: &[&InputView],
+        out: *mut u8,
+        _k: &pyasc_ir::tile::TileKernel,
+    ) -> Result<()> {
+        match operands {
+            [a, b] => run_gemm(a, b, out),
+            _ => Err(IrError::internal("matmul takes two operands")),
+        }
+    }
+}

@@ -131,6 +131,32 @@ pub unsafe fn gather<T: Copy>(base: *const T, dims: &[usize], strides: &[isize],
     }
 }
 
+/// [`gather`] for elements of `size` bytes (1, 2, 4 or 8): `len` elements into `dst`.
+///
+/// # Safety
+/// As for [`gather`]; `base` and `dst` must be aligned for the element size and `dst` must
+/// hold `len` elements.
+pub unsafe fn gather_elems(
+    size: usize,
+    base: *const u8,
+    dims: &[usize],
+    strides: &[isize],
+    start: usize,
+    dst: *mut u8,
+    len: usize,
+) {
+    // SAFETY: per this function's contract; each arm reads and writes whole elements.
+    unsafe {
+        match size {
+            1 => gather(base, dims, strides, start, std::slice::from_raw_parts_mut(dst, len)),
+            2 => gather(base as *const u16, dims, strides, start, std::slice::from_raw_parts_mut(dst as *mut u16, len)),
+            4 => gather(base as *const u32, dims, strides, start, std::slice::from_raw_parts_mut(dst as *mut u32, len)),
+            8 => gather(base as *const u64, dims, strides, start, std::slice::from_raw_parts_mut(dst as *mut u64, len)),
+            other => unreachable!("no dtype has {other}-byte elements"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -179,5 +205,28 @@ mod tests {
         // SAFETY: the reversed view walks `data` from its last element down to its first.
         unsafe { gather(data.as_ptr().add(11), &[12], &[-1], 0, &mut got) };
         assert_eq!(got, rev);
+    }
+
+    #[test]
+    fn gather_reads_two_byte_elements_as_two_bytes() {
+        // A transposed 3x5 view of a 5x3 array of 2-byte elements, in a buffer that ends
+        // right after the last element: reading 8 bytes per element would run past it.
+        let data: Vec<u16> = (0..15).map(|i| 1000 + i).collect();
+        let want: Vec<u16> = (0..15).map(|p| data[(p % 5) * 3 + p / 5]).collect();
+        for start in 0..15 {
+            let len = 15 - start;
+            let mut got = vec![0u16; len];
+            // SAFETY: every position of the 5x3 space lies inside `data`; `got` holds `len`.
+            unsafe {
+                gather_elems(2, data.as_ptr() as *const u8, &[3, 5], &[1, 3], start, got.as_mut_ptr() as *mut u8, len)
+            };
+            assert_eq!(got, want[start..], "start {start}");
+        }
+        // Element sizes 1, 4 and 8 keep working through the same entry point.
+        let wide: Vec<u64> = (0..6).collect();
+        let mut got = vec![0u64; 6];
+        // SAFETY: as above.
+        unsafe { gather_elems(8, wide.as_ptr() as *const u8, &[3, 2], &[1, 3], 0, got.as_mut_ptr() as *mut u8, 6) };
+        assert_eq!(got, vec![0, 3, 1, 4, 2, 5]);
     }
 }

@@ -2,9 +2,13 @@
 //! map names, or the constant; modes constant, edge, reflect, wrap), `np.concatenate` and
 //! `np.take`.
 
+use crate::library::LibraryKernel;
 use crate::view::InputView;
-use pyasc_ir::error::Result;
+use pyasc_ir::error::{IrError, Result};
+use pyasc_ir::library::LibCall;
+use pyasc_ir::tile::TileKernel;
 use pyasc_ir::view::PadSpec;
+use pyasc_ir::{Attr, LibId};
 use pyasc_ir::{DType, Scalar};
 
 /// Write `np.pad(x, spec)` into the C-contiguous `out`.
@@ -184,4 +188,48 @@ pub unsafe fn run_take(
         }
     }
     Ok(())
+}
+
+/// `np.pad` as a library routine.
+pub struct PadKernel;
+/// `np.concatenate` as a library routine.
+pub struct ConcatKernel;
+/// `np.take` as a library routine.
+pub struct TakeKernel;
+
+impl LibraryKernel for PadKernel {
+    fn id(&self) -> LibId {
+        LibId::PAD
+    }
+    unsafe fn run(&self, call: &LibCall, operands: &[&InputView], out: *mut u8, _k: &TileKernel) -> Result<()> {
+        match (&call.attr, operands) {
+            // SAFETY: per the trait's contract.
+            (Attr::Pad(spec), [x]) => unsafe { run_pad(x, out, spec) },
+            _ => Err(IrError::internal("pad takes one operand and a pad attribute")),
+        }
+    }
+}
+
+impl LibraryKernel for ConcatKernel {
+    fn id(&self) -> LibId {
+        LibId::CONCAT
+    }
+    unsafe fn run(&self, call: &LibCall, operands: &[&InputView], out: *mut u8, _k: &TileKernel) -> Result<()> {
+        let axis = call.attr.axis().ok_or_else(|| IrError::internal("concatenate needs an axis"))?;
+        // SAFETY: per the trait's contract.
+        unsafe { run_concat(operands, out, axis) }
+    }
+}
+
+impl LibraryKernel for TakeKernel {
+    fn id(&self) -> LibId {
+        LibId::TAKE
+    }
+    unsafe fn run(&self, call: &LibCall, operands: &[&InputView], out: *mut u8, k: &TileKernel) -> Result<()> {
+        match (call.attr.axis(), operands) {
+            // SAFETY: per the trait's contract.
+            (Some(axis), [x, idx]) => unsafe { run_take(x, idx, out, axis, k.locs.first()) },
+            _ => Err(IrError::internal("take takes an operand, indices and an axis")),
+        }
+    }
 }

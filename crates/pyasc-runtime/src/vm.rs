@@ -10,12 +10,12 @@
 //! prefetched. Very large outputs are computed in scratch and written with streaming stores.
 
 use crate::instr::{exec, exec_reduce, Val};
-use crate::layout::{broadcast_strides, classify, collapse, gather, Access};
+use crate::layout::{broadcast_strides, classify, collapse, gather_elems, Access};
 use crate::pool::num_threads;
 use crate::view::{read_scalar, InputView, OutputPtr, SendPtr};
 use pyasc_ir::error::{IrError, Result};
 use pyasc_ir::op::UnaryKind;
-use pyasc_ir::tile::{BufferKind, Instr, KernelPlan, RegKind, Special, TileKernel};
+use pyasc_ir::tile::{BufferKind, Instr, KernelPlan, RegKind, TileKernel};
 use pyasc_ir::DType;
 use std::time::Instant;
 
@@ -166,24 +166,25 @@ pub fn execute_plan(
             .iter()
             .map(|b| views[b.0 as usize].as_ref().expect("all buffers have memory").ptr as *mut u8)
             .collect();
-        let (tiles, blocks) = if k.special == Some(Special::MatMul) && !k.body.is_empty() {
-            crate::gemm::run_gemm(args[0], args[1], outs[0])?;
-            run_kernel(k, &args, &outs)?
-        } else if let Some(special) = &k.special {
-            match special {
-                Special::MatMul => crate::gemm::run_gemm(args[0], args[1], outs[0])?,
-                // SAFETY: arguments are live views and the output buffer holds the result shape.
-                Special::Pad(spec) => unsafe { crate::pad::run_pad(args[0], outs[0], spec)? },
-                // SAFETY: as for pad.
-                Special::Concat(axis) => unsafe { crate::pad::run_concat(&args, outs[0], *axis)? },
-                // SAFETY: as for pad.
-                Special::Take(axis) => unsafe {
-                    crate::pad::run_take(args[0], args[1], outs[0], *axis, k.locs.first())?
-                },
+        let (tiles, blocks) = match (&k.program, &k.library) {
+            (Some(p), _) => {
+                let out_views: Vec<InputView> =
+                    k.outs.iter().map(|b| views[b.0 as usize].clone().expect("all buffers have memory")).collect();
+                // SAFETY: arguments are live views, outputs the kernel's buffers, the plan verified.
+                unsafe { crate::program::run_program(k, p, &args, &out_views)? }
             }
-            (1, 1)
-        } else {
-            run_kernel(k, &args, &outs)?
+            (None, Some(call)) => {
+                // SAFETY: arguments are live views and the first output buffer holds the
+                // routine's result shape.
+                unsafe { crate::library::run_call(call, k, &args, outs[0])? };
+                if k.body.is_empty() {
+                    (1, 1)
+                } else {
+                    // The epilogue, over the routine's result.
+                    run_kernel(k, &args, &outs)?
+                }
+            }
+            (None, None) => run_kernel(k, &args, &outs)?,
         };
         if opts.check_finite {
             let dtypes: Vec<_> = k.outs.iter().map(|b| plan.buffers[b.0 as usize].dtype).collect();
@@ -389,23 +390,7 @@ unsafe fn run_tile(
                     }
                     ArgMode::Strided(p, dims, st) => {
                         let dst = base.add(scratch.offsets[i].expect("gathered args have scratch"));
-                        match size {
-                            1 => gather(p.0 as *const u8, dims, st, start, std::slice::from_raw_parts_mut(dst, len)),
-                            4 => gather(
-                                p.0 as *const u32,
-                                dims,
-                                st,
-                                start,
-                                std::slice::from_raw_parts_mut(dst as *mut u32, len),
-                            ),
-                            _ => gather(
-                                p.0 as *const u64,
-                                dims,
-                                st,
-                                start,
-                                std::slice::from_raw_parts_mut(dst as *mut u64, len),
-                            ),
-                        }
+                        gather_elems(size, p.0, dims, st, start, dst, len);
                         Val::Ptr(dst)
                     }
                 },

@@ -16,11 +16,20 @@
 //!   groups also take the consumers of their reductions, broadcast back over the rows
 //!   (`x - x.max(-1, keepdims=True)`) or computed per row (`x.sum(-1) / n`), so softmax,
 //!   layer_norm and friends are one pass over each row.
+//!
+//! Which anchor may join which group is decided by the fusion rules, one per file
+//! (`elem.rs`, `rows.rs`, `epilogue.rs`); an anchor no rule admits starts a kernel of its own.
+//! Every op has an explicit iteration space ([`space_of`]); a library op that is not
+//! registered is an error.
+
+mod elem;
+mod epilogue;
+mod rows;
 
 use crate::pass::{CompileState, Pass};
 use pyasc_ir::error::Result;
 use pyasc_ir::op::{Axes, BinaryOp, Op, UnaryKind};
-use pyasc_ir::{Graph, NodeId, Shape};
+use pyasc_ir::{Graph, LibId, NodeId, Shape};
 
 /// Rows longer than this are not fused with consumers that broadcast back over them (the
 /// row would not fit a tile).
@@ -31,10 +40,9 @@ pub const ROW_FUSE_MAX: usize = 16384;
 pub enum Space {
     /// Elementwise over this shape.
     Elem(Shape),
-    /// A matrix product (a kernel of its own).
-    MatMul,
-    /// A data-movement routine: pad, concatenate, take (a kernel of its own).
-    Pad,
+    /// A library routine (matmul, pad, concatenate, take): a kernel of its own, with the
+    /// elementwise epilogues its op admits.
+    Library(LibId),
     /// Rows: reductions of `shape` over `axes`.
     Rows {
         /// The reduced operand's shape.
@@ -49,7 +57,7 @@ impl Space {
     pub fn rows(&self) -> usize {
         match self {
             Space::Elem(s) => s.numel(),
-            Space::MatMul | Space::Pad => 0,
+            Space::Library(_) => 0,
             Space::Rows { shape, axes } => {
                 let n = shape.rank();
                 (0..n).filter(|i| !axes.contains(*i)).map(|i| shape.0[i]).product()
@@ -59,7 +67,7 @@ impl Space {
     /// Elements per row.
     pub fn row_len(&self) -> usize {
         match self {
-            Space::Elem(_) | Space::MatMul | Space::Pad => 0,
+            Space::Elem(_) | Space::Library(_) => 0,
             Space::Rows { shape, axes } => axes.list(shape.rank()).iter().map(|a| shape.0[*a]).product(),
         }
     }
@@ -119,7 +127,10 @@ impl Pass for FusePass {
             if n.op.is_leaf() {
                 continue;
             }
-            let library = matches!(n.op, Op::MatMul | Op::Pad(_) | Op::Concat(_) | Op::Take(_));
+            if let Op::Library(id, _) = n.op {
+                id.op()?;
+            }
+            let library = n.op.is_library();
             if level == 0 || n.op.is_reduce() || library {
                 mat[i] = true;
             }
@@ -151,7 +162,7 @@ impl Pass for FusePass {
                 }
             }
         }
-        let (groups, group_of) = group_anchors(g, &mat, level);
+        let (groups, group_of) = group_anchors(g, &mat, level)?;
         let mut escapes = vec![false; g.len()];
         for o in &g.outputs {
             escapes[o.index()] = true;
@@ -173,8 +184,7 @@ impl Pass for FusePass {
             let names: Vec<String> = grp.anchors.iter().map(|r| format!("%{}", r.0)).collect();
             let what = match &grp.space {
                 Space::Elem(s) => format!("over {s}"),
-                Space::MatMul => "matmul".to_string(),
-                Space::Pad => "data movement".to_string(),
+                Space::Library(id) => id.op()?.name().to_string(),
                 Space::Rows { shape, .. } => format!("over rows of {shape} ({} per row)", grp.space.row_len()),
             };
             st.notes.push(format!(
@@ -256,8 +266,57 @@ fn per_row(g: &Graph, mat: &[bool], group_of: &[Option<usize>], k: usize, id: No
     }
 }
 
+/// The iteration space of a kernel anchored at node `id`. Every op is named here: a new
+/// op kind must say which space it has.
+pub fn space_of(g: &Graph, id: NodeId) -> Result<Space> {
+    let n = g.node(id);
+    Ok(match n.op {
+        Op::Reduce { axes, .. } => Space::Rows { shape: g.node(n.inputs[0]).shape.clone(), axes },
+        Op::Library(lib, _) => {
+            lib.op()?;
+            Space::Library(lib)
+        }
+        Op::Unary(_) | Op::Binary(_) | Op::Where | Op::Cast(_) => Space::Elem(n.shape.clone()),
+        // Leaves and views returned as they are: copied by an element kernel.
+        Op::Input(_) | Op::Const(_) | Op::Fill(_) | Op::View(_) => Space::Elem(n.shape.clone()),
+    })
+}
+
+/// What a fusion rule sees when an anchor looks for a group to join.
+pub struct Candidate<'a> {
+    /// The graph.
+    pub g: &'a Graph,
+    /// Per node: an anchor.
+    pub mat: &'a [bool],
+    /// Per node: its group, for anchors already placed.
+    pub group_of: &'a [Option<usize>],
+    /// `op_break_level`.
+    pub level: u8,
+    /// The anchor.
+    pub id: NodeId,
+    /// Its iteration space.
+    pub space: &'a Space,
+    /// Groups whose results it reads directly.
+    pub deps: &'a [usize],
+    /// The group considered, and its index.
+    pub group: &'a Group,
+    /// Index of `group`.
+    pub k: usize,
+}
+
+/// One fusion rule: may an anchor join a group?
+pub trait FusionRule: Sync {
+    /// Name shown in notes.
+    fn name(&self) -> &'static str;
+    /// `Some(verdict)` when the rule covers this pair of spaces, `None` when it does not.
+    fn fits(&self, c: &Candidate) -> Option<bool>;
+}
+
+/// The fusion rules, tried in order; the first that covers a pair decides.
+pub static RULES: [&dyn FusionRule; 3] = [&elem::SameShape, &rows::Rows, &epilogue::LibraryEpilogue];
+
 /// Assign anchors to groups; returns the groups and each anchor's group.
-fn group_anchors(g: &Graph, mat: &[bool], level: u8) -> (Vec<Group>, Vec<Option<usize>>) {
+fn group_anchors(g: &Graph, mat: &[bool], level: u8) -> Result<(Vec<Group>, Vec<Option<usize>>)> {
     let mut groups: Vec<Group> = Vec::new();
     let mut group_of: Vec<Option<usize>> = vec![None; g.len()];
     for (i, &m) in mat.iter().enumerate() {
@@ -272,38 +331,13 @@ fn group_anchors(g: &Graph, mat: &[bool], level: u8) -> (Vec<Group>, Vec<Option<
         let deps: Vec<usize> = direct.iter().filter_map(|d| group_of[d.index()]).collect();
         let strict: Vec<usize> = viewed.iter().filter_map(|d| group_of[d.index()]).collect();
         let ready = |k: usize| deps.iter().all(|d| *d <= k) && strict.iter().all(|d| *d < k);
-        let space = match n.op {
-            Op::Reduce { axes, .. } => Space::Rows { shape: g.node(n.inputs[0]).shape.clone(), axes },
-            Op::MatMul => Space::MatMul,
-            Op::Pad(_) | Op::Concat(_) | Op::Take(_) => Space::Pad,
-            _ => Space::Elem(n.shape.clone()),
-        };
+        let space = space_of(g, id)?;
         let fits = |k: usize, grp: &Group| -> bool {
             if n.op.is_data() || grp.anchors.iter().any(|a| g.node(*a).op.is_data()) || level == 0 || !ready(k) {
                 return false;
             }
-            match (&grp.space, &space) {
-                (Space::Elem(a), Space::Elem(b)) => a == b,
-                (Space::Rows { shape, axes }, Space::Rows { shape: s2, axes: a2 }) => {
-                    level >= 2 && shape == s2 && axes == a2 && grp.space.row_len() > 1
-                }
-                (Space::Rows { shape, axes }, Space::Elem(s)) => {
-                    level >= 2
-                        && grp.space.row_len() > 1
-                        && grp.space.row_len() <= ROW_FUSE_MAX
-                        && ((s == shape && axes.is_trailing(shape.rank()))
-                            || (s.numel() == grp.space.rows()
-                                && g.node(id).inputs.iter().all(|x| per_row(g, mat, &group_of, k, *x))))
-                }
-                (Space::MatMul, Space::Elem(s)) => {
-                    // Epilogues (bias, activation) run on the product while it is in cache.
-                    let mm = grp.anchors[0];
-                    level >= 3 && *s == g.node(mm).shape && deps.contains(&k)
-                }
-                (Space::Elem(_), Space::Rows { .. })
-                | (Space::MatMul | Space::Pad, _)
-                | (_, Space::MatMul | Space::Pad) => false,
-            }
+            let c = Candidate { g, mat, group_of: &group_of, level, id, space: &space, deps: &deps, group: grp, k };
+            RULES.iter().find_map(|r| r.fits(&c)).unwrap_or(false)
         };
         let k = match groups.iter().enumerate().position(|(k, grp)| fits(k, grp)) {
             Some(k) => k,
@@ -315,5 +349,5 @@ fn group_anchors(g: &Graph, mat: &[bool], level: u8) -> (Vec<Group>, Vec<Option<
         groups[k].anchors.push(id);
         group_of[i] = Some(k);
     }
-    (groups, group_of)
+    Ok((groups, group_of))
 }

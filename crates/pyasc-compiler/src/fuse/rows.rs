@@ -1,0 +1,31 @@
+//! Row fusion (`op_break_level` 2 and 3): reductions of one shape over the same axes share
+//! a row kernel, and so do their consumers, either broadcast back over the rows
+//! (`x - x.max(-1, keepdims=True)`, rows short enough to stay in a tile) or computed per row
+//! from the group's reductions and constants only (`x.sum(-1) / n`).
+
+use super::{per_row, Candidate, FusionRule, Space, ROW_FUSE_MAX};
+
+/// Reductions and their consumers in one pass over each row.
+pub struct Rows;
+
+impl FusionRule for Rows {
+    fn name(&self) -> &'static str {
+        "rows"
+    }
+    fn fits(&self, c: &Candidate) -> Option<bool> {
+        let Space::Rows { shape, axes } = &c.group.space else { return None };
+        let row_len = c.group.space.row_len();
+        match c.space {
+            Space::Rows { shape: s2, axes: a2 } => Some(c.level >= 2 && shape == s2 && axes == a2 && row_len > 1),
+            Space::Elem(s) => Some(
+                c.level >= 2
+                    && row_len > 1
+                    && row_len <= ROW_FUSE_MAX
+                    && ((s == shape && axes.is_trailing(shape.rank()))
+                        || (s.numel() == c.group.space.rows()
+                            && c.g.node(c.id).inputs.iter().all(|x| per_row(c.g, c.mat, c.group_of, c.k, *x)))),
+            ),
+            Space::Library(_) => None,
+        }
+    }
+}

@@ -1,0 +1,32 @@
+//! Op attributes: one arena per graph for every payload an [`Op`](crate::op::Op) cannot
+//! carry inline (view specs, pad widths, axes of library kernels). An op names its
+//! attribute by [`AttrId`]; passes that rebuild a graph copy the arena as is.
+
+use crate::view::{PadSpec, ViewSpec};
+
+/// Index of an attribute in its graph's arena.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AttrId(pub u32);
+
+/// The payload of one op.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Attr {
+    /// No payload (`matmul`).
+    None,
+    /// One axis (`concatenate`, `take`).
+    Axis(usize),
+    /// A movement op.
+    View(ViewSpec),
+    /// `np.pad` widths, mode and constant.
+    Pad(PadSpec),
+}
+
+impl Attr {
+    /// The axis of an [`Attr::Axis`].
+    pub fn axis(&self) -> Option<usize> {
+        match self {
+            Attr::Axis(a) => Some(*a),
+            _ => None,
+        }
+    }
+}

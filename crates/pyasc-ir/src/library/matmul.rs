@@ -1,0 +1,75 @@
+//! `a @ b` with NumPy's `matmul` rules, run by the GEMM micro-kernels; elementwise
+//! epilogues (`gelu(x @ w + b)`) may run in its kernel.
+
+use super::{bad_call, LibCall, LibId, LibraryOp};
+use crate::attr::Attr;
+use crate::dtype::{promote_v, DType, VType};
+use crate::error::{IrError, Result};
+use crate::shape::Shape;
+use crate::tile::BufferDecl;
+
+/// The matrix product.
+pub struct MatMul;
+
+impl LibraryOp for MatMul {
+    fn id(&self) -> LibId {
+        LibId::MATMUL
+    }
+    fn name(&self) -> &'static str {
+        "matmul"
+    }
+    fn arity_ok(&self, n: usize) -> bool {
+        n == 2
+    }
+    fn infer(&self, _attr: &Attr, operands: &[(VType, &Shape)]) -> Result<(VType, Shape)> {
+        matmul_type(operands[0], operands[1])
+    }
+    fn operand_dtype(&self, _i: usize, result: DType) -> Option<DType> {
+        Some(result)
+    }
+    fn fuses_epilogue(&self) -> bool {
+        true
+    }
+    fn verify_call(&self, call: &LibCall, operands: &[&BufferDecl], out: &BufferDecl) -> Result<()> {
+        if call.operands != 2 || !operands.iter().all(|d| d.dtype.is_float()) || !out.dtype.is_float() {
+            return bad_call(self, "needs two float operands and a float output");
+        }
+        Ok(())
+    }
+}
+
+/// The result type and shape of `a @ b` (NumPy `matmul`).
+pub fn matmul_type(a: (VType, &Shape), b: (VType, &Shape)) -> Result<(VType, Shape)> {
+    let (sa, sb) = (a.1, b.1);
+    if sa.rank() == 0 || sb.rank() == 0 {
+        return Err(IrError::shape("matmul: operands must have at least one dimension"));
+    }
+    let t = promote_v(a.0, b.0);
+    let dtype = if t.dtype.is_float() {
+        t.dtype
+    } else {
+        return Err(IrError::dtype(format!(
+            "matmul of {} and {} operands is not supported; cast to float32 or float64",
+            a.0.dtype, b.0.dtype
+        )));
+    };
+    // 1-D operands: a vector on the left is a row, on the right a column; the axis is dropped.
+    let a2 = if sa.rank() == 1 { vec![1, sa.0[0]] } else { sa.0.clone() };
+    let b2 = if sb.rank() == 1 { vec![sb.0[0], 1] } else { sb.0.clone() };
+    let (n, ka) = (a2[a2.len() - 2], a2[a2.len() - 1]);
+    let (kb, m) = (b2[b2.len() - 2], b2[b2.len() - 1]);
+    if ka != kb {
+        return Err(IrError::shape(format!("matmul: inner dimensions differ: {sa} @ {sb} ({ka} != {kb})")));
+    }
+    let batch = Shape(a2[..a2.len() - 2].to_vec())
+        .broadcast(&Shape(b2[..b2.len() - 2].to_vec()))
+        .map_err(|_| IrError::shape(format!("matmul: batch dimensions of {sa} and {sb} do not broadcast")))?;
+    let mut dims = batch.0;
+    if sa.rank() > 1 {
+        dims.push(n);
+    }
+    if sb.rank() > 1 {
+        dims.push(m);
+    }
+    Ok((VType::strong(dtype), Shape(dims)))
+}

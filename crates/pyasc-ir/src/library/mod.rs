@@ -1,0 +1,123 @@
+//! Library kernels: ops run by a hand-written routine instead of a tile program (matmul,
+//! pad, concatenate, take; later attention, NMS, stencil sweeps).
+//!
+//! Each one implements [`LibraryOp`] once, in its own file, and is registered in
+//! [`REGISTRY`]. Everything the graph and the compiler need to know about it goes through
+//! the trait: name and printed form, operand count, result type, the operand dtypes its
+//! routine computes in (promotion casts to them), whether a re-specialised graph may re-infer
+//! it, which elementwise prologues/epilogues fusion may run in its kernel, its lowering into
+//! a [`LibCall`] and the check of the lowered kernel. The executing half lives in the
+//! runtime, keyed by [`LibId`]. An id without a registered op is an error everywhere, never
+//! a silent default.
+
+mod concat;
+mod matmul;
+mod pad;
+mod take;
+
+use crate::attr::Attr;
+use crate::dtype::{DType, VType};
+use crate::error::{IrError, Result};
+use crate::shape::Shape;
+use crate::tile::BufferDecl;
+
+pub use concat::Concat;
+pub use matmul::MatMul;
+pub use pad::Pad;
+pub use take::Take;
+
+/// Identity of a library op: its index in [`REGISTRY`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LibId(pub u16);
+
+impl LibId {
+    /// `a @ b`.
+    pub const MATMUL: LibId = LibId(0);
+    /// `np.pad`.
+    pub const PAD: LibId = LibId(1);
+    /// `np.concatenate`.
+    pub const CONCAT: LibId = LibId(2);
+    /// `np.take`.
+    pub const TAKE: LibId = LibId(3);
+
+    /// The registered op, or an error naming the unknown id.
+    pub fn op(self) -> Result<&'static dyn LibraryOp> {
+        lookup(self)
+    }
+}
+
+/// Every library op, indexed by [`LibId`].
+pub static REGISTRY: [&dyn LibraryOp; 4] = [&MatMul, &Pad, &Concat, &Take];
+
+/// The library op with id `id`.
+pub fn lookup(id: LibId) -> Result<&'static dyn LibraryOp> {
+    match REGISTRY.get(id.0 as usize) {
+        Some(op) if op.id() == id => Ok(*op),
+        _ => Err(IrError::internal(format!("unknown library op #{}", id.0))),
+    }
+}
+
+/// A library op as the IR and the compiler see it.
+pub trait LibraryOp: Sync {
+    /// Its id (its index in [`REGISTRY`]).
+    fn id(&self) -> LibId;
+    /// Name used in errors and kernel notes.
+    fn name(&self) -> &'static str;
+    /// The printed form, with the attribute (`concatenate[1]`).
+    fn describe(&self, attr: &Attr) -> String {
+        let _ = attr;
+        self.name().to_string()
+    }
+    /// True when `n` operands suit the op.
+    fn arity_ok(&self, n: usize) -> bool;
+    /// Result type and shape from the operands (NumPy's rules).
+    fn infer(&self, attr: &Attr, operands: &[(VType, &Shape)]) -> Result<(VType, Shape)>;
+    /// The dtype operand `i` must have when the result is `result` (promotion casts it);
+    /// `None` keeps the operand's dtype.
+    fn operand_dtype(&self, i: usize, result: DType) -> Option<DType>;
+    /// False when the result shape is fixed by the attribute, so a graph holding the op must
+    /// be traced again for new argument shapes.
+    fn reinfers(&self) -> bool {
+        true
+    }
+    /// True when elementwise ops over the result (bias, activation) may run in the same
+    /// kernel, on each tile of the result while it is in cache.
+    fn fuses_epilogue(&self) -> bool {
+        false
+    }
+    /// True when elementwise producers of the operands may be computed inside the routine.
+    /// No routine does yet: operands are read from memory.
+    fn fuses_prologue(&self) -> bool {
+        false
+    }
+    /// The call a kernel makes for a node with this attribute and `operands` operands.
+    fn lower(&self, attr: &Attr, operands: usize) -> Result<LibCall> {
+        Ok(LibCall { id: self.id(), attr: attr.clone(), operands: operands as u16 })
+    }
+    /// Check a lowered call: its operand buffers (in order) and its output buffer.
+    fn verify_call(&self, call: &LibCall, operands: &[&BufferDecl], out: &BufferDecl) -> Result<()>;
+}
+
+/// A kernel's call of a library routine: `outs[0] = op(args[..operands])`. A kernel that
+/// also has a tile program runs it after the routine (an epilogue reading `outs[0]`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LibCall {
+    /// The routine.
+    pub id: LibId,
+    /// Its attribute.
+    pub attr: Attr,
+    /// How many of the kernel's first arguments are the routine's operands.
+    pub operands: u16,
+}
+
+impl LibCall {
+    /// The printed form.
+    pub fn describe(&self) -> String {
+        lookup(self.id).map_or_else(|_| format!("library#{}", self.id.0), |op| op.describe(&self.attr))
+    }
+}
+
+/// A verification error for a library call.
+pub(crate) fn bad_call(op: &dyn LibraryOp, what: &str) -> Result<()> {
+    Err(IrError::internal(format!("a {} call {what}", op.name())))
+}

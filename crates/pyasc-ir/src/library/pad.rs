@@ -1,0 +1,40 @@
+//! `np.pad` (constant, edge, reflect, wrap), a data-movement routine.
+
+use super::{bad_call, LibCall, LibId, LibraryOp};
+use crate::attr::Attr;
+use crate::dtype::{DType, VType};
+use crate::error::{IrError, Result};
+use crate::shape::Shape;
+use crate::tile::BufferDecl;
+
+/// Padding.
+pub struct Pad;
+
+impl LibraryOp for Pad {
+    fn id(&self) -> LibId {
+        LibId::PAD
+    }
+    fn name(&self) -> &'static str {
+        "pad"
+    }
+    fn arity_ok(&self, n: usize) -> bool {
+        n == 1
+    }
+    fn infer(&self, attr: &Attr, operands: &[(VType, &Shape)]) -> Result<(VType, Shape)> {
+        let Attr::Pad(spec) = attr else { return Err(IrError::internal("pad needs a pad attribute")) };
+        Ok((VType::strong(operands[0].0.dtype), spec.out_shape(operands[0].1)?))
+    }
+    fn operand_dtype(&self, _i: usize, _result: DType) -> Option<DType> {
+        None
+    }
+    fn reinfers(&self) -> bool {
+        false
+    }
+    fn verify_call(&self, call: &LibCall, operands: &[&BufferDecl], out: &BufferDecl) -> Result<()> {
+        let Attr::Pad(spec) = &call.attr else { return bad_call(self, "needs a pad attribute") };
+        match operands {
+            [x] if x.dtype == out.dtype && spec.out_shape(&x.shape)? == out.shape => Ok(()),
+            _ => bad_call(self, "needs one operand padded to its output"),
+        }
+    }
+}

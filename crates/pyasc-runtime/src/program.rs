@@ -1,0 +1,377 @@
+//! The tile VM for structured programs ([`pyasc_ir::program`]): loads and stores through
+//! index maps with 16-bit storage conversion, loops over chunks of the trailing axes with
+//! carried registers.
+//!
+//! This is the general path, written for clarity: every load and store walks its elements
+//! one by one through the map, and a register read at a level below the instruction's is
+//! expanded over the chunk before the instruction runs. Vector instructions themselves run
+//! on the same SIMD kernels as the flat path ([`exec`], [`exec_reduce`]). Tiles of the
+//! outer space are dealt out to the workers as blocks, like flat kernels.
+
+use crate::instr::{exec, exec_reduce, Val};
+use crate::layout::broadcast_strides;
+use crate::pool::num_threads;
+use crate::view::{InputView, SendPtr};
+use pyasc_ir::error::{IrError, Result};
+use pyasc_ir::program::{space_at, IndexMap, Program, Stmt};
+use pyasc_ir::tile::{Instr, RegKind, TileKernel};
+use pyasc_ir::{DType, Shape};
+use std::collections::HashMap;
+
+/// How a load or store converts one element between storage and compute dtypes.
+#[derive(Copy, Clone, Debug)]
+enum Conv {
+    /// Same dtype: copy this many bytes.
+    Same(usize),
+    F16F32,
+    F16F64,
+    Bf16F32,
+    Bf16F64,
+}
+
+fn conv(storage: DType, compute: DType) -> Result<Conv> {
+    Ok(match (storage, compute) {
+        (s, c) if s == c => Conv::Same(s.size()),
+        (DType::F16, DType::F32) => Conv::F16F32,
+        (DType::F16, DType::F64) => Conv::F16F64,
+        (DType::BF16, DType::F32) => Conv::Bf16F32,
+        (DType::BF16, DType::F64) => Conv::Bf16F64,
+        (s, c) => return Err(IrError::internal(format!("no conversion between {s} storage and {c} compute"))),
+    })
+}
+
+/// Convert one stored element at `mem` into the register element at `reg`.
+///
+/// # Safety
+/// Both pointers address one element of their dtype.
+unsafe fn load_one(c: Conv, mem: *const u8, reg: *mut u8) {
+    // SAFETY: per the contract; unaligned accesses where storage may be unaligned.
+    unsafe {
+        match c {
+            Conv::Same(n) => std::ptr::copy_nonoverlapping(mem, reg, n),
+            Conv::F16F32 => (reg as *mut f32).write_unaligned(half::f16::from_bits(read16(mem)).to_f32()),
+            Conv::F16F64 => (reg as *mut f64).write_unaligned(half::f16::from_bits(read16(mem)).to_f64()),
+            Conv::Bf16F32 => (reg as *mut f32).write_unaligned(half::bf16::from_bits(read16(mem)).to_f32()),
+            Conv::Bf16F64 => (reg as *mut f64).write_unaligned(half::bf16::from_bits(read16(mem)).to_f64()),
+        }
+    }
+}
+
+/// Convert the register element at `reg` into the stored element at `mem` (to 16-bit
+/// floats: round to nearest even).
+///
+/// # Safety
+/// Both pointers address one element of their dtype.
+unsafe fn store_one(c: Conv, reg: *const u8, mem: *mut u8) {
+    // SAFETY: per the contract.
+    unsafe {
+        let bits = match c {
+            Conv::Same(n) => return std::ptr::copy_nonoverlapping(reg, mem, n),
+            Conv::F16F32 => half::f16::from_f32((reg as *const f32).read_unaligned()).to_bits(),
+            Conv::F16F64 => half::f16::from_f64((reg as *const f64).read_unaligned()).to_bits(),
+            Conv::Bf16F32 => half::bf16::from_f32((reg as *const f32).read_unaligned()).to_bits(),
+            Conv::Bf16F64 => half::bf16::from_f64((reg as *const f64).read_unaligned()).to_bits(),
+        };
+        (mem as *mut u16).write_unaligned(bits);
+    }
+}
+
+/// # Safety
+/// `p` addresses two readable bytes.
+unsafe fn read16(p: *const u8) -> u16 {
+    // SAFETY: per the contract.
+    unsafe { (p as *const u16).read_unaligned() }
+}
+
+/// A load's or store's memory: base address (the map's offsets applied), element strides
+/// per kernel axis, storage element size and conversion.
+struct Access {
+    base: SendPtr,
+    strides: Vec<isize>,
+    size: usize,
+    conv: Conv,
+}
+
+fn c_strides(dims: &[usize]) -> Vec<isize> {
+    InputView::contiguous(std::ptr::null(), DType::U8, dims.to_vec()).strides
+}
+
+fn access(view: &InputView, map: &IndexMap, space: &Shape, compute: DType) -> Result<Access> {
+    let strides = match map {
+        IndexMap::Identity if view.shape == space.0 => view.strides.clone(),
+        IndexMap::Identity if view.strides == c_strides(&view.shape) => c_strides(&space.0),
+        IndexMap::Identity => return Err(IrError::internal("an identity map over a strided buffer of another shape")),
+        IndexMap::Broadcast => broadcast_strides(&view.shape, &view.strides, &space.0),
+        IndexMap::Offset(_) => view.strides.clone(),
+    };
+    let shift: isize = match map {
+        IndexMap::Offset(off) => off.iter().zip(&strides).map(|(o, s)| o * s).sum(),
+        _ => 0,
+    };
+    let size = view.dtype.size();
+    // SAFETY: the verifier proved every shifted position lies inside the buffer.
+    let base = SendPtr(unsafe { view.ptr.offset(shift * size as isize) } as *mut u8);
+    Ok(Access { base, strides, size, conv: conv(view.dtype, compute)? })
+}
+
+/// Memory accesses of every load and store, keyed by the statement's address.
+fn accesses(
+    k: &TileKernel,
+    stmts: &[Stmt],
+    depth: usize,
+    loops: &[(usize, usize)],
+    args: &[&InputView],
+    outs: &[InputView],
+    into: &mut HashMap<usize, Access>,
+) -> Result<()> {
+    for s in stmts {
+        let key = s as *const Stmt as usize;
+        let space = || space_at(&k.shape, loops, depth);
+        match s {
+            Stmt::Load { dst, arg, map } => {
+                let v = args.get(*arg as usize).ok_or_else(|| IrError::internal("load of a missing argument"))?;
+                into.insert(key, access(v, map, &space(), k.regs[dst.0 as usize].dtype)?);
+            }
+            Stmt::Store { src, out, map } => {
+                let v = outs.get(*out as usize).ok_or_else(|| IrError::internal("store to a missing output"))?;
+                into.insert(key, access(v, map, &space(), k.regs[src.0 as usize].dtype)?);
+            }
+            Stmt::Loop(l) => accesses(k, &l.body, depth + 1, loops, args, outs, into)?,
+            Stmt::Op(_) => {}
+        }
+    }
+    Ok(())
+}
+
+#[repr(C, align(64))]
+#[derive(Copy, Clone)]
+struct Line([u8; 64]);
+
+fn lines(bytes: usize) -> Vec<Line> {
+    vec![Line([0; 64]); bytes.div_ceil(64).max(1)]
+}
+
+/// One block's registers and position.
+struct Block<'a> {
+    k: &'a TileKernel,
+    p: &'a Program,
+    loops: &'a [(usize, usize)],
+    outer: &'a [usize],
+    acc: &'a HashMap<usize, Access>,
+    mem: Vec<Vec<Line>>,
+    vals: Vec<Val>,
+    tmp: [Vec<Line>; 3],
+    /// First outer position of the tile and positions in it.
+    row0: usize,
+    rows: usize,
+    /// (start, length) of the current chunk of each enclosing loop.
+    chunk: Vec<(usize, usize)>,
+}
+
+impl Block<'_> {
+    fn extent(&self, level: usize) -> usize {
+        self.rows * self.chunk[..level].iter().map(|c| c.1).product::<usize>()
+    }
+
+    fn level(&self, r: pyasc_ir::tile::Reg) -> usize {
+        self.p.levels[r.0 as usize] as usize
+    }
+
+    /// Move the register `reg` (of the statement's depth) to or from memory.
+    ///
+    /// # Safety
+    /// The access addresses memory covering the kernel's space as verified.
+    unsafe fn transfer(&mut self, acc: &Access, reg: pyasc_ir::tile::Reg, load: bool) {
+        let depth = self.chunk.len();
+        let size = self.k.regs[reg.0 as usize].dtype.size();
+        let Val::Ptr(rp) = self.vals[reg.0 as usize] else { unreachable!("loads and stores use tile registers") };
+        let lens: Vec<usize> = self.chunk.iter().map(|c| c.1).collect();
+        let per_row: usize = lens.iter().product();
+        let mut j = vec![0usize; depth];
+        let mut e = 0usize;
+        for r in 0..self.rows {
+            let mut q = self.row0 + r;
+            let mut row_off = 0isize;
+            for i in (0..self.outer.len()).rev() {
+                row_off += (q % self.outer[i]) as isize * acc.strides[i];
+                q /= self.outer[i];
+            }
+            for _ in 0..per_row {
+                let mut off = row_off;
+                for (i, ji) in j.iter().enumerate() {
+                    off += (self.chunk[i].0 + ji) as isize * acc.strides[self.loops[i].0];
+                }
+                // SAFETY: verified positions inside the buffer; `e` counts the register's
+                // elements at this depth.
+                unsafe {
+                    let m = acc.base.0.offset(off * acc.size as isize);
+                    let x = rp.add(e * size);
+                    if load {
+                        load_one(acc.conv, m, x)
+                    } else {
+                        store_one(acc.conv, x, m)
+                    }
+                }
+                e += 1;
+                for i in (0..depth).rev() {
+                    j[i] += 1;
+                    if j[i] < lens[i] {
+                        break;
+                    }
+                    j[i] = 0;
+                }
+            }
+        }
+    }
+
+    /// Run one vector instruction.
+    ///
+    /// # Safety
+    /// Register memory holds every register's extent at its level.
+    unsafe fn op(&mut self, ins: &Instr, depth: usize) -> Result<()> {
+        let k = self.k;
+        if let Instr::Reduce { op, dst, src } = *ins {
+            let (n, c) = (self.extent(depth - 1), self.chunk[depth - 1].1);
+            let dtype = k.regs[src.0 as usize].dtype;
+            // SAFETY: the source holds n rows of c elements, the destination n values.
+            return unsafe { exec_reduce(op, dtype, self.vals[src.0 as usize], self.vals[dst.0 as usize], n, c) };
+        }
+        let ld = self.level(ins.dst());
+        let n = self.extent(ld);
+        let mut local = self.vals.clone();
+        for (slot, &r) in ins.srcs().iter().enumerate() {
+            let ls = self.level(r);
+            let Val::Ptr(sp) = self.vals[r.0 as usize] else { continue };
+            if ls >= ld {
+                continue;
+            }
+            // A value of a lower level repeats over the inner chunks.
+            let size = k.regs[r.0 as usize].dtype.size();
+            let from = self.extent(ls);
+            let rep = n / from.max(1);
+            if self.tmp[slot].len() * 64 < n * size {
+                self.tmp[slot] = lines(n * size);
+            }
+            let tp = self.tmp[slot].as_mut_ptr() as *mut u8;
+            for e in 0..from {
+                for t in 0..rep {
+                    // SAFETY: `e < from` elements in the source, `n` in the expansion.
+                    unsafe { std::ptr::copy_nonoverlapping(sp.add(e * size), tp.add((e * rep + t) * size), size) };
+                }
+            }
+            local[r.0 as usize] = Val::Ptr(tp);
+        }
+        // SAFETY: every register value now holds `n` elements (or is a scalar).
+        unsafe { exec(ins, &k.regs, &local, n) }
+    }
+
+    /// # Safety
+    /// As for [`Block::op`] and [`Block::transfer`].
+    unsafe fn run(&mut self, stmts: &[Stmt]) -> Result<()> {
+        let depth = self.chunk.len();
+        for s in stmts {
+            let key = s as *const Stmt as usize;
+            match s {
+                // SAFETY: per this function's contract.
+                Stmt::Op(ins) => unsafe { self.op(ins, depth)? },
+                Stmt::Load { dst, .. } => {
+                    let acc = self.acc;
+                    // SAFETY: as above.
+                    unsafe { self.transfer(&acc[&key], *dst, true) }
+                }
+                Stmt::Store { src, .. } => {
+                    let acc = self.acc;
+                    // SAFETY: as above.
+                    unsafe { self.transfer(&acc[&key], *src, false) }
+                }
+                Stmt::Loop(l) => {
+                    let extent = self.k.shape.0[l.axis];
+                    let mut o = 0;
+                    while o < extent {
+                        self.chunk.push((o, l.step.min(extent - o)));
+                        // SAFETY: per this function's contract.
+                        let r = unsafe { self.run(&l.body) };
+                        self.chunk.pop();
+                        r?;
+                        o += l.step;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Run a kernel's structured program; returns (tiles, blocks).
+///
+/// # Safety
+/// `args` must be live views of the kernel's arguments (views applied) and `outs` views of
+/// its output buffers; the plan must have passed verification.
+pub unsafe fn run_program(
+    k: &TileKernel,
+    p: &Program,
+    args: &[&InputView],
+    outs: &[InputView],
+) -> Result<(usize, usize)> {
+    let rank = k.shape.rank();
+    let loops = p.loops(rank)?;
+    let outer: Vec<usize> = k.shape.0[..rank - loops.len()].to_vec();
+    let outer_n: usize = outer.iter().product();
+    if outer_n == 0 {
+        return Ok((0, 0));
+    }
+    let mut acc = HashMap::new();
+    accesses(k, &p.body, 0, &loops, args, outs, &mut acc)?;
+    let rows = k.tile_elems.max(1);
+    let tiles = outer_n.div_ceil(rows);
+    let run_range = |range: std::ops::Range<usize>| -> Result<()> {
+        let began = std::time::Instant::now();
+        let mut mem = Vec::with_capacity(k.regs.len());
+        let mut vals = Vec::with_capacity(k.regs.len());
+        for (i, r) in k.regs.iter().enumerate() {
+            let level = p.levels[i] as usize;
+            match r.kind {
+                RegKind::Scalar(v) => {
+                    mem.push(Vec::new());
+                    vals.push(Val::Scalar(v));
+                }
+                _ => {
+                    let cap = rows * loops[..level].iter().map(|l| l.1).product::<usize>();
+                    let mut m = lines(cap * r.dtype.size());
+                    vals.push(Val::Ptr(m.as_mut_ptr() as *mut u8));
+                    mem.push(m);
+                }
+            }
+        }
+        let mut b = Block {
+            k,
+            p,
+            loops: &loops,
+            outer: &outer,
+            acc: &acc,
+            mem,
+            vals,
+            tmp: [Vec::new(), Vec::new(), Vec::new()],
+            row0: 0,
+            rows: 0,
+            chunk: Vec::new(),
+        };
+        for t in range {
+            b.row0 = t * rows;
+            b.rows = rows.min(outer_n - b.row0);
+            // SAFETY: registers are sized for a full tile; accesses were verified.
+            unsafe { b.run(&p.body)? };
+        }
+        drop(b.mem);
+        crate::monitor::record_busy(began, std::time::Instant::now());
+        Ok(())
+    };
+    let threads = num_threads();
+    if k.shape.numel() < crate::vm::PARALLEL_THRESHOLD || tiles == 1 || threads == 1 {
+        run_range(0..tiles)?;
+        return Ok((tiles, 1));
+    }
+    let blocks = tiles.min(threads * 4);
+    crate::pool::for_blocks(blocks, threads - 1, |b| run_range(b * tiles / blocks..(b + 1) * tiles / blocks))?;
+    Ok((tiles, blocks))
+}
