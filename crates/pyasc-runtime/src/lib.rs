@@ -3,12 +3,15 @@
 //! * [`buffer`]: device buffers and the ordering of asynchronous work on them.
 //! * [`check`]: the NaN/Inf checks of debug operators.
 //! * [`gemm`]: matrix-product kernels.
-//! * [`pad`]: `np.pad` kernels.
+//! * [`pad`]: `np.pad`, concatenate and take kernels.
+//! * [`library`]: the registry of library kernels (matmul, pad, concatenate, take).
+//! * [`program`]: the interpreter of structured tile programs (loads, stores, loop nests).
+//! * [`team`]: the launch team of helper threads.
 //! * [`device`]: the [`Device`] trait, the CPU device, the NPU twin and the null device.
 //! * [`vm`]: the tile VM, which runs one kernel's tile program over blocks on all cores.
 //! * [`instr`]: the single place where an instruction's dtype picks a SIMD primitive.
 //! * [`layout`]: broadcasting strides, dimension collapsing and strided gathers.
-//! * [`views`]: movement ops applied to arguments at launch.
+//! * [`movement`]: movement ops (views) applied to arguments at launch.
 //! * [`view`]: raw views of caller-owned memory handed to the executor.
 //! * [`memory`]: the caching pool for large buffers.
 //! * [`pool`]: the worker pool.
@@ -24,13 +27,13 @@ pub mod layout;
 pub mod library;
 pub mod memory;
 pub mod monitor;
+pub mod movement;
 pub mod pad;
 pub mod pool;
 pub mod program;
 pub mod stream;
 pub mod team;
 pub mod view;
-pub mod views;
 pub mod vm;
 
 pub use device::{device_for, CpuDevice, Device, DeviceInfo, DeviceKind, NullDevice};

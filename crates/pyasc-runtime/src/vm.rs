@@ -156,7 +156,7 @@ pub fn execute_plan(
                 if specs.is_empty() {
                     Ok(v.clone())
                 } else {
-                    crate::views::apply_views(v, specs, &mut owned)
+                    crate::movement::apply_views(v, specs, &mut owned)
                 }
             })
             .collect::<Result<_>>()?;
