@@ -105,6 +105,16 @@ def round(x: Any, decimals: int = 0) -> Any:  # noqa: A001 - the API's name
         if _is_traced(x):
             return _pyasc.apply_unary("round", x)
         return _eager_op("round", lambda t: _pyasc.apply_unary("round", t))(x)
+    import numpy as np
+
+    dtype = np.dtype(x.dtype) if hasattr(x, "dtype") else np.asarray(x).dtype
+    if dtype.kind in "biu":
+        # Integers keep their dtype: unchanged for decimals >= 0, else rounded (half to even)
+        # to a multiple of 10**-decimals, as NumPy does.
+        if decimals >= 0:
+            return x
+        scale = 10.0 ** -decimals
+        return cast(multiply(round(divide(x, scale)), scale), dtype)
     scale = 10.0 ** decimals
     return divide(round(multiply(x, scale)), scale)
 

@@ -262,14 +262,18 @@ impl Builder<'_> {
         };
         let rows_kernel = row_len > 0;
         // Levels: reductions give per-row values; an op on per-row values and constants only
-        // stays per row; anything touching elements is per element.
+        // (at least one per-row value) stays per row; anything touching elements is per
+        // element, and so is an op on constants alone (a uniform value a reduction may read).
         for &id in &order {
             let n = g.node(id);
             let row = rows_kernel
                 && match n.op {
                     Op::Reduce { .. } => true,
                     _ => {
-                        n.inputs.iter().all(|x| self.is_row(*x) || matches!(g.node(*x).op, Op::Const(_) | Op::Fill(_)))
+                        n.inputs.iter().any(|x| self.is_row(*x))
+                            && n.inputs
+                                .iter()
+                                .all(|x| self.is_row(*x) || matches!(g.node(*x).op, Op::Const(_) | Op::Fill(_)))
                     }
                 };
             self.level_row.insert(id, row);

@@ -114,8 +114,10 @@ macro_rules! unary_op_table {
             Ceil "ceil" Rounding ["ceil"] api, f64::ceil, None;
             /// Round toward zero (identity on integers).
             Trunc "trunc" Rounding ["trunc"] api, f64::trunc, None;
-            /// Round half to even (identity on integers).
-            Round "round" Rounding ["rint"] hidden, f64::round_ties_even, None;
+            /// Round half to even (identity on integers: `np.round`).
+            Round "round" Rounding [] hidden, f64::round_ties_even, None;
+            /// Round half to even in floats (integers become float64: `np.rint`).
+            Rint "rint" Float ["rint"] hidden, f64::round_ties_even, None;
             /// NaN test.
             IsNan "isnan" Classify ["isnan"] api, |x: f64| x.is_nan() as u8 as f64, None;
             /// Infinity test.
@@ -264,6 +266,9 @@ pub fn sigmoid(x: f64) -> f64 {
 /// otherwise amplify by `2 z^2` for large negative x.
 #[inline(always)]
 pub fn gelu(x: f64) -> f64 {
+    if x == f64::INFINITY {
+        return x;
+    }
     const R_HI: f64 = std::f64::consts::FRAC_1_SQRT_2;
     // 1/sqrt 2 - R_HI.
     const R_LO: f64 = -4.833_646_656_726_457e-17;

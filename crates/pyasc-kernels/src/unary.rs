@@ -36,7 +36,7 @@ fn real_fn<T: Real>(f: UnaryOp, x: &[T], y: &mut [T]) -> bool {
         UnaryOp::Square => map1(x, y, |v| v * v),
         UnaryOp::Floor => map1(x, y, |v| v.floor_()),
         UnaryOp::Ceil => map1(x, y, |v| v.ceil_()),
-        UnaryOp::Round => map1(x, y, |v| v.rint()),
+        UnaryOp::Round | UnaryOp::Rint => map1(x, y, |v| v.rint()),
         UnaryOp::Relu => map1(x, y, |v| if v > zero || v.nan_() { v } else { zero }),
         UnaryOp::Sign => map1(x, y, |v| {
             let s = if v > zero { one } else { v };

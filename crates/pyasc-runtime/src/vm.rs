@@ -409,7 +409,10 @@ unsafe fn run_tile(
             scratch.vals[d] = Val::Scalar(v);
             continue;
         }
+        // A reduction of a uniform value is not uniform (a sum depends on the row length): it
+        // runs row by row below.
         let uniform = k.regs[d].kind == RegKind::Tile
+            && !matches!(ins, Instr::Reduce { .. })
             && ins.srcs().iter().all(|r| matches!(scratch.vals[r.0 as usize], Val::Scalar(_)));
         if uniform {
             // Every operand is one broadcast value (a constant or a broadcast argument):

@@ -4,6 +4,8 @@
 //! from the group's reductions and constants only (`x.sum(-1) / n`).
 
 use super::{per_row, Candidate, FusionRule, Space, ROW_FUSE_MAX};
+use pyasc_ir::op::Axes;
+use pyasc_ir::{NodeId, Shape};
 
 /// Reductions and their consumers in one pass over each row.
 pub struct Rows;
@@ -21,11 +23,34 @@ impl FusionRule for Rows {
                 c.level >= 2
                     && row_len > 1
                     && row_len <= ROW_FUSE_MAX
-                    && ((s == shape && axes.is_trailing(shape.rank()))
+                    && ((s == shape
+                        && axes.is_trailing(shape.rank())
+                        && c.g.node(c.id).inputs.iter().all(|x| broadcast_per_row(c, *x, shape, *axes)))
                         || (s.numel() == c.group.space.rows()
                             && c.g.node(c.id).inputs.iter().all(|x| per_row(c.g, c.mat, c.group_of, c.k, *x)))),
             ),
             Space::Library(_) => None,
         }
     }
+}
+
+/// True when operand `x` of an element consumer over the group's row shape `shape` can be
+/// read per row: either it does not come from the group's reductions (an element operand,
+/// broadcast or not, read from memory), or its shape, aligned to the right as NumPy
+/// broadcasts it, keeps every unreduced axis and has extent 1 on the reduced ones. A
+/// `(n,)` mean of an `n x n` array broadcasts along the columns, not the rows.
+fn broadcast_per_row(c: &Candidate, x: NodeId, shape: &Shape, axes: Axes) -> bool {
+    let xs = &c.g.node(x).shape;
+    if xs == shape || !per_row(c.g, c.mat, c.group_of, c.k, x) {
+        return true;
+    }
+    let lead = shape.rank() - xs.rank();
+    (0..shape.rank()).all(|i| {
+        let d = if i < lead { 1 } else { xs.0[i - lead] };
+        if axes.contains(i) {
+            d == 1
+        } else {
+            d == shape.0[i]
+        }
+    })
 }

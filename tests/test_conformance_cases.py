@@ -1,0 +1,83 @@
+"""Expressions that once gave wrong answers or internal errors, against NumPy: reductions
+broadcast back against square operands, rounding dtypes, empty reductions feeding reductions,
+infinities in float64 activations."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyasc
+import pytest
+from conftest import assert_matches
+
+SQUARE = np.arange(25, dtype=np.float64).reshape(5, 5) * 0.37 - 3.0
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: x * x.mean(axis=1),
+        lambda x: x + x.min(axis=-1),
+        lambda x: x - x.max(axis=1) * 2.0,
+        lambda x: (x - x.mean(axis=-1)) * 0.5,
+        lambda x: x * x.sum(axis=0),
+        lambda x: x * x.mean(axis=1, keepdims=True),
+        lambda x: x / np.sqrt((x * x).mean(axis=-1) + 1.0),
+    ],
+)
+@pytest.mark.parametrize("level", [1, 2, 3])
+def test_reduction_broadcast_against_a_square_operand(fn, level):
+    got = pyasc.operator(fn, op_break_level=level)(SQUARE)
+    assert_matches(got, fn(SQUARE), rtol=1e-13)
+
+
+def test_layer_norm_weights_taken_from_a_reduction():
+    x = SQUARE
+
+    def fn(t):
+        w = t.mean(axis=0)
+        return pyasc.layer_norm(t) * w if isinstance(t, pyasc.Tensor) else None
+
+    mu = x.mean(-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(-1, keepdims=True)
+    want = (x - mu) / np.sqrt(var + 1e-5) * x.mean(axis=0)
+    assert_matches(pyasc.operator(fn)(x), want, rtol=1e-12)
+
+
+def test_rint_of_integers_is_float64_and_round_keeps_integers():
+    i = np.array([14, 15, 25, -15, -25, 7], np.int32)
+    assert_matches(pyasc.operator(lambda t: np.rint(t))(i), np.rint(i))
+    for d in (-1, 0, 1, 2):
+        assert_matches(pyasc.operator(lambda t, d=d: np.round(t, d))(i), np.round(i, d))
+    f = np.array([0.5, 1.5, 2.5, -0.5, 1.25], np.float32)
+    assert_matches(pyasc.operator(lambda t: np.rint(t))(f), np.rint(f))
+
+
+def test_reduction_of_an_empty_axis_reduction():
+    e = np.zeros((0, 3), bool)
+    for fn in (lambda t: np.all(t, axis=0).sum(), lambda t: np.any(t, axis=0).sum(), lambda t: np.all(t, 0).sum() + 1):
+        assert_matches(pyasc.operator(fn)(e), np.asarray(fn(e)))
+    z = np.zeros((0, 4), np.float32)
+    assert_matches(pyasc.operator(lambda t: t.sum(axis=0).max())(z), np.asarray(z.sum(axis=0).max()))
+
+
+def test_slice_reduction_beside_a_row_reduction():
+    x = np.arange(40.0).reshape(10, 4)
+    fn = lambda t: t[8:9].any(axis=0) + t.sum(axis=1, keepdims=True)  # noqa: E731
+    assert_matches(pyasc.operator(fn)(x), fn(x))
+
+
+def test_normalisations_of_broadcast_views():
+    b = np.broadcast_to(np.arange(1.0, 5.0), (3, 4))
+    rms = b / np.sqrt((b * b).mean(axis=-1, keepdims=True) + 1e-6)
+    assert_matches(pyasc.operator(lambda t: pyasc.rms_norm(t))(b), rms, rtol=1e-12)
+    mu = b.mean(-1, keepdims=True)
+    ln = (b - mu) / np.sqrt(((b - mu) ** 2).mean(-1, keepdims=True) + 1e-5)
+    assert_matches(pyasc.operator(lambda t: pyasc.layer_norm(t))(b), ln, rtol=1e-12)
+
+
+def test_gelu_at_infinity_matches_float32():
+    x = np.array([np.inf, -np.inf, np.nan, 0.0])
+    got64 = pyasc.operator(lambda t: pyasc.gelu(t))(x)
+    got32 = pyasc.operator(lambda t: pyasc.gelu(t))(x.astype(np.float32))
+    assert got64[0] == np.inf and got32[0] == np.inf
+    np.testing.assert_array_equal(np.isnan(got64), np.isnan(got32))
