@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 from pyasc import _env
 from pyasc.errors import InvalidArgumentError
@@ -112,6 +113,18 @@ def test_doctor_rejects_an_unwritable_dump_dir(tmp_path):
 def test_demo_runs():
     r = _pyasc("demo", "--size", "100000")
     assert r.returncode == 0, r.stdout + r.stderr
+    assert "frompyfunc" not in r.stdout, "the demo's NumPy peer must be vectorised"
+
+
+def test_demo_numpy_erf_is_vectorised_and_accurate():
+    import math
+
+    from pyasc.demo import numpy_erf
+
+    x = np.linspace(-6, 6, 2001)
+    want = np.array([math.erf(v) for v in x])
+    assert np.max(np.abs(numpy_erf(x) - want)) < 1.5e-7
+    assert numpy_erf(x.astype(np.float32)).dtype == np.float32
 
 
 @pytest.mark.parametrize(

@@ -23,6 +23,14 @@ def _erf64(x: np.ndarray) -> np.ndarray:
         return np.frompyfunc(math.erf, 1, 1)(x).astype(np.float64)
 
 
+def numpy_erf(x: np.ndarray) -> np.ndarray:
+    """Vectorised erf in NumPy alone (Abramowitz and Stegun 7.1.26, absolute error < 1.5e-7)."""
+    a = np.abs(x)
+    t = 1.0 / (1.0 + 0.3275911 * a)
+    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
+    return np.copysign(1.0 - poly * np.exp(-a * a), x).astype(x.dtype)
+
+
 def run(n: int = 1 << 22) -> int:
     """Run the demo on ``n`` float32 elements; returns a process exit status (0 when all checks pass)."""
 
@@ -49,11 +57,10 @@ def run(n: int = 1 << 22) -> int:
         from scipy.special import erf as np_erf  # type: ignore[import-not-found]
 
         np_how = "scipy.special.erf"
-    except ImportError:  # what a NumPy user without SciPy writes
-        np_erf = np.frompyfunc(math.erf, 1, 1)
-        np_how = "np.frompyfunc(math.erf)"
-    t_np = best_time(lambda: x * np.float32(0.5) * (np.float32(1.0) + np_erf(x / np.float32(1.41421))),
-                     repeat=1, warmup=0)
+    except ImportError:  # what a NumPy user without SciPy writes: a vectorised formula
+        np_erf = numpy_erf
+        np_how = "a vectorised NumPy erf (Abramowitz-Stegun 7.1.26)"
+    t_np = best_time(lambda: x * np.float32(0.5) * (np.float32(1.0) + np_erf(x / np.float32(1.41421))), repeat=5)
     np_label, speed = fmt_time(t_np), f"{t_np / t_py:.1f}x"
     good = err < 1e-6
     ok &= good
