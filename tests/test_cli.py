@@ -149,3 +149,27 @@ def test_fmt_bytes():
         "1.5 GiB",
         "5.0 TiB",
     ]
+
+
+@pytest.mark.parametrize(
+    "var, value, accepted",
+    [
+        ("PYASC_MEMORY_LIMIT", "32MB", "512M or 8G"),
+        ("PYASC_LOG", "garbage", "DEBUG, INFO"),
+        ("PYASC_NUM_THREADS", "0", "whole number"),
+        ("PYASC_ISA", "avx9000", "avx512, avx2"),
+        ("PYASC_TILE_BUDGET", "big", "bytes such as 32768"),
+        ("PYASC_POOL_CACHE_BYTES", "-5", "bytes such as"),
+    ],
+)
+def test_invalid_environment_is_reported_the_same_everywhere(var, value, accepted):
+    code = "import numpy as np, pyasc; print(pyasc.operator(lambda x: x * 2)(np.ones(2, np.float32)))"
+    imp = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, var: value})
+    assert imp.returncode == 0, imp.stderr
+    assert "[2. 2.]" in imp.stdout
+    assert "PyAscWarning" in imp.stderr and f"{var}={value!r}" in imp.stderr and accepted in imp.stderr
+    info = _pyasc("info", **{var: value})
+    assert info.returncode == 2 and f"{var}={value!r}" in info.stderr and accepted in info.stderr
+    doc = _pyasc("doctor", **{var: value})
+    assert doc.returncode != 0 and f"{var}={value!r}" in doc.stdout and accepted in doc.stdout

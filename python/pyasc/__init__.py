@@ -6,7 +6,7 @@ ops into tile kernels and runs them on all cores with run-time selected SIMD.
 
 from __future__ import annotations
 
-from . import _pyasc
+from . import _env, _pyasc
 from . import ops as _ops
 from ._log import _init_from_env, set_log_level
 from ._types import CacheInfo
@@ -24,6 +24,7 @@ from .errors import (
     NumericalError,
     OutOfMemoryError,
     PyAscError,
+    PyAscWarning,
     ShapeError,
     TraceError,
     UnsupportedError,
@@ -128,6 +129,7 @@ __all__ = [
     "OPTION_STATUS",
     "OutOfMemoryError",
     "PyAscError",
+    "PyAscWarning",
     "ShapeError",
     "Stream",
     "Tensor",
@@ -193,3 +195,4 @@ __all__ = [
 __all__ += list(_ops.UNARY_API)
 
 _init_from_env()
+_env.warn_problems()

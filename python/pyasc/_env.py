@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Optional
+from typing import Callable, List, NamedTuple, Optional
 
 from .errors import InvalidArgumentError
 
@@ -70,3 +70,67 @@ def fmt_bytes(n: Optional[int]) -> str:
     while value >= 1024 and i < len(units) - 1:
         value, i = value / 1024, i + 1
     return f"{value:.1f} {units[i]}"
+
+
+class EnvProblem(NamedTuple):
+    """An environment variable whose value pyasc cannot use."""
+
+    var: str
+    value: str
+    problem: str
+    fix: str
+
+    def message(self) -> str:
+        """One line naming the variable, its value, what pyasc does instead, and the accepted forms."""
+        return f"{self.var}={self.value!r} {self.problem}; {self.fix}"
+
+
+_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "WARN", "ERROR", "CRITICAL", "OFF")
+_ISAS = ("avx512", "avx2", "avx2+fma", "sse2", "neon", "scalar")
+
+
+def _positive_int(text: str) -> Optional[int]:
+    try:
+        n = int(text.strip())
+    except ValueError:
+        return None
+    return n if n > 0 else None
+
+
+def problems() -> List[EnvProblem]:
+    """Every ``PYASC_*`` variable set to a value the runtime ignores, with the accepted forms.
+
+    The same list is warned about at import and reported by ``pyasc info`` and ``pyasc doctor``;
+    the runtime falls back to the default named in each message.
+    """
+    env = os.environ
+    found: List[EnvProblem] = []
+
+    def check(var: str, ok: Callable[[str], bool], problem: str, fix: str) -> None:
+        raw = env.get(var)
+        if raw is not None and raw.strip() and not ok(raw):
+            found.append(EnvProblem(var, raw, problem, fix))
+
+    check("PYASC_LOG", lambda v: v.strip().upper() in _LOG_LEVELS, "is not a log level (the level stays WARNING)",
+          f"use one of {', '.join(_LOG_LEVELS)}")
+    check("PYASC_NUM_THREADS", lambda v: _positive_int(v) is not None,
+          "is not a positive integer (every core is used)", "use a whole number such as 1 or 4, or unset it")
+    check("PYASC_MEMORY_LIMIT", lambda v: _SIZE.match(v) is not None, "is not a size (no limit is applied)",
+          "use bytes or a number with a K, M or G suffix, such as 512M or 8G")
+    check("PYASC_ISA", lambda v: v.strip().lower() in _ISAS, "is not an instruction set (the best one is used)",
+          f"use one of {', '.join(_ISAS)}")
+    check("PYASC_TILE_BUDGET", lambda v: _positive_int(v) is not None,
+          "is not a positive number of bytes (tiles keep the default 32768)", "use bytes such as 32768")
+    check("PYASC_POOL_CACHE_BYTES", lambda v: v.strip().isdigit(),
+          "is not a number of bytes (the pool keeps up to 2 GiB)", "use bytes such as 1073741824")
+    return found
+
+
+def warn_problems() -> None:
+    """Warn once per invalid ``PYASC_*`` variable (at import; never raises)."""
+    import warnings
+
+    from .errors import PyAscWarning
+
+    for p in problems():
+        warnings.warn(p.message(), PyAscWarning, stacklevel=3)

@@ -43,6 +43,7 @@ def set_log_level(level: Union[str, int]) -> None:
 
 
 def _init_from_env() -> None:
+    """Apply ``PYASC_LOG``; an invalid value is left to the import-time warning, never raised."""
     level = os.environ.get("PYASC_LOG")
-    if level:
+    if level and level.strip().upper() in _LEVELS:
         set_log_level(level)

@@ -100,10 +100,9 @@ def _memory_limit() -> Check:
     raw = os.environ.get("PYASC_MEMORY_LIMIT")
     try:
         limit = _env.memory_limit()
-    except PyAscError as e:
-        return Check(
-            "memory limit", "FAIL", str(e), "set PYASC_MEMORY_LIMIT to bytes or e.g. 512M / 8G, or unset it"
-        )
+    except PyAscError:
+        detail = next(p.message() for p in _env.problems() if p.var == "PYASC_MEMORY_LIMIT")
+        return Check("memory limit", "FAIL", detail, "set PYASC_MEMORY_LIMIT to bytes or e.g. 512M / 8G, or unset it")
     if limit is None:
         return Check("memory limit", "OK", f"PYASC_MEMORY_LIMIT unset: up to {_env.fmt_bytes(_env.system_memory())}")
     return Check("memory limit", "OK", f"PYASC_MEMORY_LIMIT={raw.strip() if raw else ''} = {_env.fmt_bytes(limit)}")
@@ -137,11 +136,19 @@ def _numpy() -> Check:
     return Check("numpy", "OK", f"numpy {np.__version__}")
 
 
+def _environment() -> Check:
+    # Threads and the memory limit have checks of their own.
+    bad = [p for p in _env.problems() if p.var not in ("PYASC_NUM_THREADS", "PYASC_MEMORY_LIMIT")]
+    if not bad:
+        return Check("environment", "OK", "every PYASC_* variable set is valid")
+    return Check("environment", "FAIL", " | ".join(p.message() for p in bad), "; ".join(p.fix for p in bad))
+
+
 def run_checks() -> List[Check]:
-    """Run every check: extension, cpu simd, threads, memory limit, dump dir, numpy."""
+    """Run every check: extension, cpu simd, threads, memory limit, environment, dump dir, numpy."""
     extension, threads = _extension(), _threads()
     simd = _simd(query_kernels=extension.status == "OK" and threads.status == "OK")
-    return [extension, simd, threads, _memory_limit(), _dump_dir(), _numpy()]
+    return [extension, simd, threads, _memory_limit(), _environment(), _dump_dir(), _numpy()]
 
 
 def run() -> int:

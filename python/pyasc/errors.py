@@ -23,6 +23,7 @@ __all__ = [
     "OutOfMemoryError",
     "DeviceError",
     "InternalError",
+    "PyAscWarning",
 ]
 
 
@@ -76,6 +77,10 @@ class DeviceError(PyAscError):
 
 class InternalError(PyAscError):
     """A bug in pyasc; please report it."""
+
+
+class PyAscWarning(UserWarning):
+    """A setting pyasc cannot use and replaces by its default (an invalid ``PYASC_*`` value)."""
 
 
 def _set_codes() -> None:

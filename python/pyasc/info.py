@@ -83,6 +83,12 @@ def run() -> int:
     """Print the device table; returns a process exit status (2 when the environment is invalid)."""
     import pyasc
 
+    bad = _env.problems()
+    if bad:
+        for p in bad:
+            print(f"pyasc info: {p.message()}", file=sys.stderr)
+        print("pyasc info: fix the variables above (run `pyasc doctor`)", file=sys.stderr)
+        return 2
     try:
         rows, no_temp = device_rows()
     except PyAscError as e:
