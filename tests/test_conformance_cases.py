@@ -81,3 +81,16 @@ def test_gelu_at_infinity_matches_float32():
     got32 = pyasc.operator(lambda t: pyasc.gelu(t))(x.astype(np.float32))
     assert got64[0] == np.inf and got32[0] == np.inf
     np.testing.assert_array_equal(np.isnan(got64), np.isnan(got32))
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda t: np.broadcast_to(t, (2**40, 2**40, 3)),
+        lambda t: np.pad(t, 2**62),
+        lambda t: t.reshape(2**62, -1),
+    ],
+)
+def test_sizes_past_the_address_space_are_shape_errors(fn):
+    with pytest.raises(pyasc.ShapeError):
+        pyasc.operator(fn)(np.ones(3, np.float32))

@@ -156,6 +156,7 @@ impl Graph {
         let operands: Vec<(VType, &Shape)> =
             inputs.iter().map(|i| (self.node(*i).vtype, &self.node(*i).shape)).collect();
         let (vtype, shape) = self.infer_op(&op, &operands).map_err(|e| e.at(loc.as_ref()))?;
+        shape.check_size(vtype.dtype.size()).map_err(|e| e.at(loc.as_ref()))?;
         Ok(self.push(Node { op, inputs: inputs.to_vec(), vtype, shape, loc }))
     }
 
@@ -169,6 +170,8 @@ impl Graph {
     pub fn view(&mut self, spec: ViewSpec, x: NodeId, loc: Option<SourceLoc>) -> Result<NodeId> {
         let n = self.node(x);
         let shape = spec.out_shape(&n.shape).map_err(|e| e.at(loc.as_ref()))?;
+        // A view allocates nothing, but its elements must still be countable.
+        shape.check_size(1).map_err(|e| e.at(loc.as_ref()))?;
         let vtype = n.vtype;
         let op = Op::View(self.add_attr(Attr::View(spec)));
         Ok(self.push(Node { op, inputs: vec![x], vtype, shape, loc }))

@@ -20,6 +20,21 @@ impl Shape {
     pub fn numel(&self) -> usize {
         self.0.iter().product()
     }
+    /// Bytes of an array of this shape with `itemsize`-byte elements, `None` when the count
+    /// overflows or exceeds `isize::MAX` (no allocation or pointer offset could address it).
+    pub fn checked_bytes(&self, itemsize: usize) -> Option<usize> {
+        let n = self.0.iter().try_fold(itemsize, |acc, &d| acc.checked_mul(d))?;
+        (n <= isize::MAX as usize).then_some(n)
+    }
+    /// A `ShapeError` unless an array of this shape and element size is addressable.
+    pub fn check_size(&self, itemsize: usize) -> crate::error::Result<()> {
+        match self.checked_bytes(itemsize) {
+            Some(_) => Ok(()),
+            None => Err(crate::error::IrError::shape(format!(
+                "an array of shape {self} with {itemsize}-byte elements is too large to address"
+            ))),
+        }
+    }
     /// The extents.
     pub fn dims(&self) -> &[usize] {
         &self.0
@@ -82,6 +97,15 @@ impl From<Vec<usize>> for Shape {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn sizes_past_the_address_space_are_rejected() {
+        assert_eq!(Shape(vec![2, 3]).checked_bytes(4), Some(24));
+        assert_eq!(Shape(vec![1 << 40, 1 << 40]).checked_bytes(1), None);
+        assert_eq!(Shape(vec![1 << 62]).checked_bytes(2), None);
+        assert!(Shape(vec![usize::MAX, 0]).checked_bytes(8).is_none());
+        assert!(Shape(vec![0, 5]).check_size(8).is_ok());
+    }
+
     use super::*;
 
     #[test]
