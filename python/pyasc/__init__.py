@@ -29,7 +29,7 @@ from .errors import (
     TraceError,
     UnsupportedError,
 )
-from .monitor import NpuTemperature, NpuUtilization
+from .monitor import NpuTemperature, NpuUtilization, profile
 from .movement import (
     broadcast_to,
     concatenate,
@@ -174,6 +174,7 @@ __all__ = [
     "permute",
     "pow",
     "prod",
+    "profile",
     "reshape",
     "rms_norm",
     "round",

@@ -3,15 +3,17 @@
 Utilization is measured by the executor itself: every kernel block records when it ran, and
 :meth:`NpuUtilization.current` reports the share of the worker cores' time spent running
 blocks. Temperature is read from the machine's hwmon / thermal-zone sensors when it has any.
+:class:`profile` collects pyasc's event stream: compiler passes, kernel launches (run at once or
+queued on streams), kernel blocks and stream tasks.
 """
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Dict, List, Optional
 
 from . import _pyasc
 
-__all__ = ["NpuTemperature", "NpuUtilization"]
+__all__ = ["NpuTemperature", "NpuUtilization", "profile"]
 
 
 class NpuUtilization:
@@ -44,3 +46,35 @@ class NpuTemperature:
 
     def __repr__(self) -> str:
         return "NpuTemperature()"
+
+
+class profile:
+    """Collect pyasc's events while the ``with`` block runs.
+
+    ``with pyasc.profile() as p: ...`` then ``p.events`` holds one dict per event, ordered by
+    start: ``kind`` (``"pass"``, ``"kernel"``, ``"block"`` or ``"task"``), ``name``, ``start_ns``,
+    ``end_ns``, ``micros``, ``thread``, ``stream`` (the stream whose worker ran it, or ``None``),
+    ``counters`` (a kernel's ``elements``, ``tiles``, ``blocks``) and ``notes``. Work queued on
+    streams is recorded once it has run: synchronise inside the block.
+    """
+
+    def __init__(self) -> None:
+        """Create a profiler; collection starts on entering the ``with`` block."""
+        self.events: List[Dict[str, Any]] = []
+        self._collector: Any = None
+
+    def __enter__(self) -> profile:
+        self._collector = _pyasc.EventCollector()
+        return self
+
+    def __exit__(self, *exc: Any) -> bool:
+        self.events = self._collector.finish()
+        self._collector = None
+        return False
+
+    def kernels(self) -> List[Dict[str, Any]]:
+        """Return the kernel events (one per kernel of every launch)."""
+        return [e for e in self.events if e["kind"] == "kernel"]
+
+    def __repr__(self) -> str:
+        return f"profile({len(self.events)} events)"

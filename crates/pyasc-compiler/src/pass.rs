@@ -2,6 +2,7 @@
 
 use crate::fuse::Fusion;
 use pyasc_ir::error::Result;
+use pyasc_ir::event::{self, Event, EventKind};
 use pyasc_ir::tile::KernelPlan;
 use pyasc_ir::verify::verify;
 use pyasc_ir::Graph;
@@ -62,20 +63,10 @@ pub trait Pass {
     fn run(&self, st: &mut CompileState) -> Result<()>;
 }
 
-/// What one pass did.
-#[derive(Clone, Debug)]
-pub struct PassReport {
-    /// The pass.
-    pub name: &'static str,
-    /// Wall time in microseconds.
-    pub micros: f64,
-    /// Graph size before.
-    pub nodes_before: usize,
-    /// Graph size after.
-    pub nodes_after: usize,
-    /// Decisions it reported.
-    pub notes: Vec<String>,
-}
+/// What one pass did: an event of kind [`EventKind::Pass`] with the counters `nodes_before`
+/// and `nodes_after` and the pass's decisions as notes (also recorded in the event stream
+/// while someone collects).
+pub type PassReport = Event;
 
 /// The result of compilation.
 #[derive(Clone, Debug)]
@@ -110,20 +101,21 @@ pub fn compile(graph: Graph, options: &CompileOptions) -> Result<Compiled> {
         let before = st.graph.len();
         let t = Instant::now();
         pass.run(&mut st)?;
-        let micros = t.elapsed().as_secs_f64() * 1e6;
+        let end = Instant::now();
         if st.options.verify_each_pass {
             verify(&st.graph)?;
             if let Some(plan) = &st.plan {
                 plan.verify()?;
             }
         }
-        reports.push(PassReport {
-            name: pass.name(),
-            micros,
-            nodes_before: before,
-            nodes_after: st.graph.len(),
-            notes: std::mem::take(&mut st.notes),
-        });
+        let mut report = Event::new(EventKind::Pass, pass.name(), t, end)
+            .with("nodes_before", before as u64)
+            .with("nodes_after", st.graph.len() as u64);
+        report.notes = std::mem::take(&mut st.notes);
+        if event::enabled() {
+            event::record(report.clone());
+        }
+        reports.push(report);
     }
     let plan = st.plan.take().ok_or_else(|| pyasc_ir::IrError::internal("lowering produced no plan"))?;
     Ok(Compiled { graph: st.graph, plan, reports })

@@ -13,10 +13,12 @@
 //! * [`tile`]: tile programs, the contract between the compiler and the backends.
 //! * [`program`]: structured tile programs: loads and stores with index maps and dtype
 //!   conversion, loop nests with carried registers.
+//! * [`event`]: the one event stream of passes, kernel launches, blocks and stream tasks.
 
 pub mod attr;
 pub mod dtype;
 pub mod error;
+pub mod event;
 pub mod graph;
 pub mod infer;
 pub mod library;

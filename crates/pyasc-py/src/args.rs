@@ -1,35 +1,24 @@
-//! Call arguments: each becomes part of the cache key (kind, dtype, shape) and a raw view
-//! the executor reads in place. Python scalars are weakly typed 0-d inputs, so a new value
+//! Call arguments: each becomes part of the typed signature (dtype and shape, or the kind of
+//! a Python scalar) and a raw view the executor reads in place. Python scalars are weakly typed 0-d inputs, so a new value
 //! never recompiles.
 
 use crate::arrays::{dtype_of, is_numpy_scalar, numpy, view_of};
 use crate::device_array::DeviceArray;
 use crate::errors::user_error;
 use numpy::{PyUntypedArray, PyUntypedArrayMethods};
+use pyasc_engine::Signature;
 use pyasc_ir::dtype::{VType, WeakKind};
 use pyasc_ir::error::ErrorKind;
-use pyasc_ir::DType;
 use pyasc_runtime::buffer::DeviceBuffer;
 use pyasc_runtime::InputView;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple};
 use std::sync::Arc;
 
-/// The type of one argument as the compiled plan sees it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ArgSig {
-    /// Value type (weak for Python scalars).
-    pub vtype: VType,
-    /// Shape (empty for scalars).
-    pub shape: Vec<usize>,
-}
-
 /// Arguments of one call, ready for lookup and execution.
 pub struct Args<'py> {
-    /// Encoded signature, the cache key.
-    pub key: Vec<u64>,
-    /// Per argument: signature.
-    pub sigs: Vec<ArgSig>,
+    /// The typed signature, the cache key.
+    pub sig: Signature,
     /// Per argument: a view of its memory (scalars point into `scalars`).
     pub views: Vec<InputView>,
     /// Storage of scalar arguments' values.
@@ -44,24 +33,11 @@ pub struct Args<'py> {
     _keep: Vec<Bound<'py, PyAny>>,
 }
 
-fn weak_tag(k: WeakKind) -> u64 {
-    match k {
-        WeakKind::Bool => 1,
-        WeakKind::Int => 2,
-        WeakKind::Float => 3,
-    }
-}
-
-fn dtype_tag(d: DType) -> u64 {
-    DType::ALL.iter().position(|x| *x == d).unwrap_or(0) as u64
-}
-
 /// Parse the positional arguments of an operator call. `names` are the parameter names
 /// of the user's function, for error messages.
 pub fn parse<'py>(py: Python<'py>, args: &Bound<'py, PyTuple>, names: &[String]) -> PyResult<Args<'py>> {
     let n = args.len();
-    let mut key = Vec::with_capacity(n * 3);
-    let mut sigs = Vec::with_capacity(n);
+    let mut sig = Signature::new();
     let mut views = Vec::with_capacity(n);
     let mut scalars = vec![0u64; n].into_boxed_slice();
     let mut keep = Vec::new();
@@ -75,9 +51,7 @@ pub fn parse<'py>(py: Python<'py>, args: &Bound<'py, PyTuple>, names: &[String])
         };
         if let Ok(d) = obj.cast::<DeviceArray>() {
             let d = d.get();
-            key.push(((d.shape.len() as u64) << 16) | (dtype_tag(d.dtype) << 8) | 1);
-            key.extend(d.shape.iter().map(|x| *x as u64));
-            sigs.push(ArgSig { vtype: VType::strong(d.dtype), shape: d.shape.clone() });
+            sig.push_array(d.dtype, &d.shape);
             views.push(d.view());
             devices[i] = Some(d.buf.clone());
             continue;
@@ -114,9 +88,7 @@ pub fn parse<'py>(py: Python<'py>, args: &Bound<'py, PyTuple>, names: &[String])
                     v
                 }
             };
-            key.push(((arr.ndim() as u64) << 16) | (dtype_tag(dt) << 8) | 1);
-            key.extend(arr.shape().iter().map(|d| *d as u64));
-            sigs.push(ArgSig { vtype: VType::strong(dt), shape: arr.shape().to_vec() });
+            sig.push_array(dt, arr.shape());
             views.push(view);
             hosts[i] = Some(arr.into_any());
             continue;
@@ -134,8 +106,7 @@ pub fn parse<'py>(py: Python<'py>, args: &Bound<'py, PyTuple>, names: &[String])
                 ));
             }
             let v = view_of(a, dt).expect("0-d arrays have element strides");
-            key.push((dtype_tag(dt) << 8) | 1);
-            sigs.push(ArgSig { vtype: VType::strong(dt), shape: vec![] });
+            sig.push_array(dt, &[]);
             views.push(v);
             hosts[i] = Some(arr.clone());
             keep.push(arr);
@@ -168,9 +139,8 @@ pub fn parse<'py>(py: Python<'py>, args: &Bound<'py, PyTuple>, names: &[String])
             ));
         };
         scalars[i] = bits;
-        key.push((weak_tag(kind) << 8) | 2);
+        sig.push_weak(kind);
         let vt = VType::weak(kind);
-        sigs.push(ArgSig { vtype: vt, shape: vec![] });
         views.push(InputView { ptr: std::ptr::null(), dtype: vt.dtype, shape: vec![], strides: vec![] });
     }
     // Point scalar views at their storage (stable: the boxed slice never moves).
@@ -179,7 +149,7 @@ pub fn parse<'py>(py: Python<'py>, args: &Bound<'py, PyTuple>, names: &[String])
             v.ptr = &scalars[i] as *const u64 as *const u8;
         }
     }
-    Ok(Args { key, sigs, views, scalars, devices, hosts, foreign, _keep: keep })
+    Ok(Args { sig, views, scalars, devices, hosts, foreign, _keep: keep })
 }
 
 fn is_scalar(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<bool> {

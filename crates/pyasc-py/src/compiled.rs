@@ -1,7 +1,7 @@
 //! `CompiledOp`: what `op.get_compiled_op(*args)` returns, for looking at the graph, the
 //! kernels, their tile programs and the buffers.
 
-use crate::operator::Entry;
+use pyasc_engine::Entry;
 use pyasc_ir::print::{graph_to_string, kernel_to_string};
 use pyasc_ir::tile::BufferKind;
 use pyasc_runtime::DeviceKind;
@@ -76,10 +76,10 @@ impl CompiledOp {
             .iter()
             .map(|r| {
                 let d = PyDict::new(py);
-                d.set_item("name", r.name)?;
-                d.set_item("micros", r.micros)?;
-                d.set_item("nodes_before", r.nodes_before)?;
-                d.set_item("nodes_after", r.nodes_after)?;
+                d.set_item("name", r.name.as_ref())?;
+                d.set_item("micros", r.micros())?;
+                d.set_item("nodes_before", r.counter("nodes_before"))?;
+                d.set_item("nodes_after", r.counter("nodes_after"))?;
                 d.set_item("notes", r.notes.clone())?;
                 Ok(d)
             })

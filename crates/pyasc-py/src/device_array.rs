@@ -56,10 +56,10 @@ fn parse_shape(shape: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
 }
 
 impl DeviceArray {
-    /// A new C-contiguous array over a fresh pool buffer.
+    /// A new C-contiguous array over a fresh buffer of the device.
     pub fn alloc(dtype: DType, shape: Vec<usize>, alignment: usize) -> pyasc_ir::error::Result<DeviceArray> {
         let bytes = shape.iter().product::<usize>() * dtype.size();
-        let buf = DeviceBuffer::alloc(bytes, alignment)?;
+        let buf = pyasc_runtime::device_for(pyasc_runtime::DeviceKind::Cpu).alloc(bytes, alignment)?;
         Ok(DeviceArray { buf, offset: 0, strides: c_strides(&shape), shape, dtype, alignment })
     }
 
@@ -90,6 +90,7 @@ impl DeviceArray {
     pub fn wait_host(&self, py: Python<'_>, write: bool) -> PyResult<()> {
         let buf = self.buf.clone();
         py.detach(move || buf.wait_host(write));
+        crate::operator::log_queued_launches(py);
         if let Some((core, _)) = self.buf.last_writer() {
             core.take_error().map_err(to_py)?;
         }

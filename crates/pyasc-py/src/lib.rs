@@ -2,8 +2,9 @@
 //!
 //! * [`tensor`]: the tracer tensor handed to operator functions.
 //! * [`trace_ops`]: tracing reductions, matmul, views, data movement and creation.
-//! * [`operator`]: the operator object: signature cache, tracing, the cached call path.
-//! * [`args`]: turning call arguments into signatures and raw views.
+//! * [`operator`]: the operator object: Python arguments and results around the engine's
+//!   cache and launch path, tracing the Python function, log lines.
+//! * [`args`]: turning call arguments into typed signatures and raw views.
 //! * [`arrays`]: NumPy dtype mapping and output allocation.
 //! * [`compiled`]: `CompiledOp`, the introspection object.
 //! * [`errors`]: mapping typed Rust errors onto the `pyasc` exception classes.
@@ -11,6 +12,7 @@
 //! * [`log`]: the bridge to Python's `logging`.
 //! * [`dlpack`]: exporting memory as DLPack capsules.
 //! * [`monitor`]: utilization and temperature.
+//! * [`events`]: the event stream (passes, kernels, blocks, stream tasks) as Python dicts.
 
 use pyo3::prelude::*;
 
@@ -20,6 +22,7 @@ pub mod compiled;
 pub mod device_array;
 pub mod dlpack;
 pub mod errors;
+pub mod events;
 pub mod frames;
 pub mod log;
 pub mod monitor;
@@ -38,6 +41,7 @@ fn _pyasc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<device_array::DeviceArray>()?;
     m.add_class::<stream::Stream>()?;
     m.add_class::<stream::Event>()?;
+    m.add_class::<events::EventCollector>()?;
     m.add_function(wrap_pyfunction!(device_array::to_device, m)?)?;
     m.add_function(wrap_pyfunction!(device_array::empty, m)?)?;
     m.add_function(wrap_pyfunction!(device_array::zeros, m)?)?;

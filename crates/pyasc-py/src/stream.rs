@@ -49,7 +49,9 @@ impl Stream {
     /// Wait for all work queued on the stream; raises the first error of that work.
     fn synchronize(&self, py: Python<'_>) -> PyResult<()> {
         let s = self.inner.clone();
-        py.detach(move || s.synchronize()).map_err(to_py)
+        let r = py.detach(move || s.synchronize());
+        crate::operator::log_queued_launches(py);
+        r.map_err(to_py)
     }
 
     /// True when all queued work has finished.
@@ -168,7 +170,7 @@ pub fn current_stream() -> Stream {
 pub fn synchronize(py: Python<'_>) -> PyResult<()> {
     let mut streams = vec![RtStream::default_stream()];
     streams.extend(LIVE.lock().expect("stream registry poisoned").iter().filter_map(|w| w.upgrade()));
-    py.detach(move || {
+    let r = py.detach(move || {
         let mut first = Ok(());
         for s in streams {
             let r = s.synchronize();
@@ -177,6 +179,7 @@ pub fn synchronize(py: Python<'_>) -> PyResult<()> {
             }
         }
         first
-    })
-    .map_err(to_py)
+    });
+    crate::operator::log_queued_launches(py);
+    r.map_err(to_py)
 }

@@ -7,30 +7,16 @@ use crate::frames::user_loc;
 use crate::trace_ops::apply_matmul;
 pub use crate::trace_ops::ConstArray;
 use numpy::{PyUntypedArray, PyUntypedArrayMethods};
-use pyasc_ir::error::{ErrorKind, IrError};
+use pyasc_ir::error::ErrorKind;
 use pyasc_ir::op::{BinaryOp, Op, UnaryOp};
-use pyasc_ir::{DType, Graph, NodeId, Scalar};
+use pyasc_ir::{DType, NodeId, Scalar};
 use pyo3::basic::CompareOp;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-/// A graph being traced; closed once the function returns.
-#[derive(Debug, Default)]
-pub struct Trace {
-    /// The graph built so far.
-    pub graph: Graph,
-    /// False once tracing ended: tensors that escaped can no longer be used.
-    pub open: bool,
-    /// Set when the function read a traced shape (then a new shape needs a new trace).
-    pub shape_read: bool,
-    /// Arrays created during tracing (`arange`): extra arguments after the caller's.
-    pub constants: Vec<ConstArray>,
-}
-
-/// Shared handle to a trace.
-pub type TraceRef = Arc<Mutex<Trace>>;
+pub use pyasc_engine::trace::{Trace, TraceRef};
 
 /// A traced tensor: a node of the operator's graph, with static dtype and shape.
 #[pyclass(module = "pyasc._pyasc", frozen)]
@@ -63,17 +49,8 @@ pub(crate) fn trace_error(py: Python<'_>, msg: impl Into<String>) -> PyErr {
 /// Append `op` over `operands` to `trace`, typed, with the user's line.
 pub fn apply(py: Python<'_>, trace: &TraceRef, op: Op, operands: &[NodeId]) -> PyResult<Py<Tensor>> {
     let loc = user_loc(py);
-    let mut t = trace.lock().expect("trace lock poisoned");
-    if !t.open {
-        return Err(to_py(
-            IrError::new(ErrorKind::Trace, "a traced tensor was used after its operator returned").at(loc.as_ref()),
-        ));
-    }
-    let id = t.graph.apply(op, operands, loc).map_err(to_py)?;
-    let n = t.graph.node(id);
-    let tensor = Tensor { trace: trace.clone(), id, dtype: n.dtype(), shape: n.shape.0.clone() };
-    drop(t);
-    Py::new(py, tensor)
+    let n = Trace::apply(trace, op, operands, loc).map_err(to_py)?;
+    Py::new(py, Tensor { trace: trace.clone(), id: n.id, dtype: n.dtype, shape: n.shape })
 }
 
 /// The node for an operand: a tensor of this trace, or a constant (Python scalar,

@@ -7,30 +7,15 @@ use crate::errors::{to_py, user_error};
 use crate::frames::user_loc;
 use crate::tensor::{apply, node_of, parse_dtype, trace_of, Tensor};
 use numpy::{PyUntypedArray, PyUntypedArrayMethods};
-use pyasc_ir::error::{ErrorKind, IrError};
+use pyasc_ir::error::ErrorKind;
 use pyasc_ir::op::{Axes, Op, ReduceOp};
 use pyasc_ir::view::{PadMode, PadSpec, SliceDim, ViewSpec};
-use pyasc_ir::{Attr, DType, LibId, NodeId, Scalar};
+use pyasc_ir::{Attr, LibId, NodeId, Scalar};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
-/// An array made while tracing, passed to the plan as an extra argument on every call.
-#[derive(Clone, Debug)]
-pub struct ConstArray {
-    /// Element type.
-    pub dtype: DType,
-    /// Extents.
-    pub shape: Vec<usize>,
-    /// The elements, C order, in 8-byte-aligned storage.
-    pub data: Vec<u64>,
-}
-
-impl ConstArray {
-    /// A view of the elements.
-    pub fn view(&self) -> pyasc_runtime::InputView {
-        pyasc_runtime::InputView::contiguous(self.data.as_ptr() as *const u8, self.dtype, self.shape.clone())
-    }
-}
+pub use pyasc_engine::trace::ConstArray;
+use pyasc_engine::trace::Trace;
 
 /// Add an array computed at trace time (values fixed for the plan) to the trace of `like`.
 #[pyfunction]
@@ -41,15 +26,11 @@ pub fn apply_constant_array(py: Python<'_>, like: &Bound<'_, PyAny>, array: &Bou
     let dtype = dtype_of(a).map_err(to_py)?;
     let shape = a.shape().to_vec();
     let bytes = shape.iter().product::<usize>() * dtype.size();
-    let mut data = vec![0u64; bytes.div_ceil(8).max(1)];
     let src = crate::arrays::view_of(a, dtype).expect("contiguous arrays have element strides");
-    // SAFETY: the array holds `bytes` contiguous bytes; `data` has room for them.
-    unsafe { std::ptr::copy_nonoverlapping(src.ptr, data.as_mut_ptr() as *mut u8, bytes) };
-    let mut t = trace.lock().expect("trace lock poisoned");
-    let id = t.graph.add_input(pyasc_ir::dtype::VType::strong(dtype), pyasc_ir::Shape(shape.clone()));
-    t.constants.push(ConstArray { dtype, shape: shape.clone(), data });
-    drop(t);
-    Py::new(py, Tensor::new(trace.clone(), id, dtype, shape))
+    // SAFETY: the contiguous array holds `bytes` bytes at `src.ptr` while `arr` is alive.
+    let data = unsafe { std::slice::from_raw_parts(src.ptr, bytes) };
+    let n = Trace::add_constant(&trace, ConstArray::from_bytes(dtype, shape, data));
+    Py::new(py, Tensor::new(trace.clone(), n.id, n.dtype, n.shape))
 }
 
 /// A constant filling `shape` in the trace of `like` (`zeros`, `ones`, `full` inside operators).
@@ -95,11 +76,7 @@ pub fn apply_view(py: Python<'_>, x: &Bound<'_, PyAny>, kind: &str, params: &Bou
     let id = node_of(py, &trace, x)?;
     let loc = user_loc(py);
     let mut t = trace.lock().expect("trace lock poisoned");
-    if !t.open {
-        return Err(to_py(
-            IrError::new(ErrorKind::Trace, "a traced tensor was used after its operator returned").at(loc.as_ref()),
-        ));
-    }
+    t.check_open(loc.as_ref()).map_err(to_py)?;
     let vid = t.graph.view(spec, id, loc).map_err(to_py)?;
     let n = t.graph.node(vid);
     let tensor = Tensor::new(trace.clone(), vid, n.dtype(), n.shape.0.clone());

@@ -1,10 +1,19 @@
 //! Devices: what a plan runs on. Compile-time facts (local memory size, cores) are kept
 //! apart from execution, and a null device runs the compiler's output without executing.
+//!
+//! A [`Device`] owns everything the layers above need from a backend: memory
+//! ([`Device::alloc`]), copies between host and device ([`Device::copy_in`],
+//! [`Device::copy_out`]), running a plan now ([`Device::execute`]) or queued on a stream
+//! ([`Device::launch`]) and waiting for a stream ([`Device::synchronize`]).
 
+use crate::buffer::DeviceBuffer;
+use crate::stream::Stream;
 use crate::view::{InputView, OutputPtr};
 use crate::vm::{execute_plan, RunOptions, RunStats};
 use pyasc_ir::error::{ErrorKind, IrError, Result};
 use pyasc_ir::tile::KernelPlan;
+use std::any::Any;
+use std::sync::Arc;
 
 /// Bytes of tile registers per block on the CPU: small enough that a kernel's tiles stay in
 /// the L1 data cache between its instructions (measured best for fused elementwise chains).
@@ -60,11 +69,47 @@ pub struct DeviceInfo {
     pub local_memory_bytes: usize,
 }
 
-/// A backend that runs kernel plans.
+/// A compiled plan kept alive while a launch of it is queued.
+pub trait PlanSource: Send + Sync {
+    /// The plan.
+    fn plan(&self) -> &KernelPlan;
+    /// The operator's name (errors of queued work name it).
+    fn name(&self) -> &str;
+}
+
+/// Called with a queued launch's statistics once it has run.
+pub type OnDone = Box<dyn FnOnce(&RunStats) + Send>;
+
+/// A plan launch queued on a stream: what the task needs, and what it keeps alive.
+pub struct StreamLaunch {
+    /// The plan (and its owner).
+    pub plan: Arc<dyn PlanSource>,
+    /// Arguments, in the plan's order.
+    pub inputs: Vec<InputView>,
+    /// One output per entry of the plan's outputs.
+    pub outputs: Vec<OutputPtr>,
+    /// Buffers the launch reads: it waits for their writers on other streams.
+    pub reads: Vec<Arc<DeviceBuffer>>,
+    /// Buffers the launch writes: it waits for their readers and writers on other streams.
+    pub writes: Vec<Arc<DeviceBuffer>>,
+    /// Anything else the views point into (scalar storage), dropped after the launch.
+    pub keep: Box<dyn Any + Send>,
+    /// How to run.
+    pub opts: RunOptions,
+    /// Receives the statistics (`opts.record`) after the launch ran without error.
+    pub on_done: Option<OnDone>,
+}
+
+// SAFETY: the pointers in `inputs` and `outputs` address memory owned by `reads`, `writes`,
+// `keep` or the plan, all moved along with them; the stream ordering recorded on the buffers
+// guarantees no other work writes that memory while the task runs.
+unsafe impl Send for StreamLaunch {}
+
+/// A backend: memory, copies, and running plans now or in stream order.
 pub trait Device: Send + Sync {
     /// Static facts (also what the compiler sizes tiles for).
     fn info(&self) -> DeviceInfo;
-    /// Run `plan` on the arguments, writing the results.
+    /// Run `plan` on the arguments now, writing the results.
     fn execute(
         &self,
         plan: &KernelPlan,
@@ -72,6 +117,88 @@ pub trait Device: Send + Sync {
         outputs: &[OutputPtr],
         opts: RunOptions,
     ) -> Result<RunStats>;
+    /// A new buffer of `bytes` bytes aligned to `align` (a power of two).
+    fn alloc(&self, bytes: usize, align: usize) -> Result<Arc<DeviceBuffer>>;
+    /// Copy host bytes into `dst` at byte `offset`, once work writing or reading it is done.
+    fn copy_in(&self, dst: &DeviceBuffer, offset: usize, src: &[u8]) -> Result<()>;
+    /// Copy bytes of `src` from byte `offset` to the host, once work writing it is done.
+    fn copy_out(&self, src: &DeviceBuffer, offset: usize, dst: &mut [u8]) -> Result<()>;
+    /// Queue `launch` on `stream` after conflicting work on its buffers; returns the task's
+    /// sequence number at once.
+    fn launch(&self, stream: &Stream, launch: StreamLaunch) -> Result<u64>;
+    /// Wait for all work queued on `stream`; returns its first error since the last wait.
+    fn synchronize(&self, stream: &Stream) -> Result<()>;
+}
+
+fn check_range(buf: &DeviceBuffer, offset: usize, len: usize) -> Result<()> {
+    if offset.checked_add(len).is_none_or(|end| end > buf.len()) {
+        return Err(IrError::new(
+            ErrorKind::InvalidArgument,
+            format!("copy of {len} bytes at offset {offset} exceeds a buffer of {} bytes", buf.len()),
+        ));
+    }
+    Ok(())
+}
+
+/// Copy into a host-memory buffer (the CPU and null devices).
+fn host_copy_in(dst: &DeviceBuffer, offset: usize, src: &[u8]) -> Result<()> {
+    check_range(dst, offset, src.len())?;
+    dst.wait_host(true);
+    // SAFETY: the range lies inside the buffer (checked) and no queued work uses it (waited).
+    unsafe { crate::memory::copy_bytes(dst.ptr().add(offset), src.as_ptr(), src.len()) };
+    Ok(())
+}
+
+/// Copy out of a host-memory buffer (the CPU and null devices).
+fn host_copy_out(src: &DeviceBuffer, offset: usize, dst: &mut [u8]) -> Result<()> {
+    check_range(src, offset, dst.len())?;
+    src.wait_host(false);
+    // SAFETY: as above; `dst` is an exclusive host slice of the same length.
+    unsafe { crate::memory::copy_bytes(dst.as_mut_ptr(), src.ptr().add(offset), dst.len()) };
+    Ok(())
+}
+
+/// Queue `run` for `launch` on `stream`, ordered after conflicting work on its buffers.
+fn enqueue_launch(
+    stream: &Stream,
+    launch: StreamLaunch,
+    run: fn(&KernelPlan, &[InputView], &[OutputPtr], RunOptions) -> Result<RunStats>,
+) -> u64 {
+    for b in &launch.reads {
+        b.order_on(stream, false);
+    }
+    for b in &launch.writes {
+        b.order_on(stream, true);
+    }
+    let (reads, writes) = (launch.reads.clone(), launch.writes.clone());
+    let name = launch.plan.name().to_string();
+    let seq = stream.enqueue_named(
+        name,
+        Box::new(move || {
+            // Move the whole launch into the task (not its non-Send fields one by one).
+            let launch = launch;
+            let result = run(launch.plan.plan(), &launch.inputs, &launch.outputs, launch.opts);
+            match result {
+                Ok(stats) => {
+                    if let Some(done) = launch.on_done {
+                        done(&stats);
+                    }
+                    Ok(())
+                }
+                Err(mut e) => {
+                    e.message = format!("in operator {}: {}", launch.plan.name(), e.message);
+                    Err(e)
+                }
+            }
+        }),
+    );
+    for b in &reads {
+        b.record_use(stream, seq, false);
+    }
+    for b in &writes {
+        b.record_use(stream, seq, true);
+    }
+    seq
 }
 
 /// The host CPU.
@@ -112,6 +239,21 @@ impl Device for CpuDevice {
     ) -> Result<RunStats> {
         execute_plan(plan, inputs, outputs, opts)
     }
+    fn alloc(&self, bytes: usize, align: usize) -> Result<Arc<DeviceBuffer>> {
+        DeviceBuffer::alloc(bytes, align)
+    }
+    fn copy_in(&self, dst: &DeviceBuffer, offset: usize, src: &[u8]) -> Result<()> {
+        host_copy_in(dst, offset, src)
+    }
+    fn copy_out(&self, src: &DeviceBuffer, offset: usize, dst: &mut [u8]) -> Result<()> {
+        host_copy_out(src, offset, dst)
+    }
+    fn launch(&self, stream: &Stream, launch: StreamLaunch) -> Result<u64> {
+        Ok(enqueue_launch(stream, launch, execute_plan))
+    }
+    fn synchronize(&self, stream: &Stream) -> Result<()> {
+        stream.synchronize()
+    }
 }
 
 /// Runs nothing: for compiler tests and dry runs.
@@ -128,9 +270,29 @@ impl Device for NullDevice {
         }
     }
     fn execute(&self, plan: &KernelPlan, _: &[InputView], _: &[OutputPtr], _: RunOptions) -> Result<RunStats> {
-        plan.verify()?;
-        Ok(RunStats::default())
+        null_run(plan, &[], &[], RunOptions::default())
     }
+    fn alloc(&self, bytes: usize, align: usize) -> Result<Arc<DeviceBuffer>> {
+        DeviceBuffer::alloc(bytes, align)
+    }
+    fn copy_in(&self, dst: &DeviceBuffer, offset: usize, src: &[u8]) -> Result<()> {
+        host_copy_in(dst, offset, src)
+    }
+    fn copy_out(&self, src: &DeviceBuffer, offset: usize, dst: &mut [u8]) -> Result<()> {
+        host_copy_out(src, offset, dst)
+    }
+    fn launch(&self, stream: &Stream, launch: StreamLaunch) -> Result<u64> {
+        Ok(enqueue_launch(stream, launch, null_run))
+    }
+    fn synchronize(&self, stream: &Stream) -> Result<()> {
+        stream.synchronize()
+    }
+}
+
+/// What the null device does with a plan: verify it, run nothing.
+fn null_run(plan: &KernelPlan, _: &[InputView], _: &[OutputPtr], _: RunOptions) -> Result<RunStats> {
+    plan.verify()?;
+    Ok(RunStats::default())
 }
 
 static CPU: CpuDevice = CpuDevice { kind: DeviceKind::Cpu };

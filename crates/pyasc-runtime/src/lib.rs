@@ -36,6 +36,6 @@ pub mod team;
 pub mod view;
 pub mod vm;
 
-pub use device::{device_for, CpuDevice, Device, DeviceInfo, DeviceKind, NullDevice};
+pub use device::{device_for, CpuDevice, Device, DeviceInfo, DeviceKind, NullDevice, PlanSource, StreamLaunch};
 pub use view::{InputView, OutputPtr};
 pub use vm::{execute_plan, KernelRecord, RunOptions, RunStats};

@@ -1,7 +1,8 @@
 //! Device monitoring: utilization of the executor's cores and the machine's temperature.
 //!
 //! The tile VM calls [`record_busy`] once per block with the block's start and end; the
-//! intervals go into a ring buffer of the latest [`RING_CAPACITY`]. [`utilization`] sums how
+//! intervals go into the calling thread's ring buffer of the latest [`RING_CAPACITY`] (block
+//! events of [`pyasc_ir::event`]). [`utilization`] sums how
 //! much of them overlaps a trailing window and divides by `cores × window`. When the ring has
 //! wrapped inside the window (more blocks than it holds), the busy time over the span it still
 //! covers is scaled to the whole window.
@@ -9,54 +10,9 @@
 //! [`temperature_celsius`] reads the hottest hwmon or thermal-zone sensor under `/sys/class`.
 
 use std::path::Path;
-use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-/// How many block intervals the ring buffer keeps.
-pub const RING_CAPACITY: usize = 8192;
-
-/// A fixed-capacity ring of busy intervals, in nanoseconds since an epoch.
-#[derive(Debug)]
-pub struct BusyRing {
-    intervals: Vec<(u64, u64)>,
-    next: usize,
-    capacity: usize,
-}
-
-impl BusyRing {
-    /// An empty ring holding at most `capacity` intervals (at least one).
-    pub fn new(capacity: usize) -> Self {
-        BusyRing { intervals: Vec::new(), next: 0, capacity: capacity.max(1) }
-    }
-
-    /// Add the interval `[start, end)`, replacing the oldest one when full.
-    pub fn push(&mut self, start: u64, end: u64) {
-        let iv = (start, end.max(start));
-        if self.intervals.len() < self.capacity {
-            self.intervals.push(iv);
-        } else {
-            self.intervals[self.next] = iv;
-        }
-        self.next = (self.next + 1) % self.capacity;
-    }
-
-    /// Busy nanoseconds inside `[from, to)`: the sum of every interval's overlap with it (blocks on
-    /// different cores add up), scaled up to the whole window when the ring has wrapped within it.
-    pub fn busy_in(&self, from: u64, to: u64) -> f64 {
-        if to <= from {
-            return 0.0;
-        }
-        let busy: u64 = self.intervals.iter().map(|&(s, e)| e.min(to).saturating_sub(s.max(from))).sum();
-        let full = self.intervals.len() == self.capacity;
-        let oldest = self.intervals.iter().map(|iv| iv.0).min().unwrap_or(from);
-        if full && oldest > from && oldest < to {
-            // Intervals older than `oldest` were overwritten: extrapolate from the span still covered.
-            busy as f64 * (to - from) as f64 / (to - oldest) as f64
-        } else {
-            busy as f64
-        }
-    }
-}
+pub use pyasc_ir::event::{BusyRing, RING_CAPACITY};
 
 /// Busy percent of `cores` over `[from, to)`, clamped to 0..=100.
 pub fn percent(ring: &BusyRing, from: u64, to: u64, cores: usize) -> f64 {
@@ -67,38 +23,15 @@ pub fn percent(ring: &BusyRing, from: u64, to: u64, cores: usize) -> f64 {
     (100.0 * ring.busy_in(from, to) / capacity).clamp(0.0, 100.0)
 }
 
-/// The zero of the ring's timestamps: a day before first use where the clock allows, so that
-/// instants taken just before the first call still map to distinct times.
-fn epoch() -> Instant {
-    static EPOCH: OnceLock<Instant> = OnceLock::new();
-    *EPOCH.get_or_init(|| {
-        let now = Instant::now();
-        [86_400, 3_600, 60, 1].iter().find_map(|&s| now.checked_sub(Duration::from_secs(s))).unwrap_or(now)
-    })
-}
-
-fn ring() -> &'static Mutex<BusyRing> {
-    static RING: OnceLock<Mutex<BusyRing>> = OnceLock::new();
-    RING.get_or_init(|| Mutex::new(BusyRing::new(RING_CAPACITY)))
-}
-
-fn nanos(t: Instant) -> u64 {
-    t.saturating_duration_since(epoch()).as_nanos() as u64
-}
-
-/// Record that one core ran a block from `start` to `end`.
+/// Record that the calling thread ran a block from `start` to `end` (a block event: kept in the
+/// thread's ring for [`utilization`], and in the event stream while someone collects).
 pub fn record_busy(start: Instant, end: Instant) {
-    let (s, e) = (nanos(start), nanos(end));
-    let mut r = ring().lock().unwrap_or_else(|p| p.into_inner());
-    r.push(s, e);
+    pyasc_ir::event::record_block(start, end);
 }
 
 /// Percent of `cores × window` the executor's blocks were busy during the last `window`, in 0..=100.
 pub fn utilization(window: Duration, cores: usize) -> f64 {
-    let to = nanos(Instant::now());
-    let from = to.saturating_sub(window.as_nanos() as u64);
-    let r = ring().lock().unwrap_or_else(|p| p.into_inner());
-    percent(&r, from, to, cores)
+    pyasc_ir::event::busy_percent(window, cores)
 }
 
 /// The hottest temperature sensor of the machine in °C, or why there is none.
@@ -181,7 +114,7 @@ mod tests {
         for i in 0..100u64 {
             r.push(i * 10 * MS, i * 10 * MS + 5 * MS);
         }
-        assert_eq!(r.intervals.len(), 10);
+        assert_eq!(r.len(), 10);
         let p = percent(&r, 0, 1000 * MS, 1);
         assert!((p - 50.0).abs() < 1e-9, "{p}");
     }

@@ -9,6 +9,8 @@
 //! with [`Stream::wait_event`].
 
 use pyasc_ir::error::{IrError, Result};
+use pyasc_ir::event::{self, EventKind};
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
@@ -19,7 +21,7 @@ pub type Task = Box<dyn FnOnce() -> Result<()> + Send>;
 
 #[derive(Default)]
 struct State {
-    queue: VecDeque<(u64, Task)>,
+    queue: VecDeque<(u64, Cow<'static, str>, Task)>,
     submitted: u64,
     completed: u64,
     error: Option<IrError>,
@@ -62,8 +64,9 @@ impl StreamCore {
     }
 
     fn run(self: Arc<Self>) {
+        event::set_stream(Some(self.id));
         loop {
-            let (seq, task) = {
+            let (seq, name, task) = {
                 let mut st = self.state.lock().expect("stream lock poisoned");
                 loop {
                     if let Some(t) = st.queue.pop_front() {
@@ -76,8 +79,12 @@ impl StreamCore {
                     st = self.cv.wait(st).expect("stream lock poisoned");
                 }
             };
+            let began = event::enabled().then(Instant::now);
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(task))
                 .unwrap_or_else(|_| Err(IrError::internal("a stream task panicked")));
+            if let Some(t) = began {
+                event::record(event::Event::new(EventKind::Task, name, t, Instant::now()).with("seq", seq));
+            }
             let mut st = self.state.lock().expect("stream lock poisoned");
             if let Err(e) = result {
                 st.error.get_or_insert(e);
@@ -123,10 +130,16 @@ impl Stream {
 
     /// Queue `task`; returns its sequence number at once.
     pub fn enqueue(&self, task: Task) -> u64 {
+        self.enqueue_named("task", task)
+    }
+
+    /// Queue `task` under `name` (the name of its event in the event stream).
+    pub fn enqueue_named(&self, name: impl Into<Cow<'static, str>>, task: Task) -> u64 {
+        let name = name.into();
         let mut st = self.core.state.lock().expect("stream lock poisoned");
         st.submitted += 1;
         let seq = st.submitted;
-        st.queue.push_back((seq, task));
+        st.queue.push_back((seq, name, task));
         if !st.worker {
             st.worker = true;
             let core = self.core.clone();
@@ -169,10 +182,13 @@ impl Stream {
             return;
         }
         let ev = event.inner.clone();
-        self.enqueue(Box::new(move || {
-            ev.wait_gen(target);
-            Ok(())
-        }));
+        self.enqueue_named(
+            "wait event",
+            Box::new(move || {
+                ev.wait_gen(target);
+                Ok(())
+            }),
+        );
     }
 
     /// Make later work on this stream wait until task `seq` of `other` has finished.
@@ -181,10 +197,13 @@ impl Stream {
             return;
         }
         let other = other.clone();
-        self.enqueue(Box::new(move || {
-            other.wait_for(seq);
-            Ok(())
-        }));
+        self.enqueue_named(
+            "wait stream",
+            Box::new(move || {
+                other.wait_for(seq);
+                Ok(())
+            }),
+        );
     }
 }
 
@@ -243,15 +262,18 @@ impl Event {
             st.recorded
         };
         let ev = self.inner.clone();
-        stream.enqueue(Box::new(move || {
-            let mut st = ev.state.lock().expect("event lock poisoned");
-            if gen > st.completed {
-                st.completed = gen;
-                st.time = Some(Instant::now());
-            }
-            ev.cv.notify_all();
-            Ok(())
-        }));
+        stream.enqueue_named(
+            "record event",
+            Box::new(move || {
+                let mut st = ev.state.lock().expect("event lock poisoned");
+                if gen > st.completed {
+                    st.completed = gen;
+                    st.time = Some(Instant::now());
+                }
+                ev.cv.notify_all();
+                Ok(())
+            }),
+        );
     }
 
     /// Wait until the latest recorded point is reached.

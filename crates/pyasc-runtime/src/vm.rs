@@ -14,6 +14,7 @@ use crate::layout::{broadcast_strides, classify, collapse, gather_elems, Access}
 use crate::pool::num_threads;
 use crate::view::{read_scalar, InputView, OutputPtr, SendPtr};
 use pyasc_ir::error::{IrError, Result};
+use pyasc_ir::event::{self, Event, EventKind};
 use pyasc_ir::op::UnaryKind;
 use pyasc_ir::tile::{BufferKind, Instr, KernelPlan, RegKind, TileKernel};
 use pyasc_ir::DType;
@@ -27,20 +28,9 @@ pub const PARALLEL_THRESHOLD: usize = 1 << 15;
 /// Blocks per worker, for load balance.
 const BLOCKS_PER_THREAD: usize = 4;
 
-/// One kernel launch as the log and the profiler see it.
-#[derive(Clone, Debug)]
-pub struct KernelRecord {
-    /// Kernel name.
-    pub name: String,
-    /// Elements computed.
-    pub elements: usize,
-    /// Tiles walked.
-    pub tiles: usize,
-    /// Blocks (parallel tasks) used.
-    pub blocks: usize,
-    /// Wall time in microseconds.
-    pub micros: f64,
-}
+/// One kernel launch as the log and the profiler see it: an event of kind
+/// [`EventKind::Kernel`] with the counters `elements`, `tiles` and `blocks`.
+pub type KernelRecord = Event;
 
 /// What a plan execution did.
 #[derive(Clone, Debug, Default)]
@@ -104,7 +94,8 @@ enum ArgMode {
 /// How to run a plan.
 #[derive(Copy, Clone, Debug, Default)]
 pub struct RunOptions {
-    /// Keep a [`KernelRecord`] per kernel.
+    /// Return a [`KernelRecord`] per kernel in [`RunStats`] (they also go to the event stream
+    /// while someone collects, whatever this says).
     pub record: bool,
     /// After each kernel, fail on the first NaN or infinity it wrote (`debug=True`).
     pub check_finite: bool,
@@ -146,7 +137,7 @@ pub fn execute_plan(
     }
     let mut stats = RunStats::default();
     for k in &plan.kernels {
-        let t = Instant::now();
+        let t = (opts.record || event::enabled()).then(Instant::now);
         let viewed: Vec<InputView> = k
             .args
             .iter()
@@ -190,14 +181,18 @@ pub fn execute_plan(
             let dtypes: Vec<_> = k.outs.iter().map(|b| plan.buffers[b.0 as usize].dtype).collect();
             crate::check::check_kernel(k, &args, &outs, &dtypes)?;
         }
-        if opts.record {
-            stats.kernels.push(KernelRecord {
-                name: k.name.clone(),
-                elements: k.shape.numel(),
-                tiles,
-                blocks,
-                micros: t.elapsed().as_secs_f64() * 1e6,
-            });
+        if let Some(t) = t {
+            let collect = event::enabled();
+            let ev = Event::new(EventKind::Kernel, k.name.clone(), t, Instant::now())
+                .with("elements", k.shape.numel() as u64)
+                .with("tiles", tiles as u64)
+                .with("blocks", blocks as u64);
+            if collect {
+                event::record(ev.clone());
+            }
+            if opts.record {
+                stats.kernels.push(ev);
+            }
         }
     }
     drop(owned);

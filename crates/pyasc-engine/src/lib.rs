@@ -1,0 +1,17 @@
+//! pyasc-engine: everything between the Python front end and the compiler and runtime,
+//! without Python.
+//!
+//! * [`signature`]: typed call signatures, the key of the plan cache.
+//! * [`trace`]: tracing state, the graph an operator's function builds.
+//! * [`operator`]: the plan cache, compiling, re-specialisation for new extents and the one
+//!   launch path (now, or queued on a stream).
+//! * [`event`]: the event stream of passes, kernels, blocks and stream tasks (from `pyasc-ir`).
+
+pub mod operator;
+pub mod signature;
+pub mod trace;
+
+pub use operator::{take_queued_records, CacheInfo, Entry, Launched, Operator, OperatorConfig, Order, Source};
+pub use pyasc_ir::event;
+pub use signature::{ArgType, DynamicKey, Signature};
+pub use trace::{ConstArray, Trace, TraceRef, Traced, TracedNode};

@@ -1,0 +1,378 @@
+//! An operator's engine side: the plan cache keyed by [`Signature`], compiling traced graphs,
+//! re-specialising dynamic-shape traces for new extents, and the one launch path that runs a
+//! plan now or queues it on a stream.
+
+use crate::signature::{DynamicKey, Signature};
+use crate::trace::{ConstArray, Traced};
+use pyasc_compiler::{compile, CompileOptions, Compiled};
+use pyasc_ir::error::{IrError, Result};
+use pyasc_ir::event::Event;
+use pyasc_ir::print::graph_to_string;
+use pyasc_ir::tile::KernelPlan;
+use pyasc_ir::{DType, Graph};
+use pyasc_runtime::buffer::DeviceBuffer;
+use pyasc_runtime::stream::Stream;
+use pyasc_runtime::{
+    device_for, Device, DeviceKind, InputView, OutputPtr, PlanSource, RunOptions, RunStats, StreamLaunch,
+};
+use rustc_hash::FxHashMap;
+use std::any::Any;
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+/// One compiled signature.
+pub struct Entry {
+    /// Compiler output (graph, plan, pass reports).
+    pub compiled: Compiled,
+    /// The traced graph before optimisation, as text.
+    pub traced_text: String,
+    /// True when the function returned a tuple or list (results are returned as a tuple).
+    pub tuple_out: bool,
+    /// Microseconds spent tracing and compiling.
+    pub compile_micros: f64,
+    /// With dynamic shapes: the traced graph, and whether the function read a shape
+    /// (then other shapes need their own trace).
+    pub template: Option<(Graph, bool)>,
+    /// Arrays made while tracing, passed after the caller's arguments.
+    pub constants: Vec<ConstArray>,
+    /// The operator's name.
+    pub name: String,
+    /// The distinct output buffers (dtype, shape), each allocated once per call.
+    pub out_buffers: Vec<(DType, Vec<usize>)>,
+    /// Per plan output: its index in `out_buffers` (a plan may return one buffer twice).
+    pub out_slots: Vec<usize>,
+}
+
+impl Entry {
+    fn new(compiled: Compiled, name: &str) -> Entry {
+        let plan = &compiled.plan;
+        let mut ids = Vec::new();
+        let mut out_buffers = Vec::new();
+        let out_slots = plan
+            .outputs
+            .iter()
+            .map(|b| {
+                ids.iter().position(|x| x == b).unwrap_or_else(|| {
+                    let decl = &plan.buffers[b.0 as usize];
+                    ids.push(*b);
+                    out_buffers.push((decl.dtype, decl.shape.0.clone()));
+                    ids.len() - 1
+                })
+            })
+            .collect();
+        Entry {
+            compiled,
+            traced_text: String::new(),
+            tuple_out: false,
+            compile_micros: 0.0,
+            template: None,
+            constants: Vec::new(),
+            name: name.to_string(),
+            out_buffers,
+            out_slots,
+        }
+    }
+
+    /// The caller's argument views followed by the trace-time constants.
+    pub fn with_constants<'a>(&self, views: &'a [InputView]) -> Cow<'a, [InputView]> {
+        if self.constants.is_empty() {
+            Cow::Borrowed(views)
+        } else {
+            let mut all = views.to_vec();
+            all.extend(self.constants.iter().map(|c| c.view()));
+            Cow::Owned(all)
+        }
+    }
+
+    /// Elements of all outputs (how much work a launch is).
+    pub fn output_elements(&self) -> usize {
+        self.out_buffers.iter().map(|(_, s)| s.iter().product::<usize>()).sum()
+    }
+
+    /// One output pointer per plan output, from one pointer per distinct output buffer.
+    pub fn output_ptrs(&self, buffers: &[*mut u8]) -> Vec<OutputPtr> {
+        self.out_slots.iter().map(|s| OutputPtr(buffers[*s])).collect()
+    }
+}
+
+impl PlanSource for Entry {
+    fn plan(&self) -> &KernelPlan {
+        &self.compiled.plan
+    }
+    fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// How a cache entry was obtained.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// Found in the cache.
+    Hit,
+    /// Compiled from the trace of another shape, without tracing.
+    Respecialized,
+    /// Traced and compiled.
+    Traced,
+}
+
+/// Cache statistics.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct CacheInfo {
+    /// Calls served from the cache.
+    pub hits: u64,
+    /// Calls that compiled (or re-specialised) a plan.
+    pub misses: u64,
+    /// Traces compiled.
+    pub compiles: u64,
+    /// Entries held.
+    pub size: usize,
+}
+
+/// What the engine needs to know about an operator.
+#[derive(Clone, Debug)]
+pub struct OperatorConfig {
+    /// Name (kernel names, logs).
+    pub name: String,
+    /// Where it runs.
+    pub device: DeviceKind,
+    /// Compiler options (the tile budget is taken from the device).
+    pub options: CompileOptions,
+    /// Re-plan new extents from one trace per [`DynamicKey`].
+    pub dynamic: bool,
+    /// Check every kernel's outputs for NaN and infinity.
+    pub debug: bool,
+}
+
+/// Where a launch runs.
+pub enum Order<'a> {
+    /// Now, on the calling thread (and the worker team); returns when done.
+    Now,
+    /// Queued on a stream after conflicting work on the buffers; returns at once.
+    Stream {
+        /// The stream.
+        stream: &'a Stream,
+        /// Device buffers the launch reads.
+        reads: Vec<Arc<DeviceBuffer>>,
+        /// Device buffers the launch writes (its outputs).
+        writes: Vec<Arc<DeviceBuffer>>,
+        /// Anything else the input views point into, kept until the launch ran.
+        keep: Box<dyn Any + Send>,
+    },
+}
+
+/// What a launch did.
+#[derive(Debug)]
+pub enum Launched {
+    /// It ran; the statistics hold kernel records when they were asked for.
+    Done(RunStats),
+    /// It was queued as this task of the stream.
+    Queued(u64),
+}
+
+/// Kernel records of queued launches that asked for them, waiting to be logged.
+static PENDING: Mutex<Vec<Event>> = Mutex::new(Vec::new());
+static ANY_PENDING: AtomicBool = AtomicBool::new(false);
+
+/// Take the kernel records of queued launches that ran since the last call (launches queued
+/// with `record` set; the caller logs them).
+pub fn take_queued_records() -> Vec<Event> {
+    if !ANY_PENDING.swap(false, Ordering::Acquire) {
+        return Vec::new();
+    }
+    std::mem::take(&mut *PENDING.lock().unwrap_or_else(|p| p.into_inner()))
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().expect("cache lock poisoned")
+}
+
+/// An operator's plans, one per signature, and how to launch them.
+pub struct Operator {
+    config: OperatorConfig,
+    device: &'static dyn Device,
+    cache: Mutex<FxHashMap<Signature, Arc<Entry>>>,
+    templates: Mutex<HashMap<DynamicKey, Arc<Entry>>>,
+    last: Mutex<Option<Arc<Entry>>>,
+    hits: AtomicU64,
+    misses: AtomicU64,
+    compiles: AtomicU64,
+}
+
+impl Operator {
+    /// An operator with an empty cache.
+    pub fn new(config: OperatorConfig) -> Operator {
+        Operator {
+            device: device_for(config.device),
+            config,
+            cache: Mutex::default(),
+            templates: Mutex::default(),
+            last: Mutex::default(),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+            compiles: AtomicU64::new(0),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &OperatorConfig {
+        &self.config
+    }
+
+    /// The device it runs on.
+    pub fn device(&self) -> &'static dyn Device {
+        self.device
+    }
+
+    fn options(&self) -> CompileOptions {
+        let mut options = self.config.options.clone();
+        options.tile_budget_bytes = self.device.info().local_memory_bytes;
+        options
+    }
+
+    /// The plan cached for `sig`, counted as a hit.
+    pub fn lookup(&self, sig: &Signature) -> Option<Arc<Entry>> {
+        let e = lock(&self.cache).get(sig).cloned();
+        if e.is_some() {
+            self.hits.fetch_add(1, Ordering::Relaxed);
+        }
+        e
+    }
+
+    /// The plan for `sig`: cached, re-specialised from a dynamic-shape trace, or compiled from
+    /// a new trace made by `trace`. `err` turns engine errors into the caller's error type.
+    pub fn entry_for<E>(
+        &self,
+        sig: &Signature,
+        trace: impl FnOnce(&Signature) -> std::result::Result<Traced, E>,
+        err: impl Fn(IrError) -> E,
+    ) -> std::result::Result<(Arc<Entry>, Source), E> {
+        if let Some(e) = self.lookup(sig) {
+            return Ok((e, Source::Hit));
+        }
+        self.misses.fetch_add(1, Ordering::Relaxed);
+        let special = if self.config.dynamic { self.respecialize(sig).map_err(&err)? } else { None };
+        let (entry, source) = match special {
+            Some(e) => (Arc::new(e), Source::Respecialized),
+            None => {
+                let t0 = Instant::now();
+                let traced = trace(sig)?;
+                let e = Arc::new(self.compile_traced(traced, t0).map_err(&err)?);
+                if self.config.dynamic {
+                    lock(&self.templates).insert(sig.dynamic_key(), e.clone());
+                }
+                (e, Source::Traced)
+            }
+        };
+        lock(&self.cache).insert(sig.to_owned_key(), entry.clone());
+        *lock(&self.last) = Some(entry.clone());
+        Ok((entry, source))
+    }
+
+    /// Compile a finished trace (`t0`: when tracing began, for `compile_micros`).
+    pub fn compile_traced(&self, traced: Traced, t0: Instant) -> Result<Entry> {
+        let Traced { graph, shape_read, constants, tuple_out } = traced;
+        let template = self.config.dynamic.then(|| (graph.clone(), shape_read));
+        let traced_text = graph_to_string(&graph);
+        let compiled = compile(graph, &self.options())?;
+        self.compiles.fetch_add(1, Ordering::Relaxed);
+        let mut e = Entry::new(compiled, &self.config.name);
+        e.traced_text = traced_text;
+        e.tuple_out = tuple_out;
+        e.template = template;
+        e.constants = constants;
+        e.compile_micros = t0.elapsed().as_secs_f64() * 1e6;
+        Ok(e)
+    }
+
+    /// With dynamic shapes: a plan for the extents of `sig` from the trace of another call of
+    /// the same ranks and dtypes, without tracing again (`None` when it must be traced again).
+    pub fn respecialize(&self, sig: &Signature) -> Result<Option<Entry>> {
+        let t0 = Instant::now();
+        let template = lock(&self.templates).get(&sig.dynamic_key()).cloned();
+        let Some(base) = template else { return Ok(None) };
+        let Some((graph, shape_read)) = &base.template else { return Ok(None) };
+        if *shape_read {
+            return Ok(None);
+        }
+        let mut shapes: Vec<Vec<usize>> = sig.args().iter().map(|a| a.shape().to_vec()).collect();
+        shapes.extend(base.constants.iter().map(|c| c.shape.clone()));
+        let graph = match graph.respecialize(&shapes) {
+            None => return Ok(None),
+            Some(g) => g?,
+        };
+        let compiled = compile(graph, &self.options())?;
+        let mut e = Entry::new(compiled, &self.config.name);
+        e.traced_text = base.traced_text.clone();
+        e.tuple_out = base.tuple_out;
+        e.constants = base.constants.clone();
+        e.compile_micros = t0.elapsed().as_secs_f64() * 1e6;
+        Ok(Some(e))
+    }
+
+    /// The plan compiled most recently.
+    pub fn last(&self) -> Option<Arc<Entry>> {
+        lock(&self.last).clone()
+    }
+
+    /// Hits, misses, compiles and entries.
+    pub fn cache_info(&self) -> CacheInfo {
+        CacheInfo {
+            hits: self.hits.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
+            compiles: self.compiles.load(Ordering::Relaxed),
+            size: lock(&self.cache).len(),
+        }
+    }
+
+    /// Drop every plan (statistics are kept).
+    pub fn clear(&self) {
+        lock(&self.cache).clear();
+        lock(&self.templates).clear();
+    }
+
+    /// Run `entry` on `inputs` (the caller's arguments, in order), writing `outputs` (one per
+    /// plan output, see [`Entry::output_ptrs`]), now or queued on a stream. `record` asks for
+    /// a kernel record per kernel: returned by a launch that runs now, and handed to
+    /// [`take_queued_records`] by a queued one once it ran.
+    ///
+    /// # Safety
+    /// Every input view and output pointer must address memory valid for the plan's shapes
+    /// until the launch has run: for [`Order::Now`] until this returns, for [`Order::Stream`]
+    /// until the task is done (kept alive by the buffers and `keep` of the order).
+    pub unsafe fn launch(
+        &self,
+        entry: &Arc<Entry>,
+        inputs: &[InputView],
+        outputs: Vec<OutputPtr>,
+        order: Order<'_>,
+        record: bool,
+    ) -> Result<Launched> {
+        let opts = RunOptions { record, check_finite: self.config.debug };
+        let all = entry.with_constants(inputs);
+        match order {
+            Order::Now => self.device.execute(&entry.compiled.plan, &all, &outputs, opts).map(Launched::Done),
+            Order::Stream { stream, reads, writes, keep } => {
+                let on_done: Option<pyasc_runtime::device::OnDone> = record.then(|| {
+                    Box::new(|stats: &RunStats| {
+                        PENDING.lock().unwrap_or_else(|p| p.into_inner()).extend(stats.kernels.iter().cloned());
+                        ANY_PENDING.store(true, Ordering::Release);
+                    }) as pyasc_runtime::device::OnDone
+                });
+                let launch = StreamLaunch {
+                    plan: entry.clone(),
+                    inputs: all.into_owned(),
+                    outputs,
+                    reads,
+                    writes,
+                    keep,
+                    opts,
+                    on_done,
+                };
+                self.device.launch(stream, launch).map(Launched::Queued)
+            }
+        }
+    }
+}

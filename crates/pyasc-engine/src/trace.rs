@@ -1,0 +1,151 @@
+//! Tracing state: the graph an operator's function builds while it runs on traced tensors.
+//!
+//! [`Trace::begin`] opens a trace with one input node per argument of a [`Signature`]; each
+//! operation on a traced tensor appends a node ([`Trace::apply`]); [`Trace::finish`] closes it
+//! and hands over the graph. Tensors that escape the function keep a handle on the closed trace,
+//! and using them is a typed error.
+
+use crate::signature::Signature;
+use pyasc_ir::error::{ErrorKind, IrError, Result};
+use pyasc_ir::op::Op;
+use pyasc_ir::{DType, Graph, NodeId, Shape, SourceLoc};
+use pyasc_runtime::InputView;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// An array made while tracing, passed to the plan as an extra argument on every call.
+#[derive(Clone, Debug)]
+pub struct ConstArray {
+    /// Element type.
+    pub dtype: DType,
+    /// Extents.
+    pub shape: Vec<usize>,
+    /// The elements, C order, in 8-byte-aligned storage.
+    pub data: Vec<u64>,
+}
+
+impl ConstArray {
+    /// A copy of `bytes` (the C-order elements of `dtype` and `shape`).
+    pub fn from_bytes(dtype: DType, shape: Vec<usize>, bytes: &[u8]) -> Self {
+        let mut data = vec![0u64; bytes.len().div_ceil(8).max(1)];
+        // SAFETY: `data` holds at least `bytes.len()` bytes and does not overlap `bytes`.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), data.as_mut_ptr() as *mut u8, bytes.len()) };
+        ConstArray { dtype, shape, data }
+    }
+
+    /// A view of the elements.
+    pub fn view(&self) -> InputView {
+        InputView::contiguous(self.data.as_ptr() as *const u8, self.dtype, self.shape.clone())
+    }
+}
+
+/// A graph being traced; closed once the function returns.
+#[derive(Debug, Default)]
+pub struct Trace {
+    /// The graph built so far.
+    pub graph: Graph,
+    /// False once tracing ended: tensors that escaped can no longer be used.
+    pub open: bool,
+    /// Set when the function read a traced shape (then a new shape needs a new trace).
+    pub shape_read: bool,
+    /// Arrays created during tracing (`arange`): extra arguments after the caller's.
+    pub constants: Vec<ConstArray>,
+}
+
+/// Shared handle to a trace.
+pub type TraceRef = Arc<Mutex<Trace>>;
+
+/// A finished trace, ready to compile.
+#[derive(Debug)]
+pub struct Traced {
+    /// The graph, with its outputs set.
+    pub graph: Graph,
+    /// The function read a traced shape.
+    pub shape_read: bool,
+    /// Arrays created during tracing.
+    pub constants: Vec<ConstArray>,
+    /// The function returned a tuple or list (results are returned as a tuple).
+    pub tuple_out: bool,
+}
+
+/// A node added to a trace, with what a tensor of it needs to know.
+#[derive(Clone, Debug)]
+pub struct TracedNode {
+    /// The node.
+    pub id: NodeId,
+    /// Its dtype.
+    pub dtype: DType,
+    /// Its shape.
+    pub shape: Vec<usize>,
+}
+
+impl Trace {
+    /// Open a trace with one input per argument of `sig`; returns the inputs' nodes.
+    pub fn begin(sig: &Signature) -> (TraceRef, Vec<TracedNode>) {
+        let mut t = Trace { open: true, ..Default::default() };
+        let inputs = sig
+            .args()
+            .iter()
+            .map(|a| {
+                let vt = a.vtype();
+                let id = t.graph.add_input(vt, Shape(a.shape().to_vec()));
+                TracedNode { id, dtype: vt.dtype, shape: a.shape().to_vec() }
+            })
+            .collect();
+        (Arc::new(Mutex::new(t)), inputs)
+    }
+
+    /// Lock a trace.
+    pub fn lock(trace: &TraceRef) -> MutexGuard<'_, Trace> {
+        trace.lock().expect("trace lock poisoned")
+    }
+
+    /// Append `op` over `operands`, typed, at the user's line `loc`.
+    pub fn apply(trace: &TraceRef, op: Op, operands: &[NodeId], loc: Option<SourceLoc>) -> Result<TracedNode> {
+        let mut t = Self::lock(trace);
+        t.check_open(loc.as_ref())?;
+        let id = t.graph.apply(op, operands, loc)?;
+        let n = t.graph.node(id);
+        Ok(TracedNode { id, dtype: n.dtype(), shape: n.shape.0.clone() })
+    }
+
+    /// A typed error when the trace was closed (a tensor escaped its operator).
+    pub fn check_open(&self, loc: Option<&SourceLoc>) -> Result<()> {
+        if self.open {
+            Ok(())
+        } else {
+            Err(IrError::new(ErrorKind::Trace, "a traced tensor was used after its operator returned").at(loc))
+        }
+    }
+
+    /// A Python scalar constant (weakly typed), at the user's line `loc`.
+    pub fn scalar(trace: &TraceRef, value: pyasc_ir::Scalar, loc: Option<SourceLoc>) -> NodeId {
+        Self::lock(trace).graph.py_scalar(value, loc)
+    }
+
+    /// Add an array computed at trace time as an extra input.
+    pub fn add_constant(trace: &TraceRef, c: ConstArray) -> TracedNode {
+        let mut t = Self::lock(trace);
+        let id = t.graph.add_input(pyasc_ir::dtype::VType::strong(c.dtype), Shape(c.shape.clone()));
+        let r = TracedNode { id, dtype: c.dtype, shape: c.shape.clone() };
+        t.constants.push(c);
+        r
+    }
+
+    /// Close the trace without a result (the function raised).
+    pub fn abort(trace: &TraceRef) {
+        Self::lock(trace).open = false;
+    }
+
+    /// Close the trace with the function's results.
+    pub fn finish(trace: &TraceRef, outputs: Vec<NodeId>, tuple_out: bool) -> Traced {
+        let mut t = Self::lock(trace);
+        t.open = false;
+        t.graph.outputs = outputs;
+        Traced {
+            graph: std::mem::take(&mut t.graph),
+            shape_read: t.shape_read,
+            constants: std::mem::take(&mut t.constants),
+            tuple_out,
+        }
+    }
+}

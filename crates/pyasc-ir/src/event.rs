@@ -1,0 +1,385 @@
+//! One event stream for everything that takes time: compiler passes, kernel launches, the
+//! blocks a kernel is cut into, and tasks run on streams.
+//!
+//! Each thread appends to its own buffer (an uncontended lock, never a global one), so the
+//! hot path of a launch stays cheap:
+//!
+//! * Kernel, pass and task events are kept only while someone collects
+//!   ([`Collector::start`]); otherwise recording is one relaxed atomic load ([`enabled`]).
+//! * Block intervals ([`record_block`]) always go into a per-thread ring of the latest
+//!   [`RING_CAPACITY`], which the utilization monitor reads ([`busy_percent`]); while someone
+//!   collects they are also kept as [`EventKind::Block`] events.
+//!
+//! Times are nanoseconds since a process-wide epoch ([`nanos`]), so events from all threads
+//! order on one clock.
+
+use std::borrow::Cow;
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+/// What an event stands for.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum EventKind {
+    /// One compiler pass (counters: `nodes_before`, `nodes_after`; notes: its decisions).
+    Pass,
+    /// One kernel of a launched plan (counters: `elements`, `tiles`, `blocks`).
+    Kernel,
+    /// One block of a kernel on one core.
+    Block,
+    /// One task run by a stream's worker (a queued launch, an event mark, a wait).
+    Task,
+}
+
+impl EventKind {
+    /// Lower-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            EventKind::Pass => "pass",
+            EventKind::Kernel => "kernel",
+            EventKind::Block => "block",
+            EventKind::Task => "task",
+        }
+    }
+}
+
+/// One timed interval.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Event {
+    /// What it stands for.
+    pub kind: EventKind,
+    /// The pass, kernel or task name.
+    pub name: Cow<'static, str>,
+    /// Start, in nanoseconds since the epoch ([`nanos`]).
+    pub start: u64,
+    /// End (never before `start`).
+    pub end: u64,
+    /// The recording thread (small numbers in order of first use).
+    pub thread: u32,
+    /// The stream whose worker recorded it, if any.
+    pub stream: Option<u64>,
+    /// Named counts.
+    pub counters: Vec<(&'static str, u64)>,
+    /// Free-form remarks (a pass's decisions).
+    pub notes: Vec<String>,
+}
+
+impl Event {
+    /// An event of the calling thread from `start` to `end`.
+    pub fn new(kind: EventKind, name: impl Into<Cow<'static, str>>, start: Instant, end: Instant) -> Self {
+        let (s, e) = (nanos(start), nanos(end));
+        Event {
+            kind,
+            name: name.into(),
+            start: s,
+            end: e.max(s),
+            thread: thread_id(),
+            stream: current_stream(),
+            counters: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    /// Add a counter.
+    pub fn with(mut self, key: &'static str, value: u64) -> Self {
+        self.counters.push((key, value));
+        self
+    }
+
+    /// Duration in microseconds.
+    pub fn micros(&self) -> f64 {
+        (self.end - self.start) as f64 / 1e3
+    }
+
+    /// The counter named `key` (0 when absent).
+    pub fn counter(&self, key: &str) -> u64 {
+        self.counters.iter().find(|(k, _)| *k == key).map_or(0, |(_, v)| *v)
+    }
+}
+
+/// The zero of all timestamps: a day before first use where the clock allows, so that
+/// instants taken just before the first call still map to distinct times.
+pub fn epoch() -> Instant {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    *EPOCH.get_or_init(|| {
+        let now = Instant::now();
+        [86_400, 3_600, 60, 1].iter().find_map(|&s| now.checked_sub(Duration::from_secs(s))).unwrap_or(now)
+    })
+}
+
+/// Nanoseconds from the epoch to `t`.
+pub fn nanos(t: Instant) -> u64 {
+    t.saturating_duration_since(epoch()).as_nanos() as u64
+}
+
+thread_local! {
+    static THREAD: Cell<u32> = const { Cell::new(0) };
+    static STREAM: Cell<Option<u64>> = const { Cell::new(None) };
+}
+
+/// The calling thread's number (1, 2, ... in order of first use).
+pub fn thread_id() -> u32 {
+    static NEXT: AtomicU32 = AtomicU32::new(1);
+    THREAD.with(|t| {
+        if t.get() == 0 {
+            t.set(NEXT.fetch_add(1, Ordering::Relaxed));
+        }
+        t.get()
+    })
+}
+
+/// Mark the calling thread as the worker of stream `id` (its events carry the stream).
+pub fn set_stream(id: Option<u64>) {
+    STREAM.with(|s| s.set(id));
+}
+
+/// The stream whose worker the calling thread is, if any.
+pub fn current_stream() -> Option<u64> {
+    STREAM.with(|s| s.get())
+}
+
+/// How many block intervals each thread's ring keeps.
+pub const RING_CAPACITY: usize = 8192;
+
+/// A fixed-capacity ring of busy intervals, in nanoseconds since the epoch.
+#[derive(Debug)]
+pub struct BusyRing {
+    intervals: Vec<(u64, u64)>,
+    next: usize,
+    capacity: usize,
+}
+
+impl BusyRing {
+    /// An empty ring holding at most `capacity` intervals (at least one).
+    pub fn new(capacity: usize) -> Self {
+        BusyRing { intervals: Vec::new(), next: 0, capacity: capacity.max(1) }
+    }
+
+    /// Add the interval `[start, end)`, replacing the oldest one when full.
+    pub fn push(&mut self, start: u64, end: u64) {
+        let iv = (start, end.max(start));
+        if self.intervals.len() < self.capacity {
+            self.intervals.push(iv);
+        } else {
+            self.intervals[self.next] = iv;
+        }
+        self.next = (self.next + 1) % self.capacity;
+    }
+
+    /// Busy nanoseconds inside `[from, to)`: the sum of every interval's overlap with it (blocks on
+    /// different cores add up), scaled up to the whole window when the ring has wrapped within it.
+    pub fn busy_in(&self, from: u64, to: u64) -> f64 {
+        if to <= from {
+            return 0.0;
+        }
+        let busy: u64 = self.intervals.iter().map(|&(s, e)| e.min(to).saturating_sub(s.max(from))).sum();
+        let full = self.intervals.len() == self.capacity;
+        let oldest = self.intervals.iter().map(|iv| iv.0).min().unwrap_or(from);
+        if full && oldest > from && oldest < to {
+            // Intervals older than `oldest` were overwritten: extrapolate from the span still covered.
+            busy as f64 * (to - from) as f64 / (to - oldest) as f64
+        } else {
+            busy as f64
+        }
+    }
+
+    /// Number of intervals held.
+    pub fn len(&self) -> usize {
+        self.intervals.len()
+    }
+
+    /// True when no interval was pushed.
+    pub fn is_empty(&self) -> bool {
+        self.intervals.is_empty()
+    }
+
+    /// End of the latest interval (0 when empty).
+    fn latest(&self) -> u64 {
+        self.intervals.iter().map(|iv| iv.1).max().unwrap_or(0)
+    }
+}
+
+/// One thread's buffer.
+struct ThreadBuf {
+    events: Vec<Event>,
+    busy: BusyRing,
+    /// Set when the thread has exited (the buffer is dropped once drained and stale).
+    dead: bool,
+}
+
+type Shared = Arc<Mutex<ThreadBuf>>;
+
+fn lock(b: &Shared) -> MutexGuard<'_, ThreadBuf> {
+    b.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn registry() -> MutexGuard<'static, Vec<Shared>> {
+    static REGISTRY: OnceLock<Mutex<Vec<Shared>>> = OnceLock::new();
+    REGISTRY.get_or_init(|| Mutex::new(Vec::new())).lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The calling thread's handle on its buffer; marks the buffer dead when the thread exits.
+struct Local(Shared);
+
+impl Drop for Local {
+    fn drop(&mut self) {
+        lock(&self.0).dead = true;
+    }
+}
+
+thread_local! {
+    static LOCAL: Local = {
+        let buf = Arc::new(Mutex::new(ThreadBuf { events: Vec::new(), busy: BusyRing::new(RING_CAPACITY), dead: false }));
+        registry().push(buf.clone());
+        Local(buf)
+    };
+}
+
+fn with_local(f: impl FnOnce(&mut ThreadBuf)) {
+    // During thread teardown the buffer may be gone already: the record is dropped.
+    let _ = LOCAL.try_with(|l| f(&mut lock(&l.0)));
+}
+
+static COLLECTORS: AtomicUsize = AtomicUsize::new(0);
+
+/// True while someone collects events (one relaxed load: cheap enough for every launch).
+#[inline]
+pub fn enabled() -> bool {
+    COLLECTORS.load(Ordering::Relaxed) > 0
+}
+
+/// Keep `event` in the calling thread's buffer if someone collects.
+pub fn record(event: Event) {
+    if enabled() {
+        with_local(|b| b.events.push(event));
+    }
+}
+
+/// Record that the calling thread ran a block of a kernel from `start` to `end` (always kept
+/// for the utilization monitor; kept as an event while someone collects).
+pub fn record_block(start: Instant, end: Instant) {
+    let (s, e) = (nanos(start), nanos(end));
+    let collect = enabled();
+    with_local(|b| {
+        b.busy.push(s, e);
+        if collect {
+            let mut ev = Event::new(EventKind::Block, "block", start, end);
+            ev.start = s;
+            ev.end = e.max(s);
+            b.events.push(ev);
+        }
+    });
+}
+
+/// Percent of `cores × window` that blocks on all threads were busy during the last `window`,
+/// in 0..=100.
+pub fn busy_percent(window: Duration, cores: usize) -> f64 {
+    let to = nanos(Instant::now());
+    let from = to.saturating_sub(window.as_nanos() as u64);
+    let capacity = (to - from) as f64 * cores.max(1) as f64;
+    if capacity <= 0.0 {
+        return 0.0;
+    }
+    let mut reg = registry();
+    let mut busy = 0.0;
+    reg.retain(|b| {
+        let b = lock(b);
+        busy += b.busy.busy_in(from, to);
+        !(b.dead && b.events.is_empty() && b.busy.latest() < from)
+    });
+    (100.0 * busy / capacity).clamp(0.0, 100.0)
+}
+
+/// Take every event recorded so far on all threads, ordered by start.
+pub fn drain() -> Vec<Event> {
+    let mut all = Vec::new();
+    for b in registry().iter() {
+        all.append(&mut lock(b).events);
+    }
+    all.sort_by_key(|e| (e.start, e.thread));
+    all
+}
+
+/// While alive, events are recorded; [`Collector::finish`] takes them.
+#[derive(Debug)]
+pub struct Collector {
+    active: bool,
+}
+
+impl Collector {
+    /// Start recording (collectors nest; events are kept while any is alive).
+    pub fn start() -> Collector {
+        COLLECTORS.fetch_add(1, Ordering::Relaxed);
+        Collector { active: true }
+    }
+
+    /// Stop this collector and take every event recorded on all threads so far.
+    pub fn finish(mut self) -> Vec<Event> {
+        self.stop();
+        drain()
+    }
+
+    fn stop(&mut self) {
+        if std::mem::take(&mut self.active) {
+            COLLECTORS.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Drop for Collector {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_are_kept_only_while_collecting() {
+        let t = Instant::now();
+        record(Event::new(EventKind::Task, "ignored", t, t));
+        let c = Collector::start();
+        assert!(enabled());
+        let ev = Event::new(EventKind::Pass, "fold", t, Instant::now()).with("nodes_before", 3);
+        record(ev);
+        let h = std::thread::spawn(|| {
+            let t = Instant::now();
+            record(Event::new(EventKind::Kernel, "k", t, Instant::now()));
+            thread_id()
+        });
+        let other = h.join().unwrap();
+        let got = c.finish();
+        let mine: Vec<_> = got.iter().filter(|e| e.name == "fold" || e.name == "k").collect();
+        assert_eq!(mine.len(), 2, "{got:?}");
+        assert!(got.iter().all(|e| e.name != "ignored"));
+        let fold = mine.iter().find(|e| e.name == "fold").unwrap();
+        assert_eq!(fold.counter("nodes_before"), 3);
+        assert_eq!(fold.thread, thread_id());
+        assert!(fold.start <= fold.end);
+        assert_eq!(mine.iter().find(|e| e.name == "k").unwrap().thread, other);
+    }
+
+    #[test]
+    fn blocks_feed_the_busy_ring_of_their_thread() {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_millis(30) {
+            std::hint::spin_loop();
+        }
+        record_block(start, Instant::now());
+        let u = busy_percent(Duration::from_millis(100), 1);
+        assert!(u > 20.0, "{u}");
+    }
+
+    #[test]
+    fn ring_wraps_and_extrapolates() {
+        let mut r = BusyRing::new(2);
+        r.push(0, 10);
+        r.push(10, 20);
+        r.push(20, 30);
+        assert_eq!(r.busy_in(0, 30), 20.0 * 30.0 / 20.0);
+        assert_eq!(r.busy_in(25, 30), 5.0);
+    }
+}
