@@ -346,14 +346,14 @@ impl Operator {
         &self,
         entry: &Arc<Entry>,
         inputs: &[InputView],
-        outputs: Vec<OutputPtr>,
+        outputs: &[OutputPtr],
         order: Order<'_>,
         record: bool,
     ) -> Result<Launched> {
         let opts = RunOptions { record, check_finite: self.config.debug };
         let all = entry.with_constants(inputs);
         match order {
-            Order::Now => self.device.execute(&entry.compiled.plan, &all, &outputs, opts).map(Launched::Done),
+            Order::Now => self.device.execute(&entry.compiled.plan, &all, outputs, opts).map(Launched::Done),
             Order::Stream { stream, reads, writes, keep } => {
                 let on_done: Option<pyasc_runtime::device::OnDone> = record.then(|| {
                     Box::new(|stats: &RunStats| {
@@ -364,7 +364,7 @@ impl Operator {
                 let launch = StreamLaunch {
                     plan: entry.clone(),
                     inputs: all.into_owned(),
-                    outputs,
+                    outputs: outputs.to_vec(),
                     reads,
                     writes,
                     keep,

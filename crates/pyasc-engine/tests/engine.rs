@@ -63,7 +63,7 @@ fn run_now(op: &Operator, sig: &Signature, x: &[f32], s: f64, record: bool) -> (
     let mut out = vec![0f32; x.len()];
     let outs = entry.output_ptrs(&[out.as_mut_ptr() as *mut u8]);
     // SAFETY: the input and output memory outlive the launch, which runs now.
-    let done = unsafe { op.launch(&entry, &views(x, &s), outs, Order::Now, record) }.unwrap();
+    let done = unsafe { op.launch(&entry, &views(x, &s), &outs, Order::Now, record) }.unwrap();
     (out, done)
 }
 
@@ -171,7 +171,7 @@ fn stream_launch_gives_the_numbers_of_a_launch_now() {
     let order =
         Order::Stream { stream: &stream, reads: vec![src.clone()], writes: vec![dst.clone()], keep: Box::new(scalar) };
     // SAFETY: the buffers and the scalar are moved into the launch, which keeps them alive.
-    let queued = unsafe { op.launch(&entry, &inputs, vec![OutputPtr(dst.ptr())], order, true) }.unwrap();
+    let queued = unsafe { op.launch(&entry, &inputs, &[OutputPtr(dst.ptr())], order, true) }.unwrap();
     assert!(matches!(queued, Launched::Queued(seq) if seq >= 1));
     dev.synchronize(&stream).unwrap();
     let mut out = vec![0f32; n];
@@ -198,7 +198,7 @@ fn events_are_recorded_on_both_launch_paths() {
     let inputs = views(&x, &scalar);
     let order = Order::Stream { stream: &stream, reads: vec![], writes: vec![out.clone()], keep: Box::new(scalar) };
     // SAFETY: `x` outlives the launch (the test synchronises below); the rest is moved in.
-    unsafe { op.launch(&entry, &inputs, vec![OutputPtr(out.ptr())], order, false) }.unwrap();
+    unsafe { op.launch(&entry, &inputs, &[OutputPtr(out.ptr())], order, false) }.unwrap();
     stream.synchronize().unwrap();
     let events = collector.finish();
     let mine = |kind: EventKind| -> Vec<_> {

@@ -2,48 +2,93 @@
 //! a Python scalar) and a raw view the executor reads in place. Python scalars are weakly typed 0-d inputs, so a new value
 //! never recompiles.
 
-use crate::arrays::{dtype_of, is_numpy_scalar, numpy, view_of};
+use crate::arrays::{dtype_of, fill_view, is_numpy_scalar, numpy};
 use crate::device_array::DeviceArray;
 use crate::errors::user_error;
 use numpy::{PyUntypedArray, PyUntypedArrayMethods};
 use pyasc_engine::Signature;
 use pyasc_ir::dtype::{VType, WeakKind};
 use pyasc_ir::error::ErrorKind;
+use pyasc_ir::DType;
 use pyasc_runtime::buffer::DeviceBuffer;
 use pyasc_runtime::InputView;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple};
+use std::cell::RefCell;
 use std::sync::Arc;
+
+/// Storage of one call's arguments, reused by later calls on the same thread, so the cached
+/// call path builds its signature and views without allocating.
+#[derive(Default)]
+struct Buf {
+    sig: Signature,
+    /// Views; entries past `nviews` are kept for their storage.
+    views: Vec<InputView>,
+    nviews: usize,
+    scalars: Vec<u64>,
+    devices: Vec<Option<Arc<DeviceBuffer>>>,
+    hosts: Vec<Option<Py<PyAny>>>,
+}
+
+impl Buf {
+    /// The next view, reusing the storage of an earlier call's.
+    fn next_view(&mut self, ptr: *const u8, dtype: DType) -> &mut InputView {
+        if self.nviews == self.views.len() {
+            self.views.push(InputView { ptr, dtype, shape: Vec::new(), strides: Vec::new() });
+        }
+        let v = &mut self.views[self.nviews];
+        self.nviews += 1;
+        v.ptr = ptr;
+        v.dtype = dtype;
+        v.shape.clear();
+        v.strides.clear();
+        v
+    }
+}
+
+thread_local! {
+    static POOL: RefCell<Vec<Buf>> = const { RefCell::new(Vec::new()) };
+}
 
 /// Arguments of one call, ready for lookup and execution.
 pub struct Args<'py> {
-    /// The typed signature, the cache key.
-    pub sig: Signature,
-    /// Per argument: a view of its memory (scalars point into `scalars`).
-    pub views: Vec<InputView>,
-    /// Storage of scalar arguments' values.
-    scalars: Box<[u64]>,
-    /// Per argument: the device buffer of a DeviceArray argument.
-    pub devices: Vec<Option<Arc<DeviceBuffer>>>,
-    /// Per argument: the host array (NumPy or imported through DLPack) read in place.
-    pub hosts: Vec<Option<Bound<'py, PyAny>>>,
+    buf: Option<Buf>,
     /// The first argument that is another framework's DLPack tensor (outputs take its kind).
     pub foreign: Option<Bound<'py, PyAny>>,
-    /// Arrays made here (copies of oddly strided inputs) that views point into.
+    /// Arrays made here (copies of oddly strided inputs, imports) that views point into.
     _keep: Vec<Bound<'py, PyAny>>,
+}
+
+impl Drop for Args<'_> {
+    fn drop(&mut self) {
+        if let Some(mut b) = self.buf.take() {
+            b.devices.clear();
+            b.hosts.clear();
+            let _ = POOL.try_with(|p| {
+                let mut p = p.borrow_mut();
+                if p.len() < 4 {
+                    p.push(b);
+                }
+            });
+        }
+    }
 }
 
 /// Parse the positional arguments of an operator call. `names` are the parameter names
 /// of the user's function, for error messages.
 pub fn parse<'py>(py: Python<'py>, args: &Bound<'py, PyTuple>, names: &[String]) -> PyResult<Args<'py>> {
     let n = args.len();
-    let mut sig = Signature::new();
-    let mut views = Vec::with_capacity(n);
-    let mut scalars = vec![0u64; n].into_boxed_slice();
-    let mut keep = Vec::new();
-    let mut devices = vec![None; n];
-    let mut hosts: Vec<Option<Bound<'py, PyAny>>> = vec![None; n];
-    let mut foreign = None;
+    let mut buf = POOL.try_with(|p| p.borrow_mut().pop()).ok().flatten().unwrap_or_default();
+    buf.sig.clear();
+    buf.nviews = 0;
+    buf.scalars.clear();
+    buf.scalars.resize(n, 0);
+    buf.devices.resize_with(n, || None);
+    buf.hosts.resize_with(n, || None);
+    let mut parsed = Args { buf: None, foreign: None, _keep: Vec::new() };
+    let b = &mut buf;
+    let keep = &mut parsed._keep;
+    let foreign = &mut parsed.foreign;
     for (i, obj) in args.iter().enumerate() {
         let label = || match names.get(i) {
             Some(name) => format!("argument {i} ({name})"),
@@ -51,9 +96,11 @@ pub fn parse<'py>(py: Python<'py>, args: &Bound<'py, PyTuple>, names: &[String])
         };
         if let Ok(d) = obj.cast::<DeviceArray>() {
             let d = d.get();
-            sig.push_array(d.dtype, &d.shape);
-            views.push(d.view());
-            devices[i] = Some(d.buf.clone());
+            b.sig.push_array(d.dtype, &d.shape);
+            let v = b.next_view(d.data_ptr(), d.dtype);
+            v.shape.extend_from_slice(&d.shape);
+            v.strides.extend_from_slice(&d.strides);
+            b.devices[i] = Some(d.buf.clone());
             continue;
         }
         let mut obj = obj;
@@ -61,8 +108,9 @@ pub fn parse<'py>(py: Python<'py>, args: &Bound<'py, PyTuple>, names: &[String])
             // Another framework's tensor: read it in place through DLPack.
             let arr = numpy(py)?.call_method1("from_dlpack", (&obj,))?;
             if foreign.is_none() {
-                foreign = Some(obj.clone());
+                *foreign = Some(obj.clone());
             }
+            keep.push(arr.clone());
             obj = arr;
         }
         let arr = match obj.cast::<PyUntypedArray>() {
@@ -78,19 +126,15 @@ pub fn parse<'py>(py: Python<'py>, args: &Bound<'py, PyTuple>, names: &[String])
                     format!("{}: {dt} arrays are not supported yet; use float32 or float64", label()),
                 ));
             }
-            let view = match view_of(&arr, dt) {
-                Some(v) => v,
-                None => {
-                    let copy = numpy(py)?.call_method1("ascontiguousarray", (&arr,))?;
-                    let v =
-                        view_of(copy.cast::<PyUntypedArray>()?, dt).expect("contiguous arrays have element strides");
-                    keep.push(copy);
-                    v
-                }
-            };
-            sig.push_array(dt, arr.shape());
-            views.push(view);
-            hosts[i] = Some(arr.into_any());
+            if !fill_view(&arr, dt, b.next_view(std::ptr::null(), dt)) {
+                b.nviews -= 1;
+                let copy = numpy(py)?.call_method1("ascontiguousarray", (&arr,))?;
+                let filled = fill_view(copy.cast::<PyUntypedArray>()?, dt, b.next_view(std::ptr::null(), dt));
+                debug_assert!(filled, "contiguous arrays have element strides");
+                keep.push(copy);
+            }
+            b.sig.push_array(dt, arr.shape());
+            b.hosts[i] = Some(arr.into_any().unbind());
             continue;
         }
         if is_numpy_scalar(py, &obj)? {
@@ -105,10 +149,9 @@ pub fn parse<'py>(py: Python<'py>, args: &Bound<'py, PyTuple>, names: &[String])
                     format!("{}: {dt} values are not supported yet", label()),
                 ));
             }
-            let v = view_of(a, dt).expect("0-d arrays have element strides");
-            sig.push_array(dt, &[]);
-            views.push(v);
-            hosts[i] = Some(arr.clone());
+            fill_view(a, dt, b.next_view(std::ptr::null(), dt));
+            b.sig.push_array(dt, &[]);
+            b.hosts[i] = Some(arr.clone().unbind());
             keep.push(arr);
             continue;
         }
@@ -138,18 +181,14 @@ pub fn parse<'py>(py: Python<'py>, args: &Bound<'py, PyTuple>, names: &[String])
                 ),
             ));
         };
-        scalars[i] = bits;
-        sig.push_weak(kind);
-        let vt = VType::weak(kind);
-        views.push(InputView { ptr: std::ptr::null(), dtype: vt.dtype, shape: vec![], strides: vec![] });
+        b.scalars[i] = bits;
+        b.sig.push_weak(kind);
+        // Points into `scalars`, which is not resized before the launch.
+        let p = &b.scalars[i] as *const u64 as *const u8;
+        b.next_view(p, VType::weak(kind).dtype);
     }
-    // Point scalar views at their storage (stable: the boxed slice never moves).
-    for (i, v) in views.iter_mut().enumerate() {
-        if v.ptr.is_null() {
-            v.ptr = &scalars[i] as *const u64 as *const u8;
-        }
-    }
-    Ok(Args { sig, views, scalars, devices, hosts, foreign, _keep: keep })
+    parsed.buf = Some(buf);
+    Ok(parsed)
 }
 
 fn is_scalar(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<bool> {
@@ -160,22 +199,46 @@ fn is_scalar(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<bool> {
 }
 
 impl Args<'_> {
+    fn buf(&self) -> &Buf {
+        self.buf.as_ref().expect("parsed arguments")
+    }
+
+    /// The typed signature, the cache key.
+    pub fn sig(&self) -> &Signature {
+        &self.buf().sig
+    }
+
+    /// Per argument: a view of its memory (scalars point into storage these arguments own).
+    pub fn views(&self) -> &[InputView] {
+        &self.buf().views[..self.buf().nviews]
+    }
+
+    /// Per argument: the device buffer of a DeviceArray argument.
+    pub fn devices(&self) -> &[Option<Arc<DeviceBuffer>>] {
+        &self.buf().devices
+    }
+
+    /// Per argument: the host array (NumPy or imported through DLPack) read in place.
+    pub fn hosts(&self) -> &[Option<Py<PyAny>>] {
+        &self.buf().hosts
+    }
+
     /// True when any argument is a DeviceArray (the call is then asynchronous).
     pub fn any_device(&self) -> bool {
-        self.devices.iter().any(Option::is_some)
+        self.devices().iter().any(Option::is_some)
     }
 
     /// The storage the scalar arguments' views point into (it must outlive their use).
-    pub fn take_scalars(&mut self) -> Box<[u64]> {
-        std::mem::take(&mut self.scalars)
+    pub fn take_scalars(&mut self) -> Vec<u64> {
+        std::mem::take(&mut self.buf.as_mut().expect("parsed arguments").scalars)
     }
 
-    /// Number of scalar slots (one per argument).
+    /// Number of arguments.
     pub fn len(&self) -> usize {
-        self.scalars.len()
+        self.buf().nviews
     }
     /// True when there are no arguments.
     pub fn is_empty(&self) -> bool {
-        self.scalars.is_empty()
+        self.len() == 0
     }
 }

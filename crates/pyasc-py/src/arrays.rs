@@ -44,6 +44,26 @@ pub fn view_of(arr: &Bound<'_, PyUntypedArray>, dtype: DType) -> Option<InputVie
     Some(InputView { ptr, dtype, shape: arr.shape().to_vec(), strides: strides? })
 }
 
+/// Fill `view` (already holding the dtype, with empty shape and strides) with the array's
+/// address, shape and strides in elements, reusing its storage. False when a stride is not a
+/// multiple of the item size (the caller then copies).
+pub fn fill_view(arr: &Bound<'_, PyUntypedArray>, dtype: DType, view: &mut InputView) -> bool {
+    let size = dtype.size() as isize;
+    view.dtype = dtype;
+    view.shape.clear();
+    view.shape.extend_from_slice(arr.shape());
+    view.strides.clear();
+    for s in arr.strides() {
+        if s % size != 0 {
+            return false;
+        }
+        view.strides.push(s / size);
+    }
+    // SAFETY: the array object is alive for the duration of the call.
+    view.ptr = unsafe { (*arr.as_array_ptr()).fields.data } as *const u8;
+    true
+}
+
 static NP: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
 
 /// The `numpy` module.
@@ -181,7 +201,7 @@ pub fn empty<'py>(
                 pooled::<$t>(py, shape, bytes)?
             } else {
                 // SAFETY: every element is written by the kernel before Python can read it.
-                let a = unsafe { PyArray::<$t, _>::new(py, shape.to_vec(), false) };
+                let a = unsafe { PyArray::<$t, _>::new(py, shape, false) };
                 let p = a.data() as *mut u8;
                 (a.into_any(), p)
             }

@@ -35,7 +35,7 @@ struct NowLaunch<'a> {
     core: &'a pyasc_engine::Operator,
     entry: &'a Arc<Entry>,
     views: &'a [InputView],
-    outs: Vec<OutputPtr>,
+    outs: &'a [OutputPtr],
     record: bool,
 }
 // SAFETY: the views and outputs point into arrays kept alive by the caller for the whole
@@ -200,6 +200,16 @@ impl Operator {
     /// Run now: NumPy (or the foreign framework's) arrays out.
     fn launch_now<'py>(&self, py: Python<'py>, entry: &Arc<Entry>, parsed: &Args<'py>) -> PyResult<Py<PyAny>> {
         let pooled = parsed.foreign.is_some();
+        if let ([(dtype, shape)], [_]) = (entry.out_buffers.as_slice(), entry.out_slots.as_slice()) {
+            // One output: the common case, without collections.
+            let (arr, p) = empty(py, *dtype, shape, pooled).map_err(to_py)?;
+            self.run_now(py, entry, parsed, &[OutputPtr(p)])?;
+            let arr = match &parsed.foreign {
+                Some(proto) => py.import("pyasc._interop")?.getattr("like")?.call1((proto, arr))?,
+                None => arr,
+            };
+            return if entry.tuple_out { Ok(PyTuple::new(py, [arr])?.into_any().unbind()) } else { Ok(arr.unbind()) };
+        }
         let mut objs: Vec<Bound<'py, PyAny>> = Vec::with_capacity(entry.out_buffers.len());
         let mut ptrs: Vec<*mut u8> = Vec::with_capacity(entry.out_buffers.len());
         for (dtype, shape) in &entry.out_buffers {
@@ -207,9 +217,19 @@ impl Operator {
             objs.push(arr);
             ptrs.push(p);
         }
+        self.run_now(py, entry, parsed, &entry.output_ptrs(&ptrs))?;
+        let mut results: Vec<Bound<'py, PyAny>> = entry.out_slots.iter().map(|s| objs[*s].clone()).collect();
+        if let Some(proto) = &parsed.foreign {
+            let convert = py.import("pyasc._interop")?.getattr("like")?;
+            results = results.into_iter().map(|r| convert.call1((proto, r))).collect::<PyResult<_>>()?;
+        }
+        pack(py, entry, results)
+    }
+
+    /// The launch itself, with the GIL released when it is large enough to spread over cores.
+    fn run_now(&self, py: Python<'_>, entry: &Arc<Entry>, parsed: &Args<'_>, outs: &[OutputPtr]) -> PyResult<()> {
         let record = log::enabled(log::DEBUG);
-        let launch =
-            NowLaunch { core: &self.core, entry, views: &parsed.views, outs: entry.output_ptrs(&ptrs), record };
+        let launch = NowLaunch { core: &self.core, entry, views: parsed.views(), outs, record };
         let stats = if entry.output_elements() >= pyasc_runtime::vm::PARALLEL_THRESHOLD {
             py.detach(move || launch.run())
         } else {
@@ -219,12 +239,7 @@ impl Operator {
         if record {
             log_launches(py, &stats.kernels);
         }
-        let mut results: Vec<Bound<'py, PyAny>> = entry.out_slots.iter().map(|s| objs[*s].clone()).collect();
-        if let Some(proto) = &parsed.foreign {
-            let convert = py.import("pyasc._interop")?.getattr("like")?;
-            results = results.into_iter().map(|r| convert.call1((proto, r))).collect::<PyResult<_>>()?;
-        }
-        pack(py, entry, results)
+        Ok(())
     }
 
     /// DeviceArray arguments: queue the plan on the current stream and return DeviceArrays
@@ -232,17 +247,17 @@ impl Operator {
     /// so later changes to them do not race the kernel).
     fn launch_queued<'py>(&self, py: Python<'py>, entry: &Arc<Entry>, parsed: &mut Args<'py>) -> PyResult<Py<PyAny>> {
         let stream = crate::stream::current();
-        let mut views = parsed.views.clone();
+        let mut views = parsed.views().to_vec();
         let mut reads: Vec<Arc<DeviceBuffer>> = Vec::new();
-        for (i, dev) in parsed.devices.iter().enumerate() {
+        for (i, dev) in parsed.devices().iter().enumerate() {
             if let Some(b) = dev {
                 reads.push(b.clone());
-            } else if let Some(host) = &parsed.hosts[i] {
-                let a = parsed.sig.args()[i].clone();
+            } else if let Some(host) = &parsed.hosts()[i] {
+                let a = parsed.sig().args()[i].clone();
                 let staged = Py::new(py, DeviceArray::alloc(a.vtype().dtype, a.shape().to_vec(), 128).map_err(to_py)?)?;
                 staged.get().buf.wait_host(true);
                 let view = staged.get().host_view_any(staged.bind(py))?;
-                crate::arrays::numpy(py)?.call_method1("copyto", (view, host))?;
+                crate::arrays::numpy(py)?.call_method1("copyto", (view, host.bind(py)))?;
                 views[i] = staged.get().view();
                 reads.push(staged.get().buf.clone());
             }
@@ -258,7 +273,7 @@ impl Operator {
         let record = log::enabled(log::DEBUG);
         // SAFETY: the views point into device buffers moved into the launch (`reads`), scalar
         // storage moved into `keep`, or the entry's constants; outputs are in `writes`.
-        unsafe { self.core.launch(entry, &views, entry.output_ptrs(&ptrs), order, record) }.map_err(to_py)?;
+        unsafe { self.core.launch(entry, &views, &entry.output_ptrs(&ptrs), order, record) }.map_err(to_py)?;
         let objs: Vec<Bound<'py, PyAny>> =
             made.into_iter().map(|a| Ok(Bound::new(py, a)?.into_any())).collect::<PyResult<_>>()?;
         let results = entry.out_slots.iter().map(|s| objs[*s].clone()).collect();
@@ -327,7 +342,7 @@ impl Operator {
     ) -> PyResult<Py<PyAny>> {
         let args = self.positional(py, args, kwargs)?;
         let mut parsed = parse(py, &args, &self.params)?;
-        let entry = self.entry_for(py, &parsed.sig)?;
+        let entry = self.entry_for(py, parsed.sig())?;
         log_queued_launches(py);
         if parsed.any_device() {
             self.launch_queued(py, &entry, &mut parsed)
@@ -357,7 +372,7 @@ impl Operator {
         }
         let args = self.positional(py, args, kwargs)?;
         let parsed = parse(py, &args, &self.params)?;
-        let entry = self.entry_for(py, &parsed.sig)?;
+        let entry = self.entry_for(py, parsed.sig())?;
         Ok(CompiledOp::new(entry, self.device()))
     }
 

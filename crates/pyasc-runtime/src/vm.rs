@@ -18,6 +18,7 @@ use pyasc_ir::event::{self, Event, EventKind};
 use pyasc_ir::op::UnaryKind;
 use pyasc_ir::tile::{BufferKind, Instr, KernelPlan, RegKind, TileKernel};
 use pyasc_ir::DType;
+use std::borrow::Cow;
 use std::time::Instant;
 
 /// Kernels writing at least this many bytes of element outputs stream them to memory.
@@ -112,46 +113,48 @@ pub fn execute_plan(
     if outputs.len() != plan.outputs.len() {
         return Err(IrError::internal("wrong number of output buffers"));
     }
-    // Memory of every buffer: inputs as given, outputs as given, the rest owned here.
+    // Memory of every buffer: inputs as given (borrowed), outputs as given, the rest owned here.
     let mut owned: Vec<crate::memory::PoolBlock> = Vec::new();
-    let mut views: Vec<Option<InputView>> = vec![None; plan.buffers.len()];
+    let mut views: Vec<Option<Cow<'_, InputView>>> = Vec::with_capacity(plan.buffers.len());
+    views.resize_with(plan.buffers.len(), || None);
     for (b, decl) in plan.buffers.iter().enumerate() {
         if let BufferKind::Input(i) = decl.kind {
             let v = inputs.get(i as usize).ok_or_else(|| IrError::internal(format!("missing argument {i}")))?;
             if v.dtype != decl.dtype || v.shape != decl.shape.0 {
                 return Err(IrError::internal(format!("argument {i} does not match the compiled signature")));
             }
-            views[b] = Some(v.clone());
+            views[b] = Some(Cow::Borrowed(v));
         }
     }
     for (o, b) in outputs.iter().zip(&plan.outputs) {
         let decl = &plan.buffers[b.0 as usize];
-        views[b.0 as usize] = Some(InputView::contiguous(o.0, decl.dtype, decl.shape.0.clone()));
+        views[b.0 as usize] = Some(Cow::Owned(InputView::contiguous(o.0, decl.dtype, decl.shape.0.clone())));
     }
     for (b, decl) in plan.buffers.iter().enumerate() {
         if views[b].is_none() {
             let mem = crate::memory::allocate(decl.shape.numel() * decl.dtype.size())?;
-            views[b] = Some(InputView::contiguous(mem.as_ptr() as *const u8, decl.dtype, decl.shape.0.clone()));
+            let v = InputView::contiguous(mem.as_ptr() as *const u8, decl.dtype, decl.shape.0.clone());
+            views[b] = Some(Cow::Owned(v));
             owned.push(mem);
         }
     }
     let mut stats = RunStats::default();
     for k in &plan.kernels {
         let t = (opts.record || event::enabled()).then(Instant::now);
-        let viewed: Vec<InputView> = k
+        let viewed: Vec<Cow<'_, InputView>> = k
             .args
             .iter()
             .zip(&k.arg_views)
             .map(|(b, specs)| {
-                let v = views[b.0 as usize].as_ref().expect("all buffers have memory");
+                let v: &InputView = views[b.0 as usize].as_ref().expect("all buffers have memory");
                 if specs.is_empty() {
-                    Ok(v.clone())
+                    Ok(Cow::Borrowed(v))
                 } else {
-                    crate::movement::apply_views(v, specs, &mut owned)
+                    crate::movement::apply_views(v, specs, &mut owned).map(Cow::Owned)
                 }
             })
             .collect::<Result<_>>()?;
-        let args: Vec<&InputView> = viewed.iter().collect();
+        let args: Vec<&InputView> = viewed.iter().map(|v| &**v).collect();
         let outs: Vec<*mut u8> = k
             .outs
             .iter()
@@ -159,8 +162,11 @@ pub fn execute_plan(
             .collect();
         let (tiles, blocks) = match (&k.program, &k.library) {
             (Some(p), _) => {
-                let out_views: Vec<InputView> =
-                    k.outs.iter().map(|b| views[b.0 as usize].clone().expect("all buffers have memory")).collect();
+                let out_views: Vec<InputView> = k
+                    .outs
+                    .iter()
+                    .map(|b| views[b.0 as usize].as_deref().expect("all buffers have memory").clone())
+                    .collect();
                 // SAFETY: arguments are live views, outputs the kernel's buffers, the plan verified.
                 unsafe { crate::program::run_program(k, p, &args, &out_views)? }
             }
