@@ -159,7 +159,7 @@ pub enum Order<'a> {
         /// Device buffers the launch writes (its outputs).
         writes: Vec<Arc<DeviceBuffer>>,
         /// Anything else the input views point into, kept until the launch ran.
-        keep: Box<dyn Any + Send>,
+        keep: Option<Box<dyn Any + Send>>,
     },
 }
 
@@ -334,7 +334,8 @@ impl Operator {
     }
 
     /// Run `entry` on `inputs` (the caller's arguments, in order), writing `outputs` (one per
-    /// plan output, see [`Entry::output_ptrs`]), now or queued on a stream. `record` asks for
+    /// plan output, see [`Entry::output_ptrs`]; borrowed for a launch now, owned for a queued
+    /// one saves a copy), now or queued on a stream. `record` asks for
     /// a kernel record per kernel: returned by a launch that runs now, and handed to
     /// [`take_queued_records`] by a queued one once it ran.
     ///
@@ -346,14 +347,14 @@ impl Operator {
         &self,
         entry: &Arc<Entry>,
         inputs: &[InputView],
-        outputs: &[OutputPtr],
+        outputs: Cow<'_, [OutputPtr]>,
         order: Order<'_>,
         record: bool,
     ) -> Result<Launched> {
         let opts = RunOptions { record, check_finite: self.config.debug };
         let all = entry.with_constants(inputs);
         match order {
-            Order::Now => self.device.execute(&entry.compiled.plan, &all, outputs, opts).map(Launched::Done),
+            Order::Now => self.device.execute(&entry.compiled.plan, &all, &outputs, opts).map(Launched::Done),
             Order::Stream { stream, reads, writes, keep } => {
                 let on_done: Option<pyasc_runtime::device::OnDone> = record.then(|| {
                     Box::new(|stats: &RunStats| {
@@ -364,7 +365,7 @@ impl Operator {
                 let launch = StreamLaunch {
                     plan: entry.clone(),
                     inputs: all.into_owned(),
-                    outputs: outputs.to_vec(),
+                    outputs: outputs.into_owned(),
                     reads,
                     writes,
                     keep,

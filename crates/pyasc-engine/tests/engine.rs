@@ -63,7 +63,7 @@ fn run_now(op: &Operator, sig: &Signature, x: &[f32], s: f64, record: bool) -> (
     let mut out = vec![0f32; x.len()];
     let outs = entry.output_ptrs(&[out.as_mut_ptr() as *mut u8]);
     // SAFETY: the input and output memory outlive the launch, which runs now.
-    let done = unsafe { op.launch(&entry, &views(x, &s), &outs, Order::Now, record) }.unwrap();
+    let done = unsafe { op.launch(&entry, &views(x, &s), outs.into(), Order::Now, record) }.unwrap();
     (out, done)
 }
 
@@ -168,10 +168,14 @@ fn stream_launch_gives_the_numbers_of_a_launch_now() {
         InputView::contiguous(src.ptr(), DType::F32, vec![n]),
         InputView { ptr: &*scalar as *const f64 as *const u8, dtype: DType::F64, shape: vec![], strides: vec![] },
     ];
-    let order =
-        Order::Stream { stream: &stream, reads: vec![src.clone()], writes: vec![dst.clone()], keep: Box::new(scalar) };
+    let order = Order::Stream {
+        stream: &stream,
+        reads: vec![src.clone()],
+        writes: vec![dst.clone()],
+        keep: Some(Box::new(scalar)),
+    };
     // SAFETY: the buffers and the scalar are moved into the launch, which keeps them alive.
-    let queued = unsafe { op.launch(&entry, &inputs, &[OutputPtr(dst.ptr())], order, true) }.unwrap();
+    let queued = unsafe { op.launch(&entry, &inputs, vec![OutputPtr(dst.ptr())].into(), order, true) }.unwrap();
     assert!(matches!(queued, Launched::Queued(seq) if seq >= 1));
     dev.synchronize(&stream).unwrap();
     let mut out = vec![0f32; n];
@@ -196,9 +200,10 @@ fn events_are_recorded_on_both_launch_paths() {
     let entry = op.last().unwrap();
     let scalar = Box::new(2.0f64);
     let inputs = views(&x, &scalar);
-    let order = Order::Stream { stream: &stream, reads: vec![], writes: vec![out.clone()], keep: Box::new(scalar) };
+    let order =
+        Order::Stream { stream: &stream, reads: vec![], writes: vec![out.clone()], keep: Some(Box::new(scalar)) };
     // SAFETY: `x` outlives the launch (the test synchronises below); the rest is moved in.
-    unsafe { op.launch(&entry, &inputs, &[OutputPtr(out.ptr())], order, false) }.unwrap();
+    unsafe { op.launch(&entry, &inputs, vec![OutputPtr(out.ptr())].into(), order, false) }.unwrap();
     stream.synchronize().unwrap();
     let events = collector.finish();
     let mine = |kind: EventKind| -> Vec<_> {

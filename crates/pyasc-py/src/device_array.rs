@@ -39,7 +39,13 @@ pub struct DeviceArray {
 }
 
 fn c_strides(shape: &[usize]) -> Vec<isize> {
-    InputView::contiguous(std::ptr::null(), DType::U8, shape.to_vec()).strides
+    let mut strides = vec![0isize; shape.len()];
+    let mut s = 1isize;
+    for (st, d) in strides.iter_mut().zip(shape).rev() {
+        *st = s;
+        s *= (*d).max(1) as isize;
+    }
+    strides
 }
 
 fn parse_shape(shape: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {

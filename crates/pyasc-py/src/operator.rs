@@ -45,7 +45,7 @@ unsafe impl Send for NowLaunch<'_> {}
 impl NowLaunch<'_> {
     fn run(self) -> pyasc_ir::error::Result<RunStats> {
         // SAFETY: see the Send impl: all memory outlives this synchronous launch.
-        match unsafe { self.core.launch(self.entry, self.views, self.outs, Order::Now, self.record) }? {
+        match unsafe { self.core.launch(self.entry, self.views, self.outs.into(), Order::Now, self.record) }? {
             Launched::Done(stats) => Ok(stats),
             Launched::Queued(_) => Err(pyasc_ir::IrError::internal("a launch now was queued")),
         }
@@ -247,7 +247,9 @@ impl Operator {
     /// so later changes to them do not race the kernel).
     fn launch_queued<'py>(&self, py: Python<'py>, entry: &Arc<Entry>, parsed: &mut Args<'py>) -> PyResult<Py<PyAny>> {
         let stream = crate::stream::current();
-        let mut views = parsed.views().to_vec();
+        // The scalar arguments' storage moves into the launch (the views keep pointing at it).
+        let scalars = parsed.take_scalars();
+        let mut views = std::borrow::Cow::Borrowed(parsed.views());
         let mut reads: Vec<Arc<DeviceBuffer>> = Vec::new();
         for (i, dev) in parsed.devices().iter().enumerate() {
             if let Some(b) = dev {
@@ -258,7 +260,7 @@ impl Operator {
                 staged.get().buf.wait_host(true);
                 let view = staged.get().host_view_any(staged.bind(py))?;
                 crate::arrays::numpy(py)?.call_method1("copyto", (view, host.bind(py)))?;
-                views[i] = staged.get().view();
+                views.to_mut()[i] = staged.get().view();
                 reads.push(staged.get().buf.clone());
             }
         }
@@ -267,13 +269,19 @@ impl Operator {
             .iter()
             .map(|(dtype, shape)| DeviceArray::alloc(*dtype, shape.clone(), 128).map_err(to_py))
             .collect::<PyResult<_>>()?;
-        let ptrs: Vec<*mut u8> = made.iter().map(|a| a.data_ptr()).collect();
+        let outs: Vec<OutputPtr> = entry.out_slots.iter().map(|s| OutputPtr(made[*s].data_ptr())).collect();
         let writes: Vec<Arc<DeviceBuffer>> = made.iter().map(|a| a.buf.clone()).collect();
-        let order = Order::Stream { stream: &stream, reads, writes, keep: Box::new(parsed.take_scalars()) };
+        let weak = parsed.sig().args().iter().any(|a| matches!(a, pyasc_engine::ArgType::Weak(_)));
+        let keep: Option<Box<dyn std::any::Any + Send>> = if weak { Some(Box::new(scalars)) } else { None };
+        let order = Order::Stream { stream: &stream, reads, writes, keep };
         let record = log::enabled(log::DEBUG);
         // SAFETY: the views point into device buffers moved into the launch (`reads`), scalar
         // storage moved into `keep`, or the entry's constants; outputs are in `writes`.
-        unsafe { self.core.launch(entry, &views, &entry.output_ptrs(&ptrs), order, record) }.map_err(to_py)?;
+        unsafe { self.core.launch(entry, &views, outs.into(), order, record) }.map_err(to_py)?;
+        if let ([_], [_]) = (made.as_slice(), entry.out_slots.as_slice()) {
+            let arr = Bound::new(py, made.into_iter().next().expect("one output"))?.into_any();
+            return if entry.tuple_out { Ok(PyTuple::new(py, [arr])?.into_any().unbind()) } else { Ok(arr.unbind()) };
+        }
         let objs: Vec<Bound<'py, PyAny>> =
             made.into_iter().map(|a| Ok(Bound::new(py, a)?.into_any())).collect::<PyResult<_>>()?;
         let results = entry.out_slots.iter().map(|s| objs[*s].clone()).collect();

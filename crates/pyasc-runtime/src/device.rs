@@ -93,7 +93,7 @@ pub struct StreamLaunch {
     /// Buffers the launch writes: it waits for their readers and writers on other streams.
     pub writes: Vec<Arc<DeviceBuffer>>,
     /// Anything else the views point into (scalar storage), dropped after the launch.
-    pub keep: Box<dyn Any + Send>,
+    pub keep: Option<Box<dyn Any + Send>>,
     /// How to run.
     pub opts: RunOptions,
     /// Receives the statistics (`opts.record`) after the launch ran without error.
@@ -170,7 +170,14 @@ fn enqueue_launch(
     for b in &launch.writes {
         b.order_on(stream, true);
     }
-    let (reads, writes) = (launch.reads.clone(), launch.writes.clone());
+    // The buffers' uses are recorded once the task has its number (the task may already
+    // have run and dropped its own references by then).
+    let used: Vec<(Arc<DeviceBuffer>, bool)> = launch
+        .reads
+        .iter()
+        .map(|b| (b.clone(), false))
+        .chain(launch.writes.iter().map(|b| (b.clone(), true)))
+        .collect();
     let name = launch.plan.name().to_string();
     let seq = stream.enqueue_named(
         name,
@@ -192,11 +199,8 @@ fn enqueue_launch(
             }
         }),
     );
-    for b in &reads {
-        b.record_use(stream, seq, false);
-    }
-    for b in &writes {
-        b.record_use(stream, seq, true);
+    for (b, write) in &used {
+        b.record_use(stream, seq, *write);
     }
     seq
 }

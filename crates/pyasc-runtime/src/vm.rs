@@ -19,6 +19,7 @@ use pyasc_ir::op::UnaryKind;
 use pyasc_ir::tile::{BufferKind, Instr, KernelPlan, RegKind, TileKernel};
 use pyasc_ir::DType;
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::time::Instant;
 
 /// Kernels writing at least this many bytes of element outputs stream them to memory.
@@ -45,6 +46,7 @@ pub struct RunStats {
 struct Line([u8; 64]);
 
 /// Scratch memory of one block: one tile per scratch or gathered register.
+#[derive(Default)]
 struct Scratch {
     mem: Vec<Line>,
     offsets: Vec<Option<usize>>,
@@ -56,32 +58,48 @@ struct Scratch {
     uniform: Vec<Option<pyasc_ir::Scalar>>,
 }
 
+thread_local! {
+    /// The scratch of the calling thread's previous block, kept for its storage.
+    static SPARE: Cell<Option<Scratch>> = const { Cell::new(None) };
+}
+
 impl Scratch {
-    fn new(k: &TileKernel, gathered: &[bool], streamed: bool) -> Self {
-        let mut offsets = Vec::with_capacity(k.regs.len());
+    /// Scratch for a block of `k`, reusing the storage of the calling thread's previous block
+    /// (tiny launches then allocate nothing here). Hand it back with [`Scratch::release`].
+    fn take(k: &TileKernel, gathered: &[bool], streamed: bool) -> Self {
+        let mut s = SPARE.with(Cell::take).unwrap_or_default();
+        s.offsets.clear();
         let mut lines = 0usize;
         for r in &k.regs {
             let needs = match r.kind {
                 RegKind::Tile => true,
-                RegKind::Arg(a) => gathered[a as usize],
+                RegKind::Arg(a) => gathered.get(a as usize).copied().unwrap_or(false),
                 RegKind::Out(_) => streamed && !r.row,
                 _ => false,
             };
             if needs {
-                offsets.push(Some(lines * 64));
+                s.offsets.push(Some(lines * 64));
                 let elems = if r.row { k.tile_elems / k.row_len.max(1) } else { k.tile_elems };
                 lines += (elems.max(1) * r.dtype.size()).div_ceil(64);
             } else {
-                offsets.push(None);
+                s.offsets.push(None);
             }
         }
-        Scratch {
-            mem: vec![Line([0; 64]); lines],
-            offsets,
-            vals: vec![Val::Scalar(pyasc_ir::Scalar::Int(0)); k.regs.len()],
-            row_vals: vec![Val::Scalar(pyasc_ir::Scalar::Int(0)); k.regs.len()],
-            uniform: vec![None; k.body.len()],
-        }
+        s.mem.clear();
+        s.mem.resize(lines, Line([0; 64]));
+        let zero = Val::Scalar(pyasc_ir::Scalar::Int(0));
+        s.vals.clear();
+        s.vals.resize(k.regs.len(), zero);
+        s.row_vals.clear();
+        s.row_vals.resize(k.regs.len(), zero);
+        s.uniform.clear();
+        s.uniform.resize(k.body.len(), None);
+        s
+    }
+
+    /// Keep the storage for the calling thread's next block.
+    fn release(self) {
+        SPARE.with(|c| c.set(Some(self)));
     }
 }
 
@@ -212,6 +230,9 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
         return Ok((0, 0));
     }
     let dims = &k.shape.0;
+    if let Some(done) = run_tiny(k, args, outs, n) {
+        return done;
+    }
     // Strides of every operand over the iteration space (arguments broadcast against the
     // logical shape, then put in iteration order); the output pattern goes last.
     let mut logical = vec![0usize; dims.len()];
@@ -290,7 +311,7 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
     let run_range = |range: std::ops::Range<usize>| -> Result<()> {
         let end = range.end;
         let began = Instant::now();
-        let mut scratch = Scratch::new(k, &gathered, streamed);
+        let mut scratch = Scratch::take(k, &gathered, streamed);
         let mut first = true;
         for t in range {
             let start = t * tile;
@@ -309,6 +330,7 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
                 std::arch::x86_64::_mm_sfence()
             };
         }
+        scratch.release();
         crate::monitor::record_busy(began, Instant::now());
         Ok(())
     };
@@ -320,6 +342,49 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
     let blocks = tiles.min(threads * BLOCKS_PER_THREAD);
     crate::pool::for_blocks(blocks, threads - 1, |b| run_range(b * tiles / blocks..(b + 1) * tiles / blocks))?;
     Ok((tiles, blocks))
+}
+
+/// A kernel of one tile whose arguments are each C-contiguous in the kernel's shape and order,
+/// or a single element: each is read in place or broadcast, so the layout analysis (broadcast
+/// strides, collapsing, periods, prefetch streams) has nothing to decide and is skipped. This
+/// is the cached call on a small array. `None` when the kernel does not qualify.
+fn run_tiny(k: &TileKernel, args: &[&InputView], outs: &[*mut u8], n: usize) -> Option<Result<(usize, usize)>> {
+    let in_order = k.perm.iter().enumerate().all(|(i, p)| i == *p);
+    if n < 2 || n > k.tile_elems || k.row_len != 0 || !in_order {
+        return None;
+    }
+    let c_contiguous = |a: &InputView| {
+        let mut step = 1isize;
+        a.shape.iter().zip(&a.strides).rev().all(|(d, s)| {
+            let ok = *d == 1 || *s == step;
+            step *= *d as isize;
+            ok
+        })
+    };
+    let mut modes = Vec::with_capacity(args.len());
+    for (i, a) in args.iter().enumerate() {
+        if a.shape.iter().product::<usize>() == 1 {
+            // SAFETY: the operand has one element at its base address.
+            modes.push(ArgMode::Broadcast(unsafe { read_scalar(a.ptr, a.dtype) }));
+        } else if a.shape == k.shape.0 && c_contiguous(a) {
+            modes.push(ArgMode::Contiguous(SendPtr(a.ptr as *mut u8)));
+        } else if k.regs.iter().any(|r| r.kind == RegKind::Arg(i as u16)) {
+            return None;
+        } else {
+            // Not read by the tile program (a matmul kernel's GEMM operand).
+            modes.push(ArgMode::Broadcast(pyasc_ir::Scalar::Int(0)));
+        }
+    }
+    let outs: Vec<SendPtr> = outs.iter().map(|p| SendPtr(*p)).collect();
+    let began = Instant::now();
+    let mut scratch = Scratch::take(k, &[], false);
+    let at = TileAt { start: 0, len: n, next: None, streams: &[], streamed: false };
+    // SAFETY: arguments are contiguous over the kernel's `n` elements or single elements, and
+    // outputs hold the kernel's shape.
+    let r = unsafe { run_tile(k, &modes, &outs, &mut scratch, at, None) };
+    scratch.release();
+    crate::monitor::record_busy(began, Instant::now());
+    Some(r.map(|()| (1, 1)))
 }
 
 /// Ask the caches (L2: the tile is read a little later, and L1 stays free for the tile now
