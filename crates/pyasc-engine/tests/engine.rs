@@ -220,3 +220,23 @@ fn events_are_recorded_on_both_launch_paths() {
     assert!(events.iter().any(|e| e.kind == EventKind::Pass && e.name == "fuse"));
     assert!(events.iter().any(|e| e.kind == EventKind::Block && e.start <= e.end));
 }
+
+#[test]
+fn device_copies_are_ordered_on_streams_and_checked() {
+    for kind in [DeviceKind::Cpu, DeviceKind::Null] {
+        let dev = pyasc_runtime::device_for(kind);
+        let a = dev.alloc(64, 128).unwrap();
+        let b = dev.alloc(64, 128).unwrap();
+        let data: Vec<u8> = (0..64).collect();
+        dev.copy_in(&a, 0, &data).unwrap();
+        let s = Stream::new();
+        dev.copy_async(&s, &b, 16, &a, 0, 48).unwrap();
+        // A host read of `b` waits for the queued copy.
+        let mut back = vec![0u8; 48];
+        dev.copy_out(&b, 16, &mut back).unwrap();
+        assert_eq!(back, data[..48]);
+        dev.synchronize(&s).unwrap();
+        assert!(dev.copy_in(&a, 60, &data[..8]).is_err(), "past the end");
+        assert!(dev.copy_async(&s, &b, 0, &a, 32, 64).is_err());
+    }
+}

@@ -11,12 +11,16 @@ use numpy::{PyUntypedArray, PyUntypedArrayMethods};
 use pyasc_ir::error::ErrorKind;
 use pyasc_ir::DType;
 use pyasc_runtime::buffer::DeviceBuffer;
-use pyasc_runtime::memory::copy_bytes;
 use pyasc_runtime::InputView;
 use pyo3::exceptions::{PyIndexError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyEllipsis, PyInt, PySlice, PySliceMethods, PyTuple};
 use std::sync::Arc;
+
+/// The device DeviceArrays live on: allocation and copies go through it.
+fn device() -> &'static dyn pyasc_runtime::Device {
+    pyasc_runtime::device_for(pyasc_runtime::DeviceKind::Cpu)
+}
 
 /// Default alignment of device allocations, in bytes.
 pub const DEFAULT_ALIGNMENT: i64 = 128;
@@ -65,7 +69,7 @@ impl DeviceArray {
     /// A new C-contiguous array over a fresh buffer of the device.
     pub fn alloc(dtype: DType, shape: Vec<usize>, alignment: usize) -> pyasc_ir::error::Result<DeviceArray> {
         let bytes = shape.iter().product::<usize>() * dtype.size();
-        let buf = pyasc_runtime::device_for(pyasc_runtime::DeviceKind::Cpu).alloc(bytes, alignment)?;
+        let buf = device().alloc(bytes, alignment)?;
         Ok(DeviceArray { buf, offset: 0, strides: c_strides(&shape), shape, dtype, alignment })
     }
 
@@ -126,10 +130,18 @@ impl DeviceArray {
             let same = dtype_of(arr).ok() == Some(me.dtype) && arr.shape() == me.shape.as_slice();
             if same && arr.is_c_contiguous() && me.is_c_contiguous() {
                 let v = view_of(arr, me.dtype).expect("contiguous arrays have element strides");
-                let (dst, src_p, n) = (me.data_ptr() as usize, v.ptr as usize, me.numel() * me.dtype.size());
-                // SAFETY: both ranges hold `n` bytes and do not overlap (fresh device memory).
-                py.detach(move || unsafe { copy_bytes(dst as *mut u8, src_p as *const u8, n) });
-                return Ok(());
+                let (src_p, n) = (v.ptr as usize, me.numel() * me.dtype.size());
+                let (buf, offset) = (me.buf.clone(), me.offset);
+                return py
+                    .detach(move || {
+                        if n == 0 {
+                            return Ok(());
+                        }
+                        // SAFETY: the contiguous source array holds `n` bytes and outlives the copy.
+                        let bytes = unsafe { std::slice::from_raw_parts(src_p as *const u8, n) };
+                        device().copy_in(&buf, offset, bytes)
+                    })
+                    .map_err(to_py);
             }
         }
         let view = me.host_view(slf)?;
@@ -239,18 +251,7 @@ impl DeviceArray {
                 let host = o.host_view(other)?;
                 return DeviceArray::copy_host_now(slf, &host);
             }
-            o.buf.order_on(&stream, false);
-            me.buf.order_on(&stream, true);
-            let (dst, srcp, n) = (me.data_ptr() as usize, o.data_ptr() as usize, me.nbytes());
-            let (keep_a, keep_b) = (me.buf.clone(), o.buf.clone());
-            let seq = stream.enqueue(Box::new(move || {
-                // SAFETY: both buffers are kept alive by the task and ordered by their streams.
-                unsafe { copy_bytes(dst as *mut u8, srcp as *const u8, n) };
-                drop((keep_a, keep_b));
-                Ok(())
-            }));
-            o.buf.record_use(&stream, seq, false);
-            me.buf.record_use(&stream, seq, true);
+            device().copy_async(&stream, &me.buf, me.offset, &o.buf, o.offset, me.nbytes()).map_err(to_py)?;
             return Ok(());
         }
         let np = numpy(py)?;
@@ -278,17 +279,8 @@ impl DeviceArray {
             Py::new(py, DeviceArray::alloc(me.dtype, me.shape.clone(), DEFAULT_ALIGNMENT as usize).map_err(to_py)?)?;
         DeviceArray::copy_host_now(staged.bind(py), &arr)?;
         let st = staged.get();
-        me.buf.order_on(&stream, true);
         if me.is_c_contiguous() {
-            let (dst, srcp, n) = (me.data_ptr() as usize, st.data_ptr() as usize, me.nbytes());
-            let (keep_a, keep_b) = (me.buf.clone(), st.buf.clone());
-            let seq = stream.enqueue(Box::new(move || {
-                // SAFETY: both buffers are kept alive by the task and ordered by their streams.
-                unsafe { copy_bytes(dst as *mut u8, srcp as *const u8, n) };
-                drop((keep_a, keep_b));
-                Ok(())
-            }));
-            me.buf.record_use(&stream, seq, true);
+            device().copy_async(&stream, &me.buf, me.offset, &st.buf, st.offset, me.nbytes()).map_err(to_py)?;
         } else {
             me.wait_host(py, true)?;
             let host = st.host_view(staged.bind(py))?;
@@ -313,9 +305,17 @@ impl DeviceArray {
         me.wait_host(py, false)?;
         if me.is_c_contiguous() {
             let (out, p) = crate::arrays::empty(py, me.dtype, &me.shape, false).map_err(to_py)?;
-            let (dst, src, n) = (p as usize, me.data_ptr() as usize, me.nbytes());
-            // SAFETY: both ranges hold `n` bytes and do not overlap.
-            py.detach(move || unsafe { copy_bytes(dst as *mut u8, src as *const u8, n) });
+            let (dst, n) = (p as usize, me.nbytes());
+            let (buf, offset) = (me.buf.clone(), me.offset);
+            py.detach(move || {
+                if n == 0 {
+                    return Ok(());
+                }
+                // SAFETY: the new array holds `n` bytes and nothing else refers to it yet.
+                let bytes = unsafe { std::slice::from_raw_parts_mut(dst as *mut u8, n) };
+                device().copy_out(&buf, offset, bytes)
+            })
+            .map_err(to_py)?;
             return Ok(out);
         }
         let view = me.host_view(slf)?;

@@ -123,6 +123,17 @@ pub trait Device: Send + Sync {
     fn copy_in(&self, dst: &DeviceBuffer, offset: usize, src: &[u8]) -> Result<()>;
     /// Copy bytes of `src` from byte `offset` to the host, once work writing it is done.
     fn copy_out(&self, src: &DeviceBuffer, offset: usize, dst: &mut [u8]) -> Result<()>;
+    /// Queue a copy of `bytes` bytes from `src` (at byte `src_offset`) to `dst` (at byte
+    /// `dst_offset`) on `stream`, after conflicting work on both; returns the task's number.
+    fn copy_async(
+        &self,
+        stream: &Stream,
+        dst: &Arc<DeviceBuffer>,
+        dst_offset: usize,
+        src: &Arc<DeviceBuffer>,
+        src_offset: usize,
+        bytes: usize,
+    ) -> Result<u64>;
     /// Queue `launch` on `stream` after conflicting work on its buffers; returns the task's
     /// sequence number at once.
     fn launch(&self, stream: &Stream, launch: StreamLaunch) -> Result<u64>;
@@ -156,6 +167,34 @@ fn host_copy_out(src: &DeviceBuffer, offset: usize, dst: &mut [u8]) -> Result<()
     // SAFETY: as above; `dst` is an exclusive host slice of the same length.
     unsafe { crate::memory::copy_bytes(dst.as_mut_ptr(), src.ptr().add(offset), dst.len()) };
     Ok(())
+}
+
+/// Queue a copy between host-memory buffers (the CPU and null devices).
+fn host_copy_async(
+    stream: &Stream,
+    dst: &Arc<DeviceBuffer>,
+    dst_offset: usize,
+    src: &Arc<DeviceBuffer>,
+    src_offset: usize,
+    bytes: usize,
+) -> Result<u64> {
+    check_range(dst, dst_offset, bytes)?;
+    check_range(src, src_offset, bytes)?;
+    src.order_on(stream, false);
+    dst.order_on(stream, true);
+    let (d, s) = (dst.clone(), src.clone());
+    let seq = stream.enqueue_named(
+        "copy",
+        Box::new(move || {
+            // SAFETY: both ranges lie inside their buffers (checked), which the task keeps
+            // alive; the recorded stream order keeps other work off them meanwhile.
+            unsafe { crate::memory::copy_bytes(d.ptr().add(dst_offset), s.ptr().add(src_offset), bytes) };
+            Ok(())
+        }),
+    );
+    src.record_use(stream, seq, false);
+    dst.record_use(stream, seq, true);
+    Ok(seq)
 }
 
 /// Queue `run` for `launch` on `stream`, ordered after conflicting work on its buffers.
@@ -252,6 +291,17 @@ impl Device for CpuDevice {
     fn copy_out(&self, src: &DeviceBuffer, offset: usize, dst: &mut [u8]) -> Result<()> {
         host_copy_out(src, offset, dst)
     }
+    fn copy_async(
+        &self,
+        stream: &Stream,
+        dst: &Arc<DeviceBuffer>,
+        dst_offset: usize,
+        src: &Arc<DeviceBuffer>,
+        src_offset: usize,
+        bytes: usize,
+    ) -> Result<u64> {
+        host_copy_async(stream, dst, dst_offset, src, src_offset, bytes)
+    }
     fn launch(&self, stream: &Stream, launch: StreamLaunch) -> Result<u64> {
         Ok(enqueue_launch(stream, launch, execute_plan))
     }
@@ -284,6 +334,17 @@ impl Device for NullDevice {
     }
     fn copy_out(&self, src: &DeviceBuffer, offset: usize, dst: &mut [u8]) -> Result<()> {
         host_copy_out(src, offset, dst)
+    }
+    fn copy_async(
+        &self,
+        stream: &Stream,
+        dst: &Arc<DeviceBuffer>,
+        dst_offset: usize,
+        src: &Arc<DeviceBuffer>,
+        src_offset: usize,
+        bytes: usize,
+    ) -> Result<u64> {
+        host_copy_async(stream, dst, dst_offset, src, src_offset, bytes)
     }
     fn launch(&self, stream: &Stream, launch: StreamLaunch) -> Result<u64> {
         Ok(enqueue_launch(stream, launch, null_run))
