@@ -228,10 +228,20 @@ impl Drop for Local {
     }
 }
 
+/// Buffers of exited threads are dropped once drained and idle for this long.
+const STALE_NANOS: u64 = 60_000_000_000;
+
 thread_local! {
     static LOCAL: Local = {
         let buf = Arc::new(Mutex::new(ThreadBuf { events: Vec::new(), busy: BusyRing::new(RING_CAPACITY), dead: false }));
-        registry().push(buf.clone());
+        let now = nanos(Instant::now());
+        let mut reg = registry();
+        // A new thread is rare: the moment to forget threads long gone.
+        reg.retain(|b| {
+            let b = lock(b);
+            !(b.dead && b.events.is_empty() && b.busy.latest() + STALE_NANOS < now)
+        });
+        reg.push(buf.clone());
         Local(buf)
     };
 }
@@ -264,10 +274,7 @@ pub fn record_block(start: Instant, end: Instant) {
     with_local(|b| {
         b.busy.push(s, e);
         if collect {
-            let mut ev = Event::new(EventKind::Block, "block", start, end);
-            ev.start = s;
-            ev.end = e.max(s);
-            b.events.push(ev);
+            b.events.push(Event::new(EventKind::Block, "block", start, end));
         }
     });
 }
