@@ -60,3 +60,17 @@ def test_nothing_is_collected_outside_a_profile():
     with pyasc.profile() as p:
         pass
     assert not [e for e in p.events if e["name"].startswith("ev_none")]
+
+
+def test_chrome_trace_export(tmp_path):
+    import json
+
+    op = pyasc.operator(lambda v: v * 0.5, kernel_name="ev_chrome")
+    with pyasc.profile() as p:
+        op(np.ones(100, np.float32))
+    path = tmp_path / "trace.json"
+    p.save_chrome_trace(str(path))
+    trace = json.loads(path.read_text())["traceEvents"]
+    (k,) = [e for e in trace if e["name"] == "ev_chrome_k0"]
+    assert k["ph"] == "X" and k["cat"] == "kernel" and k["dur"] >= 0 and k["args"]["elements"] == 100
+    assert any(e["cat"] == "pass" and e["name"] == "fuse" for e in trace)

@@ -240,3 +240,28 @@ fn device_copies_are_ordered_on_streams_and_checked() {
         assert!(dev.copy_async(&s, &b, 0, &a, 32, 64).is_err());
     }
 }
+
+#[test]
+fn null_device_compiles_and_launches_without_running() {
+    let op = Operator::new(OperatorConfig {
+        name: "eng_null".into(),
+        device: DeviceKind::Null,
+        options: CompileOptions { kernel_name: "eng_null".into(), ..Default::default() },
+        dynamic: false,
+        debug: false,
+    });
+    let x = input(32);
+    let (y, done) = run_now(&op, &sig(32), &x, 1.0, true);
+    assert!(y.iter().all(|v| *v == 0.0), "nothing ran");
+    assert!(matches!(done, Launched::Done(stats) if stats.kernels.is_empty()));
+    let entry = op.last().unwrap();
+    let out = op.device().alloc(32 * 4, 128).unwrap();
+    let stream = Stream::new();
+    let scalar = Box::new(1.0f64);
+    let inputs = views(&x, &scalar);
+    let order =
+        Order::Stream { stream: &stream, reads: vec![], writes: vec![out.clone()], keep: Some(Box::new(scalar)) };
+    // SAFETY: `x` outlives the launch (synchronised below); the rest is moved in.
+    unsafe { op.launch(&entry, &inputs, vec![OutputPtr(out.ptr())].into(), order, false) }.unwrap();
+    op.device().synchronize(&stream).unwrap();
+}
