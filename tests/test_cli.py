@@ -173,3 +173,19 @@ def test_invalid_environment_is_reported_the_same_everywhere(var, value, accepte
     assert info.returncode == 2 and f"{var}={value!r}" in info.stderr and accepted in info.stderr
     doc = _pyasc("doctor", **{var: value})
     assert doc.returncode != 0 and f"{var}={value!r}" in doc.stdout and accepted in doc.stdout
+
+
+@pytest.mark.parametrize("budget, tile", [(None, 4096), ("4096", 512), ("65536", 8192)])
+def test_tile_budget_sizes_tiles(budget, tile):
+    code = (
+        "import numpy as np, pyasc\n"
+        "op = pyasc.operator(lambda x: pyasc.exp(x) * 2 + 1)\n"
+        "k = op.get_compiled_op(np.ones(1 << 20, np.float32)).kernels()[0]\n"
+        "print(k['tile_elems'], pyasc.device_info('cpu')['local_memory_bytes'])\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYASC_")}
+    if budget:
+        env["PYASC_TILE_BUDGET"] = budget
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == [str(tile), budget or "32768"]

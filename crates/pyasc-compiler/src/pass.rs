@@ -27,7 +27,7 @@ impl Default for CompileOptions {
         CompileOptions {
             op_break_level: 3,
             kernel_name: "op".to_string(),
-            tile_budget_bytes: 32 * 1024,
+            tile_budget_bytes: pyasc_ir::tile::DEFAULT_TILE_BUDGET,
             verify_each_pass: cfg!(debug_assertions),
         }
     }

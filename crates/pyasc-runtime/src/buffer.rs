@@ -73,11 +73,6 @@ impl DeviceBuffer {
         self.bytes == 0
     }
 
-    /// True when the memory comes from the pool (false for imported memory).
-    pub fn is_pooled(&self) -> bool {
-        matches!(self.mem, Memory::Pool(_))
-    }
-
     /// Before queueing work on `stream` that reads (or, if `write`, writes) this buffer, make
     /// the stream wait for conflicting work queued on other streams.
     pub fn order_on(&self, stream: &Stream, write: bool) {

@@ -15,9 +15,18 @@ use pyasc_ir::tile::KernelPlan;
 use std::any::Any;
 use std::sync::Arc;
 
-/// Bytes of tile registers per block on the CPU: small enough that a kernel's tiles stay in
-/// the L1 data cache between its instructions (measured best for fused elementwise chains).
-pub const CPU_TILE_BUDGET: usize = 32 * 1024;
+/// Bytes of tile registers per block on the CPU: [`pyasc_ir::tile::DEFAULT_TILE_BUDGET`], or
+/// `PYASC_TILE_BUDGET` when set to a positive whole number (read once).
+pub fn cpu_tile_budget() -> usize {
+    static BUDGET: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *BUDGET.get_or_init(|| {
+        std::env::var("PYASC_TILE_BUDGET")
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .filter(|b| *b > 0)
+            .unwrap_or(pyasc_ir::tile::DEFAULT_TILE_BUDGET)
+    })
+}
 
 /// The kind of a device.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -266,10 +275,7 @@ impl Device for CpuDevice {
                 name: format!("host CPU ({cores} cores, {isa})"),
                 cores,
                 isa,
-                local_memory_bytes: std::env::var("PYASC_TILE_BUDGET")
-                    .ok()
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(CPU_TILE_BUDGET),
+                local_memory_bytes: cpu_tile_budget(),
             },
         }
     }
@@ -320,7 +326,7 @@ impl Device for NullDevice {
             name: "null device".into(),
             cores: 1,
             isa: "none",
-            local_memory_bytes: CPU_TILE_BUDGET,
+            local_memory_bytes: pyasc_ir::tile::DEFAULT_TILE_BUDGET,
         }
     }
     fn execute(&self, plan: &KernelPlan, _: &[InputView], _: &[OutputPtr], _: RunOptions) -> Result<RunStats> {
