@@ -115,6 +115,11 @@ pub struct StreamLaunch {
 unsafe impl Send for StreamLaunch {}
 
 /// A backend: memory, copies, and running plans now or in stream order.
+///
+/// The memory operations have default implementations for devices whose memory is host
+/// memory (the CPU, the NPU twin and the null device): pool buffers, `memcpy` after the
+/// buffers' pending work, and copies queued as stream tasks. A device with memory of its own
+/// overrides them.
 pub trait Device: Send + Sync {
     /// Static facts (also what the compiler sizes tiles for).
     fn info(&self) -> DeviceInfo;
@@ -126,12 +131,21 @@ pub trait Device: Send + Sync {
         outputs: &[OutputPtr],
         opts: RunOptions,
     ) -> Result<RunStats>;
+    /// Queue `launch` on `stream` after conflicting work on its buffers; returns the task's
+    /// sequence number at once.
+    fn launch(&self, stream: &Stream, launch: StreamLaunch) -> Result<u64>;
     /// A new buffer of `bytes` bytes aligned to `align` (a power of two).
-    fn alloc(&self, bytes: usize, align: usize) -> Result<Arc<DeviceBuffer>>;
+    fn alloc(&self, bytes: usize, align: usize) -> Result<Arc<DeviceBuffer>> {
+        DeviceBuffer::alloc(bytes, align)
+    }
     /// Copy host bytes into `dst` at byte `offset`, once work writing or reading it is done.
-    fn copy_in(&self, dst: &DeviceBuffer, offset: usize, src: &[u8]) -> Result<()>;
+    fn copy_in(&self, dst: &DeviceBuffer, offset: usize, src: &[u8]) -> Result<()> {
+        host_copy_in(dst, offset, src)
+    }
     /// Copy bytes of `src` from byte `offset` to the host, once work writing it is done.
-    fn copy_out(&self, src: &DeviceBuffer, offset: usize, dst: &mut [u8]) -> Result<()>;
+    fn copy_out(&self, src: &DeviceBuffer, offset: usize, dst: &mut [u8]) -> Result<()> {
+        host_copy_out(src, offset, dst)
+    }
     /// Queue a copy of `bytes` bytes from `src` (at byte `src_offset`) to `dst` (at byte
     /// `dst_offset`) on `stream`, after conflicting work on both; returns the task's number.
     fn copy_async(
@@ -142,12 +156,13 @@ pub trait Device: Send + Sync {
         src: &Arc<DeviceBuffer>,
         src_offset: usize,
         bytes: usize,
-    ) -> Result<u64>;
-    /// Queue `launch` on `stream` after conflicting work on its buffers; returns the task's
-    /// sequence number at once.
-    fn launch(&self, stream: &Stream, launch: StreamLaunch) -> Result<u64>;
+    ) -> Result<u64> {
+        host_copy_async(stream, dst, dst_offset, src, src_offset, bytes)
+    }
     /// Wait for all work queued on `stream`; returns its first error since the last wait.
-    fn synchronize(&self, stream: &Stream) -> Result<()>;
+    fn synchronize(&self, stream: &Stream) -> Result<()> {
+        stream.synchronize()
+    }
 }
 
 fn check_range(buf: &DeviceBuffer, offset: usize, len: usize) -> Result<()> {
@@ -288,31 +303,8 @@ impl Device for CpuDevice {
     ) -> Result<RunStats> {
         execute_plan(plan, inputs, outputs, opts)
     }
-    fn alloc(&self, bytes: usize, align: usize) -> Result<Arc<DeviceBuffer>> {
-        DeviceBuffer::alloc(bytes, align)
-    }
-    fn copy_in(&self, dst: &DeviceBuffer, offset: usize, src: &[u8]) -> Result<()> {
-        host_copy_in(dst, offset, src)
-    }
-    fn copy_out(&self, src: &DeviceBuffer, offset: usize, dst: &mut [u8]) -> Result<()> {
-        host_copy_out(src, offset, dst)
-    }
-    fn copy_async(
-        &self,
-        stream: &Stream,
-        dst: &Arc<DeviceBuffer>,
-        dst_offset: usize,
-        src: &Arc<DeviceBuffer>,
-        src_offset: usize,
-        bytes: usize,
-    ) -> Result<u64> {
-        host_copy_async(stream, dst, dst_offset, src, src_offset, bytes)
-    }
     fn launch(&self, stream: &Stream, launch: StreamLaunch) -> Result<u64> {
         Ok(enqueue_launch(stream, launch, execute_plan))
-    }
-    fn synchronize(&self, stream: &Stream) -> Result<()> {
-        stream.synchronize()
     }
 }
 
@@ -332,31 +324,8 @@ impl Device for NullDevice {
     fn execute(&self, plan: &KernelPlan, _: &[InputView], _: &[OutputPtr], _: RunOptions) -> Result<RunStats> {
         null_run(plan, &[], &[], RunOptions::default())
     }
-    fn alloc(&self, bytes: usize, align: usize) -> Result<Arc<DeviceBuffer>> {
-        DeviceBuffer::alloc(bytes, align)
-    }
-    fn copy_in(&self, dst: &DeviceBuffer, offset: usize, src: &[u8]) -> Result<()> {
-        host_copy_in(dst, offset, src)
-    }
-    fn copy_out(&self, src: &DeviceBuffer, offset: usize, dst: &mut [u8]) -> Result<()> {
-        host_copy_out(src, offset, dst)
-    }
-    fn copy_async(
-        &self,
-        stream: &Stream,
-        dst: &Arc<DeviceBuffer>,
-        dst_offset: usize,
-        src: &Arc<DeviceBuffer>,
-        src_offset: usize,
-        bytes: usize,
-    ) -> Result<u64> {
-        host_copy_async(stream, dst, dst_offset, src, src_offset, bytes)
-    }
     fn launch(&self, stream: &Stream, launch: StreamLaunch) -> Result<u64> {
         Ok(enqueue_launch(stream, launch, null_run))
-    }
-    fn synchronize(&self, stream: &Stream) -> Result<()> {
-        stream.synchronize()
     }
 }
 
