@@ -94,3 +94,24 @@ def test_gelu_at_infinity_matches_float32():
 def test_sizes_past_the_address_space_are_shape_errors(fn):
     with pytest.raises(pyasc.ShapeError):
         pyasc.operator(fn)(np.ones(3, np.float32))
+
+
+def test_reductions_of_huge_broadcasts_need_no_row_sized_memory():
+    n = 2**33
+    x = np.broadcast_to(np.full(1, 1.5, np.float32), (n,))
+    s, m, a = pyasc.operator(lambda t: (t.sum(), t.max(), t.argmin()))(x)
+    assert s == np.float32(1.5 * n) and m == np.float32(1.5) and a == 0
+    assert s.dtype == np.float32 and a.dtype == np.int64
+
+
+def test_a_row_too_long_for_memory_is_an_out_of_memory_error():
+    x = np.broadcast_to(np.arange(3, dtype=np.int64)[:, None], (3, 2**40))
+    with pytest.raises(pyasc.OutOfMemoryError):
+        pyasc.operator(lambda t: t.sum(axis=1))(x)
+
+
+@pytest.mark.parametrize("make", [lambda: pyasc.DeviceArray((2**40, 2**40), np.float32),
+                                  lambda: pyasc.zeros((2**62, 8)), lambda: pyasc.empty((2**61,), np.float64)])
+def test_device_arrays_past_the_address_space_are_shape_errors(make):
+    with pytest.raises(pyasc.ShapeError):
+        make()

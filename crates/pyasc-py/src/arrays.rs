@@ -194,7 +194,9 @@ pub fn empty<'py>(
     shape: &[usize],
     force_pool: bool,
 ) -> Result<(Bound<'py, PyAny>, *mut u8)> {
-    let bytes = shape.iter().product::<usize>() * dtype.size();
+    let bytes = pyasc_ir::Shape(shape.to_vec()).checked_bytes(dtype.size()).ok_or_else(|| {
+        IrError::shape(format!("an output of shape {shape:?} and dtype {dtype} is too large to address"))
+    })?;
     macro_rules! alloc {
         ($t:ty) => {{
             if force_pool || bytes >= POOL_MIN_BYTES {

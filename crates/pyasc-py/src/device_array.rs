@@ -68,7 +68,10 @@ fn parse_shape(shape: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
 impl DeviceArray {
     /// A new C-contiguous array over a fresh buffer of the device.
     pub fn alloc(dtype: DType, shape: Vec<usize>, alignment: usize) -> pyasc_ir::error::Result<DeviceArray> {
-        let bytes = shape.iter().product::<usize>() * dtype.size();
+        let sh = pyasc_ir::Shape(shape);
+        sh.check_size(dtype.size())?;
+        let bytes = sh.numel() * dtype.size();
+        let shape = sh.0;
         let buf = device().alloc(bytes, alignment)?;
         Ok(DeviceArray { buf, offset: 0, strides: c_strides(&shape), shape, dtype, alignment })
     }

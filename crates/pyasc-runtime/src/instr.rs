@@ -262,6 +262,46 @@ unsafe fn exec_binary(op: BinaryOp, dtype: DType, a: Val, b: Val, d: Val, len: u
     Ok(())
 }
 
+/// `op` over `n` copies of `v` (of dtype `dtype`), as the row kernels would compute it.
+fn reduce_uniform(op: ReduceOp, dtype: DType, v: Scalar, n: usize) -> Scalar {
+    let float = dtype.is_float();
+    let round = |x: f64| if dtype == DType::F32 { x as f32 as f64 } else { x };
+    match op {
+        ReduceOp::Sum if float => Scalar::Float(round(round(v.as_f64()) * n as f64)),
+        ReduceOp::Sum => Scalar::Int(v.as_i64().wrapping_mul(n as i64)),
+        ReduceOp::Prod if float => Scalar::Float(round(round(v.as_f64()).powf(n as f64))),
+        ReduceOp::Prod => {
+            let (mut acc, mut base, mut e) = (1i64, v.as_i64(), n as u64);
+            while e > 0 {
+                if e & 1 == 1 {
+                    acc = acc.wrapping_mul(base);
+                }
+                base = base.wrapping_mul(base);
+                e >>= 1;
+            }
+            Scalar::Int(acc)
+        }
+        ReduceOp::Max | ReduceOp::Min => v,
+        ReduceOp::ArgMax | ReduceOp::ArgMin => Scalar::Int(0),
+        ReduceOp::Any => Scalar::Bool(n > 0 && v.as_bool()),
+        ReduceOp::All => Scalar::Bool(n == 0 || v.as_bool()),
+    }
+}
+
+/// Write `v` as one element of `dtype` at `p`.
+///
+/// # Safety
+/// `p` must be valid for one element of `dtype`.
+unsafe fn write_scalar(p: *mut u8, dtype: DType, v: Scalar) -> Result<()> {
+    // SAFETY: per the contract above.
+    unsafe {
+        with_dtype!(dtype, T => {
+            *(p as *mut T) = T::from_scalar(v);
+            Ok(())
+        })
+    }
+}
+
 /// `dst[r] = op(src[r * row_len .. (r + 1) * row_len])` for `rows` rows.
 ///
 /// # Safety
@@ -270,6 +310,16 @@ unsafe fn exec_binary(op: BinaryOp, dtype: DType, a: Val, b: Val, d: Val, len: u
 pub unsafe fn exec_reduce(op: ReduceOp, dtype: DType, input: Val, dst: Val, rows: usize, row_len: usize) -> Result<()> {
     use pyasc_kernels::reduce as r;
     let Val::Ptr(dp) = dst else { return Err(IrError::internal("reduction into a scalar register")) };
+    if let Val::Scalar(v) = input {
+        // A uniform row (a broadcast value) reduces in closed form: no row-sized copy.
+        let value = reduce_uniform(op, dtype, v, row_len);
+        let out = op.result_dtype(dtype);
+        for i in 0..rows {
+            // SAFETY: `dst` holds `rows` elements of the result dtype (caller's contract).
+            unsafe { write_scalar(dp.add(i * out.size()), out, value)? };
+        }
+        return Ok(());
+    }
     let row = |i: usize| -> Val {
         match input {
             // SAFETY: row `i` lies inside the source (caller's contract).
@@ -283,35 +333,35 @@ pub unsafe fn exec_reduce(op: ReduceOp, dtype: DType, input: Val, dst: Val, rows
             macro_rules! rowslice {
                 ($t:ty) => {
                     match src::<$t>(row(i), row_len) {
-                        Src::Slice(x) => std::borrow::Cow::Borrowed(x),
-                        Src::Scalar(v) => std::borrow::Cow::Owned(vec![v; row_len]),
+                        Src::Slice(x) => x,
+                        Src::Scalar(_) => return Err(IrError::internal("uniform rows reduce in closed form")),
                     }
                 };
             }
             match (op, dtype) {
                 (ReduceOp::ArgMax | ReduceOp::ArgMin, _) => {
                     let max = op == ReduceOp::ArgMax;
-                    let idx = with_dtype!(dtype, T => r::arg_extreme(&rowslice!(T), max));
+                    let idx = with_dtype!(dtype, T => r::arg_extreme(rowslice!(T), max));
                     *(dp as *mut i64).add(i) = idx as i64;
                 }
-                (ReduceOp::Any, DType::Bool) => *dp.add(i) = r::any_u8(&rowslice!(u8)) as u8,
-                (ReduceOp::All, DType::Bool) => *dp.add(i) = r::all_u8(&rowslice!(u8)) as u8,
-                (ReduceOp::Sum, DType::F32) => *(dp as *mut f32).add(i) = r::sum_f32(&rowslice!(f32)) as f32,
-                (ReduceOp::Sum, DType::F64) => *(dp as *mut f64).add(i) = r::sum_f64(&rowslice!(f64)),
-                (ReduceOp::Sum, DType::I64) => *(dp as *mut i64).add(i) = r::sum_i64(&rowslice!(i64)),
-                (ReduceOp::Prod, DType::F32) => *(dp as *mut f32).add(i) = r::prod_f64(&rowslice!(f32)) as f32,
-                (ReduceOp::Prod, DType::F64) => *(dp as *mut f64).add(i) = r::prod_f64(&rowslice!(f64)),
-                (ReduceOp::Prod, DType::I64) => *(dp as *mut i64).add(i) = r::prod_i64(&rowslice!(i64)),
-                (ReduceOp::Max, DType::F32) => *(dp as *mut f32).add(i) = r::max_f32(&rowslice!(f32)),
-                (ReduceOp::Min, DType::F32) => *(dp as *mut f32).add(i) = r::min_f32(&rowslice!(f32)),
-                (ReduceOp::Max, DType::F64) => *(dp as *mut f64).add(i) = r::max_f64(&rowslice!(f64)),
-                (ReduceOp::Min, DType::F64) => *(dp as *mut f64).add(i) = r::min_f64(&rowslice!(f64)),
+                (ReduceOp::Any, DType::Bool) => *dp.add(i) = r::any_u8(rowslice!(u8)) as u8,
+                (ReduceOp::All, DType::Bool) => *dp.add(i) = r::all_u8(rowslice!(u8)) as u8,
+                (ReduceOp::Sum, DType::F32) => *(dp as *mut f32).add(i) = r::sum_f32(rowslice!(f32)) as f32,
+                (ReduceOp::Sum, DType::F64) => *(dp as *mut f64).add(i) = r::sum_f64(rowslice!(f64)),
+                (ReduceOp::Sum, DType::I64) => *(dp as *mut i64).add(i) = r::sum_i64(rowslice!(i64)),
+                (ReduceOp::Prod, DType::F32) => *(dp as *mut f32).add(i) = r::prod_f64(rowslice!(f32)) as f32,
+                (ReduceOp::Prod, DType::F64) => *(dp as *mut f64).add(i) = r::prod_f64(rowslice!(f64)),
+                (ReduceOp::Prod, DType::I64) => *(dp as *mut i64).add(i) = r::prod_i64(rowslice!(i64)),
+                (ReduceOp::Max, DType::F32) => *(dp as *mut f32).add(i) = r::max_f32(rowslice!(f32)),
+                (ReduceOp::Min, DType::F32) => *(dp as *mut f32).add(i) = r::min_f32(rowslice!(f32)),
+                (ReduceOp::Max, DType::F64) => *(dp as *mut f64).add(i) = r::max_f64(rowslice!(f64)),
+                (ReduceOp::Min, DType::F64) => *(dp as *mut f64).add(i) = r::min_f64(rowslice!(f64)),
                 (ReduceOp::Max | ReduceOp::Min, DType::Bool | DType::I32 | DType::I64) => {
                     let max = op == ReduceOp::Max;
                     macro_rules! extreme {
                         ($t:ty) => {{
                             let x = rowslice!($t);
-                            let v = if max { r::max_int(&x) } else { r::min_int(&x) };
+                            let v = if max { r::max_int(x) } else { r::min_int(x) };
                             *(dp as *mut $t).add(i) = v.ok_or_else(|| IrError::internal("max/min of an empty row"))?;
                         }};
                     }

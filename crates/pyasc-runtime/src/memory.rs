@@ -57,7 +57,8 @@ pub fn size_class(bytes: usize) -> usize {
     let top = usize::BITS - 1 - bytes.leading_zeros();
     let step = (1usize << top) / 4;
     let step = step.max(ALIGN);
-    bytes.div_ceil(step) * step
+    // Past the largest class the request is kept as it is (and fails to allocate).
+    bytes.div_ceil(step).checked_mul(step).unwrap_or(bytes)
 }
 
 /// A block of pool memory; returned to the pool when dropped.

@@ -66,7 +66,9 @@ thread_local! {
 impl Scratch {
     /// Scratch for a block of `k`, reusing the storage of the calling thread's previous block
     /// (tiny launches then allocate nothing here). Hand it back with [`Scratch::release`].
-    fn take(k: &TileKernel, gathered: &[bool], streamed: bool) -> Self {
+    /// A tile too large for memory (a reduction over a very long row) is an
+    /// `OutOfMemoryError`, never an abort.
+    fn take(k: &TileKernel, gathered: &[bool], streamed: bool) -> Result<Self> {
         let mut s = SPARE.with(Cell::take).unwrap_or_default();
         s.offsets.clear();
         let mut lines = 0usize;
@@ -86,6 +88,12 @@ impl Scratch {
             }
         }
         s.mem.clear();
+        s.mem.try_reserve_exact(lines).map_err(|_| {
+            pyasc_ir::IrError::new(
+                pyasc_ir::error::ErrorKind::OutOfMemory,
+                format!("out of memory: kernel {} needs {} bytes of tile scratch per block", k.name, lines * 64),
+            )
+        })?;
         s.mem.resize(lines, Line([0; 64]));
         let zero = Val::Scalar(pyasc_ir::Scalar::Int(0));
         s.vals.clear();
@@ -94,7 +102,7 @@ impl Scratch {
         s.row_vals.resize(k.regs.len(), zero);
         s.uniform.clear();
         s.uniform.resize(k.body.len(), None);
-        s
+        Ok(s)
     }
 
     /// Keep the storage for the calling thread's next block.
@@ -311,7 +319,7 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
     let run_range = |range: std::ops::Range<usize>| -> Result<()> {
         let end = range.end;
         let began = Instant::now();
-        let mut scratch = Scratch::take(k, &gathered, streamed);
+        let mut scratch = Scratch::take(k, &gathered, streamed)?;
         let mut first = true;
         for t in range {
             let start = t * tile;
@@ -377,7 +385,10 @@ fn run_tiny(k: &TileKernel, args: &[&InputView], outs: &[*mut u8], n: usize) -> 
     }
     let outs: Vec<SendPtr> = outs.iter().map(|p| SendPtr(*p)).collect();
     let began = Instant::now();
-    let mut scratch = Scratch::take(k, &[], false);
+    let mut scratch = match Scratch::take(k, &[], false) {
+        Ok(s) => s,
+        Err(e) => return Some(Err(e)),
+    };
     let at = TileAt { start: 0, len: n, next: None, streams: &[], streamed: false };
     // SAFETY: arguments are contiguous over the kernel's `n` elements or single elements, and
     // outputs hold the kernel's shape.
