@@ -115,3 +115,31 @@ def test_a_row_too_long_for_memory_is_an_out_of_memory_error():
 def test_device_arrays_past_the_address_space_are_shape_errors(make):
     with pytest.raises(pyasc.ShapeError):
         make()
+
+
+def test_ufunc_of_a_python_scalar_is_a_strong_numpy_scalar():
+    x = np.ones(3, np.float32)
+    got = pyasc.operator(lambda v, s: v * np.sign(s))(x, 2.0)
+    assert_matches(got, x * np.sign(2.0))
+    # Arithmetic on Python scalars alone stays weak, as in NumPy.
+    assert_matches(pyasc.operator(lambda v, s: v * (s * 2))(x, 2.0), x * (2.0 * 2))
+
+
+def test_integer_mean_accumulates_in_float64():
+    x = np.array([2**62, 2**62, 1], np.int64)
+    assert_matches(pyasc.operator(lambda v: v.mean())(x), np.asarray(x.mean()))
+    assert_matches(pyasc.operator(lambda v: np.mean(v, axis=0))(x.reshape(3, 1)), x.reshape(3, 1).mean(axis=0))
+
+
+def test_comparisons_with_python_ints_outside_the_dtype_are_exact():
+    x = np.array([-3, 0, 7], np.int32)
+    fn = lambda v: (v < 2**40, v == 2**32 + 7, v > -2**40, v != 2**33, v >= 2**31)  # noqa: E731
+    for g, w in zip(pyasc.operator(fn)(x), fn(x)):
+        assert_matches(g, w)
+
+
+def test_real_imag_conj_methods():
+    x = np.array([1.5, -2.0, 0.0])
+    got = pyasc.operator(lambda v: (v.real, v.imag, v.conj(), v.conjugate(), np.conj(v)))(x)
+    for g, w in zip(got, (x.real, x.imag, x.conj(), x.conjugate(), np.conj(x))):
+        assert_matches(g, np.ascontiguousarray(w))

@@ -95,6 +95,11 @@ def imag(x: Any) -> Any:
     return zeros_like(x)
 
 
+def conj(x: Any) -> Any:
+    """Return the complex conjugate: a copy for real dtypes."""
+    return _u("conjugate", x)
+
+
 def copy(x: Any, order: str = "K", subok: bool = False) -> Any:
     """Return a copy of x."""
     return _u("positive", x)

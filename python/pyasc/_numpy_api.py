@@ -55,9 +55,18 @@ def array_ufunc(ufunc: Any, method: str, inputs: tuple, kwargs: Dict[str, Any]) 
         result = _pyasc.apply_unary("not", _as_bool(inputs[0]))
     else:
         raise UnsupportedError(f"np.{name} is not supported inside operators yet")
+    if dtype is None and all(x.is_weak for x in inputs if isinstance(x, _pyasc.Tensor)) and not any(
+        isinstance(x, np.ndarray) for x in inputs
+    ):
+        # A ufunc of Python scalars returns NumPy scalars, which are strongly typed.
+        result = tuple(_strong(r) for r in result) if isinstance(result, tuple) else _strong(result)
     if dtype is not None:
         result = tuple(ops.cast(r, dtype) for r in result) if isinstance(result, tuple) else ops.cast(result, dtype)
     return result
+
+
+def _strong(x: Any) -> Any:
+    return ops.cast(x, x.dtype) if isinstance(x, _pyasc.Tensor) and x.is_weak else x
 
 
 def _where(condition: Any, x: Any = None, y: Any = None) -> Any:

@@ -67,10 +67,10 @@ def mean(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
     """Arithmetic mean over ``axis`` (integers average in float64, as in NumPy)."""
     if not _is_traced(x):
         return _eager("mean", mean, x, axis, keepdims)
-    s = sum(x, axis, keepdims)
-    if s.dtype.kind != "f":
-        s = s.astype("float64")
-    return s / _count(x, axis)
+    if x.dtype.kind != "f":
+        # NumPy accumulates integer means in float64 (an int64 sum could wrap).
+        x = x.astype("float64")
+    return sum(x, axis, keepdims) / _count(x, axis)
 
 
 def logsumexp(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:

@@ -76,7 +76,16 @@ fn rewrite(g: &mut Graph, n: &Node, ops: Vec<NodeId>, casts: &mut usize) -> Resu
                     }
                 }
             }
-            let compute = if b.is_compare() { promote_v(g.node(a).vtype, g.node(c).vtype).dtype } else { dt };
+            let mut compute = if b.is_compare() { promote_v(g.node(a).vtype, g.node(c).vtype).dtype } else { dt };
+            // A Python int outside the integer dtype it meets compares by its true value
+            // (NumPy 2): compare in int64 rather than wrap the constant.
+            let outside = |x: NodeId| match g.node(x).op {
+                Op::Const(v @ Scalar::Int(_)) => v.cast(compute) != v,
+                _ => false,
+            };
+            if b.is_compare() && compute.is_int() && (outside(a) || outside(c)) {
+                compute = DType::I64;
+            }
             let a = cast_to(g, a, compute, n, casts);
             let c = cast_to(g, c, compute, n, casts);
             let op = match b {

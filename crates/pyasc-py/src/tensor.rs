@@ -198,6 +198,11 @@ fn numpy_api(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
     py.import("pyasc._numpy_api")
 }
 
+/// `pyasc._composites.<name>(slf)`: a NumPy function built from ops of the table.
+fn composite(slf: &Bound<'_, Tensor>, name: &str) -> PyResult<Py<PyAny>> {
+    Ok(slf.py().import("pyasc._composites")?.getattr(name)?.call1((slf,))?.unbind())
+}
+
 #[pymethods]
 impl Tensor {
     /// The static shape.
@@ -210,6 +215,31 @@ impl Tensor {
     #[getter]
     fn dtype<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         np_dtype(py, self.dtype)
+    }
+    /// True for a Python scalar argument and values computed from Python scalars alone
+    /// (NumPy's weakly typed scalars, NEP 50).
+    #[getter]
+    fn is_weak(&self) -> PyResult<bool> {
+        let t = self.trace.lock().map_err(|_| pyo3::exceptions::PyRuntimeError::new_err("trace lock poisoned"))?;
+        Ok(t.graph.node(self.id).vtype.weak.is_some())
+    }
+    /// The real part: the tensor itself for real dtypes.
+    #[getter]
+    fn real(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        composite(slf, "real")
+    }
+    /// The imaginary part: zeros of the tensor's dtype and shape for real dtypes.
+    #[getter]
+    fn imag(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        composite(slf, "imag")
+    }
+    /// The complex conjugate: a copy for real dtypes.
+    fn conj(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        composite(slf, "conj")
+    }
+    /// The complex conjugate: a copy for real dtypes.
+    fn conjugate(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        composite(slf, "conj")
     }
     /// Number of axes.
     #[getter]
