@@ -160,6 +160,7 @@ def test_fmt_bytes():
         ("PYASC_ISA", "avx9000", "avx512, avx2"),
         ("PYASC_TILE_BUDGET", "big", "bytes such as 32768"),
         ("PYASC_POOL_CACHE_BYTES", "-5", "bytes such as"),
+        ("PYASC_CACHE_SIZE", "lots", "such as 64"),
     ],
 )
 def test_invalid_environment_is_reported_the_same_everywhere(var, value, accepted):
@@ -189,3 +190,24 @@ def test_tile_budget_sizes_tiles(budget, tile):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == [str(tile), budget or "32768"]
+
+
+def test_plan_caches_are_bounded_and_memory_stays_flat():
+    code = (
+        "import numpy as np, pyasc, resource\n"
+        "op = pyasc.operator(lambda x: x * 2 + 1)\n"
+        "def rss(): return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "for n in range(1, 1501): op(np.ones(n, np.float32))\n"
+        "half = rss()\n"
+        "for n in range(1501, 4501): op(np.ones(n, np.float32)); pyasc.reshape(np.ones(n, np.float32), (1, n))\n"
+        "from pyasc import ops\n"
+        "print(op.cache_info().currsize, len(ops._eager), rss() - half)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYASC_")}
+    env["PYASC_CACHE_SIZE"] = "16"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    size, eager, grown_kib = (int(v) for v in r.stdout.split())
+    assert size == 16 and eager <= 16
+    # 3000 more new shapes (and 3000 eager reshapes) add no plans: memory does not grow with them.
+    assert grown_kib < 20_000, grown_kib

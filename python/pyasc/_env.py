@@ -97,6 +97,11 @@ def _positive_int(text: str) -> Optional[int]:
     return n if n > 0 else None
 
 
+def cache_size() -> int:
+    """Plans kept per operator (and eager one-op operators kept): ``PYASC_CACHE_SIZE`` or 512."""
+    return _positive_int(os.environ.get("PYASC_CACHE_SIZE", "")) or 512
+
+
 def problems() -> List[EnvProblem]:
     """Every ``PYASC_*`` variable set to a value the runtime ignores, with the accepted forms.
 
@@ -121,6 +126,8 @@ def problems() -> List[EnvProblem]:
           f"use one of {', '.join(_ISAS)}")
     check("PYASC_TILE_BUDGET", lambda v: _positive_int(v) is not None,
           "is not a positive number of bytes (tiles keep the default 32768)", "use bytes such as 32768")
+    check("PYASC_CACHE_SIZE", lambda v: _positive_int(v) is not None,
+          "is not a positive integer (each operator keeps up to 512 plans)", "use a whole number such as 64")
     check("PYASC_POOL_CACHE_BYTES", lambda v: v.strip().isdigit(),
           "is not a number of bytes (the pool keeps up to 2 GiB)", "use bytes such as 1073741824")
     return found

@@ -6,7 +6,8 @@ operator they run at once, each through a cached one-op operator (like ``jax.num
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional
+from collections import OrderedDict
+from typing import Any, Callable, Optional
 
 from . import _pyasc
 
@@ -16,7 +17,10 @@ UNARY_API = tuple(name for name, _kind, _ufuncs, api in _pyasc.UNARY_OPS if api)
 __all__ = list(UNARY_API) + ["matmul", "round", "minimum", "maximum", "pow", "where", "clip", "cast", "negative", "add",
                     "subtract", "multiply", "divide"]
 
-_eager: Dict[str, Any] = {}
+# Eager one-op operators by key, least recently used first; bounded like each operator's own
+# plan cache (PYASC_CACHE_SIZE, default 512), so eager calls with ever new parameters keep
+# memory flat.
+_eager: OrderedDict[str, Any] = OrderedDict()
 
 
 def _is_traced(*xs: Any) -> bool:
@@ -26,10 +30,15 @@ def _is_traced(*xs: Any) -> bool:
 def _eager_op(key: str, fn: Callable[..., Any]) -> Any:
     op = _eager.get(key)
     if op is None:
+        from . import _env
         from .decorators import operator
 
         op = operator(fn, kernel_name=key)
         _eager[key] = op
+        while len(_eager) > _env.cache_size():
+            _eager.popitem(last=False)
+    else:
+        _eager.move_to_end(key)
     return op
 
 

@@ -19,8 +19,8 @@ use rustc_hash::FxHashMap;
 use std::any::Any;
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
 
 /// One compiled signature.
@@ -44,6 +44,8 @@ pub struct Entry {
     pub out_buffers: Vec<(DType, Vec<usize>)>,
     /// Per plan output: its index in `out_buffers` (a plan may return one buffer twice).
     pub out_slots: Vec<usize>,
+    /// The operator's use counter at this entry's latest use (least recently used goes first).
+    used: AtomicU64,
 }
 
 impl Entry {
@@ -73,6 +75,7 @@ impl Entry {
             name: name.to_string(),
             out_buffers,
             out_slots,
+            used: AtomicU64::new(0),
         }
     }
 
@@ -199,6 +202,37 @@ pub struct Operator {
     hits: AtomicU64,
     misses: AtomicU64,
     compiles: AtomicU64,
+    /// Uses so far: stamps entries for least-recently-used eviction.
+    tick: AtomicU64,
+    /// Most plans (and dynamic-shape traces) kept.
+    capacity: AtomicUsize,
+}
+
+/// Default number of plans an operator keeps: `PYASC_CACHE_SIZE` when set to a positive whole
+/// number (read once), else 512. Past it the least recently used plan is dropped, so calls on
+/// ever new shapes keep memory flat.
+pub fn default_cache_size() -> usize {
+    static SIZE: OnceLock<usize> = OnceLock::new();
+    *SIZE.get_or_init(|| {
+        std::env::var("PYASC_CACHE_SIZE").ok().and_then(|v| v.trim().parse().ok()).filter(|n| *n > 0).unwrap_or(512)
+    })
+}
+
+/// Insert `e` under `key`, first dropping the least recently used entries past `capacity`.
+fn insert_bounded<K: std::hash::Hash + Eq + Clone, S: std::hash::BuildHasher>(
+    map: &mut HashMap<K, Arc<Entry>, S>,
+    key: K,
+    e: Arc<Entry>,
+    capacity: usize,
+) {
+    while map.len() >= capacity.max(1) {
+        let Some(oldest) = map.iter().min_by_key(|(_, v)| v.used.load(Ordering::Relaxed)).map(|(k, _)| k.clone())
+        else {
+            break;
+        };
+        map.remove(&oldest);
+    }
+    map.insert(key, e);
 }
 
 impl Operator {
@@ -213,7 +247,18 @@ impl Operator {
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
             compiles: AtomicU64::new(0),
+            tick: AtomicU64::new(0),
+            capacity: AtomicUsize::new(default_cache_size()),
         }
+    }
+
+    /// Keep at most `n` plans from now on (at least one).
+    pub fn set_capacity(&self, n: usize) {
+        self.capacity.store(n.max(1), Ordering::Relaxed);
+    }
+
+    fn touch(&self, e: &Entry) {
+        e.used.store(self.tick.fetch_add(1, Ordering::Relaxed), Ordering::Relaxed);
     }
 
     /// The configuration.
@@ -235,8 +280,9 @@ impl Operator {
     /// The plan cached for `sig`, counted as a hit.
     pub fn lookup(&self, sig: &Signature) -> Option<Arc<Entry>> {
         let e = lock(&self.cache).get(sig).cloned();
-        if e.is_some() {
+        if let Some(e) = &e {
             self.hits.fetch_add(1, Ordering::Relaxed);
+            self.touch(e);
         }
         e
     }
@@ -261,12 +307,13 @@ impl Operator {
                 let traced = trace(sig)?;
                 let e = Arc::new(self.compile_traced(traced, t0).map_err(&err)?);
                 if self.config.dynamic {
-                    lock(&self.templates).insert(sig.dynamic_key(), e.clone());
+                    insert_bounded(&mut lock(&self.templates), sig.dynamic_key(), e.clone(), self.capacity());
                 }
                 (e, Source::Traced)
             }
         };
-        lock(&self.cache).insert(sig.to_owned_key(), entry.clone());
+        self.touch(&entry);
+        insert_bounded(&mut lock(&self.cache), sig.to_owned_key(), entry.clone(), self.capacity());
         *lock(&self.last) = Some(entry.clone());
         Ok((entry, source))
     }
@@ -310,6 +357,10 @@ impl Operator {
         e.constants = base.constants.clone();
         e.compile_micros = t0.elapsed().as_secs_f64() * 1e6;
         Ok(Some(e))
+    }
+
+    fn capacity(&self) -> usize {
+        self.capacity.load(Ordering::Relaxed)
     }
 
     /// The plan compiled most recently.

@@ -265,3 +265,21 @@ fn null_device_compiles_and_launches_without_running() {
     unsafe { op.launch(&entry, &inputs, vec![OutputPtr(out.ptr())].into(), order, false) }.unwrap();
     op.device().synchronize(&stream).unwrap();
 }
+
+#[test]
+fn the_plan_cache_is_bounded_and_keeps_the_recently_used() {
+    let op = op("bounded", false);
+    op.set_capacity(4);
+    for n in 1..=10 {
+        op.entry_for(&sig(n), trace_fn, |e| e.message).unwrap();
+        // Keep the first shape in use: it must survive every eviction.
+        assert!(op.lookup(&sig(1)).is_some(), "the most recently used plan was evicted at {n}");
+        assert!(op.cache_info().size <= 4);
+    }
+    assert_eq!(op.cache_info().size, 4);
+    assert!(op.lookup(&sig(10)).is_some() && op.lookup(&sig(9)).is_some());
+    assert!(op.lookup(&sig(2)).is_none() && op.lookup(&sig(5)).is_none());
+    let compiles = op.cache_info().compiles;
+    op.entry_for(&sig(2), trace_fn, |e| e.message).unwrap();
+    assert_eq!(op.cache_info().compiles, compiles + 1, "an evicted shape compiles again");
+}
