@@ -208,3 +208,23 @@ def test_many_small_calls_leave_memory_flat():
     rss1, pool1 = _rss_bytes(), pyasc.memory_stats()["bytes_in_use"]
     assert pool1 == pool0
     assert rss1 - rss0 < 8 << 20, (rss0, rss1)
+
+
+@pytest.mark.parametrize("other_stream", [False, True])
+def test_copy_from_waits_for_queued_readers(other_stream):
+    # Write-after-read across streams: the queued kernel must see the data it was given.
+    n = 1 << 22
+    x = pyasc.to_device(np.ones(n, np.float32))
+    op = pyasc.operator(lambda t: pyasc.exp(pyasc.sin(t)) * 2 + pyasc.erf(t))
+    s1, s2 = pyasc.Stream(), pyasc.Stream()
+    with pyasc.stream(s1):
+        y = op(x)
+    if other_stream:
+        with pyasc.stream(s2):
+            x.copy_from(np.full(n, 5.0, np.float32))
+    else:
+        x.copy_from(np.full(n, 5.0, np.float32))
+    one = np.float64(1.0)
+    want = np.exp(np.sin(one)) * 2 + 0.8427007929497149
+    np.testing.assert_allclose(y.numpy(), np.full(n, want, np.float32), rtol=1e-6)
+    np.testing.assert_array_equal(x.numpy(), np.full(n, 5.0, np.float32))
