@@ -7,6 +7,7 @@ import gc
 import weakref
 
 import numpy as np
+import pyasc
 import pytest
 from pyasc import _pyasc
 
@@ -140,3 +141,31 @@ def test_jax_consumes(dtype, kind):
     assert got.shape == a.shape
     # Without jax_enable_x64, JAX holds 64-bit values in 32 bits: compare in JAX's dtype.
     np.testing.assert_array_equal(got, a.astype(got.dtype))
+
+
+def test_read_only_imports_are_never_written():
+    a = np.arange(4, dtype=np.float32)
+    a.flags.writeable = False
+    d = pyasc.from_dlpack(a)
+    with pytest.raises(pyasc.InvalidArgumentError, match="read-only"):
+        d.copy_from(np.zeros(4, np.float32))
+    view = np.asarray(d, copy=False)
+    assert not view.flags.writeable
+    with pytest.raises(ValueError):
+        view[0] = 5
+    np.testing.assert_array_equal(a, np.arange(4, dtype=np.float32))
+    # Reading it is fine, and so is writing a writable import.
+    np.testing.assert_array_equal(pyasc.operator(lambda t: t * 2)(d).numpy(), np.arange(4, dtype=np.float32) * 2)
+    w = np.arange(3.0)
+    pyasc.from_dlpack(w).copy_from(np.ones(3))
+    np.testing.assert_array_equal(w, np.ones(3))
+
+
+def test_jax_imports_are_read_only():
+    import jax.numpy as jnp
+
+    j = jnp.arange(3.0, dtype=jnp.float32)
+    d = pyasc.from_dlpack(j)
+    with pytest.raises(pyasc.InvalidArgumentError):
+        d.copy_from(np.zeros(3, np.float32))
+    np.testing.assert_array_equal(np.asarray(j), np.arange(3.0, dtype=np.float32))

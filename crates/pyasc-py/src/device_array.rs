@@ -118,10 +118,14 @@ impl DeviceArray {
     /// A NumPy view of the memory (no waiting); `owner` keeps it alive.
     fn host_view<'py>(&self, owner: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         // SAFETY: the view covers exactly this array's elements; `owner` keeps the buffer alive.
-        unsafe {
+        let view = unsafe {
             wrap_memory(owner.py(), self.data_ptr(), self.dtype, &self.shape, &self.strides, owner.clone().into_any())
         }
-        .map_err(to_py)
+        .map_err(to_py)?;
+        if self.buf.is_readonly() {
+            view.getattr("flags")?.setattr("writeable", false)?;
+        }
+        Ok(view)
     }
 
     /// Copy a host array (any layout, dtype cast as NumPy's `copyto`) into this array now.
@@ -244,6 +248,14 @@ impl DeviceArray {
     fn copy_from(slf: &Bound<'_, Self>, src: &Bound<'_, PyAny>) -> PyResult<()> {
         let py = slf.py();
         let me = slf.get();
+        if me.buf.is_readonly() {
+            return Err(user_error(
+                py,
+                ErrorKind::InvalidArgument,
+                "this DeviceArray shares read-only memory (imported from a read-only or immutable array): \
+                 copy it first (pyasc.to_device) to write to it",
+            ));
+        }
         let stream = stream::current();
         if let Ok(other) = src.cast::<DeviceArray>() {
             let o = other.get();
@@ -580,8 +592,13 @@ pub fn from_dlpack(py: Python<'_>, t: &Bound<'_, PyAny>) -> PyResult<DeviceArray
     // inside the array's allocation.
     let base = unsafe { (v.ptr as *mut u8).offset(lo) };
     let bytes = (hi - lo + size).max(0) as usize;
+    // Read-only sources (NumPy's flag, DLPack's read-only bit) and JAX's immutable arrays are
+    // never written through pyasc.
+    let writeable: bool = arr.getattr("flags")?.getattr("writeable")?.extract()?;
+    let module: String = t.get_type().getattr("__module__")?.extract().unwrap_or_default();
+    let readonly = !writeable || module.starts_with("jax");
     let owner: Py<PyAny> = arr.clone().unbind();
-    let buf = DeviceBuffer::external(base, bytes, Box::new(owner));
+    let buf = DeviceBuffer::external(base, bytes, Box::new(owner), readonly);
     let align = 1usize << (base as usize).trailing_zeros().min(12);
     Ok(DeviceArray { buf, offset: (-lo) as usize, shape: v.shape, strides: v.strides, dtype: dt, alignment: align })
 }

@@ -36,6 +36,8 @@ pub struct DeviceBuffer {
     mem: Memory,
     bytes: usize,
     deps: Mutex<Deps>,
+    /// Imported from a read-only source: nothing may write it.
+    readonly: bool,
 }
 
 // SAFETY: the raw pointer is only dereferenced by tasks ordered through `deps`.
@@ -47,12 +49,23 @@ impl DeviceBuffer {
     /// A new pool buffer of `bytes` bytes aligned to `align`.
     pub fn alloc(bytes: usize, align: usize) -> Result<Arc<DeviceBuffer>> {
         let block = allocate_aligned(bytes.max(1), align)?;
-        Ok(Arc::new(DeviceBuffer { mem: Memory::Pool(block), bytes, deps: Mutex::default() }))
+        Ok(Arc::new(DeviceBuffer { mem: Memory::Pool(block), bytes, deps: Mutex::default(), readonly: false }))
     }
 
-    /// A buffer over memory someone else owns (zero-copy import).
-    pub fn external(ptr: *mut u8, bytes: usize, owner: Box<dyn Any + Send + Sync>) -> Arc<DeviceBuffer> {
-        Arc::new(DeviceBuffer { mem: Memory::External { ptr, owner }, bytes, deps: Mutex::default() })
+    /// A buffer over memory someone else owns (zero-copy import); `readonly` when the owner
+    /// does not allow writes (a read-only NumPy array, an immutable JAX array).
+    pub fn external(
+        ptr: *mut u8,
+        bytes: usize,
+        owner: Box<dyn Any + Send + Sync>,
+        readonly: bool,
+    ) -> Arc<DeviceBuffer> {
+        Arc::new(DeviceBuffer { mem: Memory::External { ptr, owner }, bytes, deps: Mutex::default(), readonly })
+    }
+
+    /// True when the memory must never be written.
+    pub fn is_readonly(&self) -> bool {
+        self.readonly
     }
 
     /// Start of the memory.
