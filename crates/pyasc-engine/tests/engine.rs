@@ -238,6 +238,15 @@ fn device_copies_are_ordered_on_streams_and_checked() {
         dev.synchronize(&s).unwrap();
         assert!(dev.copy_in(&a, 60, &data[..8]).is_err(), "past the end");
         assert!(dev.copy_async(&s, &b, 0, &a, 32, 64).is_err());
+        // Memory imported read-only is never written, neither from the host nor on a stream.
+        let mut frozen = vec![7u8; 64];
+        let ro = pyasc_runtime::buffer::DeviceBuffer::external(frozen.as_mut_ptr(), 64, Box::new(()), true);
+        assert!(dev.copy_in(&ro, 0, &data[..8]).is_err());
+        assert!(dev.copy_async(&s, &ro, 0, &a, 0, 8).is_err());
+        dev.copy_async(&s, &b, 0, &ro, 0, 8).unwrap();
+        dev.synchronize(&s).unwrap();
+        drop(ro);
+        assert!(frozen.iter().all(|&v| v == 7));
     }
 }
 

@@ -165,6 +165,14 @@ pub trait Device: Send + Sync {
     }
 }
 
+/// Refuse to write a buffer imported from read-only memory.
+fn check_writable(buf: &DeviceBuffer) -> Result<()> {
+    if buf.is_readonly() {
+        return Err(IrError::new(ErrorKind::InvalidArgument, "cannot write a buffer over read-only memory"));
+    }
+    Ok(())
+}
+
 fn check_range(buf: &DeviceBuffer, offset: usize, len: usize) -> Result<()> {
     if offset.checked_add(len).is_none_or(|end| end > buf.len()) {
         return Err(IrError::new(
@@ -177,6 +185,7 @@ fn check_range(buf: &DeviceBuffer, offset: usize, len: usize) -> Result<()> {
 
 /// Copy into a host-memory buffer (the CPU and null devices).
 fn host_copy_in(dst: &DeviceBuffer, offset: usize, src: &[u8]) -> Result<()> {
+    check_writable(dst)?;
     check_range(dst, offset, src.len())?;
     dst.wait_host(true);
     // SAFETY: the range lies inside the buffer (checked) and no queued work uses it (waited).
@@ -202,6 +211,7 @@ fn host_copy_async(
     src_offset: usize,
     bytes: usize,
 ) -> Result<u64> {
+    check_writable(dst)?;
     check_range(dst, dst_offset, bytes)?;
     check_range(src, src_offset, bytes)?;
     src.order_on(stream, false);
