@@ -152,3 +152,28 @@ def test_memory_limit_gives_out_of_memory_error_not_abort():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "OOM 200001" in out.stdout and "still works (1048576,)" in out.stdout
+
+
+def test_masked_arrays_are_refused_not_unmasked():
+    m = np.ma.masked_array(np.arange(3.0), mask=[0, 1, 0])
+    with pytest.raises(pyasc.InvalidArgumentError, match="masked"):
+        pyasc.operator(lambda t: t * 2)(m)
+    with pytest.raises(pyasc.InvalidArgumentError, match="masked"):
+        pyasc.to_device(m)
+    with pytest.raises(pyasc.InvalidArgumentError, match="masked"):
+        pyasc.to_device(np.zeros(3)).copy_from(m)
+    # Their data, passed explicitly, is fine.
+    np.testing.assert_array_equal(pyasc.operator(lambda t: t * 2)(m.filled(0.0)), [0.0, 0.0, 4.0])
+
+
+def test_overlapping_copy_from_matches_copyto():
+    a = pyasc.to_device(np.arange(10, dtype=np.float32))
+    a[2:8].copy_from(a[0:6])
+    want = np.arange(10, dtype=np.float32)
+    np.copyto(want[2:8], want[0:6])
+    np.testing.assert_array_equal(a.numpy(), want)
+    b = pyasc.to_device(np.arange(10, dtype=np.float32))
+    b[0:6].copy_from(b[2:8])
+    want = np.arange(10, dtype=np.float32)
+    np.copyto(want[0:6], want[2:8])
+    np.testing.assert_array_equal(b.numpy(), want)

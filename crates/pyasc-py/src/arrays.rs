@@ -219,3 +219,21 @@ pub fn empty<'py>(
         other => return Err(IrError::new(ErrorKind::Unsupported, format!("cannot allocate {other} outputs yet"))),
     })
 }
+
+/// A `MaskedArrayError`-style refusal for `numpy.ma` arrays, whose mask pyasc would silently
+/// drop; exact `ndarray`s pass with one pointer comparison.
+pub fn reject_masked(py: Python<'_>, obj: &Bound<'_, PyAny>, what: &str) -> PyResult<()> {
+    // SAFETY: reading the address of NumPy's array type object.
+    let ndarray = unsafe { npyffi::get_type_object(py, npyffi::NpyTypes::PyArray_Type) };
+    if obj.get_type().as_type_ptr() == ndarray {
+        return Ok(());
+    }
+    if obj.is_instance(&numpy(py)?.getattr("ma")?.getattr("MaskedArray")?)? {
+        return Err(crate::errors::user_error(
+            py,
+            pyasc_ir::error::ErrorKind::InvalidArgument,
+            format!("{what}: masked arrays are not supported (the mask would be lost); pass m.filled(value) or np.ma.getdata(m)"),
+        ));
+    }
+    Ok(())
+}
