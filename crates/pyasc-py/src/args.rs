@@ -118,7 +118,7 @@ pub fn parse<'py>(py: Python<'py>, args: &Bound<'py, PyTuple>, names: &[String])
             Err(_) => None,
         };
         if let Some(arr) = arr {
-            crate::arrays::reject_masked(py, &arr, &label())?;
+            crate::arrays::reject_masked(py, &arr, label)?;
             let dt = dtype_of(&arr).map_err(|e| user_error(py, e.kind, format!("{}: {}", label(), e.message)))?;
             if !dt.is_executable() {
                 return Err(user_error(

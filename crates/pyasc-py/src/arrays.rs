@@ -222,17 +222,24 @@ pub fn empty<'py>(
 
 /// A `MaskedArrayError`-style refusal for `numpy.ma` arrays, whose mask pyasc would silently
 /// drop; exact `ndarray`s pass with one pointer comparison.
-pub fn reject_masked(py: Python<'_>, obj: &Bound<'_, PyAny>, what: &str) -> PyResult<()> {
-    // SAFETY: reading the address of NumPy's array type object.
-    let ndarray = unsafe { npyffi::get_type_object(py, npyffi::NpyTypes::PyArray_Type) };
-    if obj.get_type().as_type_ptr() == ndarray {
+pub fn reject_masked(py: Python<'_>, obj: &Bound<'_, PyAny>, what: impl FnOnce() -> String) -> PyResult<()> {
+    static NDARRAY: std::sync::atomic::AtomicPtr<pyo3::ffi::PyTypeObject> =
+        std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+    let mut ndarray = NDARRAY.load(std::sync::atomic::Ordering::Relaxed);
+    if ndarray.is_null() {
+        // SAFETY: reading the address of NumPy's array type object, which lives as long as NumPy.
+        ndarray = unsafe { npyffi::get_type_object(py, npyffi::NpyTypes::PyArray_Type) };
+        NDARRAY.store(ndarray, std::sync::atomic::Ordering::Relaxed);
+    }
+    // SAFETY: `obj` is a live object; its type pointer is only compared.
+    if unsafe { pyo3::ffi::Py_TYPE(obj.as_ptr()) } == ndarray {
         return Ok(());
     }
     if obj.is_instance(&numpy(py)?.getattr("ma")?.getattr("MaskedArray")?)? {
         return Err(crate::errors::user_error(
             py,
             pyasc_ir::error::ErrorKind::InvalidArgument,
-            format!("{what}: masked arrays are not supported (the mask would be lost); pass m.filled(value) or np.ma.getdata(m)"),
+            format!("{}: masked arrays are not supported (the mask would be lost); pass m.filled(value) or np.ma.getdata(m)", what()),
         ));
     }
     Ok(())

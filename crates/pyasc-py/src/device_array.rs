@@ -248,7 +248,7 @@ impl DeviceArray {
     fn copy_from(slf: &Bound<'_, Self>, src: &Bound<'_, PyAny>) -> PyResult<()> {
         let py = slf.py();
         let me = slf.get();
-        crate::arrays::reject_masked(py, src, "copy_from")?;
+        crate::arrays::reject_masked(py, src, || "copy_from".into())?;
         if me.buf.is_readonly() {
             return Err(user_error(
                 py,
@@ -491,7 +491,7 @@ pub fn to_device(
     dtype: Option<&Bound<'_, PyAny>>,
     alignment: i64,
 ) -> PyResult<Py<DeviceArray>> {
-    crate::arrays::reject_masked(py, a, "to_device")?;
+    crate::arrays::reject_masked(py, a, || "to_device".into())?;
     if let Ok(d) = a.cast::<DeviceArray>() {
         if dtype.is_none() {
             let src = d.get();
