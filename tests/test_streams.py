@@ -228,3 +228,21 @@ def test_copy_from_waits_for_queued_readers(other_stream):
     want = np.exp(np.sin(one)) * 2 + 0.8427007929497149
     np.testing.assert_allclose(y.numpy(), np.full(n, want, np.float32), rtol=1e-6)
     np.testing.assert_array_equal(x.numpy(), np.full(n, 5.0, np.float32))
+
+
+def test_failed_queued_work_poisons_its_outputs_and_their_consumers():
+    x = pyasc.to_device(np.array([1.0, -1.0, 2.0], np.float32))
+    y = pyasc.operator(lambda t: np.log(t) * 2, debug=True)(x)
+    for read in (lambda: y.numpy(), lambda: y.numpy(), lambda: np.asarray(y),
+                 lambda: y.copy_to(np.empty(3, np.float32))):
+        with pytest.raises(pyasc.NumericalError):
+            read()
+    z = pyasc.operator(lambda t: t + 1)(y)
+    for _ in range(2):
+        with pytest.raises(pyasc.NumericalError):
+            z.numpy()
+    pyasc.synchronize()
+    # Overwriting the whole array makes it valid again; other work is unaffected.
+    y.copy_from(np.ones(3, np.float32))
+    np.testing.assert_array_equal(y.numpy(), np.ones(3, np.float32))
+    np.testing.assert_array_equal(pyasc.operator(lambda t: t + 1)(x).numpy(), [2.0, 0.0, 3.0])

@@ -107,6 +107,12 @@ impl DeviceArray {
         if let Some((core, _)) = self.buf.last_writer() {
             core.take_error().map_err(to_py)?;
         }
+        if !write {
+            // Work that should have written this array failed: every read raises its error.
+            if let Some(e) = self.buf.poisoned() {
+                return Err(to_py(e));
+            }
+        }
         Ok(())
     }
 

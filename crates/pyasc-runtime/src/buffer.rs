@@ -8,7 +8,7 @@
 
 use crate::memory::{allocate_aligned, PoolBlock};
 use crate::stream::{Stream, StreamCore};
-use pyasc_ir::error::Result;
+use pyasc_ir::error::{IrError, Result};
 use std::any::Any;
 use std::sync::{Arc, Mutex};
 
@@ -38,6 +38,8 @@ pub struct DeviceBuffer {
     deps: Mutex<Deps>,
     /// Imported from a read-only source: nothing may write it.
     readonly: bool,
+    /// The error of the failed work that should have written it: every later read raises it.
+    poison: Mutex<Option<IrError>>,
 }
 
 // SAFETY: the raw pointer is only dereferenced by tasks ordered through `deps`.
@@ -49,7 +51,13 @@ impl DeviceBuffer {
     /// A new pool buffer of `bytes` bytes aligned to `align`.
     pub fn alloc(bytes: usize, align: usize) -> Result<Arc<DeviceBuffer>> {
         let block = allocate_aligned(bytes.max(1), align)?;
-        Ok(Arc::new(DeviceBuffer { mem: Memory::Pool(block), bytes, deps: Mutex::default(), readonly: false }))
+        Ok(Arc::new(DeviceBuffer {
+            mem: Memory::Pool(block),
+            bytes,
+            deps: Mutex::default(),
+            readonly: false,
+            poison: Mutex::default(),
+        }))
     }
 
     /// A buffer over memory someone else owns (zero-copy import); `readonly` when the owner
@@ -60,12 +68,33 @@ impl DeviceBuffer {
         owner: Box<dyn Any + Send + Sync>,
         readonly: bool,
     ) -> Arc<DeviceBuffer> {
-        Arc::new(DeviceBuffer { mem: Memory::External { ptr, owner }, bytes, deps: Mutex::default(), readonly })
+        Arc::new(DeviceBuffer {
+            mem: Memory::External { ptr, owner },
+            bytes,
+            deps: Mutex::default(),
+            readonly,
+            poison: Mutex::default(),
+        })
     }
 
     /// True when the memory must never be written.
     pub fn is_readonly(&self) -> bool {
         self.readonly
+    }
+
+    /// Mark the contents invalid: the work that should have written them failed with `e`.
+    pub fn poison(&self, e: &IrError) {
+        *self.poison.lock().expect("buffer lock poisoned") = Some(e.clone());
+    }
+
+    /// The error that left the contents invalid, if any.
+    pub fn poisoned(&self) -> Option<IrError> {
+        self.poison.lock().expect("buffer lock poisoned").clone()
+    }
+
+    /// The contents are valid again (the whole buffer was overwritten).
+    pub fn heal(&self) {
+        *self.poison.lock().expect("buffer lock poisoned") = None;
     }
 
     /// Start of the memory.

@@ -190,6 +190,9 @@ fn host_copy_in(dst: &DeviceBuffer, offset: usize, src: &[u8]) -> Result<()> {
     dst.wait_host(true);
     // SAFETY: the range lies inside the buffer (checked) and no queued work uses it (waited).
     unsafe { crate::memory::copy_bytes(dst.ptr().add(offset), src.as_ptr(), src.len()) };
+    if offset == 0 && src.len() == dst.len() {
+        dst.heal();
+    }
     Ok(())
 }
 
@@ -220,9 +223,17 @@ fn host_copy_async(
     let seq = stream.enqueue_named(
         "copy",
         Box::new(move || {
+            if let Some(e) = s.poisoned() {
+                // Copying invalid contents passes the failure on.
+                d.poison(&e);
+                return Err(e);
+            }
             // SAFETY: both ranges lie inside their buffers (checked), which the task keeps
             // alive; the recorded stream order keeps other work off them meanwhile.
             unsafe { crate::memory::copy_bytes(d.ptr().add(dst_offset), s.ptr().add(src_offset), bytes) };
+            if dst_offset == 0 && bytes == d.len() {
+                d.heal();
+            }
             Ok(())
         }),
     );
@@ -257,6 +268,13 @@ fn enqueue_launch(
         Box::new(move || {
             // Move the whole launch into the task (not its non-Send fields one by one).
             let launch = launch;
+            if let Some(e) = launch.reads.iter().find_map(|b| b.poisoned()) {
+                // An input left invalid by failed work: the outputs are invalid too.
+                for w in &launch.writes {
+                    w.poison(&e);
+                }
+                return Err(e);
+            }
             let result = run(launch.plan.plan(), &launch.inputs, &launch.outputs, launch.opts);
             match result {
                 Ok(stats) => {
@@ -267,6 +285,9 @@ fn enqueue_launch(
                 }
                 Err(mut e) => {
                     e.message = format!("in operator {}: {}", launch.plan.name(), e.message);
+                    for w in &launch.writes {
+                        w.poison(&e);
+                    }
                     Err(e)
                 }
             }
