@@ -39,8 +39,9 @@ def array_ufunc(ufunc: Any, method: str, inputs: tuple, kwargs: Dict[str, Any]) 
     dtype = kwargs.pop("dtype", None)
     if kwargs:
         raise UnsupportedError(f"np.{name}(..., {', '.join(kwargs)}=...) is not supported inside operators")
-    like = next(x for x in inputs if isinstance(x, _pyasc.Tensor))
-    inputs = tuple(_operand(like, x) for x in inputs)
+    like = next((x for x in inputs if isinstance(x, _pyasc.Tensor)), None)
+    if like is not None:
+        inputs = tuple(_operand(like, x) for x in inputs)
     if name in _composites.UFUNCS:
         result = _composites.UFUNCS[name](*inputs)
     elif name in _UFUNC_UNARY:
