@@ -51,8 +51,12 @@ class DTypeError(PyAscError, TypeError):
     """A dtype an op does not accept."""
 
 
-class TraceError(PyAscError):
-    """A Python construct that cannot be traced, such as data-dependent control flow."""
+class TraceError(PyAscError, ValueError):
+    """A Python construct that cannot be traced, such as data-dependent control flow.
+
+    Also a ``ValueError``, as NumPy raises for the truth value of an array (``if x > 0``,
+    ``a and b``).
+    """
 
 
 class FusionError(PyAscError):

@@ -12,7 +12,7 @@
 use crate::pass::{CompileState, Pass};
 use crate::rewrite::{copy_node, rebuild};
 use pyasc_ir::dtype::{promote_v, VType};
-use pyasc_ir::error::{IrError, Result};
+use pyasc_ir::error::{ErrorKind, IrError, Result};
 use pyasc_ir::op::{BinaryOp, Op, ReduceOp, UnaryKind, UnaryOp};
 use pyasc_ir::{DType, Graph, Node, NodeId, Scalar};
 
@@ -71,7 +71,12 @@ fn rewrite(g: &mut Graph, n: &Node, ops: Vec<NodeId>, casts: &mut usize) -> Resu
                 if let Op::Const(v) = g.node(c).op {
                     if v.as_i64() < 0 {
                         return Err(
-                            IrError::dtype("integers to negative integer powers are not allowed").at(n.loc.as_ref())
+                            // NumPy raises ValueError here: an invalid value, not a dtype.
+                            IrError::new(
+                                ErrorKind::InvalidArgument,
+                                "integers to negative integer powers are not allowed",
+                            )
+                            .at(n.loc.as_ref()),
                         );
                     }
                 }
