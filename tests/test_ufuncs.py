@@ -189,3 +189,15 @@ def test_signbit_of_integers_and_lists_as_operands():
     got = pyasc.operator(lambda t: np.add(t, [10, 20, 30]) * np.maximum(t, (2, 2, 2)))(x)
     assert got.dtype == np.float64
     assert_matches(got, np.add(x, [10, 20, 30]) * np.maximum(x, (2, 2, 2)))
+
+
+@pytest.mark.parametrize("fn", [lambda x, y: np.exp(x) + y, lambda x, y: np.hypot(x, x) + y,
+                                lambda x, y: np.arctan2(x, 2.0) * y, lambda x, y: np.logaddexp(x, x) * y])
+def test_expensive_ops_are_computed_once_before_a_broadcast(fn):
+    # A (64, 1) operand broadcast 64x: its expensive op gets its own kernel instead of being
+    # recomputed for every column.
+    a = np.linspace(0.5, 2.0, 64, dtype=np.float32).reshape(64, 1)
+    b = np.ones((1, 64), np.float32)
+    op = pyasc.operator(fn)
+    assert len(op.get_compiled_op(a, b).kernels()) == 2
+    assert_ulp(op(a, b), fn(a.astype(np.float64), b.astype(np.float64)), 2, dtype=np.float32)

@@ -102,6 +102,12 @@ macro_rules! define_unary_ops {
 crate::unary_op_table!(define_unary_ops);
 
 impl UnaryOp {
+    /// True for ops costing far more than a load per element (transcendental float math):
+    /// fusion keeps them out of broadcasts, the VM prefetches around them.
+    pub fn is_expensive(self) -> bool {
+        self.kind() == UnaryKind::Float
+    }
+
     /// Look an op up by its name.
     pub fn from_name(name: &str) -> Option<UnaryOp> {
         UnaryOp::ALL.iter().copied().find(|op| op.name() == name)
@@ -170,6 +176,12 @@ macro_rules! define_binary_ops {
 crate::binary_op_table!(define_binary_ops);
 
 impl BinaryOp {
+    /// True for ops costing far more than a load per element (`pow`, and the float functions
+    /// of two operands such as `hypot`, `arctan2`, `logaddexp`).
+    pub fn is_expensive(self) -> bool {
+        self == BinaryOp::Pow || self.class() == BinaryClass::Float
+    }
+
     /// Comparisons return bool.
     pub fn is_compare(self) -> bool {
         self.class() == BinaryClass::Compare

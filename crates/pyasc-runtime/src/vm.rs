@@ -15,7 +15,6 @@ use crate::pool::num_threads;
 use crate::view::{read_scalar, InputView, OutputPtr, SendPtr};
 use pyasc_ir::error::{IrError, Result};
 use pyasc_ir::event::{self, Event, EventKind};
-use pyasc_ir::op::UnaryKind;
 use pyasc_ir::tile::{BufferKind, Instr, KernelPlan, RegKind, TileKernel};
 use pyasc_ir::DType;
 use std::borrow::Cow;
@@ -315,7 +314,11 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
         .collect();
     // Kernels with transcendental math compute long enough per tile to hide the next tile's
     // loads behind them; for cheap kernels the hardware prefetcher alone is faster.
-    let prefetch = k.body.iter().any(|i| matches!(i, Instr::Unary { op, .. } if op.kind() == UnaryKind::Float));
+    let prefetch = k.body.iter().any(|i| match i {
+        Instr::Unary { op, .. } => op.is_expensive(),
+        Instr::Binary { op, .. } => op.is_expensive(),
+        _ => false,
+    });
     let run_range = |range: std::ops::Range<usize>| -> Result<()> {
         let end = range.end;
         let began = Instant::now();

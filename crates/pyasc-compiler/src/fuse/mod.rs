@@ -28,7 +28,7 @@ mod rows;
 
 use crate::pass::{CompileState, Pass};
 use pyasc_ir::error::Result;
-use pyasc_ir::op::{Axes, BinaryOp, Op, UnaryKind};
+use pyasc_ir::op::{Axes, Op};
 use pyasc_ir::{Graph, LibId, NodeId, Shape};
 
 /// Rows longer than this are not fused with consumers that broadcast back over them (the
@@ -98,8 +98,8 @@ pub struct FusePass;
 
 fn expensive(op: &Op) -> bool {
     match op {
-        Op::Unary(u) => u.kind() == UnaryKind::Float,
-        Op::Binary(b) => *b == BinaryOp::Pow,
+        Op::Unary(u) => u.is_expensive(),
+        Op::Binary(b) => b.is_expensive(),
         _ => false,
     }
 }
