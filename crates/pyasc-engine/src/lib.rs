@@ -14,4 +14,4 @@ pub mod trace;
 pub use operator::{take_queued_records, CacheInfo, Entry, Launched, Operator, OperatorConfig, Order, Source};
 pub use pyasc_ir::event;
 pub use signature::{ArgType, DynamicKey, Signature};
-pub use trace::{ConstArray, Trace, TraceRef, Traced, TracedNode};
+pub use trace::{Captured, ConstArray, Extra, Trace, TraceRef, Traced, TracedNode};

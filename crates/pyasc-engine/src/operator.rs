@@ -3,7 +3,7 @@
 //! plan now or queues it on a stream.
 
 use crate::signature::{DynamicKey, Signature};
-use crate::trace::{ConstArray, Traced};
+use crate::trace::{Captured, Extra, Traced};
 use pyasc_compiler::{compile, CompileOptions, Compiled};
 use pyasc_ir::error::{IrError, Result};
 use pyasc_ir::event::Event;
@@ -36,8 +36,10 @@ pub struct Entry {
     /// With dynamic shapes: the traced graph, and whether the function read a shape
     /// (then other shapes need their own trace).
     pub template: Option<(Graph, bool)>,
-    /// Arrays made while tracing, passed after the caller's arguments.
-    pub constants: Vec<ConstArray>,
+    /// Arrays made or captured while tracing, passed after the caller's arguments.
+    pub extras: Vec<Extra>,
+    /// How many of `extras` are captured arrays (their views come from the caller).
+    pub n_captured: usize,
     /// The operator's name.
     pub name: String,
     /// The distinct output buffers (dtype, shape), each allocated once per call.
@@ -71,7 +73,8 @@ impl Entry {
             tuple_out: false,
             compile_micros: 0.0,
             template: None,
-            constants: Vec::new(),
+            extras: Vec::new(),
+            n_captured: 0,
             name: name.to_string(),
             out_buffers,
             out_slots,
@@ -79,15 +82,37 @@ impl Entry {
         }
     }
 
-    /// The caller's argument views followed by the trace-time constants.
-    pub fn with_constants<'a>(&self, views: &'a [InputView]) -> Cow<'a, [InputView]> {
-        if self.constants.is_empty() {
-            Cow::Borrowed(views)
-        } else {
-            let mut all = views.to_vec();
-            all.extend(self.constants.iter().map(|c| c.view()));
-            Cow::Owned(all)
+    /// Every input of the plan: `views` holds the caller's arguments followed by one view per
+    /// captured array (in [`Entry::captured`] order); the trace-time constants are put in their
+    /// places between them.
+    pub fn with_extras<'a>(&self, views: &'a [InputView]) -> Result<Cow<'a, [InputView]>> {
+        if self.extras.is_empty() {
+            return Ok(Cow::Borrowed(views));
         }
+        let Some(n_args) = views.len().checked_sub(self.n_captured) else {
+            return Err(IrError::internal("a launch is missing the views of captured arrays"));
+        };
+        let mut all = views[..n_args].to_vec();
+        let mut next = n_args;
+        for e in &self.extras {
+            match e {
+                Extra::Const(c) => all.push(c.view()),
+                Extra::Captured(_) => {
+                    all.push(views[next].clone());
+                    next += 1;
+                }
+            }
+        }
+        Ok(Cow::Owned(all))
+    }
+
+    /// The arrays the function captured from outside itself, in the order their views follow
+    /// the caller's arguments.
+    pub fn captured(&self) -> impl Iterator<Item = &Captured> {
+        self.extras.iter().filter_map(|e| match e {
+            Extra::Captured(c) => Some(c),
+            Extra::Const(_) => None,
+        })
     }
 
     /// Elements of all outputs (how much work a launch is).
@@ -320,7 +345,7 @@ impl Operator {
 
     /// Compile a finished trace (`t0`: when tracing began, for `compile_micros`).
     pub fn compile_traced(&self, traced: Traced, t0: Instant) -> Result<Entry> {
-        let Traced { graph, shape_read, constants, tuple_out } = traced;
+        let Traced { graph, shape_read, extras, tuple_out } = traced;
         let template = self.config.dynamic.then(|| (graph.clone(), shape_read));
         let traced_text = graph_to_string(&graph);
         let compiled = compile(graph, &self.options())?;
@@ -329,7 +354,8 @@ impl Operator {
         e.traced_text = traced_text;
         e.tuple_out = tuple_out;
         e.template = template;
-        e.constants = constants;
+        e.n_captured = extras.iter().filter(|x| matches!(x, Extra::Captured(_))).count();
+        e.extras = extras;
         e.compile_micros = t0.elapsed().as_secs_f64() * 1e6;
         Ok(e)
     }
@@ -345,7 +371,7 @@ impl Operator {
             return Ok(None);
         }
         let mut shapes: Vec<Vec<usize>> = sig.args().iter().map(|a| a.shape().to_vec()).collect();
-        shapes.extend(base.constants.iter().map(|c| c.shape.clone()));
+        shapes.extend(base.extras.iter().map(|c| c.shape().to_vec()));
         let graph = match graph.respecialize(&shapes) {
             None => return Ok(None),
             Some(g) => g?,
@@ -354,7 +380,8 @@ impl Operator {
         let mut e = Entry::new(compiled, &self.config.name);
         e.traced_text = base.traced_text.clone();
         e.tuple_out = base.tuple_out;
-        e.constants = base.constants.clone();
+        e.extras = base.extras.clone();
+        e.n_captured = base.n_captured;
         e.compile_micros = t0.elapsed().as_secs_f64() * 1e6;
         Ok(Some(e))
     }
@@ -376,6 +403,13 @@ impl Operator {
             compiles: self.compiles.load(Ordering::Relaxed),
             size: lock(&self.cache).len(),
         }
+    }
+
+    /// Drop the plan cached for `sig` and the dynamic-shape trace it may be made from (an
+    /// array it captured changed dtype or shape).
+    pub fn invalidate(&self, sig: &Signature) {
+        lock(&self.cache).remove(&sig.to_owned_key());
+        lock(&self.templates).remove(&sig.dynamic_key());
     }
 
     /// Drop every plan (statistics are kept).
@@ -403,7 +437,7 @@ impl Operator {
         record: bool,
     ) -> Result<Launched> {
         let opts = RunOptions { record, check_finite: self.config.debug };
-        let all = entry.with_constants(inputs);
+        let all = entry.with_extras(inputs)?;
         match order {
             Order::Now => self.device.execute(&entry.compiled.plan, &all, &outputs, opts).map(Launched::Done),
             Order::Stream { stream, reads, writes, keep } => {

@@ -10,6 +10,7 @@ use pyasc_ir::error::{ErrorKind, IrError, Result};
 use pyasc_ir::op::Op;
 use pyasc_ir::{DType, Graph, NodeId, Shape, SourceLoc};
 use pyasc_runtime::InputView;
+use std::any::Any;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// An array made while tracing, passed to the plan as an extra argument on every call.
@@ -38,6 +39,46 @@ impl ConstArray {
     }
 }
 
+/// An array the traced function read from outside itself (a module global, a closure
+/// variable, an attribute): an implicit input, read from the live array at every call, so a
+/// change made in place between calls is seen.
+#[derive(Clone)]
+pub struct Captured {
+    /// Element type when traced.
+    pub dtype: DType,
+    /// Extents when traced.
+    pub shape: Vec<usize>,
+    /// Identity of the captured object (one input per object within a trace).
+    pub key: usize,
+    /// The binding's handle on the object, kept alive as long as the plan.
+    pub handle: Arc<dyn Any + Send + Sync>,
+}
+
+impl std::fmt::Debug for Captured {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Captured({} {:?})", self.dtype, self.shape)
+    }
+}
+
+/// An input the trace added after the caller's arguments, in the order the graph numbers them.
+#[derive(Clone, Debug)]
+pub enum Extra {
+    /// An array made while tracing; its values are fixed for the plan.
+    Const(ConstArray),
+    /// An array captured from outside the function; read at every call.
+    Captured(Captured),
+}
+
+impl Extra {
+    /// The extents of the input.
+    pub fn shape(&self) -> &[usize] {
+        match self {
+            Extra::Const(c) => &c.shape,
+            Extra::Captured(c) => &c.shape,
+        }
+    }
+}
+
 /// A graph being traced; closed once the function returns.
 #[derive(Debug, Default)]
 pub struct Trace {
@@ -47,8 +88,8 @@ pub struct Trace {
     pub open: bool,
     /// Set when the function read a traced shape (then a new shape needs a new trace).
     pub shape_read: bool,
-    /// Arrays created during tracing (`arange`): extra arguments after the caller's.
-    pub constants: Vec<ConstArray>,
+    /// Arrays created or captured during tracing: extra inputs after the caller's arguments.
+    pub extras: Vec<Extra>,
 }
 
 /// Shared handle to a trace.
@@ -61,8 +102,8 @@ pub struct Traced {
     pub graph: Graph,
     /// The function read a traced shape.
     pub shape_read: bool,
-    /// Arrays created during tracing.
-    pub constants: Vec<ConstArray>,
+    /// Arrays created or captured during tracing, in input order after the arguments.
+    pub extras: Vec<Extra>,
     /// The function returned a tuple or list (results are returned as a tuple).
     pub tuple_out: bool,
 }
@@ -127,8 +168,27 @@ impl Trace {
         let mut t = Self::lock(trace);
         let id = t.graph.add_input(pyasc_ir::dtype::VType::strong(c.dtype), Shape(c.shape.clone()));
         let r = TracedNode { id, dtype: c.dtype, shape: c.shape.clone() };
-        t.constants.push(c);
+        t.extras.push(Extra::Const(c));
         r
+    }
+
+    /// The input for an array captured from outside the function (one per object `key`).
+    pub fn add_captured(trace: &TraceRef, c: Captured, loc: Option<&SourceLoc>) -> Result<TracedNode> {
+        let mut t = Self::lock(trace);
+        t.check_open(loc)?;
+        let inputs = t.graph.inputs.clone();
+        let n_args = inputs.len() - t.extras.len();
+        for (k, e) in t.extras.iter().enumerate() {
+            if let Extra::Captured(old) = e {
+                if old.key == c.key && old.dtype == c.dtype && old.shape == c.shape {
+                    return Ok(TracedNode { id: inputs[n_args + k], dtype: c.dtype, shape: c.shape.clone() });
+                }
+            }
+        }
+        let id = t.graph.add_input(pyasc_ir::dtype::VType::strong(c.dtype), Shape(c.shape.clone()));
+        let r = TracedNode { id, dtype: c.dtype, shape: c.shape.clone() };
+        t.extras.push(Extra::Captured(c));
+        Ok(r)
     }
 
     /// Close the trace without a result (the function raised).
@@ -144,7 +204,7 @@ impl Trace {
         Traced {
             graph: std::mem::take(&mut t.graph),
             shape_read: t.shape_read,
-            constants: std::mem::take(&mut t.constants),
+            extras: std::mem::take(&mut t.extras),
             tuple_out,
         }
     }

@@ -243,3 +243,31 @@ impl Args<'_> {
         self.len() == 0
     }
 }
+
+impl<'py> Args<'py> {
+    /// Append the view of an array the plan captured, after the caller's arguments (and
+    /// earlier captures); returns its dtype and shape for the caller to check against the plan.
+    pub fn push_captured(&mut self, py: Python<'py>, arr: &Bound<'py, PyAny>) -> PyResult<(DType, Vec<usize>)> {
+        let arr = arr.cast::<PyUntypedArray>()?.clone();
+        let dt = dtype_of(&arr).map_err(|e| user_error(py, e.kind, format!("a captured array: {}", e.message)))?;
+        let b = self.buf.as_mut().expect("parsed arguments");
+        if !fill_view(&arr, dt, b.next_view(std::ptr::null(), dt)) {
+            b.nviews -= 1;
+            let copy = numpy(py)?.call_method1("ascontiguousarray", (&arr,))?;
+            fill_view(copy.cast::<PyUntypedArray>()?, dt, b.next_view(std::ptr::null(), dt));
+            self._keep.push(copy.into_any());
+        }
+        b.devices.push(None);
+        b.hosts.push(Some(arr.clone().into_any().unbind()));
+        Ok((dt, arr.shape().to_vec()))
+    }
+
+    /// Drop the captured arrays' views pushed since parsing (before checking another plan).
+    pub fn clear_captured(&mut self) {
+        let n = self.sig().args().len();
+        let b = self.buf.as_mut().expect("parsed arguments");
+        b.nviews = n;
+        b.devices.truncate(n);
+        b.hosts.truncate(n);
+    }
+}

@@ -9,7 +9,7 @@ use crate::compiled::CompiledOp;
 use crate::device_array::DeviceArray;
 use crate::errors::{to_py, user_error};
 use crate::log;
-use crate::tensor::{node_of, Tensor, Trace};
+use crate::tensor::{captured_array, node_of, Tensor, Trace};
 use pyasc_compiler::CompileOptions;
 use pyasc_engine::event::Event;
 use pyasc_engine::{Entry, Launched, OperatorConfig, Order, Signature, Source, Traced};
@@ -146,6 +146,40 @@ impl Operator {
         Ok(entry)
     }
 
+    /// The entry for the parsed arguments, with the views of the arrays it captured appended
+    /// to them. A captured array whose dtype or shape changed since the trace is traced again.
+    fn entry_with_captured<'py>(&self, py: Python<'py>, parsed: &mut Args<'py>) -> PyResult<Arc<Entry>> {
+        let mut entry = self.entry_for(py, parsed.sig())?;
+        for _ in 0..3 {
+            if entry.n_captured == 0 || self.bind_captured(py, &entry, parsed)? {
+                return Ok(entry);
+            }
+            parsed.clear_captured();
+            self.core.invalidate(parsed.sig());
+            entry = self.entry_for(py, parsed.sig())?;
+        }
+        Err(user_error(
+            py,
+            ErrorKind::Trace,
+            format!("{}: the arrays it captures keep changing dtype or shape while it is traced", self.name()),
+        ))
+    }
+
+    /// Push the views of `entry`'s captured arrays; false when one no longer has the dtype and
+    /// shape it was traced with.
+    fn bind_captured<'py>(&self, py: Python<'py>, entry: &Entry, parsed: &mut Args<'py>) -> PyResult<bool> {
+        for c in entry.captured() {
+            let obj = captured_array(py, c).ok_or_else(|| {
+                to_py(pyasc_ir::IrError::internal("a captured array's handle is not a Python object"))
+            })?;
+            let (dtype, shape) = parsed.push_captured(py, &obj)?;
+            if dtype != c.dtype || shape != c.shape {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
     fn log_compiled(&self, py: Python<'_>, sig: &Signature, entry: &Entry) {
         let compiled = &entry.compiled;
         if log::enabled(log::DEBUG) {
@@ -255,8 +289,8 @@ impl Operator {
             if let Some(b) = dev {
                 reads.push(b.clone());
             } else if let Some(host) = &parsed.hosts()[i] {
-                let a = parsed.sig().args()[i].clone();
-                let staged = Py::new(py, DeviceArray::alloc(a.vtype().dtype, a.shape().to_vec(), 128).map_err(to_py)?)?;
+                let v = &parsed.views()[i];
+                let staged = Py::new(py, DeviceArray::alloc(v.dtype, v.shape.clone(), 128).map_err(to_py)?)?;
                 staged.get().buf.wait_host(true);
                 let view = staged.get().host_view_any(staged.bind(py))?;
                 crate::arrays::numpy(py)?.call_method1("copyto", (view, host.bind(py)))?;
@@ -350,7 +384,7 @@ impl Operator {
     ) -> PyResult<Py<PyAny>> {
         let args = self.positional(py, args, kwargs)?;
         let mut parsed = parse(py, &args, &self.params)?;
-        let entry = self.entry_for(py, parsed.sig())?;
+        let entry = self.entry_with_captured(py, &mut parsed)?;
         log_queued_launches(py);
         if parsed.any_device() {
             self.launch_queued(py, &entry, &mut parsed)
@@ -379,8 +413,8 @@ impl Operator {
             };
         }
         let args = self.positional(py, args, kwargs)?;
-        let parsed = parse(py, &args, &self.params)?;
-        let entry = self.entry_for(py, parsed.sig())?;
+        let mut parsed = parse(py, &args, &self.params)?;
+        let entry = self.entry_with_captured(py, &mut parsed)?;
         Ok(CompiledOp::new(entry, self.device()))
     }
 

@@ -8,15 +8,16 @@ use crate::trace_ops::apply_matmul;
 pub use crate::trace_ops::ConstArray;
 use numpy::{PyUntypedArray, PyUntypedArrayMethods};
 use pyasc_ir::error::ErrorKind;
+use pyasc_ir::error::IrError;
 use pyasc_ir::op::{BinaryOp, Op, UnaryOp};
-use pyasc_ir::{DType, NodeId, Scalar};
+use pyasc_ir::{DType, NodeId, Scalar, SourceLoc};
 use pyo3::basic::CompareOp;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple};
 use std::sync::Arc;
 
-pub use pyasc_engine::trace::{Trace, TraceRef};
+pub use pyasc_engine::trace::{Captured, Trace, TraceRef};
 
 /// A traced tensor: a node of the operator's graph, with static dtype and shape.
 #[pyclass(module = "pyasc._pyasc", frozen)]
@@ -85,19 +86,13 @@ pub fn node_of(py: Python<'_>, trace: &TraceRef, obj: &Bound<'_, PyAny>) -> PyRe
     }
     drop(t);
     let np = numpy(py)?;
-    let is_np = obj.is_instance(&np.getattr("ndarray")?)? || obj.is_instance(&np.getattr("generic")?)?;
-    if is_np {
+    if obj.is_instance(&np.getattr("ndarray")?)? {
+        return capture(py, trace, obj, loc);
+    }
+    if obj.is_instance(&np.getattr("generic")?)? {
+        // A NumPy scalar: immutable, so a strongly typed constant.
         let arr = np.call_method1("asarray", (obj,))?;
         let arr = arr.cast::<PyUntypedArray>()?;
-        if arr.ndim() != 0 {
-            return Err(trace_error(
-                py,
-                format!(
-                    "an array of shape {:?} captured from outside the operator cannot be traced; pass it as an argument",
-                    arr.shape()
-                ),
-            ));
-        }
         let dt = dtype_of(arr).map_err(|e| to_py(e.at(loc.as_ref())))?;
         let item = arr.call_method0("item")?;
         let value = if dt == DType::Bool {
@@ -115,6 +110,35 @@ pub fn node_of(py: Python<'_>, trace: &TraceRef, obj: &Bound<'_, PyAny>) -> PyRe
         ErrorKind::DType,
         format!("operand of type {} cannot be used in an operator", obj.get_type().name()?),
     ))
+}
+
+/// The input for a NumPy array the function reads from outside itself (a global, a closure
+/// variable, an attribute): an implicit argument read from the live array at every call.
+fn capture(py: Python<'_>, trace: &TraceRef, obj: &Bound<'_, PyAny>, loc: Option<SourceLoc>) -> PyResult<NodeId> {
+    crate::arrays::reject_masked(py, obj, || "a captured array".to_string())?;
+    // A subclass (np.matrix, a memmap) is read through a base-class view of the same memory.
+    let arr = numpy(py)?.call_method1("asarray", (obj,))?;
+    let a = arr.cast::<PyUntypedArray>()?;
+    let dtype = dtype_of(a).map_err(|e| to_py(e.at(loc.as_ref())))?;
+    if !dtype.is_executable() {
+        return Err(to_py(
+            IrError::new(ErrorKind::DType, format!("a captured array of dtype {dtype} is not supported"))
+                .at(loc.as_ref()),
+        ));
+    }
+    let captured = Captured {
+        dtype,
+        shape: a.shape().to_vec(),
+        key: obj.as_ptr() as usize,
+        handle: Arc::new(arr.clone().unbind()),
+    };
+    let n = Trace::add_captured(trace, captured, loc.as_ref()).map_err(to_py)?;
+    Ok(n.id)
+}
+
+/// The handle of a captured array (see [`capture`]) back as the Python array.
+pub fn captured_array<'py>(py: Python<'py>, c: &Captured) -> Option<Bound<'py, PyAny>> {
+    c.handle.downcast_ref::<Py<PyAny>>().map(|o| o.bind(py).clone())
 }
 
 /// The trace of the first traced tensor among `objs`.
