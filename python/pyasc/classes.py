@@ -41,9 +41,10 @@ class AscendOperatorBase:
 
     Calling the instance, ``op(x, y, ...)``, traces ``compute`` with ``inputs = (x, y, ...)``
     as traced tensors, compiles it once per argument signature (dtypes and shapes) and runs it.
-    Instance attributes read by ``compute`` are compile-time constants: their values are
+    Number attributes read by ``compute`` are compile-time constants: their values are
     captured when a signature is first traced, and changing them later does not re-trace that
-    signature. Call :meth:`cache_clear` after changing them to trace again.
+    signature; call :meth:`cache_clear` after changing them to trace again. NumPy array
+    attributes are captured arrays, read at every call (changes made in place are seen).
     """
 
     def __init__(self, **options: Any) -> None:

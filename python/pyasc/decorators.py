@@ -106,12 +106,16 @@ def operator(
         if not callable(func):
             raise InvalidArgumentError(f"@pyasc.operator decorates a function, not {type(func).__name__}")
         name = settings["kernel_name"] or getattr(func, "__name__", "operator")
-        op = _pyasc.Operator(func, name, settings["device_type"], settings["op_break_level"], dict(settings))
         if settings["gears"] is not None:
             from .dynamic import GearedOperator
 
-            return GearedOperator(op, settings["gears"])
-        return op
+            def make(f: Callable[..., Any], geared: bool) -> Any:
+                # The unpadded fallback is traced per shape (its get_max_dim() gives the gear).
+                opts = dict(settings) if geared else {**settings, "gears": None, "dynamic_shape": False}
+                return _pyasc.Operator(f, name, settings["device_type"], settings["op_break_level"], opts)
+
+            return GearedOperator(func, make, settings["gears"])
+        return _pyasc.Operator(func, name, settings["device_type"], settings["op_break_level"], dict(settings))
 
     if fn is not None:
         return wrap(fn)

@@ -5,17 +5,26 @@ with new extents reuses that trace (only shape inference and kernel planning run
 microseconds) unless the function read a traced shape, in which case it is traced again.
 
 With ``gears`` (``{dim: [sizes]}`` or ``"pow2"`` for dimension 0) the geared dimensions of
-every array argument are zero-padded up to the next gear, as Ascend's dynamic-dims profiles
-do; the function is traced once per gear and ``get_context().get_max_dim(d)`` gives the gear.
+every array argument (NumPy arrays and DeviceArrays) are zero-padded up to the next gear, as
+Ascend's dynamic-dims profiles do; the function is traced once per gear and
+``get_context().get_max_dim(d)`` gives the gear. Results have the gear's extents, and padding
+never changes a value at an unpadded position: a reduction over a padded dimension (``sum``,
+``max``, ``mean``, ``argmax``, ``softmax``, a matmul contracting it, ...) reads the padding as
+its identity, through a mask built from the valid extents, which are run-time inputs (a new
+extent within a gear never recompiles). Where the function moves data across a padded
+dimension (a reshape or slice across it, ``pad``, ``concatenate``, ``take``), that call runs
+unpadded instead, with the same results.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Any, Dict, List, Sequence, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+from . import _pyasc
+from ._binding import bind
 from .errors import InvalidArgumentError, ShapeError
 
 __all__ = ["get_context", "Context", "GearedOperator"]
@@ -67,74 +76,177 @@ def _gear_for(size: int, sizes: Union[str, Sequence[int]], dim: int) -> int:
     raise ShapeError(f"dimension {dim} has extent {size}, larger than every gear {sorted(sizes)}")
 
 
+def _is_array(a: Any) -> bool:
+    return isinstance(a, (np.ndarray, _pyasc.DeviceArray)) and a.ndim > 0
+
+
+def _pad_array(a: Any, widths: List[Tuple[int, int]]) -> Any:
+    """Return ``a`` zero-padded after each axis by ``widths`` (on the device for a DeviceArray)."""
+    if isinstance(a, np.ndarray):
+        return np.pad(a, widths)
+    out = _pyasc.zeros(tuple(n + w for n, (_, w) in zip(a.shape, widths)), dtype=a.dtype)
+    out[tuple(slice(0, n) for n in a.shape)].copy_from(a)
+    return out
+
+
+_NO_ARG = object()
+
+
+class _GearFallback(Exception):
+    """Raised inside a geared trace whose padding cannot be kept out of the results."""
+
+
 class GearedOperator:
-    """An operator whose geared dimensions are padded up to fixed gear sizes before each call."""
+    """An operator whose geared dimensions are padded up to fixed gear sizes before each call.
 
-    def __init__(self, inner: Any, gears: Union[str, Dict[int, Sequence[int]]]) -> None:
-        self._inner = inner
+    Padding never changes a result at an unpadded position (see the module's notes); the
+    valid extents are passed to the plan at run time, so each gear compiles once.
+    """
+
+    def __init__(self, func: Callable[..., Any], make: Callable[[Callable[..., Any], bool], Any],
+                 gears: Union[str, Dict[int, Sequence[int]]]) -> None:
+        self._func = func
+        self._make = make
         self._gears: Dict[int, Any] = {0: "pow2"} if gears == "pow2" else dict(gears)
-        self.__wrapped__ = inner.__wrapped__
-        self.__name__ = inner.__name__
+        # One traced operator per padding pattern (which axes of which arguments are padded).
+        self._inners: Dict[tuple, Any] = {}
+        self._unpadded: Optional[Any] = None
+        self._fallback: set = set()
+        self._last: Optional[Any] = None
+        self.__wrapped__ = func
+        self.__name__ = getattr(func, "__name__", "operator")
 
-    def _pad(self, args: tuple) -> tuple:
+    def _pad(self, args: tuple) -> Tuple[tuple, tuple, Dict[int, int], List[int]]:
         """Pad the geared dims of the first array argument and the matching axes of the others.
 
         Axes align from the right, as broadcasting aligns them; another argument's axis of
-        extent 1 (a broadcast) or missing axis is left alone.
+        extent 1 (a broadcast) or missing axis is left alone. Returns the padded arguments,
+        the padding pattern (per argument, per axis: the gear's index or None), the gears by
+        dimension and the valid extent of each gear.
         """
-        ref = next((a for a in args if isinstance(a, np.ndarray) and a.ndim), None)
-        gears: Dict[int, int] = {}
-        if ref is not None:
-            for d, sizes in self._gears.items():
-                if d < ref.ndim:
-                    gears[d] = _gear_for(ref.shape[d], sizes, d)
-        out = []
+        ref = next((a for a in args if _is_array(a)), None)
+        dims = sorted(d for d in self._gears if ref is not None and d < ref.ndim)
+        gears = {d: _gear_for(ref.shape[d], self._gears[d], d) for d in dims}
+        valid = [int(ref.shape[d]) for d in dims]
+        out, pattern = [], []
         for a in args:
-            if isinstance(a, np.ndarray) and a.ndim and ref is not None:
+            flags: List[Optional[int]] = []
+            if _is_array(a) and ref is not None:
+                flags = [None] * a.ndim
                 widths = [(0, 0)] * a.ndim
-                for d, g in gears.items():
+                for gi, d in enumerate(dims):
                     ax = d - (ref.ndim - a.ndim)
                     if ax >= 0 and a.shape[ax] == ref.shape[d] and (a is ref or a.shape[ax] != 1):
-                        widths[ax] = (0, g - a.shape[ax])
+                        widths[ax] = (0, gears[d] - a.shape[ax])
+                        flags[ax] = gi
                 if any(w[1] for w in widths):
-                    a = np.pad(a, widths)
+                    a = _pad_array(a, widths)
             out.append(a)
+            pattern.append(tuple(flags))
+        return tuple(out), tuple(pattern), gears, valid
+
+    def _inner(self, pattern: tuple, ngears: int) -> Any:
+        op = self._inners.get(pattern)
+        if op is None:
+            func = self._func
+
+            def traced(first: Any = _NO_ARG, *rest: Any) -> Any:
+                # One named parameter, so that the operator keeps its latest plan for
+                # ``get_compiled_op()``.
+                args = () if first is _NO_ARG else (first, *rest)
+                user, valid = args[:len(args) - ngears], args[len(args) - ngears:]
+                padded = [(t, list(f)) for t, f in zip(user, pattern) if any(v is not None for v in f)]
+                if valid:
+                    _pyasc.gears_begin(list(valid), padded)
+                _stack("valid").append(valid)
+                try:
+                    result = func(*user)
+                finally:
+                    _stack("valid").pop()
+                outs = list(result) if isinstance(result, (tuple, list)) else [result]
+                why = _pyasc.gears_unsupported(outs) if valid else None
+                if why:
+                    raise _GearFallback(why)
+                return result
+
+            traced.__name__ = traced.__qualname__ = self.__name__
+            op = self._inners[pattern] = self._make(traced, True)
+        return op
+
+    def _run(self, method: str, args: tuple, kwargs: dict) -> Any:
+        if kwargs:
+            args = bind(self._func, args, kwargs)
+        padded, pattern, gears, valid = self._pad(args)
+        key = (pattern, tuple(gears.values()))
+        if key not in self._fallback:
+            inner = self._inner(pattern, len(valid))
+            _stack("gears").append(gears)
+            try:
+                result = getattr(inner, method)(*padded, *valid)
+                self._last = inner
+                return result
+            except _GearFallback:
+                self._fallback.add(key)
+            finally:
+                _stack("gears").pop()
+        # The function moves data across a padded dimension: run this call unpadded (traced
+        # per shape, with get_max_dim() still giving the gear).
+        if self._unpadded is None:
+            self._unpadded = self._make(self._func, False)
+        self._last = self._unpadded
         _stack("gears").append(gears)
-        return tuple(out)
+        try:
+            return getattr(self._unpadded, method)(*args)
+        finally:
+            _stack("gears").pop()
 
-    def __call__(self, *args: Any) -> Any:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Pad the geared dimensions, then run the operator for that gear."""
-        padded = self._pad(args)
-        try:
-            return self._inner(*padded)
-        finally:
-            _stack("gears").pop()
+        return self._run("__call__", args, kwargs)
 
-    def get_compiled_op(self, *args: Any) -> Any:
-        """Return the plan for the gear these example arguments fall in."""
-        padded = self._pad(args)
-        try:
-            return self._inner.get_compiled_op(*padded)
-        finally:
-            _stack("gears").pop()
+    def get_compiled_op(self, *args: Any, **kwargs: Any) -> Any:
+        """Return the plan for the gear these example arguments fall in.
+
+        With no arguments, the plan compiled most recently.
+        """
+        if not args and not kwargs:
+            if self._last is None:
+                raise InvalidArgumentError(f"{self.__name__} has not been compiled yet: call it once or pass "
+                                           "example arguments")
+            return self._last.get_compiled_op()
+        return self._run("get_compiled_op", args, kwargs)
+
+    def _ops(self) -> List[Any]:
+        return list(self._inners.values()) + ([self._unpadded] if self._unpadded is not None else [])
 
     def cache_info(self) -> Any:
-        """Cache statistics of the geared operator (one compile per gear)."""
-        return self._inner.cache_info()
+        """Cache statistics of the geared operator (one compile per gear), summed over its plans."""
+        from ._types import CacheInfo
+
+        infos = [op.cache_info() for op in self._ops()]
+        return CacheInfo(*(sum(getattr(i, f) for i in infos) for f in CacheInfo._fields))
 
     def cache_clear(self) -> None:
         """Drop every compiled gear."""
-        self._inner.cache_clear()
+        for op in self._ops():
+            op.cache_clear()
+        self._fallback.clear()
 
     @property
     def options(self) -> Dict[str, Any]:
         """The validated options."""
-        return self._inner.options
+        return self._make(self._func, True).options
 
     @property
     def device(self) -> str:
         """The device kind name."""
-        return self._inner.device
+        return self._make(self._func, False).device
 
     def __repr__(self) -> str:
         return f"<pyasc.operator {self.__name__} with gears {self._gears}>"
+
+
+def _valid_extents() -> Optional[tuple]:
+    """Return the traced valid extents of the geared trace in progress (None outside one)."""
+    s = _stack("valid")
+    return s[-1] if s else None

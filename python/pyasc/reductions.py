@@ -28,12 +28,21 @@ def _axes(x: Any, axis: Axis) -> tuple:
     return tuple(a + nd if a < 0 else a for a in axis)
 
 
-def _count(x: Any, axis: Axis) -> int:
-    n = 1
+def _count(x: Any, axis: Axis) -> Any:
+    """Return how many elements the reduction of ``x`` over ``axis`` reads.
+
+    In a geared trace a padded axis counts its valid extent (a traced value), not the gear.
+    """
+    from .dynamic import _valid_extents
+
+    flags = _pyasc.gear_flags(x)
+    valid = _valid_extents()
+    n: Any = 1
     for a in _axes(x, axis):
         if not 0 <= a < x.ndim:
             return 1  # the reduction itself reports the bad axis
-        n *= x.shape[a]
+        gear = flags[a] if flags is not None and valid else None
+        n = n * (valid[gear] if gear is not None else x.shape[a])
     return n
 
 

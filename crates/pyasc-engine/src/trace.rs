@@ -5,6 +5,7 @@
 //! and hands over the graph. Tensors that escape the function keep a handle on the closed trace,
 //! and using them is a typed error.
 
+use crate::gears::Gears;
 use crate::signature::Signature;
 use pyasc_ir::error::{ErrorKind, IrError, Result};
 use pyasc_ir::op::Op;
@@ -90,6 +91,8 @@ pub struct Trace {
     pub shape_read: bool,
     /// Arrays created or captured during tracing: extra inputs after the caller's arguments.
     pub extras: Vec<Extra>,
+    /// The padded axes of a geared trace (reductions over them are masked).
+    pub gears: Option<Gears>,
 }
 
 /// Shared handle to a trace.
@@ -144,6 +147,15 @@ impl Trace {
     pub fn apply(trace: &TraceRef, op: Op, operands: &[NodeId], loc: Option<SourceLoc>) -> Result<TracedNode> {
         let mut t = Self::lock(trace);
         t.check_open(loc.as_ref())?;
+        let t = &mut *t;
+        let masked;
+        let operands = match &mut t.gears {
+            Some(gears) => {
+                masked = gears.mask_operands(&mut t.graph, &mut t.extras, &op, operands, loc.as_ref())?;
+                &masked[..]
+            }
+            None => operands,
+        };
         let id = t.graph.apply(op, operands, loc)?;
         let n = t.graph.node(id);
         Ok(TracedNode { id, dtype: n.dtype(), shape: n.shape.0.clone() })

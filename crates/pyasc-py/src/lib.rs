@@ -24,6 +24,7 @@ pub mod dlpack;
 pub mod errors;
 pub mod events;
 pub mod frames;
+pub mod gears;
 pub mod log;
 pub mod monitor;
 pub mod operator;
@@ -62,6 +63,9 @@ fn _pyasc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace_ops::apply_concat, m)?)?;
     m.add_function(wrap_pyfunction!(trace_ops::apply_take, m)?)?;
     m.add_function(wrap_pyfunction!(trace_ops::apply_constant_array, m)?)?;
+    m.add_function(wrap_pyfunction!(gears::gears_begin, m)?)?;
+    m.add_function(wrap_pyfunction!(gears::gear_flags, m)?)?;
+    m.add_function(wrap_pyfunction!(gears::gears_unsupported, m)?)?;
     m.add_function(wrap_pyfunction!(log::set_native_log_level, m)?)?;
     m.add_function(wrap_pyfunction!(device_info, m)?)?;
     m.add_function(wrap_pyfunction!(monitor::utilization, m)?)?;
