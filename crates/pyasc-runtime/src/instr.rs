@@ -292,7 +292,7 @@ fn reduce_uniform(op: ReduceOp, dtype: DType, v: Scalar, n: usize) -> Scalar {
 ///
 /// # Safety
 /// `p` must be valid for one element of `dtype`.
-unsafe fn write_scalar(p: *mut u8, dtype: DType, v: Scalar) -> Result<()> {
+pub(crate) unsafe fn write_scalar(p: *mut u8, dtype: DType, v: Scalar) -> Result<()> {
     // SAFETY: per the contract above.
     unsafe {
         with_dtype!(dtype, T => {

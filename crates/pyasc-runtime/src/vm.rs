@@ -21,6 +21,8 @@ use std::borrow::Cow;
 use std::cell::Cell;
 use std::time::Instant;
 
+mod long_rows;
+
 /// Kernels writing at least this many bytes of element outputs stream them to memory.
 const STREAM_MIN_BYTES: usize = 32 << 20;
 
@@ -68,6 +70,15 @@ impl Scratch {
     /// A tile too large for memory (a reduction over a very long row) is an
     /// `OutOfMemoryError`, never an abort.
     fn take(k: &TileKernel, gathered: &[bool], streamed: bool) -> Result<Self> {
+        Self::take_for(k, gathered, streamed, k.tile_elems, k.tile_elems / k.row_len.max(1))
+    }
+
+    /// Scratch of `elems` elements per element register and `row_elems` per per-row register.
+    fn take_sized(k: &TileKernel, gathered: &[bool], elems: usize, row_elems: usize) -> Result<Self> {
+        Self::take_for(k, gathered, false, elems, row_elems)
+    }
+
+    fn take_for(k: &TileKernel, gathered: &[bool], streamed: bool, tile: usize, row_elems: usize) -> Result<Self> {
         let mut s = SPARE.with(Cell::take).unwrap_or_default();
         s.offsets.clear();
         let mut lines = 0usize;
@@ -80,7 +91,7 @@ impl Scratch {
             };
             if needs {
                 s.offsets.push(Some(lines * 64));
-                let elems = if r.row { k.tile_elems / k.row_len.max(1) } else { k.tile_elems };
+                let elems = if r.row { row_elems } else { tile };
                 lines += (elems.max(1) * r.dtype.size()).div_ceil(64);
             } else {
                 s.offsets.push(None);
@@ -274,6 +285,9 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
         .collect();
     let gathered: Vec<bool> = modes.iter().map(|m| matches!(m, ArgMode::Strided(..))).collect();
     let outs: Vec<SendPtr> = outs.iter().map(|p| SendPtr(*p)).collect();
+    if long_rows::chunkable(k) {
+        return long_rows::run(k, &modes, &outs, &gathered);
+    }
     // An argument repeated along the outermost dim (a bias row `b` in `x - b`) has the same
     // tile for every tile when tiles cover whole periods: gather it once per block.
     let period = |m: &ArgMode| match m {
