@@ -141,3 +141,14 @@ def test_arrays_of_one_device_are_not_read_by_another(opaque):
     d.copy_from(pyasc.to_device(np.full(8, 3.0, np.float32)))
     np.testing.assert_array_equal(d.numpy(), np.full(8, 3.0, np.float32))
     np.testing.assert_array_equal(g(c).numpy(), np.full(8, 2.0, np.float32))
+
+
+def test_geared_device_array_inputs_are_padded_on_the_opaque_device(opaque):
+    op = pyasc.operator(dynamic_shape=True, gears={0: [8]})(lambda x: (x * 2, x.max(axis=0)))
+    host = -np.arange(1.0, 16.0, dtype=np.float32).reshape(5, 3)
+    d = pyasc.to_device(host)
+    y, m = op(d)
+    assert isinstance(y, pyasc.DeviceArray) and y.device == "opaque-test" and y.shape == (8, 3)
+    np.testing.assert_array_equal(np.asarray(y), np.pad(host, ((0, 3), (0, 0))) * 2)
+    np.testing.assert_array_equal(np.asarray(m), host.max(axis=0))
+    np.testing.assert_array_equal(np.asarray(d), host)
