@@ -11,7 +11,7 @@ use pyasc_ir::dtype::{VType, WeakKind};
 use pyasc_ir::error::ErrorKind;
 use pyasc_ir::DType;
 use pyasc_runtime::buffer::DeviceBuffer;
-use pyasc_runtime::InputView;
+use pyasc_runtime::{DeviceKind, InputView};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple};
 use std::cell::RefCell;
@@ -26,7 +26,7 @@ struct Buf {
     views: Vec<InputView>,
     nviews: usize,
     scalars: Vec<u64>,
-    devices: Vec<Option<Arc<DeviceBuffer>>>,
+    devices: Vec<Option<(Arc<DeviceBuffer>, DeviceKind)>>,
     hosts: Vec<Option<Py<PyAny>>>,
 }
 
@@ -100,7 +100,7 @@ pub fn parse<'py>(py: Python<'py>, args: &Bound<'py, PyTuple>, names: &[String])
             let v = b.next_view(d.data_ptr(), d.dtype);
             v.shape.extend_from_slice(&d.shape);
             v.strides.extend_from_slice(&d.strides);
-            b.devices[i] = Some(d.buf.clone());
+            b.devices[i] = Some((d.buf.clone(), d.kind));
             continue;
         }
         let mut obj = obj;
@@ -214,8 +214,8 @@ impl Args<'_> {
         &self.buf().views[..self.buf().nviews]
     }
 
-    /// Per argument: the device buffer of a DeviceArray argument.
-    pub fn devices(&self) -> &[Option<Arc<DeviceBuffer>>] {
+    /// Per argument: the device buffer of a DeviceArray argument, and its device.
+    pub fn devices(&self) -> &[Option<(Arc<DeviceBuffer>, DeviceKind)>] {
         &self.buf().devices
     }
 

@@ -212,6 +212,7 @@ pub fn empty<'py>(
     use numpy::PyArrayMethods;
     Ok(match dtype {
         DType::Bool => alloc!(bool),
+        DType::U8 => alloc!(u8),
         DType::I32 => alloc!(i32),
         DType::I64 => alloc!(i64),
         DType::F32 => alloc!(f32),

@@ -1,26 +1,22 @@
-//! `pyasc.DeviceArray`: an array in device memory (a pool block), viewed with any shape,
-//! strides and offset. Work on it is asynchronous and stream-ordered; every host access
-//! (`numpy()`, `copy_to`, `np.asarray`, DLPack export) first waits for the work that writes
-//! it and raises that work's error, if any.
+//! `pyasc.DeviceArray`: an array in the memory of a device, viewed with any shape, strides
+//! and offset. Work on it is asynchronous and stream-ordered; every host access (`numpy()`,
+//! `copy_to`, `np.asarray`, DLPack export) first waits for the work that writes it and raises
+//! that work's error, if any. The memory is reached only through the array's
+//! [`pyasc_runtime::Device`] (see `host_access` for the host's reads and writes).
 
-use crate::arrays::{dtype_of, numpy, view_of, wrap_memory};
+use crate::arrays::{dtype_of, numpy, view_of};
 use crate::errors::{to_py, user_error};
 use crate::stream;
 use crate::tensor::parse_dtype;
-use numpy::{PyUntypedArray, PyUntypedArrayMethods};
+use numpy::PyUntypedArray;
 use pyasc_ir::error::ErrorKind;
 use pyasc_ir::DType;
 use pyasc_runtime::buffer::DeviceBuffer;
-use pyasc_runtime::InputView;
-use pyo3::exceptions::{PyIndexError, PyTypeError};
+use pyasc_runtime::{device_for, Device, DeviceKind, InputView};
+use pyo3::exceptions::{PyBufferError, PyIndexError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyEllipsis, PyInt, PySlice, PySliceMethods, PyTuple};
 use std::sync::Arc;
-
-/// The device DeviceArrays live on: allocation and copies go through it.
-fn device() -> &'static dyn pyasc_runtime::Device {
-    pyasc_runtime::device_for(pyasc_runtime::DeviceKind::Cpu)
-}
 
 /// Default alignment of device allocations, in bytes.
 pub const DEFAULT_ALIGNMENT: i64 = 128;
@@ -40,6 +36,8 @@ pub struct DeviceArray {
     pub dtype: DType,
     /// Alignment the memory was allocated with.
     pub alignment: usize,
+    /// The device the memory belongs to.
+    pub kind: DeviceKind,
 }
 
 fn c_strides(shape: &[usize]) -> Vec<isize> {
@@ -66,20 +64,35 @@ fn parse_shape(shape: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
 }
 
 impl DeviceArray {
-    /// A new C-contiguous array over a fresh buffer of the device.
+    /// A new C-contiguous array over a fresh buffer of the device new arrays are placed on.
     pub fn alloc(dtype: DType, shape: Vec<usize>, alignment: usize) -> pyasc_ir::error::Result<DeviceArray> {
+        DeviceArray::alloc_on(crate::placement::array_kind(), dtype, shape, alignment)
+    }
+
+    /// A new C-contiguous array over a fresh buffer of the device of `kind`.
+    pub fn alloc_on(
+        kind: DeviceKind,
+        dtype: DType,
+        shape: Vec<usize>,
+        alignment: usize,
+    ) -> pyasc_ir::error::Result<DeviceArray> {
         let sh = pyasc_ir::Shape(shape);
         sh.check_size(dtype.size())?;
         let bytes = sh.numel() * dtype.size();
         let shape = sh.0;
-        let buf = device().alloc(bytes, alignment)?;
-        Ok(DeviceArray { buf, offset: 0, strides: c_strides(&shape), shape, dtype, alignment })
+        let buf = device_for(kind).alloc(bytes, alignment)?;
+        Ok(DeviceArray { buf, offset: 0, strides: c_strides(&shape), shape, dtype, alignment, kind })
     }
 
-    /// Address of element `[0, 0, ...]`.
+    /// The device the memory belongs to: every access to it goes through this.
+    pub fn dev(&self) -> &'static dyn Device {
+        device_for(self.kind)
+    }
+
+    /// Address of element `[0, 0, ...]` as the device's kernels see it (for host memory, the
+    /// host address).
     pub fn data_ptr(&self) -> *mut u8 {
-        // SAFETY: the offset lies inside the buffer.
-        unsafe { self.buf.ptr().add(self.offset) }
+        self.dev().device_ptr(&self.buf).wrapping_add(self.offset)
     }
 
     /// The executor's view of the array.
@@ -98,6 +111,17 @@ impl DeviceArray {
             || self.shape.iter().zip(&self.strides).zip(c_strides(&self.shape)).all(|((d, s), c)| *d == 1 || *s == c)
     }
 
+    /// DLPack's `(device_type, device_id)` of the memory, or a BufferError where the device
+    /// cannot export it.
+    pub fn dlpack_device(&self) -> PyResult<(i32, i32)> {
+        self.dev().dlpack_device().ok_or_else(|| {
+            PyBufferError::new_err(format!(
+                "a DeviceArray on the {} device cannot be exported through DLPack; use np.asarray(a) for a host copy",
+                self.kind.name()
+            ))
+        })
+    }
+
     /// Wait (GIL released) until the host may read (or write) the memory, then raise any
     /// pending error of the stream that wrote it.
     pub fn wait_host(&self, py: Python<'_>, write: bool) -> PyResult<()> {
@@ -113,52 +137,6 @@ impl DeviceArray {
                 return Err(to_py(e));
             }
         }
-        Ok(())
-    }
-
-    /// A NumPy view of the memory (no waiting) kept alive by `owner`.
-    pub fn host_view_any<'py>(&self, owner: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        self.host_view(owner)
-    }
-
-    /// A NumPy view of the memory (no waiting); `owner` keeps it alive.
-    fn host_view<'py>(&self, owner: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        // SAFETY: the view covers exactly this array's elements; `owner` keeps the buffer alive.
-        let view = unsafe {
-            wrap_memory(owner.py(), self.data_ptr(), self.dtype, &self.shape, &self.strides, owner.clone().into_any())
-        }
-        .map_err(to_py)?;
-        if self.buf.is_readonly() {
-            view.getattr("flags")?.setattr("writeable", false)?;
-        }
-        Ok(view)
-    }
-
-    /// Copy a host array (any layout, dtype cast as NumPy's `copyto`) into this array now.
-    fn copy_host_now(slf: &Bound<'_, Self>, src: &Bound<'_, PyAny>) -> PyResult<()> {
-        let me = slf.get();
-        let py = slf.py();
-        let np = numpy(py)?;
-        if let Ok(arr) = src.cast::<PyUntypedArray>() {
-            let same = dtype_of(arr).ok() == Some(me.dtype) && arr.shape() == me.shape.as_slice();
-            if same && arr.is_c_contiguous() && me.is_c_contiguous() {
-                let v = view_of(arr, me.dtype).expect("contiguous arrays have element strides");
-                let (src_p, n) = (v.ptr as usize, me.numel() * me.dtype.size());
-                let (buf, offset) = (me.buf.clone(), me.offset);
-                return py
-                    .detach(move || {
-                        if n == 0 {
-                            return Ok(());
-                        }
-                        // SAFETY: the contiguous source array holds `n` bytes and outlives the copy.
-                        let bytes = unsafe { std::slice::from_raw_parts(src_p as *const u8, n) };
-                        device().copy_in(&buf, offset, bytes)
-                    })
-                    .map_err(to_py);
-            }
-        }
-        let view = me.host_view(slf)?;
-        np.call_method1("copyto", (view, src))?;
         Ok(())
     }
 }
@@ -245,7 +223,7 @@ impl DeviceArray {
     /// The device the memory belongs to.
     #[getter]
     fn device(&self) -> &'static str {
-        "cpu"
+        self.kind.name()
     }
 
     /// Copy `src` (a NumPy array, anything `np.asarray` accepts, or a DeviceArray) into this
@@ -266,14 +244,15 @@ impl DeviceArray {
         let stream = stream::current();
         if let Ok(other) = src.cast::<DeviceArray>() {
             let o = other.get();
-            if o.shape != me.shape || o.dtype != me.dtype || !o.is_c_contiguous() || !me.is_c_contiguous() {
-                // Layout or dtype changes go through the host.
+            let direct = o.kind == me.kind && o.shape == me.shape && o.dtype == me.dtype;
+            if !direct || !o.is_c_contiguous() || !me.is_c_contiguous() {
+                // Layout, dtype or device changes go through the host.
                 o.wait_host(py, false)?;
                 me.wait_host(py, true)?;
-                let host = o.host_view(other)?;
-                return DeviceArray::copy_host_now(slf, &host);
+                let host = DeviceArray::host_readable(other)?;
+                return DeviceArray::write_host(slf, &host);
             }
-            device().copy_async(&stream, &me.buf, me.offset, &o.buf, o.offset, me.nbytes()).map_err(to_py)?;
+            me.dev().copy_async(&stream, &me.buf, me.offset, &o.buf, o.offset, me.nbytes()).map_err(to_py)?;
             return Ok(());
         }
         let np = numpy(py)?;
@@ -294,19 +273,19 @@ impl DeviceArray {
         }
         let busy = !stream.query() || me.buf.last_writer().is_some_and(|(c, seq)| !c.is_done(seq));
         if !busy {
-            return DeviceArray::copy_host_now(slf, &arr);
+            return DeviceArray::write_host(slf, &arr);
         }
         // Work on the array or the stream is pending: snapshot the source now, copy in order.
-        let staged =
-            Py::new(py, DeviceArray::alloc(me.dtype, me.shape.clone(), DEFAULT_ALIGNMENT as usize).map_err(to_py)?)?;
-        DeviceArray::copy_host_now(staged.bind(py), &arr)?;
+        let staged = DeviceArray::alloc_on(me.kind, me.dtype, me.shape.clone(), DEFAULT_ALIGNMENT as usize);
+        let staged = Py::new(py, staged.map_err(to_py)?)?;
+        DeviceArray::write_host(staged.bind(py), &arr)?;
         let st = staged.get();
         if me.is_c_contiguous() {
-            device().copy_async(&stream, &me.buf, me.offset, &st.buf, st.offset, me.nbytes()).map_err(to_py)?;
+            me.dev().copy_async(&stream, &me.buf, me.offset, &st.buf, st.offset, me.nbytes()).map_err(to_py)?;
         } else {
             me.wait_host(py, true)?;
-            let host = st.host_view(staged.bind(py))?;
-            DeviceArray::copy_host_now(slf, &host)?;
+            let host = DeviceArray::host_readable(staged.bind(py))?;
+            DeviceArray::write_host(slf, &host)?;
         }
         Ok(())
     }
@@ -315,8 +294,8 @@ impl DeviceArray {
     fn copy_to(slf: &Bound<'_, Self>, dst: &Bound<'_, PyAny>) -> PyResult<()> {
         let me = slf.get();
         me.wait_host(slf.py(), false)?;
-        let view = me.host_view(slf)?;
-        numpy(slf.py())?.call_method1("copyto", (dst, view))?;
+        let host = DeviceArray::host_readable(slf)?;
+        numpy(slf.py())?.call_method1("copyto", (dst, host))?;
         Ok(())
     }
 
@@ -328,23 +307,24 @@ impl DeviceArray {
         if me.is_c_contiguous() {
             let (out, p) = crate::arrays::empty(py, me.dtype, &me.shape, false).map_err(to_py)?;
             let (dst, n) = (p as usize, me.nbytes());
-            let (buf, offset) = (me.buf.clone(), me.offset);
+            let (dev, buf, offset) = (me.dev(), me.buf.clone(), me.offset);
             py.detach(move || {
                 if n == 0 {
                     return Ok(());
                 }
                 // SAFETY: the new array holds `n` bytes and nothing else refers to it yet.
                 let bytes = unsafe { std::slice::from_raw_parts_mut(dst as *mut u8, n) };
-                device().copy_out(&buf, offset, bytes)
+                dev.copy_out(&buf, offset, bytes)
             })
             .map_err(to_py)?;
             return Ok(out);
         }
-        let view = me.host_view(slf)?;
-        numpy(py)?.call_method1("array", (view,))
+        let host = DeviceArray::host_readable(slf)?;
+        numpy(py)?.call_method1("array", (host,))
     }
 
-    /// NumPy's array protocol: a copy, or with `copy=False` a view of the device memory.
+    /// NumPy's array protocol: a copy, or with `copy=False` a view of the device memory
+    /// (a ValueError where the host cannot address it).
     #[pyo3(signature = (dtype = None, copy = None))]
     fn __array__<'py>(
         slf: &Bound<'py, Self>,
@@ -353,8 +333,19 @@ impl DeviceArray {
     ) -> PyResult<Bound<'py, PyAny>> {
         let me = slf.get();
         let arr = if copy == Some(false) {
+            let Some(view) = me.host_view(slf)? else {
+                return Err(user_error(
+                    slf.py(),
+                    ErrorKind::InvalidArgument,
+                    format!(
+                        "a DeviceArray on the {} device cannot be viewed by the host without a copy; \
+                         use np.asarray(a) or a.numpy()",
+                        me.kind.name()
+                    ),
+                ));
+            };
             me.wait_host(slf.py(), true)?;
-            me.host_view(slf)?
+            view
         } else {
             DeviceArray::numpy(slf)?
         };
@@ -364,7 +355,8 @@ impl DeviceArray {
         }
     }
 
-    /// DLPack export (zero-copy), after the work that writes the array.
+    /// DLPack export (zero-copy), after the work that writes the array; a BufferError where
+    /// the device cannot export its memory.
     #[pyo3(signature = (*, stream = None, max_version = None, dl_device = None, copy = None))]
     fn __dlpack__(
         slf: &Bound<'_, Self>,
@@ -376,14 +368,17 @@ impl DeviceArray {
         let _ = (stream, max_version, dl_device);
         let py = slf.py();
         let me = slf.get();
+        let device = me.dlpack_device()?;
         me.wait_host(py, false)?;
         if copy == Some(true) {
-            let dup = Py::new(py, DeviceArray::alloc(me.dtype, me.shape.clone(), me.alignment).map_err(to_py)?)?;
-            DeviceArray::copy_host_now(dup.bind(py), &me.host_view(slf)?)?;
+            let dup = DeviceArray::alloc_on(me.kind, me.dtype, me.shape.clone(), me.alignment).map_err(to_py)?;
+            let dup = Py::new(py, dup)?;
+            DeviceArray::write_host(dup.bind(py), &DeviceArray::host_readable(slf)?)?;
             let d = dup.get();
             return crate::dlpack::export_capsule(
                 py,
                 d.data_ptr(),
+                device,
                 &d.shape,
                 &d.strides,
                 d.dtype,
@@ -393,6 +388,7 @@ impl DeviceArray {
         crate::dlpack::export_capsule(
             py,
             me.data_ptr(),
+            device,
             &me.shape,
             &me.strides,
             me.dtype,
@@ -400,9 +396,9 @@ impl DeviceArray {
         )
     }
 
-    /// DLPack device: (kDLCPU, 0).
-    fn __dlpack_device__(&self) -> (i32, i32) {
-        crate::dlpack::dlpack_device()
+    /// DLPack device of the memory: `(kDLCPU, 0)` for host memory.
+    fn __dlpack_device__(&self) -> PyResult<(i32, i32)> {
+        self.dlpack_device()
     }
 
     fn __len__(&self) -> PyResult<usize> {
@@ -474,7 +470,15 @@ impl DeviceArray {
         }
         // An empty view may point anywhere; keep it at the start of the buffer.
         let offset = if shape.contains(&0) { 0 } else { offset as usize };
-        Ok(DeviceArray { buf: me.buf.clone(), offset, shape, strides, dtype: me.dtype, alignment: me.alignment })
+        Ok(DeviceArray {
+            buf: me.buf.clone(),
+            offset,
+            shape,
+            strides,
+            dtype: me.dtype,
+            alignment: me.alignment,
+            kind: me.kind,
+        })
     }
 
     fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
@@ -529,7 +533,7 @@ pub fn to_device(
         ));
     }
     let out = Py::new(py, DeviceArray::alloc(dt, shape, alignment as usize).map_err(to_py)?)?;
-    DeviceArray::copy_host_now(out.bind(py), &arr)?;
+    DeviceArray::write_host(out.bind(py), &arr)?;
     Ok(out)
 }
 
@@ -555,13 +559,13 @@ pub fn zeros(
     alignment: i64,
 ) -> PyResult<DeviceArray> {
     let a = DeviceArray::py_new(py, shape, dtype, alignment)?;
-    let (p, n) = (a.data_ptr() as usize, a.nbytes());
-    // SAFETY: the fresh buffer holds `n` bytes nobody else uses yet.
-    py.detach(move || unsafe { pyasc_runtime::memory::zero_bytes(p as *mut u8, n) });
+    let (dev, buf, n) = (a.dev(), a.buf.clone(), a.nbytes());
+    py.detach(move || dev.fill_zero(&buf, 0, n)).map_err(to_py)?;
     Ok(a)
 }
 
-/// A DeviceArray sharing the memory of any DLPack-capable CPU tensor (zero-copy).
+/// A DeviceArray over the memory of any DLPack-capable CPU tensor: shared (zero-copy) where
+/// the device addresses host memory, else copied to the device.
 #[pyfunction]
 pub fn from_dlpack(py: Python<'_>, t: &Bound<'_, PyAny>) -> PyResult<DeviceArray> {
     if let Ok(d) = t.cast::<DeviceArray>() {
@@ -573,6 +577,7 @@ pub fn from_dlpack(py: Python<'_>, t: &Bound<'_, PyAny>) -> PyResult<DeviceArray
             strides: s.strides.clone(),
             dtype: s.dtype,
             alignment: s.alignment,
+            kind: s.kind,
         });
     }
     let arr = numpy(py)?.call_method1("from_dlpack", (t,))?;
@@ -606,7 +611,19 @@ pub fn from_dlpack(py: Python<'_>, t: &Bound<'_, PyAny>) -> PyResult<DeviceArray
     let module: String = t.get_type().getattr("__module__")?.extract().unwrap_or_default();
     let readonly = !writeable || module.starts_with("jax");
     let owner: Py<PyAny> = arr.clone().unbind();
-    let buf = DeviceBuffer::external(base, bytes, Box::new(owner), readonly);
-    let align = 1usize << (base as usize).trailing_zeros().min(12);
-    Ok(DeviceArray { buf, offset: (-lo) as usize, shape: v.shape, strides: v.strides, dtype: dt, alignment: align })
+    let kind = crate::placement::array_kind();
+    let dev = device_for(kind);
+    // SAFETY: `base` and `bytes` cover every element of the array, which `owner` keeps alive;
+    // read-only sources are imported read-only.
+    let buf = unsafe { dev.import_host(base, bytes, Box::new(owner), readonly) }.map_err(to_py)?;
+    let align = 1usize << (dev.device_ptr(&buf) as usize).trailing_zeros().min(12);
+    Ok(DeviceArray {
+        buf,
+        offset: (-lo) as usize,
+        shape: v.shape,
+        strides: v.strides,
+        dtype: dt,
+        alignment: align,
+        kind,
+    })
 }

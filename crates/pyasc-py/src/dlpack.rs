@@ -5,7 +5,8 @@
 //! shape and stride arrays and a strong reference to the memory's owner, so the memory lives as
 //! long as the consumer holds the tensor. A consumer takes ownership by renaming the capsule to
 //! `"used_dltensor"` and later calls the deleter; a capsule dropped unconsumed calls the deleter
-//! from its destructor. The structs follow `dlpack.h` (v0.8 ABI, unversioned).
+//! from its destructor. The device code and the data address come from the exporter (a
+//! DeviceArray's from its `Device`). The structs follow `dlpack.h` (v0.8 ABI, unversioned).
 //!
 //! [`_DLPackView`] and [`_dlpack_selftest`] exist for tests: they export a NumPy array's memory
 //! through the same path `DeviceArray.__dlpack__` uses.
@@ -15,11 +16,9 @@ use std::ffi::{c_void, CStr};
 use numpy::PyUntypedArray;
 use pyasc_ir::error::{ErrorKind, IrError};
 use pyasc_ir::DType;
+use pyasc_runtime::DLPACK_CPU;
 use pyo3::ffi;
 use pyo3::prelude::*;
-
-/// `kDLCPU`: host memory.
-const DL_CPU: i32 = 1;
 
 /// The capsule name of an unconsumed legacy DLPack tensor.
 const CAPSULE_NAME: &CStr = c"dltensor";
@@ -101,11 +100,6 @@ pub fn dl_dtype(dtype: DType) -> DLDataType {
     DLDataType { code, bits, lanes: 1 }
 }
 
-/// `__dlpack_device__` of host memory: `(kDLCPU, 0)`.
-pub fn dlpack_device() -> (i32, i32) {
-    (DL_CPU, 0)
-}
-
 /// Free a managed tensor made by [`export_capsule`], releasing its owner.
 ///
 /// # Safety
@@ -141,11 +135,13 @@ unsafe extern "C" fn capsule_destructor(capsule: *mut ffi::PyObject) {
     }
 }
 
-/// A legacy `"dltensor"` capsule over `data` that keeps `owner` alive until the consumer (or the
-/// unconsumed capsule) lets go. `strides_elems` are in elements, one per dimension.
+/// A legacy `"dltensor"` capsule over `data` on DLPack device `(device_type, device_id)` that
+/// keeps `owner` alive until the consumer (or the unconsumed capsule) lets go. `strides_elems`
+/// are in elements, one per dimension.
 pub fn export_capsule(
     py: Python<'_>,
     data: *mut u8,
+    (device_type, device_id): (i32, i32),
     shape: &[usize],
     strides_elems: &[isize],
     dtype: DType,
@@ -165,7 +161,7 @@ pub fn export_capsule(
     let tensor = Box::into_raw(Box::new(DLManagedTensor {
         dl_tensor: DLTensor {
             data: data as *mut c_void,
-            device: DLDevice { device_type: DL_CPU, device_id: 0 },
+            device: DLDevice { device_type, device_id },
             ndim,
             dtype: dl_dtype(dtype),
             shape: shape_ptr,
@@ -217,12 +213,13 @@ impl DLPackView {
         let view = crate::arrays::view_of(arr, dtype).ok_or_else(|| {
             crate::errors::to_py(IrError::new(ErrorKind::Alignment, "array strides are not whole elements"))
         })?;
-        export_capsule(py, view.ptr as *mut u8, &view.shape, &view.strides, dtype, arr.clone().into_any().unbind())
+        let owner = arr.clone().into_any().unbind();
+        export_capsule(py, view.ptr as *mut u8, (DLPACK_CPU, 0), &view.shape, &view.strides, dtype, owner)
     }
 
     /// `(kDLCPU, 0)`.
     fn __dlpack_device__(&self) -> (i32, i32) {
-        dlpack_device()
+        (DLPACK_CPU, 0)
     }
 }
 

@@ -11,6 +11,8 @@
 //! * [`frames`]: finding the user's file and line.
 //! * [`log`]: the bridge to Python's `logging`.
 //! * [`dlpack`]: exporting memory as DLPack capsules.
+//! * [`host_access`]: host reads and writes of DeviceArrays, viewed or copied through their device.
+//! * [`placement`]: which device new DeviceArrays and CPU operators go to (and its test switch).
 //! * [`monitor`]: utilization and temperature.
 //! * [`events`]: the event stream (passes, kernels, blocks, stream tasks) as Python dicts.
 
@@ -25,9 +27,11 @@ pub mod errors;
 pub mod events;
 pub mod frames;
 pub mod gears;
+pub mod host_access;
 pub mod log;
 pub mod monitor;
 pub mod operator;
+pub mod placement;
 pub mod stream;
 pub mod tensor;
 pub mod trace_ops;
@@ -47,6 +51,7 @@ fn _pyasc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(device_array::empty, m)?)?;
     m.add_function(wrap_pyfunction!(device_array::zeros, m)?)?;
     m.add_function(wrap_pyfunction!(device_array::from_dlpack, m)?)?;
+    m.add_function(wrap_pyfunction!(placement::_use_opaque_test_device, m)?)?;
     m.add_function(wrap_pyfunction!(stream::current_stream, m)?)?;
     m.add_function(wrap_pyfunction!(stream::synchronize, m)?)?;
     m.add_function(wrap_pyfunction!(memory_stats, m)?)?;

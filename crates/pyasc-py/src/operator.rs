@@ -16,7 +16,7 @@ use pyasc_engine::{Entry, Launched, OperatorConfig, Order, Signature, Source, Tr
 use pyasc_ir::error::ErrorKind;
 use pyasc_ir::print::plan_to_string;
 use pyasc_runtime::buffer::DeviceBuffer;
-use pyasc_runtime::{DeviceKind, InputView, OutputPtr, RunStats};
+use pyasc_runtime::{device_for, DeviceKind, InputView, OutputPtr, RunStats};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use std::sync::Arc;
@@ -276,24 +276,50 @@ impl Operator {
         Ok(())
     }
 
+    /// The device of the DeviceArray arguments (the first one's), after checking that the
+    /// operator's device can read every one of them: its own buffers, or host memory when
+    /// both devices address host memory.
+    fn arrays_device(&self, py: Python<'_>, parsed: &Args<'_>) -> PyResult<DeviceKind> {
+        let (mine, op_dev) = (self.device(), self.core.device());
+        let mut home = None;
+        for (i, (buf, kind)) in parsed.devices().iter().enumerate().filter_map(|(i, d)| Some((i, d.as_ref()?))) {
+            let shared = device_for(*kind).host_ptr(buf).is_some() && op_dev.host_ptr(buf).is_some();
+            if *kind != mine && !shared {
+                return Err(user_error(
+                    py,
+                    ErrorKind::Device,
+                    format!(
+                        "argument {i} is a DeviceArray on the {} device, which operator {} on the {} device \
+                         cannot read; pass np.asarray(a) instead",
+                        kind.name(),
+                        self.name(),
+                        mine.name()
+                    ),
+                ));
+            }
+            home.get_or_insert(*kind);
+        }
+        Ok(home.unwrap_or(mine))
+    }
+
     /// DeviceArray arguments: queue the plan on the current stream and return DeviceArrays
     /// at once. Host arrays among the arguments are copied to the device first (a snapshot,
     /// so later changes to them do not race the kernel).
     fn launch_queued<'py>(&self, py: Python<'py>, entry: &Arc<Entry>, parsed: &mut Args<'py>) -> PyResult<Py<PyAny>> {
+        let home = self.arrays_device(py, parsed)?;
         let stream = crate::stream::current();
         // The scalar arguments' storage moves into the launch (the views keep pointing at it).
         let scalars = parsed.take_scalars();
         let mut views = std::borrow::Cow::Borrowed(parsed.views());
         let mut reads: Vec<Arc<DeviceBuffer>> = Vec::new();
         for (i, dev) in parsed.devices().iter().enumerate() {
-            if let Some(b) = dev {
+            if let Some((b, _)) = dev {
                 reads.push(b.clone());
             } else if let Some(host) = &parsed.hosts()[i] {
                 let v = &parsed.views()[i];
-                let staged = Py::new(py, DeviceArray::alloc(v.dtype, v.shape.clone(), 128).map_err(to_py)?)?;
-                staged.get().buf.wait_host(true);
-                let view = staged.get().host_view_any(staged.bind(py))?;
-                crate::arrays::numpy(py)?.call_method1("copyto", (view, host.bind(py)))?;
+                let staged = DeviceArray::alloc_on(home, v.dtype, v.shape.clone(), 128).map_err(to_py)?;
+                let staged = Bound::new(py, staged)?;
+                DeviceArray::write_host(&staged, host.bind(py))?;
                 views.to_mut()[i] = staged.get().view();
                 reads.push(staged.get().buf.clone());
             }
@@ -301,7 +327,7 @@ impl Operator {
         let made: Vec<DeviceArray> = entry
             .out_buffers
             .iter()
-            .map(|(dtype, shape)| DeviceArray::alloc(*dtype, shape.clone(), 128).map_err(to_py))
+            .map(|(dtype, shape)| DeviceArray::alloc_on(home, *dtype, shape.clone(), 128).map_err(to_py))
             .collect::<PyResult<_>>()?;
         let outs: Vec<OutputPtr> = entry.out_slots.iter().map(|s| OutputPtr(made[*s].data_ptr())).collect();
         let writes: Vec<Arc<DeviceBuffer>> = made.iter().map(|a| a.buf.clone()).collect();
@@ -345,7 +371,7 @@ impl Operator {
         op_break_level: u8,
         settings: Py<PyDict>,
     ) -> PyResult<Self> {
-        let device = DeviceKind::parse(device_type).map_err(to_py)?;
+        let device = crate::placement::operator_kind(DeviceKind::parse(device_type).map_err(to_py)?);
         let params: Vec<String> = func
             .bind(py)
             .getattr("__code__")

@@ -1,5 +1,5 @@
-//! Device buffers: memory (from the pool, or borrowed from another framework through DLPack)
-//! plus the bookkeeping that orders asynchronous work on it.
+//! Device buffers: memory (from the pool, borrowed from another framework through DLPack, or
+//! a device's own) plus the bookkeeping that orders asynchronous work on it.
 //!
 //! Each buffer remembers the last task that writes it and the last task per stream that
 //! reads it. Work queued on a stream first waits for conflicting work queued on other
@@ -97,7 +97,9 @@ impl DeviceBuffer {
         *self.poison.lock().expect("buffer lock poisoned") = None;
     }
 
-    /// Start of the memory.
+    /// Start of the memory in the address space of the device that made the buffer (a host
+    /// address for host-memory devices). Only that device interprets it; everyone else asks
+    /// the device ([`crate::Device::host_ptr`], [`crate::Device::device_ptr`]).
     pub fn ptr(&self) -> *mut u8 {
         match &self.mem {
             Memory::Pool(b) => b.as_ptr(),

@@ -4,9 +4,12 @@
 //! A [`Device`] owns everything the layers above need from a backend: memory
 //! ([`Device::alloc`]), copies between host and device ([`Device::copy_in`],
 //! [`Device::copy_out`]), running a plan now ([`Device::execute`]) or queued on a stream
-//! ([`Device::launch`]) and waiting for a stream ([`Device::synchronize`]).
+//! ([`Device::launch`]) and waiting for a stream ([`Device::synchronize`]), and whether and
+//! where the host can address a buffer ([`Device::host_ptr`], [`Device::device_ptr`]).
 
 use crate::buffer::DeviceBuffer;
+use crate::hostmem;
+use crate::opaque::OpaqueDevice;
 use crate::stream::Stream;
 use crate::view::{InputView, OutputPtr};
 use crate::vm::{execute_plan, RunOptions, RunStats};
@@ -14,6 +17,9 @@ use pyasc_ir::error::{ErrorKind, IrError, Result};
 use pyasc_ir::tile::KernelPlan;
 use std::any::Any;
 use std::sync::Arc;
+
+/// DLPack's `kDLCPU`: host memory.
+pub const DLPACK_CPU: i32 = 1;
 
 /// Bytes of tile registers per block on the CPU: [`pyasc_ir::tile::DEFAULT_TILE_BUDGET`], or
 /// `PYASC_TILE_BUDGET` when set to a positive whole number (read once).
@@ -38,6 +44,9 @@ pub enum DeviceKind {
     NpuTwin,
     /// Compiles but executes nothing.
     Null,
+    /// The host CPU behind memory the host cannot address (tests of the paths a device with
+    /// memory of its own takes). Not accepted by [`DeviceKind::parse`].
+    OpaqueTest,
 }
 
 impl DeviceKind {
@@ -59,6 +68,7 @@ impl DeviceKind {
             DeviceKind::Cpu => "cpu",
             DeviceKind::NpuTwin => "npu-twin",
             DeviceKind::Null => "null",
+            DeviceKind::OpaqueTest => "opaque-test",
         }
     }
 }
@@ -117,13 +127,16 @@ unsafe impl Send for StreamLaunch {}
 /// A backend: memory, copies, and running plans now or in stream order.
 ///
 /// The memory operations have default implementations for devices whose memory is host
-/// memory (the CPU, the NPU twin and the null device): pool buffers, `memcpy` after the
-/// buffers' pending work, and copies queued as stream tasks. A device with memory of its own
-/// overrides them.
+/// memory (the CPU, the NPU twin and the null device): pool buffers the host addresses
+/// directly, `memcpy` and `memset` after the buffers' pending work, zero-copy imports of
+/// host memory, copies queued as stream tasks, and DLPack export as `kDLCPU`. A device with
+/// memory of its own overrides them all (see `OpaqueDevice`, a test device whose memory the
+/// host cannot address). The layers above reach a buffer's bytes only through these methods.
 pub trait Device: Send + Sync {
     /// Static facts (also what the compiler sizes tiles for).
     fn info(&self) -> DeviceInfo;
-    /// Run `plan` on the arguments now, writing the results.
+    /// Run `plan` on the arguments now, writing the results. Views of this device's buffers
+    /// hold [`Device::device_ptr`] addresses.
     fn execute(
         &self,
         plan: &KernelPlan,
@@ -138,16 +151,55 @@ pub trait Device: Send + Sync {
     fn alloc(&self, bytes: usize, align: usize) -> Result<Arc<DeviceBuffer>> {
         DeviceBuffer::alloc(bytes, align)
     }
+    /// The host address of `buf`'s first byte, or `None` when the host cannot address its
+    /// memory; callers then copy through [`Device::copy_in`] and [`Device::copy_out`].
+    fn host_ptr(&self, buf: &DeviceBuffer) -> Option<*mut u8> {
+        Some(buf.ptr())
+    }
+    /// The address of `buf`'s first byte as this device's kernels see it: what input views
+    /// and output pointers of its launches hold, and what DLPack exports. Byte `i` of the
+    /// buffer is at this address plus `i`. For host memory it is the host address.
+    fn device_ptr(&self, buf: &DeviceBuffer) -> *mut u8 {
+        buf.ptr()
+    }
     /// Copy host bytes into `dst` at byte `offset`, once work writing or reading it is done.
     fn copy_in(&self, dst: &DeviceBuffer, offset: usize, src: &[u8]) -> Result<()> {
-        host_copy_in(dst, offset, src)
+        hostmem::copy_in(hostmem::own_address, dst, offset, src)
     }
     /// Copy bytes of `src` from byte `offset` to the host, once work writing it is done.
     fn copy_out(&self, src: &DeviceBuffer, offset: usize, dst: &mut [u8]) -> Result<()> {
-        host_copy_out(src, offset, dst)
+        hostmem::copy_out(hostmem::own_address, src, offset, dst)
+    }
+    /// Set `len` bytes of `dst` from byte `offset` to zero, once work writing or reading it
+    /// is done.
+    fn fill_zero(&self, dst: &DeviceBuffer, offset: usize, len: usize) -> Result<()> {
+        hostmem::fill_zero(hostmem::own_address, dst, offset, len)
+    }
+    /// A buffer holding `bytes` bytes of host memory that `owner` keeps alive (DLPack and
+    /// NumPy imports). Host-memory devices share the memory without a copy (`readonly`: never
+    /// write it); a device with memory of its own copies it into a new buffer and lets the
+    /// owner go, or refuses with an error.
+    ///
+    /// # Safety
+    /// `ptr` must address `bytes` readable bytes (writable too unless `readonly`) for as long
+    /// as `owner` lives, and nothing else may write them while the returned buffer is used.
+    unsafe fn import_host(
+        &self,
+        ptr: *mut u8,
+        bytes: usize,
+        owner: Box<dyn Any + Send + Sync>,
+        readonly: bool,
+    ) -> Result<Arc<DeviceBuffer>> {
+        Ok(DeviceBuffer::external(ptr, bytes, owner, readonly))
+    }
+    /// DLPack's `(device_type, device_id)` for this device's buffers (at
+    /// [`Device::device_ptr`]), or `None` when it cannot export them.
+    fn dlpack_device(&self) -> Option<(i32, i32)> {
+        Some((DLPACK_CPU, 0))
     }
     /// Queue a copy of `bytes` bytes from `src` (at byte `src_offset`) to `dst` (at byte
     /// `dst_offset`) on `stream`, after conflicting work on both; returns the task's number.
+    /// Both buffers belong to this device.
     fn copy_async(
         &self,
         stream: &Stream,
@@ -157,7 +209,7 @@ pub trait Device: Send + Sync {
         src_offset: usize,
         bytes: usize,
     ) -> Result<u64> {
-        host_copy_async(stream, dst, dst_offset, src, src_offset, bytes)
+        hostmem::copy_async(hostmem::own_address, stream, dst, dst_offset, src, src_offset, bytes)
     }
     /// Wait for all work queued on `stream`; returns its first error since the last wait.
     fn synchronize(&self, stream: &Stream) -> Result<()> {
@@ -165,85 +217,8 @@ pub trait Device: Send + Sync {
     }
 }
 
-/// Refuse to write a buffer imported from read-only memory.
-fn check_writable(buf: &DeviceBuffer) -> Result<()> {
-    if buf.is_readonly() {
-        return Err(IrError::new(ErrorKind::InvalidArgument, "cannot write a buffer over read-only memory"));
-    }
-    Ok(())
-}
-
-fn check_range(buf: &DeviceBuffer, offset: usize, len: usize) -> Result<()> {
-    if offset.checked_add(len).is_none_or(|end| end > buf.len()) {
-        return Err(IrError::new(
-            ErrorKind::InvalidArgument,
-            format!("copy of {len} bytes at offset {offset} exceeds a buffer of {} bytes", buf.len()),
-        ));
-    }
-    Ok(())
-}
-
-/// Copy into a host-memory buffer (the CPU and null devices).
-fn host_copy_in(dst: &DeviceBuffer, offset: usize, src: &[u8]) -> Result<()> {
-    check_writable(dst)?;
-    check_range(dst, offset, src.len())?;
-    dst.wait_host(true);
-    // SAFETY: the range lies inside the buffer (checked) and no queued work uses it (waited).
-    unsafe { crate::memory::copy_bytes(dst.ptr().add(offset), src.as_ptr(), src.len()) };
-    if offset == 0 && src.len() == dst.len() {
-        dst.heal();
-    }
-    Ok(())
-}
-
-/// Copy out of a host-memory buffer (the CPU and null devices).
-fn host_copy_out(src: &DeviceBuffer, offset: usize, dst: &mut [u8]) -> Result<()> {
-    check_range(src, offset, dst.len())?;
-    src.wait_host(false);
-    // SAFETY: as above; `dst` is an exclusive host slice of the same length.
-    unsafe { crate::memory::copy_bytes(dst.as_mut_ptr(), src.ptr().add(offset), dst.len()) };
-    Ok(())
-}
-
-/// Queue a copy between host-memory buffers (the CPU and null devices).
-fn host_copy_async(
-    stream: &Stream,
-    dst: &Arc<DeviceBuffer>,
-    dst_offset: usize,
-    src: &Arc<DeviceBuffer>,
-    src_offset: usize,
-    bytes: usize,
-) -> Result<u64> {
-    check_writable(dst)?;
-    check_range(dst, dst_offset, bytes)?;
-    check_range(src, src_offset, bytes)?;
-    src.order_on(stream, false);
-    dst.order_on(stream, true);
-    let (d, s) = (dst.clone(), src.clone());
-    let seq = stream.enqueue_named(
-        "copy",
-        Box::new(move || {
-            if let Some(e) = s.poisoned() {
-                // Copying invalid contents passes the failure on.
-                d.poison(&e);
-                return Err(e);
-            }
-            // SAFETY: both ranges lie inside their buffers (checked), which the task keeps
-            // alive; the recorded stream order keeps other work off them meanwhile.
-            unsafe { crate::memory::copy_bytes(d.ptr().add(dst_offset), s.ptr().add(src_offset), bytes) };
-            if dst_offset == 0 && bytes == d.len() {
-                d.heal();
-            }
-            Ok(())
-        }),
-    );
-    src.record_use(stream, seq, false);
-    dst.record_use(stream, seq, true);
-    Ok(seq)
-}
-
 /// Queue `run` for `launch` on `stream`, ordered after conflicting work on its buffers.
-fn enqueue_launch(
+pub(crate) fn enqueue_launch(
     stream: &Stream,
     launch: StreamLaunch,
     run: fn(&KernelPlan, &[InputView], &[OutputPtr], RunOptions) -> Result<RunStats>,
@@ -369,6 +344,7 @@ fn null_run(plan: &KernelPlan, _: &[InputView], _: &[OutputPtr], _: RunOptions) 
 static CPU: CpuDevice = CpuDevice { kind: DeviceKind::Cpu };
 static NPU_TWIN: CpuDevice = CpuDevice { kind: DeviceKind::NpuTwin };
 static NULL: NullDevice = NullDevice;
+static OPAQUE: OpaqueDevice = OpaqueDevice;
 
 /// The device of a kind.
 pub fn device_for(kind: DeviceKind) -> &'static dyn Device {
@@ -376,5 +352,6 @@ pub fn device_for(kind: DeviceKind) -> &'static dyn Device {
         DeviceKind::Cpu => &CPU,
         DeviceKind::NpuTwin => &NPU_TWIN,
         DeviceKind::Null => &NULL,
+        DeviceKind::OpaqueTest => &OPAQUE,
     }
 }

@@ -8,6 +8,8 @@
 //! * [`program`]: the interpreter of structured tile programs (loads, stores, loop nests).
 //! * [`team`]: the launch team of helper threads.
 //! * [`device`]: the [`Device`] trait, the CPU device, the NPU twin and the null device.
+//! * [`opaque`]: a test device whose memory the host cannot address.
+//! * `hostmem`: copies and fills of memory the host can reach (the devices' defaults).
 //! * [`vm`]: the tile VM, which runs one kernel's tile program over blocks on all cores.
 //! * [`instr`]: the single place where an instruction's dtype picks a SIMD primitive.
 //! * [`layout`]: broadcasting strides, dimension collapsing and strided gathers.
@@ -22,12 +24,14 @@ pub mod buffer;
 pub mod check;
 pub mod device;
 pub mod gemm;
+mod hostmem;
 pub mod instr;
 pub mod layout;
 pub mod library;
 pub mod memory;
 pub mod monitor;
 pub mod movement;
+pub mod opaque;
 pub mod pad;
 pub mod pool;
 pub mod program;
@@ -36,6 +40,9 @@ pub mod team;
 pub mod view;
 pub mod vm;
 
-pub use device::{device_for, CpuDevice, Device, DeviceInfo, DeviceKind, NullDevice, PlanSource, StreamLaunch};
+pub use device::{
+    device_for, CpuDevice, Device, DeviceInfo, DeviceKind, NullDevice, PlanSource, StreamLaunch, DLPACK_CPU,
+};
+pub use opaque::OpaqueDevice;
 pub use view::{InputView, OutputPtr};
 pub use vm::{execute_plan, KernelRecord, RunOptions, RunStats};

@@ -6,7 +6,7 @@ use pyasc_ir::{DType, Scalar};
 /// zero), never written.
 #[derive(Clone, Debug)]
 pub struct InputView {
-    /// Address of element `[0, 0, ...]`.
+    /// Address of element `[0, 0, ...]`, as the device running the plan addresses it.
     pub ptr: *const u8,
     /// Element type.
     pub dtype: DType,
@@ -58,7 +58,8 @@ pub unsafe fn read_scalar(p: *const u8, dtype: DType) -> Scalar {
     }
 }
 
-/// A C-contiguous output buffer the caller allocated for one result of the plan.
+/// A C-contiguous output buffer the caller allocated for one result of the plan, as the
+/// device running the plan addresses it.
 #[derive(Copy, Clone, Debug)]
 pub struct OutputPtr(pub *mut u8);
 
