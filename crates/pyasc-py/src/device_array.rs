@@ -12,9 +12,9 @@ use pyasc_ir::error::ErrorKind;
 use pyasc_ir::DType;
 use pyasc_runtime::buffer::DeviceBuffer;
 use pyasc_runtime::InputView;
-use pyo3::exceptions::{PyIndexError, PyTypeError};
+use pyo3::exceptions::{PyBufferError, PyIndexError, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::{PyEllipsis, PyInt, PySlice, PySliceMethods, PyTuple};
+use pyo3::types::{PyBool, PyEllipsis, PyInt, PySlice, PySliceMethods, PyTuple};
 use std::sync::Arc;
 
 /// The device DeviceArrays live on: allocation and copies go through it.
@@ -373,8 +373,15 @@ impl DeviceArray {
         dl_device: Option<&Bound<'_, PyAny>>,
         copy: Option<bool>,
     ) -> PyResult<Py<PyAny>> {
-        let _ = (stream, max_version, dl_device);
+        let _ = (stream, max_version);
         let py = slf.py();
+        if let Some(dev) = dl_device {
+            if dev.extract::<(i32, i32)>().ok() != Some(crate::dlpack::dlpack_device()) {
+                return Err(PyBufferError::new_err(format!(
+                    "DeviceArray memory is host memory (DLPack device (1, 0)); it cannot be exported to {dev}"
+                )));
+            }
+        }
         let me = slf.get();
         me.wait_host(py, false)?;
         if copy == Some(true) {
@@ -416,6 +423,14 @@ impl DeviceArray {
             Ok(t) => t.iter().collect(),
             Err(_) => vec![key.clone()],
         };
+        // Integer-like keys (NumPy integer scalars, 0-d integer arrays) index like ints, as in NumPy.
+        let items: Vec<Bound<'_, PyAny>> = items
+            .into_iter()
+            .map(|k| match as_index(&k) {
+                Some(i) => i,
+                None => k,
+            })
+            .collect();
         let consumed = items.iter().filter(|k| !k.is_none() && !k.is_instance_of::<PyEllipsis>()).count();
         if consumed > me.shape.len() {
             return Err(PyIndexError::new_err(format!(
@@ -450,7 +465,9 @@ impl DeviceArray {
                 strides.push(ind.step * me.strides[axis]);
                 axis += 1;
             } else if k.is_instance_of::<PyInt>() {
-                let i: isize = k.extract()?;
+                let i: isize = k
+                    .extract()
+                    .map_err(|_| PyIndexError::new_err(format!("index {k} cannot fit into an index-sized integer")))?;
                 let n = me.shape[axis] as isize;
                 let j = if i < 0 { i + n } else { i };
                 if j < 0 || j >= n {
@@ -609,4 +626,16 @@ pub fn from_dlpack(py: Python<'_>, t: &Bound<'_, PyAny>) -> PyResult<DeviceArray
     let buf = DeviceBuffer::external(base, bytes, Box::new(owner), readonly);
     let align = 1usize << (base as usize).trailing_zeros().min(12);
     Ok(DeviceArray { buf, offset: (-lo) as usize, shape: v.shape, strides: v.strides, dtype: dt, alignment: align })
+}
+
+/// The Python int an integer-like index key stands for (`operator.index`), leaving ints, bools,
+/// slices, `None`, `...` and everything else as they are.
+fn as_index<'py>(k: &Bound<'py, PyAny>) -> Option<Bound<'py, PyAny>> {
+    if k.is_instance_of::<PyInt>() || k.is_instance_of::<PyBool>() || k.is_none() {
+        return None;
+    }
+    if k.is_instance_of::<PySlice>() || k.is_instance_of::<PyEllipsis>() || !k.hasattr("__index__").ok()? {
+        return None;
+    }
+    k.call_method0("__index__").ok()
 }
