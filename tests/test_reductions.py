@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 import pyasc
 import pytest
-from conftest import assert_matches, line_of
+from conftest import assert_matches, assert_ulp, line_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -98,7 +98,13 @@ def _check_float(got, want, x, name, axis, keepdims):
     assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape, want.dtype, want.shape)
     eps = np.finfo(got.dtype).eps
     n = max(_reduced_count(x.shape, axis), 1)
-    if name in ("sum", "mean"):
+    if name in ("sum", "mean") and got.dtype == np.float32:
+        # Float sums accumulate in float64: a float32 sum is the float64 reference rounded (within
+        # 1 ulp), where a float32 running or pairwise sum is off by up to log2(n) ulp or more. A
+        # mean rounds twice, the sum to float32 (half an ulp of the sum, at most one of the mean)
+        # and the quotient (half an ulp): 1.5 ulp.
+        assert_ulp(got, ref, 1.0 if name == "sum" else 1.5, np.float32)
+    elif name in ("sum", "mean"):
         scale = np.sum(np.abs(x64), axis=axis, keepdims=keepdims)
         if name == "mean":
             scale = scale / n
@@ -130,8 +136,6 @@ def test_reductions_match_numpy(data):
         except ValueError:
             want = None  # an empty axis under a reduction with no identity
 
-    if x.size == 0 and _reduced_count(x.shape, axis) > 0:
-        return  # an empty result over non-empty rows panics: test_empty_result_over_nonempty_rows
     if form == "eager":
         run = lambda: getattr(pyasc, name)(x, axis, keepdims)  # noqa: E731
     else:
@@ -161,8 +165,6 @@ def test_reductions_fused_with_producers_and_broadcast_back(data):
     x = data.draw(arrays(dtypes=["float32", "float64"]), label="x")
     y = data.draw(arrays(dtypes=["int32", "float32", "float64"]), label="y")
     axis = data.draw(axes(x.ndim), label="axis")
-    if x.size == 0 and _reduced_count(x.shape, axis) > 0:
-        return  # an empty result over non-empty rows panics: test_empty_result_over_nonempty_rows
     x64 = x.astype(np.float64)
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")  # the mean of an empty axis is NaN
@@ -176,8 +178,6 @@ def test_reductions_fused_with_producers_and_broadcast_back(data):
     if x.shape != y.shape:
         y = y.reshape(-1)[: x.size].reshape(x.shape) if y.size >= x.size else np.resize(y, x.shape)
     want = np.sum(x * y, axis=axis)
-    if want.size == 0 and _reduced_count(x.shape, axis) > 0:
-        return
     got = pyasc.operator(lambda s, t: np.sum(s * t, axis=axis))(x, y)
     prod64 = x64 * y.astype(np.float64)
     ref = prod64.sum(axis=axis)

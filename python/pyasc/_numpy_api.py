@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict
 import numpy as np
 
 from . import _composites, _pyasc, ops
-from .errors import UnsupportedError
+from .errors import UnsupportedError, at_user_line
 
 # NumPy ufunc name -> op name, from the extension's op table.
 _UFUNC_UNARY = {uf: name for name, _kind, ufuncs, _api in _pyasc.UNARY_OPS for uf in ufuncs}
@@ -34,11 +34,12 @@ def array_ufunc(ufunc: Any, method: str, inputs: tuple, kwargs: Dict[str, Any]) 
     """Dispatch a NumPy ufunc call whose operands include a traced tensor."""
     name = ufunc.__name__
     if method != "__call__":
-        raise UnsupportedError(f"np.{name}.{method} is not supported inside operators yet")
+        raise at_user_line(UnsupportedError(f"np.{name}.{method} is not supported inside operators yet"))
     kwargs = dict(kwargs or {})
     dtype = kwargs.pop("dtype", None)
     if kwargs:
-        raise UnsupportedError(f"np.{name}(..., {', '.join(kwargs)}=...) is not supported inside operators")
+        raise at_user_line(
+            UnsupportedError(f"np.{name}(..., {', '.join(kwargs)}=...) is not supported inside operators"))
     like = next((x for x in inputs if isinstance(x, _pyasc.Tensor)), None)
     if like is not None:
         inputs = tuple(_operand(like, x) for x in inputs)
@@ -55,7 +56,7 @@ def array_ufunc(ufunc: Any, method: str, inputs: tuple, kwargs: Dict[str, Any]) 
     elif name == "logical_not":
         result = _pyasc.apply_unary("not", _as_bool(inputs[0]))
     else:
-        raise UnsupportedError(f"np.{name} is not supported inside operators yet")
+        raise at_user_line(UnsupportedError(f"np.{name} is not supported inside operators yet"))
     if dtype is None and all(x.is_weak for x in inputs if isinstance(x, _pyasc.Tensor)) and not any(
         isinstance(x, np.ndarray) for x in inputs
     ):
@@ -72,19 +73,20 @@ def _strong(x: Any) -> Any:
 
 def _where(condition: Any, x: Any = None, y: Any = None) -> Any:
     if x is None or y is None:
-        raise UnsupportedError("np.where with one argument (nonzero indices) is not supported inside operators")
+        raise at_user_line(
+            UnsupportedError("np.where with one argument (nonzero indices) is not supported inside operators"))
     return ops.where(condition, x, y)
 
 
 def _clip(a: Any, a_min: Any = None, a_max: Any = None, out: Any = None, **kw: Any) -> Any:
     if out is not None or kw:
-        raise UnsupportedError("np.clip(..., out=/keywords) is not supported inside operators")
+        raise at_user_line(UnsupportedError("np.clip(..., out=/keywords) is not supported inside operators"))
     return ops.clip(a, a_min, a_max)
 
 
 def _round(a: Any, decimals: int = 0, out: Any = None) -> Any:
     if out is not None:
-        raise UnsupportedError("np.round(..., out=) is not supported inside operators")
+        raise at_user_line(UnsupportedError("np.round(..., out=) is not supported inside operators"))
     return ops.round(a, decimals)
 
 
@@ -97,7 +99,7 @@ def _reduce(name: str) -> Callable[..., Any]:
         from . import reductions
 
         if out is not None or kw.get("where") is not None:
-            raise UnsupportedError(f"np.{name}(..., out=/where=) is not supported inside operators")
+            raise at_user_line(UnsupportedError(f"np.{name}(..., out=/where=) is not supported inside operators"))
         r = getattr(reductions, name)(a if dtype is None else ops.cast(a, dtype), axis, keepdims)
         return r
 
@@ -109,7 +111,7 @@ def _arg(name: str) -> Callable[..., Any]:
         from . import reductions
 
         if out is not None:
-            raise UnsupportedError(f"np.{name}(..., out=) is not supported inside operators")
+            raise at_user_line(UnsupportedError(f"np.{name}(..., out=) is not supported inside operators"))
         return getattr(reductions, name)(a, axis, keepdims)
 
     return impl
@@ -162,5 +164,5 @@ def array_function(func: Any, types: Any, args: tuple, kwargs: Dict[str, Any]) -
     """Dispatch a NumPy function call whose arguments include a traced tensor."""
     impl = _FUNCTIONS.get(func.__name__)
     if impl is None:
-        raise UnsupportedError(f"np.{func.__name__} is not supported inside operators yet")
+        raise at_user_line(UnsupportedError(f"np.{func.__name__} is not supported inside operators yet"))
     return impl(*args, **kwargs)

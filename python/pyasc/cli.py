@@ -6,23 +6,45 @@ import argparse
 import sys
 from typing import List, Optional
 
+#: The benchmarks ``pyasc bench --only`` can name.
+BENCHMARKS = ("gelu", "normalize", "first_call", "cached_call", "launch", "copy_from", "softmax", "layer_norm",
+              "matmul", "dynamic")
+
+
+def _positive_int(text: str) -> int:
+    """Parse a whole number of at least 1 (an argparse type)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not a positive number")
+    if value >= sys.maxsize // 8:
+        raise argparse.ArgumentTypeError(f"{value} elements are more than an array can address")
+    return value
+
 
 def main(argv: Optional[List[str]] = None) -> int:
     """Entry point of the ``pyasc`` console script."""
     parser = argparse.ArgumentParser(prog="pyasc", description="pyasc operator development kit")
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="run the article's GELU and normalize operators and check them")
-    demo.add_argument("--size", type=int, default=1 << 22, help="number of float32 elements")
+    demo.add_argument("--size", type=_positive_int, default=1 << 22, help="number of float32 elements")
     bench = sub.add_parser("bench", help="benchmark against NumPy, numexpr, Numba and JAX where installed")
     bench.add_argument("--quick", action="store_true", help="small sizes and few repeats (a smoke test)")
-    bench.add_argument("--only", action="append", default=None, help="run only the named benchmark (repeatable)")
+    bench.add_argument("--only", action="append", default=None, choices=BENCHMARKS,
+                       help="run only the named benchmark (repeatable)")
     sub.add_parser("info", help="show the devices pyasc can run on (like npu-smi info)")
     sub.add_parser("doctor", help="check the environment and print a fix for each problem")
     args = parser.parse_args(argv)
     if args.command == "demo":
         from .demo import run
 
-        return run(args.size)
+        try:
+            return run(args.size)
+        except MemoryError as e:  # NumPy's or pyasc's OutOfMemoryError for a --size too large
+            print(f"pyasc demo: {args.size:,} elements do not fit in memory ({e})", file=sys.stderr)
+            return 1
     if args.command == "bench":
         from .bench import run as run_bench
 

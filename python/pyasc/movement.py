@@ -7,6 +7,7 @@ the original memory through new strides. Outside an operator they run on arrays 
 from __future__ import annotations
 
 import builtins
+import numbers
 from typing import Any, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -101,7 +102,9 @@ def broadcast_to(x: Any, shape: Union[int, Sequence[int]]) -> Any:
     if not _is_traced(x):
         return _eager("broadcast_to", broadcast_to, x, shape)
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    return _pyasc.apply_view(x, "broadcast_to", list(shape))
+    if any(isinstance(s, bool) or not isinstance(s, numbers.Integral) or s < 0 for s in shape):
+        raise _err(ShapeError, f"broadcast_to: the shape must be non-negative ints, not {shape!r}")
+    return _pyasc.apply_view(x, "broadcast_to", [int(s) for s in shape])
 
 
 def expand_dims(x: Any, axis: Union[int, Sequence[int]]) -> Any:
@@ -164,10 +167,17 @@ def _pad_widths(pad_width: Any, nd: int) -> list:
     return [(int(a), int(b)) for a, b in w]
 
 
+#: The modes ``np.pad`` knows; the ones pyasc does not run yet raise UnsupportedError.
+_NUMPY_PAD_MODES = ("constant", "edge", "linear_ramp", "maximum", "mean", "median", "minimum", "reflect",
+                    "symmetric", "wrap", "empty")
+
+
 def pad(x: Any, pad_width: Any, mode: str = "constant", constant_values: Any = 0) -> Any:
     """``np.pad``: modes constant (with ``constant_values``), edge, reflect, wrap."""
     if not _is_traced(x):
         return _eager("pad", pad, x, pad_width, mode, constant_values)
+    if not isinstance(mode, str) or mode not in _NUMPY_PAD_MODES:
+        raise _err(InvalidArgumentError, f"pad: mode {mode!r} is not a mode of np.pad")
     if not isinstance(constant_values, (int, float, bool)):
         raise _err(UnsupportedError, "pad: constant_values must be one number")
     return _pyasc.apply_pad(x, _pad_widths(pad_width, x.ndim), mode, constant_values)

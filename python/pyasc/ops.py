@@ -60,10 +60,28 @@ negative = _unary("neg")
 negative.__name__ = "negative"
 
 
+def _check_integer_power(a: Any, b: Any) -> None:
+    """NumPy refuses integers to negative integer powers (a ValueError); so does eager ``pow``."""
+    import numpy as np
+
+    if isinstance(a, _pyasc.DeviceArray) or isinstance(b, _pyasc.DeviceArray):
+        return
+    try:
+        ka, vb = np.asarray(a).dtype.kind, np.asarray(b)
+    except Exception:  # noqa: BLE001 - not array-like: the operator call reports it
+        return
+    if ka in "iu" and vb.dtype.kind in "iu" and vb.size and (vb < 0).any():
+        from .errors import InvalidArgumentError, at_user_line
+
+        raise at_user_line(InvalidArgumentError("integers to negative integer powers are not allowed"))
+
+
 def _binary(name: str, public: str) -> Callable[[Any, Any], Any]:
     def f(a: Any, b: Any) -> Any:
         if _is_traced(a, b):
             return _pyasc.apply_binary(name, a, b)
+        if name == "pow":
+            _check_integer_power(a, b)
         return _eager_op(name, lambda x, y: _pyasc.apply_binary(name, x, y))(a, b)
 
     f.__name__ = public

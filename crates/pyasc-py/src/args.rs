@@ -13,7 +13,7 @@ use pyasc_ir::DType;
 use pyasc_runtime::buffer::DeviceBuffer;
 use pyasc_runtime::{DeviceKind, InputView};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple};
+use pyo3::types::{PyBool, PyComplex, PyFloat, PyInt, PyTuple};
 use std::cell::RefCell;
 use std::sync::Arc;
 
@@ -171,6 +171,12 @@ pub fn parse<'py>(py: Python<'py>, args: &Bound<'py, PyTuple>, names: &[String])
             }
         } else if obj.is_instance_of::<PyFloat>() {
             (WeakKind::Float, obj.extract::<f64>()?.to_bits())
+        } else if obj.is_instance_of::<PyComplex>() {
+            return Err(user_error(
+                py,
+                ErrorKind::DType,
+                format!("{}: complex values are not supported; use float32 or float64", label()),
+            ));
         } else {
             let tname = obj.get_type().name().map(|s| s.to_string()).unwrap_or_else(|_| "?".into());
             return Err(user_error(

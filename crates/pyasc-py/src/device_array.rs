@@ -15,7 +15,7 @@ use pyasc_runtime::buffer::DeviceBuffer;
 use pyasc_runtime::{device_for, Device, DeviceKind, InputView};
 use pyo3::exceptions::{PyBufferError, PyIndexError, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::{PyEllipsis, PyInt, PySlice, PySliceMethods, PyTuple};
+use pyo3::types::{PyBool, PyEllipsis, PyInt, PySlice, PySliceMethods, PyTuple};
 use std::sync::Arc;
 
 /// Default alignment of device allocations, in bytes.
@@ -365,10 +365,17 @@ impl DeviceArray {
         dl_device: Option<&Bound<'_, PyAny>>,
         copy: Option<bool>,
     ) -> PyResult<Py<PyAny>> {
-        let _ = (stream, max_version, dl_device);
+        let _ = (stream, max_version);
         let py = slf.py();
         let me = slf.get();
         let device = me.dlpack_device()?;
+        if let Some(dev) = dl_device {
+            if dev.extract::<(i32, i32)>().ok() != Some(device) {
+                return Err(PyBufferError::new_err(format!(
+                    "DeviceArray memory is on DLPack device {device:?}; it cannot be exported to {dev}"
+                )));
+            }
+        }
         me.wait_host(py, false)?;
         if copy == Some(true) {
             let dup = DeviceArray::alloc_on(me.kind, me.dtype, me.shape.clone(), me.alignment).map_err(to_py)?;
@@ -412,6 +419,14 @@ impl DeviceArray {
             Ok(t) => t.iter().collect(),
             Err(_) => vec![key.clone()],
         };
+        // Integer-like keys (NumPy integer scalars, 0-d integer arrays) index like ints, as in NumPy.
+        let items: Vec<Bound<'_, PyAny>> = items
+            .into_iter()
+            .map(|k| match as_index(&k) {
+                Some(i) => i,
+                None => k,
+            })
+            .collect();
         let consumed = items.iter().filter(|k| !k.is_none() && !k.is_instance_of::<PyEllipsis>()).count();
         if consumed > me.shape.len() {
             return Err(PyIndexError::new_err(format!(
@@ -446,7 +461,9 @@ impl DeviceArray {
                 strides.push(ind.step * me.strides[axis]);
                 axis += 1;
             } else if k.is_instance_of::<PyInt>() {
-                let i: isize = k.extract()?;
+                let i: isize = k
+                    .extract()
+                    .map_err(|_| PyIndexError::new_err(format!("index {k} cannot fit into an index-sized integer")))?;
                 let n = me.shape[axis] as isize;
                 let j = if i < 0 { i + n } else { i };
                 if j < 0 || j >= n {
@@ -626,4 +643,16 @@ pub fn from_dlpack(py: Python<'_>, t: &Bound<'_, PyAny>) -> PyResult<DeviceArray
         alignment: align,
         kind,
     })
+}
+
+/// The Python int an integer-like index key stands for (`operator.index`), leaving ints, bools,
+/// slices, `None`, `...` and everything else as they are.
+fn as_index<'py>(k: &Bound<'py, PyAny>) -> Option<Bound<'py, PyAny>> {
+    if k.is_instance_of::<PyInt>() || k.is_instance_of::<PyBool>() || k.is_none() {
+        return None;
+    }
+    if k.is_instance_of::<PySlice>() || k.is_instance_of::<PyEllipsis>() || !k.hasattr("__index__").ok()? {
+        return None;
+    }
+    k.call_method0("__index__").ok()
 }

@@ -1,0 +1,357 @@
+"""Differential fuzzer: random NumPy programs run by pyasc and by NumPy on the same inputs.
+
+A program is Python source over the inputs ``a``, ``b``, ``c`` written with NumPy calls only
+(``np.exp(a)``, ``np.maximum(a, b)``, ``a.sum(axis=1, keepdims=True)``, ``np.where``, ``np.clip``,
+``.T``, ``.reshape(-1)``, slicing), so the same text is NumPy's reference and, inside
+``@pyasc.operator``, pyasc's trace. Every unary and binary op of pyasc's op table that NumPy has
+as a ufunc appears, with reductions, where/clip and movement ops, on inputs of dtypes bool,
+int32, int64, float32 and float64 with 0-d, empty and size-1 dims, broadcast (zero-stride),
+reversed, stepped and transposed views.
+
+Results must have NumPy's dtype and shape. Integer and bool results must be identical. Float
+results must agree within ``K * ops * eps * scale``, where ``scale`` is the largest magnitude of
+any intermediate value (the sums of absolute values for sum/mean) and ``K = 16``: every op is
+within 4 ulp of its exact value in pyasc (2 ulp for float32 math, 1e-14 relative for float64)
+and NumPy (whose float32 sums are pairwise), and the generator keeps each error from being
+amplified by more than a small factor: ops that are discontinuous (floor, sign, comparisons,
+argmax, modulo, casts to integers, ...) or have a restricted domain (log, sqrt, arcsin, power,
+division) see only inputs, never computed values, and the arguments of exp-like ops are bounded.
+
+Run ``python tests/fuzz_programs.py --seed 1 --count 5000`` for a longer run; each failure
+prints a self-contained reproducer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import re
+import sys
+import traceback
+import warnings
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+import pyasc
+from pyasc import _pyasc
+
+DTYPES = ["bool", "int32", "int64", "float32", "float64"]
+
+# Unary ufuncs continuous on the reals (no domain limits): these may take computed values.
+# name -> largest safe magnitude of the argument (exp-like ops overflow or amplify errors).
+SMOOTH_UNARY = {"negative": None, "absolute": None, "square": 8.0, "positive": None, "exp": 8.0, "exp2": 8.0,
+                "expm1": 8.0, "sin": 50.0, "cos": 50.0, "tanh": None, "arctan": None, "sinh": 8.0, "cosh": 8.0,
+                "arcsinh": None, "deg2rad": None, "rad2deg": None, "cbrt": None}
+# Continuous binary ufuncs of floats and ints.
+SMOOTH_BINARY = ["add", "subtract", "multiply", "minimum", "maximum", "fmax", "fmin", "hypot", "logaddexp",
+                 "logaddexp2"]
+
+
+def _ufuncs(table) -> Dict[str, str]:
+    """NumPy ufunc name -> pyasc's op-class ('float', 'arith', ...), from the extension's op table."""
+    return {u: kind for _name, kind, ufuncs, _api in table for u in ufuncs}
+
+
+UNARY_UFUNCS = _ufuncs(_pyasc.UNARY_OPS)
+BINARY_UFUNCS = _ufuncs(_pyasc.BINARY_OPS)
+
+
+@dataclass
+class Leaf:
+    """An input or a constant, with its kind ('b', 'i' or 'f')."""
+
+    src: str
+    kind: str
+
+
+@dataclass
+class Program:
+    """Source of a random program and of the inputs it runs on."""
+
+    inputs: List[Tuple[str, str]] = field(default_factory=list)  # (name, source building it)
+    body: str = ""
+    ops: int = 0
+
+    def source(self) -> str:
+        """A self-contained reproducer: the inputs, NumPy's result and pyasc's."""
+        lines = ["import numpy as np, pyasc", "rng = np.random.default_rng(0)"]
+        lines += [f"{n} = {s}" for n, s in self.inputs]
+        names = ", ".join(n for n, _ in self.inputs)
+        lines += [f"def f({names}):", f"    return {self.body}",
+                  f"want = f({names})", f"got = pyasc.operator(f)({names})"]
+        return "\n".join(lines)
+
+
+class Generator:
+    """Random programs from one seed."""
+
+    def __init__(self, seed: int):
+        self.r = random.Random(seed)
+
+    def shape(self) -> Tuple[int, ...]:
+        rank = self.r.choice([0, 1, 1, 2, 2, 2, 3])
+        return tuple(self.r.choice([0, 1, 1, 2, 3, 4, 5]) if self.r.random() < 0.15 else self.r.choice([1, 2, 3, 4, 5])
+                     for _ in range(rank))
+
+    def array(self, shape: Tuple[int, ...], dtype: str) -> str:
+        r = self.r
+        sub = tuple(1 if r.random() < 0.2 else d for d in shape[r.randint(0, len(shape)):])
+        if dtype == "bool":
+            make = "rng.integers(0, 2, {s}).astype(bool)"
+        elif dtype.startswith("int"):
+            make = "rng.integers(-5, 6, {s}).astype(np.{d})"
+        else:
+            make = "rng.uniform(-2, 2, {s}).astype(np.{d})"
+        view = r.choice(["plain", "plain", "reversed", "stepped", "transposed", "broadcast"]) if sub else "plain"
+        if view == "transposed" and len(sub) >= 2:
+            return make.format(s=sub[::-1], d=dtype) + ".T"
+        if view == "stepped":
+            return make.format(s=(2 * sub[0],) + sub[1:], d=dtype) + "[::2]"
+        if view == "broadcast":
+            return f"np.broadcast_to({make.format(s=sub[1:], d=dtype)}, {sub})"
+        if view == "reversed":
+            return make.format(s=sub, d=dtype) + "[..., ::-1]"
+        return make.format(s=sub, d=dtype)
+
+    def program(self) -> Program:
+        r = self.r
+        p = Program()
+        shape = self.shape()
+        leaves: List[Leaf] = []
+        for name in "abc"[: r.randint(1, 3)]:
+            dtype = r.choice(DTYPES)
+            if r.random() < 0.1:
+                p.inputs.append((name, {"bool": "True", "int32": "3", "int64": "-2", "float32": "np.float32(0.5)",
+                                        "float64": "1.25"}[dtype]))
+            else:
+                p.inputs.append((name, self.array(shape, dtype)))
+            leaves.append(Leaf(name, "b" if dtype == "bool" else "i" if dtype.startswith("int") else "f"))
+        self.leaves, self.p = leaves, p
+        p.body, _ = self.expr(r.randint(1, 4))
+        return p
+
+    # -- expressions: (source, bound on |value| or None when unknown) --------------------------
+
+    def leaf_op(self) -> Tuple[str, Optional[float]]:
+        """An input, or any op of the table applied to inputs only."""
+        r = self.r
+        x = r.choice(self.leaves)
+        y = r.choice(self.leaves)
+        pick = r.random()
+        if pick < 0.3:
+            return x.src, 5.0
+        if pick < 0.35:
+            return repr(r.choice([2, -1, 0.5, -1.5, True])), 2.0
+        self.p.ops += 1
+        if pick < 0.65:
+            u = r.choice(sorted(UNARY_UFUNCS))
+            arg = x.src
+            if UNARY_UFUNCS[u] in ("bitwise", "integer") and x.kind == "f":
+                arg = f"np.multiply({x.src}, 1).astype(np.int32)"
+            elif u in ("reciprocal", "fabs") and x.kind != "f":
+                # NumPy's reciprocal of integers divides integers and its fabs of integers is float64;
+                # pyasc computes the first in float64 and keeps integers in the second.
+                arg = f"np.multiply({x.src}, 1.0)"
+            elif x.kind == "b" and UNARY_UFUNCS[u] != "bitwise":
+                # NumPy computes float functions of bools in float16 and squares them in int8,
+                # dtypes outside this test; the bools enter as numbers.
+                arg = f"np.multiply({x.src}, {'1.0' if UNARY_UFUNCS[u] in ('float', 'rounding') else '1'})"
+            return f"np.{u}({arg})", None
+        if pick < 0.9:
+            u = r.choice(sorted(BINARY_UFUNCS))
+            a, b = x.src, y.src
+            kind = BINARY_UFUNCS[u]
+            if kind in ("bitwise", "integer"):
+                a = a if x.kind != "f" else f"np.multiply({a}, 1).astype(np.int64)"
+                b = b if y.kind != "f" else f"np.multiply({b}, 1).astype(np.int64)"
+                if u in ("left_shift", "right_shift"):
+                    b = f"(np.multiply({b}, 1).astype(np.int64) & 7)"
+            elif u == "power":
+                a = f"(np.abs({a}) + 0.5)"  # a float base: integers to negative powers are errors
+            elif u == "ldexp":
+                a = f"np.multiply({a}, 1).astype(np.float32)" if x.kind != "f" else a
+                b = f"(np.multiply({b}, 1).astype(np.int32) & 7)"
+            elif x.kind == "b" and y.kind == "b" and kind not in ("compare",):
+                # bool op bool is int8 or float16 in NumPy (or an error): one operand enters as a number.
+                b = f"np.multiply({b}, {'1.0' if kind == 'float' else '1'})"
+            return f"np.{u}({a}, {b})", None
+        axis = self.axis()
+        red = r.choice(["argmax", "argmin", "any", "all"])
+        if red in ("argmax", "argmin"):
+            return f"np.{red}({x.src}, axis={axis if isinstance(axis, int) else -1})", None
+        return f"np.{red}({x.src}, axis={axis}, keepdims={r.random() < 0.5})", None
+
+    def axis(self):
+        r = self.r
+        return r.choice([None, 0, -1, (0, -1), 1])
+
+    def expr(self, depth: int) -> Tuple[str, Optional[float]]:
+        r = self.r
+        if depth == 0 or r.random() < 0.2:
+            return self.leaf_op()
+        pick = r.random()
+        if pick < 0.3:
+            x, bound = self.expr(depth - 1)
+            u = r.choice(sorted(SMOOTH_UNARY))
+            limit = SMOOTH_UNARY[u]
+            if limit is not None and (bound is None or bound > limit):
+                x, bound = f"np.tanh(np.multiply({x}, 1.0))", 1.0
+            self.p.ops += 1
+            # times 1.0 (exact): a bool value enters as a number, not as NumPy's float16.
+            return f"np.{u}(np.multiply({x}, 1.0))", None if limit is None else float(np.exp(2 * limit))
+        if pick < 0.55:
+            (x, _), (y, _) = self.expr(depth - 1), self.expr(depth - 1)
+            u = r.choice(SMOOTH_BINARY)
+            self.p.ops += 1
+            if u in ("subtract",):
+                return f"np.{u}({x}, np.multiply({y}, 1))", None  # never bool - bool
+            if u in ("hypot", "logaddexp", "logaddexp2"):
+                return f"np.{u}(np.multiply({x}, 1.0), {y})", None  # not NumPy's float16 for bools
+            return f"np.{u}({x}, {y})", None
+        if pick < 0.7:
+            x, _ = self.expr(depth - 1)
+            red = r.choice(["sum", "mean", "max", "min", "prod"])
+            self.p.ops += 1
+            if red == "prod":
+                x = f"np.tanh(np.multiply({x}, 1.0))"
+            return f"np.{red}({x}, axis={self.axis()}, keepdims={r.random() < 0.5})", None
+        if pick < 0.8:
+            cond = f"({r.choice(self.leaves).src} > {r.choice(self.leaves).src})"
+            (x, _), (y, _) = self.expr(depth - 1), self.expr(depth - 1)
+            self.p.ops += 1
+            return f"np.where({cond}, {x}, {y})", None
+        if pick < 0.85:
+            x, _ = self.expr(depth - 1)
+            self.p.ops += 1
+            return f"np.clip({x}, -1.5, 2)", 2.0
+        x, bound = self.expr(depth - 1)
+        if not any(re.search(rf"\b{leaf.src}\b", x) for leaf in self.leaves):
+            x = r.choice(self.leaves).src  # moving a constant would make a NumPy array, not a traced value
+        move = r.choice(["np.transpose({})", "np.reshape({}, -1)", "np.reshape({}, -1)[::-1]", "np.expand_dims({}, 0)",
+                         "np.reshape({}, -1)[1:]", "np.reshape({}, -1)[::2]", "np.reshape({}, (1, -1)).T"])
+        return move.format(x), bound
+
+
+class Mismatch(AssertionError):
+    """pyasc and NumPy disagree on a program."""
+
+
+def _scale(src: str, env: Dict[str, object]) -> Tuple[float, float]:
+    """The largest magnitude of any intermediate value of the program (sums of magnitudes for
+    sum and mean), and the largest machine epsilon among the float dtypes it computes in."""
+    seen = [1.0]
+    eps = [0.0]
+    real = {name: getattr(np, name) for name in dir(np)}
+
+    class Spy:
+        def __getattr__(self, name):
+            f = real[name]
+            if not callable(f) or isinstance(f, type):
+                return f
+
+            def call(*args, **kwargs):
+                out = f(*args, **kwargs)
+                arr = np.asarray(out)
+                for a in (arr, *map(np.asarray, args)):
+                    if a.dtype.kind == "f":
+                        eps[0] = max(eps[0], float(np.finfo(a.dtype).eps))
+                    if a.dtype.kind in "fiub" and a.size:
+                        m = np.abs(a.astype(np.float64))
+                        m = m[np.isfinite(m)]
+                        if m.size:
+                            seen.append(float(m.max()) if name not in ("sum", "mean") else float(m.sum()))
+                if name in ("sum", "mean") and np.asarray(args[0]).size:
+                    seen.append(float(np.nansum(np.abs(np.asarray(args[0], dtype=np.float64)))))
+                return out
+
+            return call
+
+    eval(src, {"np": Spy()}, dict(env))  # noqa: S307 - our own generated source
+    return max(seen), eps[0]
+
+
+def check(p: Program) -> None:
+    """Run one program by NumPy and by pyasc and compare; raises Mismatch with a reproducer."""
+    env: Dict[str, object] = {"rng": np.random.default_rng(0), "np": np}
+    for name, src in p.inputs:
+        env[name] = eval(src, env)  # noqa: S307 - our own generated source
+    args = [env[n] for n, _ in p.inputs]
+    names = [n for n, _ in p.inputs]
+    fn = eval(f"lambda {', '.join(names)}: {p.body}", {"np": np})  # noqa: S307
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        try:
+            want = np.asarray(fn(*args))
+        except (TypeError, ValueError) as e:
+            want = e
+        scale, eps = _scale(p.body, {n: env[n] for n in names}) if not isinstance(want, Exception) else (0.0, 0.0)
+    before = [np.array(a, copy=True) for a in args]
+    try:
+        got = pyasc.operator(fn)(*args)
+    except Exception as e:  # noqa: BLE001 - compared below
+        # Where NumPy raises TypeError or ValueError, pyasc must raise a PyAscError of that kind.
+        base = TypeError if isinstance(want, TypeError) else ValueError if isinstance(want, ValueError) else None
+        if base is not None and isinstance(e, pyasc.PyAscError) and isinstance(e, base):
+            return
+        if isinstance(want, Exception) and type(e) is type(want):
+            return  # NumPy itself raised it, computing on plain numbers inside the function
+        if isinstance(e, pyasc.ShapeError) and "rank 0" in str(e):
+            return  # NumPy's legacy acceptance of axis 0 and -1 on 0-d arrays; pyasc calls them out of bounds
+        raise Mismatch(f"pyasc raised {type(e).__name__}: {e}\nNumPy gave {want!r}\n\n{p.source()}") from None
+    for a, b in zip(args, before):
+        if not np.array_equal(np.asarray(a), b, equal_nan=True):
+            raise Mismatch(f"pyasc modified an input\n\n{p.source()}")
+    if isinstance(want, Exception):
+        raise Mismatch(f"NumPy raised {type(want).__name__}: {want}; pyasc returned {got!r}\n\n{p.source()}")
+    if not isinstance(got, np.ndarray) or got.dtype != want.dtype or got.shape != want.shape:
+        raise Mismatch(f"got {type(got).__name__} {getattr(got, 'dtype', '')}{getattr(got, 'shape', '')}, "
+                       f"want {want.dtype}{want.shape}\n\n{p.source()}")
+    if want.dtype.kind != "f":
+        if not np.array_equal(got, want):
+            raise Mismatch(f"values differ (exact):\ngot  {got!r}\nwant {want!r}\n\n{p.source()}")
+        return
+    eps = max(eps, float(np.finfo(want.dtype).eps))
+    tol = 16 * max(p.ops, 1) * eps * scale
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    with np.errstate(all="ignore"):
+        ok = (g == w) | (np.isnan(g) & np.isnan(w)) | (np.abs(g - w) <= tol)
+    if not ok.all():
+        i = int(np.argmin(ok.ravel()))
+        raise Mismatch(f"values differ beyond {tol:.3g} (16 * {p.ops} ops * eps * scale {scale:.3g}) at flat index "
+                       f"{i}: got {g.ravel()[i]!r}, want {w.ravel()[i]!r}\n\n{p.source()}")
+
+
+def run(seed: int, count: int, stop: bool = False) -> List[str]:
+    """Check ``count`` programs from ``seed``; returns the failures' reports."""
+    gen = Generator(seed)
+    failures = []
+    for i in range(count):
+        p = gen.program()
+        try:
+            check(p)
+        except Mismatch as e:
+            failures.append(f"program {i} of seed {seed}: {e}")
+        except Exception:  # noqa: BLE001 - a bug in the fuzzer or pyasc: report it with the program
+            failures.append(f"program {i} of seed {seed}: {traceback.format_exc()}\n{p.source()}")
+        if failures and stop:
+            break
+    return failures
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """Command line: ``python tests/fuzz_programs.py --seed N --count M``."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--count", type=int, default=1000)
+    ap.add_argument("--stop", action="store_true", help="stop at the first failure")
+    args = ap.parse_args(argv)
+    failures = run(args.seed, args.count, args.stop)
+    for f in failures:
+        print(f, end="\n\n")
+    print(f"{args.count} programs, {len(failures)} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
