@@ -30,8 +30,18 @@ def _as_bool(x: Any) -> Any:
     return ops.cast(x, "bool") if isinstance(x, _pyasc.Tensor) else bool(x)
 
 
+def _is_complex(x: Any) -> bool:
+    """Return True for complex traced values and complex numbers or arrays."""
+    return (getattr(x, "_pyasc_complex", False) is True or isinstance(x, complex)
+            or (isinstance(x, (np.ndarray, np.generic)) and x.dtype.kind == "c"))
+
+
 def array_ufunc(ufunc: Any, method: str, inputs: tuple, kwargs: Dict[str, Any]) -> Any:
     """Dispatch a NumPy ufunc call whose operands include a traced tensor."""
+    if any(_is_complex(x) for x in inputs):
+        from . import _complex
+
+        return _complex.array_ufunc(ufunc, method, inputs, dict(kwargs or {}))
     name = ufunc.__name__
     if method != "__call__":
         raise at_user_line(UnsupportedError(f"np.{name}.{method} is not supported inside operators yet"))
@@ -162,6 +172,15 @@ _FUNCTIONS: Dict[str, Callable[..., Any]] = {
 
 def array_function(func: Any, types: Any, args: tuple, kwargs: Dict[str, Any]) -> Any:
     """Dispatch a NumPy function call whose arguments include a traced tensor."""
+    flat = [a for x in args for a in (x if isinstance(x, (list, tuple)) else (x,))]
+    if any(_is_complex(x) for x in flat):
+        from . import _complex
+
+        impl = _complex._FUNCTIONS.get(func.__name__)
+        if impl is None:
+            raise at_user_line(UnsupportedError(f"np.{func.__name__} of complex values is not supported inside "
+                                                "operators yet"))
+        return impl(*args, **kwargs)
     impl = _FUNCTIONS.get(func.__name__)
     if impl is None:
         raise at_user_line(UnsupportedError(f"np.{func.__name__} is not supported inside operators yet"))

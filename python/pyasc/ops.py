@@ -46,7 +46,11 @@ def _unary(name: str) -> Callable[[Any], Any]:
     def f(x: Any) -> Any:
         if _is_traced(x):
             return _pyasc.apply_unary(name, x)
-        return _eager_op(name, lambda t: _pyasc.apply_unary(name, t))(x)
+        if getattr(x, "_pyasc_complex", False) is True:
+            from ._complex import apply_unary
+
+            return apply_unary(name, x)
+        return _eager_op(name, f)(x)
 
     f.__name__ = name
     f.__qualname__ = name

@@ -55,6 +55,8 @@ def _reduction(name: str) -> Callable[..., Any]:
     def f(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
         if _is_traced(x):
             return _pyasc.apply_reduce(name, x, axis, keepdims)
+        if getattr(x, "_pyasc_complex", False) is True and name in ("sum", "prod"):
+            return getattr(x, name)(axis, keepdims)
         return _eager(name, f, x, axis, keepdims)
 
     f.__name__ = f.__qualname__ = name
@@ -74,6 +76,8 @@ all = _reduction("all")  # noqa: A001
 
 def mean(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
     """Arithmetic mean over ``axis`` (integers average in float64, as in NumPy)."""
+    if getattr(x, "_pyasc_complex", False) is True:
+        return x.mean(axis, keepdims)
     if not _is_traced(x):
         return _eager("mean", mean, x, axis, keepdims)
     if x.dtype.kind != "f":

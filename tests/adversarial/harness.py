@@ -76,6 +76,12 @@ def same(got, want, ulp=0):
         dist = np.where(np.isnan(g) & np.isnan(w), 0.0, dist)
         if not nan_ok.all() or (dist.size and not np.nanmax(dist) <= ulp) or np.isnan(dist).any():
             raise Fail(f"values differ (max {ulp} ulp): got {got.ravel()[:8]!r}, want {want.ravel()[:8]!r}")
+    elif got.dtype.kind == "c":
+        eps = np.finfo(got.dtype).eps
+        with np.errstate(all="ignore"):
+            ok = (got == want) | (np.abs(got - want) <= ulp * eps * np.abs(want)) | (np.isnan(got) & np.isnan(want))
+        if not ok.all():
+            raise Fail(f"values differ (max {ulp} ulp of |want|): got {got.ravel()[:8]!r}, want {want.ravel()[:8]!r}")
     elif not np.array_equal(got, want):
         raise Fail(f"values differ: got {got.ravel()[:8]!r}, want {want.ravel()[:8]!r}")
     return got

@@ -24,6 +24,8 @@ use std::sync::Arc;
 /// A traced, compiled operator (what the `pyasc.operator` decorator returns).
 #[pyclass(module = "pyasc._pyasc", frozen)]
 pub struct Operator {
+    /// Set once the function returned a complex value: calls then run through `pyasc._complex`.
+    complex: std::sync::atomic::AtomicBool,
     func: Py<PyAny>,
     params: Vec<String>,
     settings: Py<PyDict>,
@@ -109,6 +111,10 @@ impl Operator {
         } else {
             (vec![result], false)
         };
+        if items.iter().any(|i| i.hasattr("_pyasc_complex").unwrap_or(false)) {
+            // Complex results: the call runs again as pairs of real values.
+            return Err(PyErr::from_value(py.import("pyasc._complex")?.getattr("ComplexResult")?.call0()?));
+        }
         let mut outputs = Vec::with_capacity(items.len());
         for item in &items {
             outputs.push(node_of(py, &trace, item).map_err(|_| {
@@ -397,25 +403,55 @@ impl Operator {
                 &format!("operator {name} targets the NPU twin: it runs on host CPU cores with the NPU's programming model (tiles sized for the 192 KiB Unified Buffer)"),
             );
         }
-        Ok(Operator { func, params, settings, core: pyasc_engine::Operator::new(config) })
+        Ok(Operator {
+            complex: std::sync::atomic::AtomicBool::new(false),
+            func,
+            params,
+            settings,
+            core: pyasc_engine::Operator::new(config),
+        })
     }
 
     /// Run the operator: NumPy arrays and scalars in, NumPy arrays out.
     #[pyo3(signature = (*args, **kwargs))]
     fn __call__<'py>(
-        &self,
+        slf: &Bound<'py, Self>,
         py: Python<'py>,
         args: &Bound<'py, PyTuple>,
         kwargs: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
-        let args = self.positional(py, args, kwargs)?;
-        let mut parsed = parse(py, &args, &self.params)?;
-        let entry = self.entry_with_captured(py, &mut parsed)?;
+        let me = slf.get();
+        let args = me.positional(py, args, kwargs)?;
+        let complex = || -> PyResult<Py<PyAny>> {
+            Ok(py.import("pyasc._complex")?.call_method1("call", (slf, &args))?.unbind())
+        };
+        if me.complex.load(std::sync::atomic::Ordering::Relaxed) {
+            return complex();
+        }
+        let mut parsed = match parse(py, &args, &me.params) {
+            Ok(p) => p,
+            Err(e) => {
+                // Complex arguments run as pairs of real ones (see `pyasc._complex`).
+                if py.import("pyasc._complex")?.call_method1("has_complex", (&args,))?.is_truthy()? {
+                    return complex();
+                }
+                return Err(e);
+            }
+        };
+        let entry = match me.entry_with_captured(py, &mut parsed) {
+            Ok(e) => e,
+            Err(e) if e.is_instance(py, &py.import("pyasc._complex")?.getattr("ComplexResult")?) => {
+                me.complex.store(true, std::sync::atomic::Ordering::Relaxed);
+                drop(parsed);
+                return complex();
+            }
+            Err(e) => return Err(e),
+        };
         log_queued_launches(py);
         if parsed.any_device() {
-            self.launch_queued(py, &entry, &mut parsed)
+            me.launch_queued(py, &entry, &mut parsed)
         } else {
-            self.launch_now(py, &entry, &parsed)
+            me.launch_now(py, &entry, &parsed)
         }
     }
 

@@ -153,6 +153,39 @@ fn binary(py: Python<'_>, op: BinaryOp, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAn
     apply(py, &trace, Op::Binary(op), &[x, y])
 }
 
+/// True for complex operands (complex traced values, Python and NumPy complex numbers,
+/// complex arrays): their arithmetic is built from real ops in `pyasc._complex`.
+fn is_complex(py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<bool> {
+    if o.is_instance_of::<Tensor>() || o.is_instance_of::<PyFloat>() || o.is_instance_of::<PyInt>() {
+        return Ok(false);
+    }
+    if o.is_instance_of::<pyo3::types::PyComplex>() || o.hasattr("_pyasc_complex")? {
+        return Ok(true);
+    }
+    match o.getattr("dtype") {
+        Ok(d) if o.is_instance(&numpy(py)?.getattr("ndarray")?)? || is_numpy_scalar(py, o)? => {
+            Ok(d.getattr("kind")?.extract::<String>()? == "c")
+        }
+        _ => Ok(false),
+    }
+}
+
+/// A binary operator of a traced tensor: real operands here, complex ones in Python.
+fn dunder(py: Python<'_>, op: BinaryOp, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    if is_complex(py, a)? || is_complex(py, b)? {
+        return Ok(py.import("pyasc._complex")?.call_method1("binary", (op.name(), a, b))?.unbind());
+    }
+    binary(py, op, a, b).map(Py::into_any)
+}
+
+/// `a @ b` of a traced tensor: real operands here, complex ones in Python.
+fn matmul_dunder(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    if is_complex(py, a)? || is_complex(py, b)? {
+        return Ok(py.import("pyasc._complex")?.call_method1("binary", ("matmul", a, b))?.unbind());
+    }
+    apply_matmul(py, a, b).map(Py::into_any)
+}
+
 /// `pyasc` elementwise function of one operand by name, on a traced tensor.
 #[pyfunction]
 pub fn apply_unary(py: Python<'_>, name: &str, x: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
@@ -435,81 +468,81 @@ impl Tensor {
     fn __invert__(slf: &Bound<'_, Self>) -> PyResult<Py<Tensor>> {
         apply_unary(slf.py(), "not", slf.as_any())
     }
-    fn __add__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
-        binary(slf.py(), BinaryOp::Add, slf.as_any(), o)
+    fn __add__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        dunder(slf.py(), BinaryOp::Add, slf.as_any(), o)
     }
-    fn __radd__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
-        binary(slf.py(), BinaryOp::Add, o, slf.as_any())
+    fn __radd__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        dunder(slf.py(), BinaryOp::Add, o, slf.as_any())
     }
-    fn __sub__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
-        binary(slf.py(), BinaryOp::Sub, slf.as_any(), o)
+    fn __sub__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        dunder(slf.py(), BinaryOp::Sub, slf.as_any(), o)
     }
-    fn __rsub__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
-        binary(slf.py(), BinaryOp::Sub, o, slf.as_any())
+    fn __rsub__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        dunder(slf.py(), BinaryOp::Sub, o, slf.as_any())
     }
-    fn __mul__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
-        binary(slf.py(), BinaryOp::Mul, slf.as_any(), o)
+    fn __mul__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        dunder(slf.py(), BinaryOp::Mul, slf.as_any(), o)
     }
-    fn __rmul__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
-        binary(slf.py(), BinaryOp::Mul, o, slf.as_any())
+    fn __rmul__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        dunder(slf.py(), BinaryOp::Mul, o, slf.as_any())
     }
-    fn __truediv__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
-        binary(slf.py(), BinaryOp::Div, slf.as_any(), o)
+    fn __truediv__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        dunder(slf.py(), BinaryOp::Div, slf.as_any(), o)
     }
-    fn __rtruediv__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
-        binary(slf.py(), BinaryOp::Div, o, slf.as_any())
+    fn __rtruediv__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        dunder(slf.py(), BinaryOp::Div, o, slf.as_any())
     }
-    fn __floordiv__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
-        binary(slf.py(), BinaryOp::FloorDiv, slf.as_any(), o)
+    fn __floordiv__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        dunder(slf.py(), BinaryOp::FloorDiv, slf.as_any(), o)
     }
-    fn __rfloordiv__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
-        binary(slf.py(), BinaryOp::FloorDiv, o, slf.as_any())
+    fn __rfloordiv__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        dunder(slf.py(), BinaryOp::FloorDiv, o, slf.as_any())
     }
-    fn __mod__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
-        binary(slf.py(), BinaryOp::Mod, slf.as_any(), o)
+    fn __mod__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        dunder(slf.py(), BinaryOp::Mod, slf.as_any(), o)
     }
-    fn __rmod__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
-        binary(slf.py(), BinaryOp::Mod, o, slf.as_any())
+    fn __rmod__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        dunder(slf.py(), BinaryOp::Mod, o, slf.as_any())
     }
     fn __pow__(
         slf: &Bound<'_, Self>,
         o: &Bound<'_, PyAny>,
         _modulo: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<Tensor>> {
-        binary(slf.py(), BinaryOp::Pow, slf.as_any(), o)
+    ) -> PyResult<Py<PyAny>> {
+        dunder(slf.py(), BinaryOp::Pow, slf.as_any(), o)
     }
     fn __rpow__(
         slf: &Bound<'_, Self>,
         o: &Bound<'_, PyAny>,
         _modulo: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<Tensor>> {
-        binary(slf.py(), BinaryOp::Pow, o, slf.as_any())
+    ) -> PyResult<Py<PyAny>> {
+        dunder(slf.py(), BinaryOp::Pow, o, slf.as_any())
     }
-    fn __and__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
-        binary(slf.py(), BinaryOp::And, slf.as_any(), o)
+    fn __and__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        dunder(slf.py(), BinaryOp::And, slf.as_any(), o)
     }
-    fn __rand__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
-        binary(slf.py(), BinaryOp::And, o, slf.as_any())
+    fn __rand__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        dunder(slf.py(), BinaryOp::And, o, slf.as_any())
     }
-    fn __or__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
-        binary(slf.py(), BinaryOp::Or, slf.as_any(), o)
+    fn __or__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        dunder(slf.py(), BinaryOp::Or, slf.as_any(), o)
     }
-    fn __ror__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
-        binary(slf.py(), BinaryOp::Or, o, slf.as_any())
+    fn __ror__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        dunder(slf.py(), BinaryOp::Or, o, slf.as_any())
     }
-    fn __xor__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
-        binary(slf.py(), BinaryOp::Xor, slf.as_any(), o)
+    fn __xor__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        dunder(slf.py(), BinaryOp::Xor, slf.as_any(), o)
     }
-    fn __rxor__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
-        binary(slf.py(), BinaryOp::Xor, o, slf.as_any())
+    fn __rxor__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        dunder(slf.py(), BinaryOp::Xor, o, slf.as_any())
     }
-    fn __matmul__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
-        apply_matmul(slf.py(), slf.as_any(), o)
+    fn __matmul__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        matmul_dunder(slf.py(), slf.as_any(), o)
     }
-    fn __rmatmul__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
-        apply_matmul(slf.py(), o, slf.as_any())
+    fn __rmatmul__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        matmul_dunder(slf.py(), o, slf.as_any())
     }
-    fn __richcmp__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>, cmp: CompareOp) -> PyResult<Py<Tensor>> {
+    fn __richcmp__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>, cmp: CompareOp) -> PyResult<Py<PyAny>> {
         let op = match cmp {
             CompareOp::Lt => BinaryOp::Lt,
             CompareOp::Le => BinaryOp::Le,
@@ -518,6 +551,6 @@ impl Tensor {
             CompareOp::Gt => BinaryOp::Gt,
             CompareOp::Ge => BinaryOp::Ge,
         };
-        binary(slf.py(), op, slf.as_any(), o)
+        dunder(slf.py(), op, slf.as_any(), o)
     }
 }
