@@ -44,6 +44,7 @@ unsafe impl Send for NowLaunch<'_> {}
 
 impl NowLaunch<'_> {
     fn run(self) -> pyasc_ir::error::Result<RunStats> {
+        crate::boundary::test_panic(crate::boundary::PANIC_IN_LAUNCH);
         // SAFETY: see the Send impl: all memory outlives this synchronous launch.
         match unsafe { self.core.launch(self.entry, self.views, self.outs.into(), Order::Now, self.record) }? {
             Launched::Done(stats) => Ok(stats),
@@ -265,7 +266,8 @@ impl Operator {
         let record = log::enabled(log::DEBUG);
         let launch = NowLaunch { core: &self.core, entry, views: parsed.views(), outs, record };
         let stats = if entry.output_elements() >= pyasc_runtime::vm::PARALLEL_THRESHOLD {
-            py.detach(move || launch.run())
+            // Interruptible: Ctrl-C stops the kernels between tiles; the outputs are dropped.
+            crate::boundary::detach_interruptible(py, move |_| launch.run())?
         } else {
             launch.run()
         }
@@ -408,15 +410,17 @@ impl Operator {
         args: &Bound<'py, PyTuple>,
         kwargs: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
-        let args = self.positional(py, args, kwargs)?;
-        let mut parsed = parse(py, &args, &self.params)?;
-        let entry = self.entry_with_captured(py, &mut parsed)?;
-        log_queued_launches(py);
-        if parsed.any_device() {
-            self.launch_queued(py, &entry, &mut parsed)
-        } else {
-            self.launch_now(py, &entry, &parsed)
-        }
+        crate::boundary::guard(|| {
+            let args = self.positional(py, args, kwargs)?;
+            let mut parsed = parse(py, &args, &self.params)?;
+            let entry = self.entry_with_captured(py, &mut parsed)?;
+            log_queued_launches(py);
+            if parsed.any_device() {
+                self.launch_queued(py, &entry, &mut parsed)
+            } else {
+                self.launch_now(py, &entry, &parsed)
+            }
+        })
     }
 
     /// Compile (or fetch) the plan for these example arguments without running it; with no
@@ -428,20 +432,22 @@ impl Operator {
         args: &Bound<'_, PyTuple>,
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<CompiledOp> {
-        if args.is_empty() && kwargs.is_none_or(|k| k.is_empty()) && !self.params.is_empty() {
-            return match self.core.last() {
-                Some(entry) => Ok(CompiledOp::new(entry, self.device())),
-                None => Err(user_error(
-                    py,
-                    ErrorKind::InvalidArgument,
-                    format!("{} has not been compiled yet: call it once or pass example arguments", self.name()),
-                )),
-            };
-        }
-        let args = self.positional(py, args, kwargs)?;
-        let mut parsed = parse(py, &args, &self.params)?;
-        let entry = self.entry_with_captured(py, &mut parsed)?;
-        Ok(CompiledOp::new(entry, self.device()))
+        crate::boundary::guard(|| {
+            if args.is_empty() && kwargs.is_none_or(|k| k.is_empty()) && !self.params.is_empty() {
+                return match self.core.last() {
+                    Some(entry) => Ok(CompiledOp::new(entry, self.device())),
+                    None => Err(user_error(
+                        py,
+                        ErrorKind::InvalidArgument,
+                        format!("{} has not been compiled yet: call it once or pass example arguments", self.name()),
+                    )),
+                };
+            }
+            let args = self.positional(py, args, kwargs)?;
+            let mut parsed = parse(py, &args, &self.params)?;
+            let entry = self.entry_with_captured(py, &mut parsed)?;
+            Ok(CompiledOp::new(entry, self.device()))
+        })
     }
 
     /// Cache statistics: hits, misses, compiles and entries.
