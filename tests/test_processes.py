@@ -49,9 +49,7 @@ def run_script(tmp_path, body: str, prefix: str = "", timeout: float = 120.0) ->
     path.write_text(COMMON + prefix + textwrap.dedent(body))
     env = dict(os.environ, PYASC_NUM_THREADS=os.environ.get("PYASC_NUM_THREADS", "2"))
     try:
-        done = subprocess.run(
-            [sys.executable, str(path)], capture_output=True, text=True, timeout=timeout, env=env
-        )
+        done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired as e:
         pytest.fail(f"the scenario hung for {timeout} s:\n{e.stdout}\n{e.stderr}")
     assert done.returncode == 0, f"exit {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}"
@@ -205,8 +203,6 @@ def test_fork_while_other_threads_launch_and_allocate(tmp_path):
         """,
     )
     assert out.strip() == "ok"
-
-
 
 
 def test_multiprocessing_fork_pool_runs_operators(tmp_path):
