@@ -210,7 +210,7 @@ pub fn take_queued_records() -> Vec<Event> {
     if !ANY_PENDING.swap(false, Ordering::Acquire) {
         return Vec::new();
     }
-    std::mem::take(&mut *PENDING.lock().unwrap_or_else(|p| p.into_inner()))
+    std::mem::take(&mut *pyasc_ir::forksafe::lock(&PENDING))
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -443,7 +443,7 @@ impl Operator {
             Order::Stream { stream, reads, writes, keep } => {
                 let on_done: Option<pyasc_runtime::device::OnDone> = record.then(|| {
                     Box::new(|stats: &RunStats| {
-                        PENDING.lock().unwrap_or_else(|p| p.into_inner()).extend(stats.kernels.iter().cloned());
+                        pyasc_ir::forksafe::lock(&PENDING).extend(stats.kernels.iter().cloned());
                         ANY_PENDING.store(true, Ordering::Release);
                     }) as pyasc_runtime::device::OnDone
                 });

@@ -13,10 +13,11 @@
 //! Times are nanoseconds since a process-wide epoch ([`nanos`]), so events from all threads
 //! order on one clock.
 
+use crate::forksafe::Locked;
 use std::borrow::Cow;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// What an event stands for.
@@ -210,13 +211,13 @@ struct ThreadBuf {
 
 type Shared = Arc<Mutex<ThreadBuf>>;
 
-fn lock(b: &Shared) -> MutexGuard<'_, ThreadBuf> {
-    b.lock().unwrap_or_else(|p| p.into_inner())
+fn lock(b: &Shared) -> Locked<'_, ThreadBuf> {
+    crate::forksafe::lock(b)
 }
 
-fn registry() -> MutexGuard<'static, Vec<Shared>> {
+fn registry() -> Locked<'static, Vec<Shared>> {
     static REGISTRY: OnceLock<Mutex<Vec<Shared>>> = OnceLock::new();
-    REGISTRY.get_or_init(|| Mutex::new(Vec::new())).lock().unwrap_or_else(|p| p.into_inner())
+    crate::forksafe::lock(REGISTRY.get_or_init(|| Mutex::new(Vec::new())))
 }
 
 /// The calling thread's handle on its buffer; marks the buffer dead when the thread exits.

@@ -14,11 +14,13 @@
 //! * [`program`]: structured tile programs: loads and stores with index maps and dtype
 //!   conversion, loop nests with carried registers.
 //! * [`event`]: the one event stream of passes, kernel launches, blocks and stream tasks.
+//! * [`forksafe`]: the fork gate, which keeps worker threads' mutexes usable in a forked child.
 
 pub mod attr;
 pub mod dtype;
 pub mod error;
 pub mod event;
+pub mod forksafe;
 pub mod graph;
 pub mod infer;
 pub mod library;

@@ -1,7 +1,7 @@
 //! NumPy arrays at the boundary: dtype mapping, zero-copy views of inputs and
 //! allocation of outputs.
 
-use numpy::{npyffi, Element, PyArray, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
+use numpy::{npyffi, Element, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyasc_ir::error::{ErrorKind, IrError, Result};
 use pyasc_ir::DType;
 use pyasc_runtime::memory::{self, PoolBlock};
@@ -126,9 +126,57 @@ fn pooled<'py, T: Element>(py: Python<'py>, shape: &[usize], bytes: usize) -> Re
             std::ptr::null_mut(),
         );
         if arr.is_null() {
-            return Err(IrError::new(ErrorKind::OutOfMemory, "NumPy could not create the output array"));
+            return Err(numpy_failed(py, "the output array"));
         }
-        npyffi::PY_ARRAY_API.PyArray_SetBaseObject(py, arr as *mut npyffi::PyArrayObject, owner.into_ptr());
+        let arr = Bound::from_owned_ptr(py, arr);
+        set_base(py, &arr, owner.into_any().into_bound(py))?;
+        Ok((arr, data))
+    }
+}
+
+/// The error for an array NumPy could not create (it has set a Python exception, taken here
+/// so it does not leak into a later call): an `OutOfMemoryError` naming NumPy's reason.
+fn numpy_failed(py: Python<'_>, what: &str) -> IrError {
+    let why = PyErr::take(py).map(|e| e.to_string()).unwrap_or_else(|| "no reason given".into());
+    IrError::new(ErrorKind::OutOfMemory, format!("NumPy could not allocate {what}: {why}"))
+}
+
+/// Make `base` the owner of `arr`'s memory.
+fn set_base(py: Python<'_>, arr: &Bound<'_, PyAny>, base: Bound<'_, PyAny>) -> Result<()> {
+    // SAFETY: `arr` is a new NumPy array; the call steals the reference to `base`.
+    let r = unsafe {
+        npyffi::PY_ARRAY_API.PyArray_SetBaseObject(py, arr.as_ptr() as *mut npyffi::PyArrayObject, base.into_ptr())
+    };
+    if r < 0 {
+        return Err(numpy_failed(py, "the owner link of an array"));
+    }
+    Ok(())
+}
+
+/// A new C-contiguous array of `T` in NumPy's own memory, or an `OutOfMemoryError`.
+fn numpy_owned<'py, T: Element>(py: Python<'py>, shape: &[usize]) -> Result<(Bound<'py, PyAny>, *mut u8)> {
+    let mut dims: Vec<npyffi::npy_intp> = shape.iter().map(|d| *d as npyffi::npy_intp).collect();
+    if crate::boundary::test_fault(crate::boundary::FAIL_NUMPY_ALLOC) {
+        // A request NumPy refuses, to exercise the failure path.
+        dims.push(-1);
+    }
+    // SAFETY: a new array with NumPy-owned memory; the result is checked for null.
+    unsafe {
+        let arr = npyffi::PY_ARRAY_API.PyArray_NewFromDescr(
+            py,
+            npyffi::get_type_object(py, npyffi::NpyTypes::PyArray_Type),
+            numpy::dtype::<T>(py).into_dtype_ptr(),
+            dims.len() as std::os::raw::c_int,
+            dims.as_mut_ptr(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            0,
+            std::ptr::null_mut(),
+        );
+        if arr.is_null() {
+            return Err(numpy_failed(py, "the output array"));
+        }
+        let data = (*(arr as *mut npyffi::PyArrayObject)).fields.data as *mut u8;
         Ok((Bound::from_owned_ptr(py, arr), data))
     }
 }
@@ -178,10 +226,11 @@ pub unsafe fn wrap_memory<'py>(
             std::ptr::null_mut(),
         );
         if arr.is_null() {
-            return Err(IrError::new(ErrorKind::OutOfMemory, "NumPy could not create an array view"));
+            return Err(numpy_failed(py, "an array view"));
         }
-        npyffi::PY_ARRAY_API.PyArray_SetBaseObject(py, arr as *mut npyffi::PyArrayObject, base.into_ptr());
-        Ok(Bound::from_owned_ptr(py, arr))
+        let arr = Bound::from_owned_ptr(py, arr);
+        set_base(py, &arr, base)?;
+        Ok(arr)
     }
 }
 
@@ -202,14 +251,11 @@ pub fn empty<'py>(
             if force_pool || bytes >= POOL_MIN_BYTES {
                 pooled::<$t>(py, shape, bytes)?
             } else {
-                // SAFETY: every element is written by the kernel before Python can read it.
-                let a = unsafe { PyArray::<$t, _>::new(py, shape, false) };
-                let p = a.data() as *mut u8;
-                (a.into_any(), p)
+                // Every element is written by the kernel before Python can read it.
+                numpy_owned::<$t>(py, shape)?
             }
         }};
     }
-    use numpy::PyArrayMethods;
     Ok(match dtype {
         DType::Bool => alloc!(bool),
         DType::U8 => alloc!(u8),

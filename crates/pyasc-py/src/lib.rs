@@ -7,6 +7,7 @@
 //! * [`args`]: turning call arguments into typed signatures and raw views.
 //! * [`arrays`]: NumPy dtype mapping and output allocation.
 //! * [`compiled`]: `CompiledOp`, the introspection object.
+//! * [`boundary`]: panics become `InternalError`s; long GIL-free work stays interruptible.
 //! * [`errors`]: mapping typed Rust errors onto the `pyasc` exception classes.
 //! * [`frames`]: finding the user's file and line.
 //! * [`log`]: the bridge to Python's `logging`.
@@ -20,6 +21,7 @@ use pyo3::prelude::*;
 
 pub mod args;
 pub mod arrays;
+pub mod boundary;
 pub mod compiled;
 pub mod device_array;
 pub mod dlpack;
@@ -77,6 +79,7 @@ fn _pyasc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(monitor::temperature, m)?)?;
     m.add_class::<dlpack::DLPackView>()?;
     m.add_function(wrap_pyfunction!(dlpack::_dlpack_selftest, m)?)?;
+    m.add_function(wrap_pyfunction!(boundary::_set_test_panic, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("UNARY_OPS", unary_ops(m.py())?)?;
     let codes = pyo3::types::PyDict::new(m.py());

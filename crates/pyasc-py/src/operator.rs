@@ -46,6 +46,7 @@ unsafe impl Send for NowLaunch<'_> {}
 
 impl NowLaunch<'_> {
     fn run(self) -> pyasc_ir::error::Result<RunStats> {
+        crate::boundary::test_panic(crate::boundary::PANIC_IN_LAUNCH);
         // SAFETY: see the Send impl: all memory outlives this synchronous launch.
         match unsafe { self.core.launch(self.entry, self.views, self.outs.into(), Order::Now, self.record) }? {
             Launched::Done(stats) => Ok(stats),
@@ -271,7 +272,8 @@ impl Operator {
         let record = log::enabled(log::DEBUG);
         let launch = NowLaunch { core: &self.core, entry, views: parsed.views(), outs, record };
         let stats = if entry.output_elements() >= pyasc_runtime::vm::PARALLEL_THRESHOLD {
-            py.detach(move || launch.run())
+            // Interruptible: Ctrl-C stops the kernels between tiles; the outputs are dropped.
+            crate::boundary::detach_interruptible(py, move |_| launch.run())?
         } else {
             launch.run()
         }
@@ -421,38 +423,40 @@ impl Operator {
         kwargs: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
         let me = slf.get();
-        let args = me.positional(py, args, kwargs)?;
-        let complex = || -> PyResult<Py<PyAny>> {
-            Ok(py.import("pyasc._complex")?.call_method1("call", (slf, &args))?.unbind())
-        };
-        if me.complex.load(std::sync::atomic::Ordering::Relaxed) {
-            return complex();
-        }
-        let mut parsed = match parse(py, &args, &me.params) {
-            Ok(p) => p,
-            Err(e) => {
-                // Complex arguments run as pairs of real ones (see `pyasc._complex`).
-                if py.import("pyasc._complex")?.call_method1("has_complex", (&args,))?.is_truthy()? {
-                    return complex();
-                }
-                return Err(e);
-            }
-        };
-        let entry = match me.entry_with_captured(py, &mut parsed) {
-            Ok(e) => e,
-            Err(e) if e.is_instance(py, &py.import("pyasc._complex")?.getattr("ComplexResult")?) => {
-                me.complex.store(true, std::sync::atomic::Ordering::Relaxed);
-                drop(parsed);
+        crate::boundary::guard(|| {
+            let args = me.positional(py, args, kwargs)?;
+            let complex = || -> PyResult<Py<PyAny>> {
+                Ok(py.import("pyasc._complex")?.call_method1("call", (slf, &args))?.unbind())
+            };
+            if me.complex.load(std::sync::atomic::Ordering::Relaxed) {
                 return complex();
             }
-            Err(e) => return Err(e),
-        };
-        log_queued_launches(py);
-        if parsed.any_device() {
-            me.launch_queued(py, &entry, &mut parsed)
-        } else {
-            me.launch_now(py, &entry, &parsed)
-        }
+            let mut parsed = match parse(py, &args, &me.params) {
+                Ok(p) => p,
+                Err(e) => {
+                    // Complex arguments run as pairs of real ones (see `pyasc._complex`).
+                    if py.import("pyasc._complex")?.call_method1("has_complex", (&args,))?.is_truthy()? {
+                        return complex();
+                    }
+                    return Err(e);
+                }
+            };
+            let entry = match me.entry_with_captured(py, &mut parsed) {
+                Ok(e) => e,
+                Err(e) if e.is_instance(py, &py.import("pyasc._complex")?.getattr("ComplexResult")?) => {
+                    me.complex.store(true, std::sync::atomic::Ordering::Relaxed);
+                    drop(parsed);
+                    return complex();
+                }
+                Err(e) => return Err(e),
+            };
+            log_queued_launches(py);
+            if parsed.any_device() {
+                me.launch_queued(py, &entry, &mut parsed)
+            } else {
+                me.launch_now(py, &entry, &parsed)
+            }
+        })
     }
 
     /// Compile (or fetch) the plan for these example arguments without running it; with no
@@ -464,20 +468,22 @@ impl Operator {
         args: &Bound<'_, PyTuple>,
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<CompiledOp> {
-        if args.is_empty() && kwargs.is_none_or(|k| k.is_empty()) && !self.params.is_empty() {
-            return match self.core.last() {
-                Some(entry) => Ok(CompiledOp::new(entry, self.device())),
-                None => Err(user_error(
-                    py,
-                    ErrorKind::InvalidArgument,
-                    format!("{} has not been compiled yet: call it once or pass example arguments", self.name()),
-                )),
-            };
-        }
-        let args = self.positional(py, args, kwargs)?;
-        let mut parsed = parse(py, &args, &self.params)?;
-        let entry = self.entry_with_captured(py, &mut parsed)?;
-        Ok(CompiledOp::new(entry, self.device()))
+        crate::boundary::guard(|| {
+            if args.is_empty() && kwargs.is_none_or(|k| k.is_empty()) && !self.params.is_empty() {
+                return match self.core.last() {
+                    Some(entry) => Ok(CompiledOp::new(entry, self.device())),
+                    None => Err(user_error(
+                        py,
+                        ErrorKind::InvalidArgument,
+                        format!("{} has not been compiled yet: call it once or pass example arguments", self.name()),
+                    )),
+                };
+            }
+            let args = self.positional(py, args, kwargs)?;
+            let mut parsed = parse(py, &args, &self.params)?;
+            let entry = self.entry_with_captured(py, &mut parsed)?;
+            Ok(CompiledOp::new(entry, self.device()))
+        })
     }
 
     /// Cache statistics: hits, misses, compiles and entries.

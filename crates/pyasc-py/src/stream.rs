@@ -40,7 +40,7 @@ impl Stream {
     #[new]
     fn py_new() -> Self {
         let inner = RtStream::new();
-        let mut live = LIVE.lock().expect("stream registry poisoned");
+        let mut live = LIVE.lock().unwrap_or_else(|p| p.into_inner());
         live.retain(|w| w.strong_count() > 0);
         live.push(Arc::downgrade(&inner));
         Stream { inner }
@@ -48,10 +48,7 @@ impl Stream {
 
     /// Wait for all work queued on the stream; raises the first error of that work.
     fn synchronize(&self, py: Python<'_>) -> PyResult<()> {
-        let s = self.inner.clone();
-        let r = py.detach(move || s.synchronize());
-        crate::operator::log_queued_launches(py);
-        r.map_err(to_py)
+        sync_all(py, vec![self.inner.clone()])
     }
 
     /// True when all queued work has finished.
@@ -143,9 +140,13 @@ impl Event {
     }
 
     /// Block until the recorded point is reached.
-    fn synchronize(&self, py: Python<'_>) {
+    fn synchronize(&self, py: Python<'_>) -> PyResult<()> {
         let ev = self.inner.clone();
-        py.detach(move || ev.synchronize());
+        crate::boundary::guard(|| {
+            crate::boundary::detach_interruptible(py, move |poll| {
+                ev.synchronize_polling(poll);
+            })
+        })
     }
 
     /// True when the recorded point has been reached (or the event was never recorded).
@@ -169,17 +170,37 @@ pub fn current_stream() -> Stream {
 #[pyfunction]
 pub fn synchronize(py: Python<'_>) -> PyResult<()> {
     let mut streams = vec![RtStream::default_stream()];
-    streams.extend(LIVE.lock().expect("stream registry poisoned").iter().filter_map(|w| w.upgrade()));
-    let r = py.detach(move || {
-        let mut first = Ok(());
-        for s in streams {
-            let r = s.synchronize();
-            if first.is_ok() {
-                first = r;
+    streams.extend(LIVE.lock().unwrap_or_else(|p| p.into_inner()).iter().filter_map(|w| w.upgrade()));
+    sync_all(py, streams)
+}
+
+/// Wait for `streams` with the GIL released; raise the first error. Ctrl-C stops the wait,
+/// cancels the work queued on them so far (what it writes becomes invalid) and raises
+/// `KeyboardInterrupt`.
+fn sync_all(py: Python<'_>, streams: Vec<Arc<RtStream>>) -> PyResult<()> {
+    let waited = streams.clone();
+    let r = crate::boundary::guard(|| {
+        let out = crate::boundary::detach_interruptible(py, move |poll| {
+            let mut first = Ok(());
+            for s in streams {
+                match s.synchronize_polling(poll) {
+                    Some(r) if first.is_ok() => first = r,
+                    Some(_) => {}
+                    None => return None,
+                }
+            }
+            Some(first)
+        });
+        if out.is_err() {
+            // Interrupted: stop the work waited for.
+            for s in &waited {
+                s.cancel_queued();
             }
         }
-        first
-    });
+        out
+    })?;
+    // `None` (interrupted) always comes with the interrupt's exception, returned above.
+    let r = r.unwrap_or(Ok(()));
     crate::operator::log_queued_launches(py);
     r.map_err(to_py)
 }

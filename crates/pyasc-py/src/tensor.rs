@@ -50,7 +50,10 @@ pub(crate) fn trace_error(py: Python<'_>, msg: impl Into<String>) -> PyErr {
 /// Append `op` over `operands` to `trace`, typed, with the user's line.
 pub fn apply(py: Python<'_>, trace: &TraceRef, op: Op, operands: &[NodeId]) -> PyResult<Py<Tensor>> {
     let loc = user_loc(py);
-    let n = Trace::apply(trace, op, operands, loc).map_err(to_py)?;
+    let n = crate::boundary::guard(|| {
+        crate::boundary::test_panic(crate::boundary::PANIC_IN_TRACE);
+        Trace::apply(trace, op, operands, loc).map_err(to_py)
+    })?;
     Py::new(py, Tensor { trace: trace.clone(), id: n.id, dtype: n.dtype, shape: n.shape })
 }
 

@@ -238,7 +238,8 @@ pub(crate) fn enqueue_launch(
         .chain(launch.writes.iter().map(|b| (b.clone(), true)))
         .collect();
     let name = launch.plan.name().to_string();
-    let seq = stream.enqueue_named(
+    let writes = launch.writes.clone();
+    let seq = stream.enqueue_writing(
         name,
         Box::new(move || {
             // Move the whole launch into the task (not its non-Send fields one by one).
@@ -267,6 +268,7 @@ pub(crate) fn enqueue_launch(
                 }
             }
         }),
+        writes,
     );
     for (b, write) in &used {
         b.record_use(stream, seq, *write);

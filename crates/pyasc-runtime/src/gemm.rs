@@ -106,11 +106,21 @@ pub fn run_gemm(a: &InputView, b: &InputView, out: *mut u8) -> Result<()> {
     };
     let flops = 2.0 * (batches * n * m * k) as f64;
     if batches >= 2 * threads && flops > 1e6 {
-        (0..batches).into_par_iter().for_each(|bi| one(bi, 1));
+        crate::pool::install(|| (0..batches).into_par_iter().for_each(|bi| one(bi, 1)));
     } else {
         let workers = if flops > 4e6 { threads } else { 1 };
+        // A long batch of products stops between products once cancelled.
+        let token = crate::interrupt::current();
         for bi in 0..batches {
-            one(bi, workers);
+            if let Some(t) = &token {
+                t.check()?;
+            }
+            if workers > 1 {
+                // `gemm` spreads the product over the pool it runs in.
+                crate::pool::install(|| one(bi, workers));
+            } else {
+                one(bi, 1);
+            }
         }
     }
     Ok(())

@@ -89,7 +89,7 @@ pub(crate) fn copy_async(
     src.order_on(stream, false);
     dst.order_on(stream, true);
     let (d, s) = (dst.clone(), src.clone());
-    let seq = stream.enqueue_named(
+    let seq = stream.enqueue_writing(
         "copy",
         Box::new(move || {
             if let Some(e) = s.poisoned() {
@@ -105,6 +105,7 @@ pub(crate) fn copy_async(
             }
             Ok(())
         }),
+        vec![dst.clone()],
     );
     src.record_use(stream, seq, false);
     dst.record_use(stream, seq, true);

@@ -17,15 +17,19 @@
 //! * [`view`]: raw views of caller-owned memory handed to the executor.
 //! * [`memory`]: the caching pool for large buffers.
 //! * [`pool`]: the worker pool.
+//! * [`fork`]: the fork handlers that keep pyasc usable in a forked child.
+//! * [`interrupt`]: cancellation tokens and the interrupt poll of long launches and waits.
 //! * [`monitor`]: utilization of the executor's cores and the machine's temperature.
 //! * [`stream`]: streams and events, the asynchronous work queues.
 
 pub mod buffer;
 pub mod check;
 pub mod device;
+pub mod fork;
 pub mod gemm;
 mod hostmem;
 pub mod instr;
+pub mod interrupt;
 pub mod layout;
 pub mod library;
 pub mod memory;

@@ -118,7 +118,7 @@ pub fn allocate_aligned(bytes: usize, align: usize) -> Result<PoolBlock> {
             empty_cache();
         }
     }
-    let reused = CACHE.lock().expect("pool lock poisoned").as_mut().and_then(|m| m.get_mut(&(class, align))?.pop());
+    let reused = pyasc_ir::forksafe::lock(&CACHE).as_mut().and_then(|m| m.get_mut(&(class, align))?.pop());
     let ptr = match reused {
         Some(p) => {
             CACHED.fetch_sub(class, Ordering::Relaxed);
@@ -157,7 +157,7 @@ impl Drop for PoolBlock {
     fn drop(&mut self) {
         IN_USE.fetch_sub(self.class, Ordering::Relaxed);
         if CACHED.load(Ordering::Relaxed) + self.class <= cache_limit() {
-            let mut guard = CACHE.lock().expect("pool lock poisoned");
+            let mut guard = pyasc_ir::forksafe::lock(&CACHE);
             guard
                 .get_or_insert_with(HashMap::new)
                 .entry((self.class, self.align))
@@ -188,7 +188,7 @@ pub unsafe fn copy_bytes(dst: *mut u8, src: *const u8, n: usize) {
     // SAFETY: per the contract above; chunks are disjoint.
     let (d, s) = unsafe { (std::slice::from_raw_parts_mut(dst, n), std::slice::from_raw_parts(src, n)) };
     let chunk = (n / (crate::pool::num_threads() * 4)).max(PARALLEL_COPY_BYTES / 4);
-    d.par_chunks_mut(chunk).zip(s.par_chunks(chunk)).for_each(|(d, s)| d.copy_from_slice(s));
+    crate::pool::install(|| d.par_chunks_mut(chunk).zip(s.par_chunks(chunk)).for_each(|(d, s)| d.copy_from_slice(s)));
 }
 
 /// Set `n` bytes to zero, spreading large fills over the worker pool.
@@ -202,13 +202,13 @@ pub unsafe fn zero_bytes(dst: *mut u8, n: usize) {
     if n < PARALLEL_COPY_BYTES {
         d.fill(0);
     } else {
-        d.par_chunks_mut(PARALLEL_COPY_BYTES / 4).for_each(|c| c.fill(0));
+        crate::pool::install(|| d.par_chunks_mut(PARALLEL_COPY_BYTES / 4).for_each(|c| c.fill(0)));
     }
 }
 
 /// Free every cached block.
 pub fn empty_cache() {
-    let taken = CACHE.lock().expect("pool lock poisoned").take();
+    let taken = pyasc_ir::forksafe::lock(&CACHE).take();
     for ((class, align), ptrs) in taken.into_iter().flatten() {
         for p in ptrs {
             CACHED.fetch_sub(class, Ordering::Relaxed);

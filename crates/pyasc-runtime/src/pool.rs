@@ -1,28 +1,66 @@
-//! The worker pool: rayon's global pool, sized once from `PYASC_NUM_THREADS` (at most
-//! [`MAX_THREADS`]) or the number of cores.
+//! The worker pool: a rayon pool of its own (not rayon's global one, which cannot be rebuilt),
+//! sized once from `PYASC_NUM_THREADS` (at most [`MAX_THREADS`]) or the number of cores, and
+//! built again on first use in a forked child, whose worker threads are gone.
 
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 static THREADS: OnceLock<usize> = OnceLock::new();
 
 /// The most worker threads `PYASC_NUM_THREADS` may ask for.
 pub const MAX_THREADS: usize = 256;
 
-/// Number of worker threads kernels are spread over (built on first use).
+/// Number of worker threads kernels are spread over.
 pub fn num_threads() -> usize {
     *THREADS.get_or_init(|| {
-        let n = std::env::var("PYASC_NUM_THREADS")
+        std::env::var("PYASC_NUM_THREADS")
             .ok()
             .and_then(|v| v.parse::<usize>().ok())
             .filter(|n| *n > 0)
             // More workers than this only adds contention (and thousands would exhaust the process).
             .map(|n| n.min(MAX_THREADS))
-            .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
-        // Another library may have built the global pool already; then use its size.
-        let _ =
-            rayon::ThreadPoolBuilder::new().num_threads(n).thread_name(|i| format!("pyasc-worker-{i}")).build_global();
-        rayon::current_num_threads()
+            .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1))
     })
+}
+
+/// The current pool (null until first use, and again in a forked child).
+static POOL: AtomicPtr<rayon::ThreadPool> = AtomicPtr::new(std::ptr::null_mut());
+static BUILD: Mutex<()> = Mutex::new(());
+
+/// The worker pool, built on first use.
+pub fn pool() -> &'static rayon::ThreadPool {
+    let p = POOL.load(Ordering::Acquire);
+    if !p.is_null() {
+        // SAFETY: pools are leaked, never freed.
+        return unsafe { &*p };
+    }
+    let _building = pyasc_ir::forksafe::lock(&BUILD);
+    let p = POOL.load(Ordering::Acquire);
+    if !p.is_null() {
+        // SAFETY: as above.
+        return unsafe { &*p };
+    }
+    crate::fork::install();
+    let built = rayon::ThreadPoolBuilder::new()
+        .num_threads(num_threads())
+        .thread_name(|i| format!("pyasc-worker-{i}"))
+        .build()
+        .or_else(|_| rayon::ThreadPoolBuilder::new().num_threads(1).build())
+        .expect("a one-thread pool can always be built");
+    let p: &'static rayon::ThreadPool = Box::leak(Box::new(built));
+    POOL.store(p as *const _ as *mut _, Ordering::Release);
+    p
+}
+
+/// Run `f` inside the worker pool (rayon's parallel iterators in it use the pool's threads).
+pub fn install<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    pool().install(f)
+}
+
+/// In a forked child: the pool's threads are gone, so the next use builds a new pool. The old
+/// one is leaked (dropping it would wait for threads that do not exist).
+pub(crate) fn reset_in_child() {
+    POOL.store(std::ptr::null_mut(), Ordering::Release);
 }
 
 /// Runs `f(0..blocks)` on the calling thread and the launch team's helpers (or, when the team
@@ -51,7 +89,7 @@ pub fn for_blocks<E: Send>(blocks: usize, helpers: usize, f: impl Fn(usize) -> R
         work();
     } else if !crate::team::run(&work) {
         // Another launch holds the team: share rayon's pool instead.
-        rayon::in_place_scope(|s| {
+        pool().in_place_scope(|s| {
             for _ in 0..helpers.min(blocks - 1) {
                 s.spawn(|_| work());
             }

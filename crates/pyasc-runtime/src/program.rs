@@ -324,6 +324,7 @@ pub unsafe fn run_program(
     accesses(k, &p.body, 0, &loops, args, outs, &mut acc)?;
     let rows = k.tile_elems.max(1);
     let tiles = outer_n.div_ceil(rows);
+    let token = crate::interrupt::current();
     let run_range = |range: std::ops::Range<usize>| -> Result<()> {
         let began = std::time::Instant::now();
         let mut mem = Vec::with_capacity(k.regs.len());
@@ -357,6 +358,9 @@ pub unsafe fn run_program(
             chunk: Vec::new(),
         };
         for t in range {
+            if let Some(token) = &token {
+                token.check()?;
+            }
             b.row0 = t * rows;
             b.rows = rows.min(outer_n - b.row0);
             // SAFETY: registers are sized for a full tile; accesses were verified.

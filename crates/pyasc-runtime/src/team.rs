@@ -11,8 +11,8 @@
 //! One job runs at a time; a launch that finds the team busy (another thread is launching)
 //! uses rayon's pool instead.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// How long an idle helper keeps spinning for the next job before it sleeps.
@@ -40,23 +40,43 @@ struct Team {
     wake: Condvar,
 }
 
+/// The current team (null until first use, and again in a forked child, whose helpers are gone).
+static TEAM: AtomicPtr<Team> = AtomicPtr::new(std::ptr::null_mut());
+static BUILD: Mutex<()> = Mutex::new(());
+
 fn team() -> &'static Team {
-    static TEAM: OnceLock<&'static Team> = OnceLock::new();
-    TEAM.get_or_init(|| {
-        let t: &'static Team = Box::leak(Box::new(Team {
-            state: AtomicU64::new(CLOSED),
-            job: Mutex::new(None),
-            done: AtomicUsize::new(0),
-            panicked: AtomicBool::new(false),
-            busy: AtomicBool::new(false),
-            sleeping: Mutex::new(0),
-            wake: Condvar::new(),
-        }));
-        for i in 0..crate::pool::num_threads().saturating_sub(1) {
-            let _ = std::thread::Builder::new().name(format!("pyasc-team-{i}")).spawn(move || helper(t));
-        }
-        t
-    })
+    let t = TEAM.load(Ordering::Acquire);
+    if !t.is_null() {
+        // SAFETY: teams are leaked, never freed.
+        return unsafe { &*t };
+    }
+    let _building = pyasc_ir::forksafe::lock(&BUILD);
+    let t = TEAM.load(Ordering::Acquire);
+    if !t.is_null() {
+        // SAFETY: as above.
+        return unsafe { &*t };
+    }
+    crate::fork::install();
+    let t: &'static Team = Box::leak(Box::new(Team {
+        state: AtomicU64::new(CLOSED),
+        job: Mutex::new(None),
+        done: AtomicUsize::new(0),
+        panicked: AtomicBool::new(false),
+        busy: AtomicBool::new(false),
+        sleeping: Mutex::new(0),
+        wake: Condvar::new(),
+    }));
+    for i in 0..crate::pool::num_threads().saturating_sub(1) {
+        let _ = std::thread::Builder::new().name(format!("pyasc-team-{i}")).spawn(move || helper(t));
+    }
+    TEAM.store(t as *const Team as *mut Team, Ordering::Release);
+    t
+}
+
+/// In a forked child: the helpers are gone (and the team's locks may be held by them), so
+/// the next launch builds a new team. The old one is leaked.
+pub(crate) fn reset_in_child() {
+    TEAM.store(std::ptr::null_mut(), Ordering::Release);
 }
 
 /// A helper's life: wait for an open job, join it, run it, report, repeat.

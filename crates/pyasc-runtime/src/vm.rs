@@ -175,7 +175,11 @@ pub fn execute_plan(
         }
     }
     let mut stats = RunStats::default();
+    let token = crate::interrupt::current();
     for k in &plan.kernels {
+        if let Some(t) = &token {
+            t.check()?;
+        }
         let t = (opts.record || event::enabled()).then(Instant::now);
         let viewed: Vec<Cow<'_, InputView>> = k
             .args
@@ -333,12 +337,19 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
         Instr::Binary { op, .. } => op.is_expensive(),
         _ => false,
     });
+    let token = crate::interrupt::current();
     let run_range = |range: std::ops::Range<usize>| -> Result<()> {
         let end = range.end;
         let began = Instant::now();
         let mut scratch = Scratch::take(k, &gathered, streamed)?;
         let mut first = true;
         for t in range {
+            if let Some(token) = &token {
+                if let Err(e) = token.check() {
+                    scratch.release();
+                    return Err(e);
+                }
+            }
             let start = t * tile;
             let len = tile.min(n - start);
             let next = (prefetch && t + 1 < end).then(|| (start + len, tile.min(n - start - len)));

@@ -63,10 +63,14 @@ pub(super) fn run(
     let blocks =
         if k.shape.numel() < PARALLEL_THRESHOLD || threads == 1 { 1 } else { items.min(threads * BLOCKS_PER_THREAD) };
     let found: Vec<Mutex<Vec<Partial>>> = (0..blocks).map(|_| Mutex::new(Vec::new())).collect();
+    let token = crate::interrupt::current();
     let run_block = |b: usize| -> Result<()> {
         let mut scratch = Scratch::take_sized(k, gathered, CHUNK, 1)?;
         let mut mine = Vec::with_capacity((items / blocks + 1) * reductions);
         for item in b * items / blocks..(b + 1) * items / blocks {
+            if let Some(token) = &token {
+                token.check()?;
+            }
             let (row, j) = (item / chunks, item % chunks);
             let start = row * c + j * chunk;
             let len = chunk.min(c - j * chunk);
