@@ -507,11 +507,7 @@ impl Tensor {
     fn __rmod__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         dunder(slf.py(), BinaryOp::Mod, o, slf.as_any())
     }
-    fn __pow__(
-        slf: &Bound<'_, Self>,
-        o: &Bound<'_, PyAny>,
-        _modulo: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
+    fn __pow__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>, _modulo: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
         dunder(slf.py(), BinaryOp::Pow, slf.as_any(), o)
     }
     fn __rpow__(
