@@ -104,6 +104,16 @@ pub fn sum_i64(x: &[i64]) -> i64 {
     x.iter().fold(0i64, |a, b| a.wrapping_add(*b))
 }
 
+/// Wrapping sum of uint64 values.
+pub fn sum_u64(x: &[u64]) -> u64 {
+    x.iter().fold(0u64, |a, b| a.wrapping_add(*b))
+}
+
+/// Wrapping product of uint64 values.
+pub fn prod_u64(x: &[u64]) -> u64 {
+    x.iter().fold(1u64, |a, b| a.wrapping_mul(*b))
+}
+
 /// Product of floats, accumulated in float64.
 pub fn prod_f64<T: Copy + Into<f64>>(x: &[T]) -> f64 {
     x.iter().fold(1.0f64, |a, b| a * (*b).into())
@@ -275,5 +285,9 @@ mod tests {
         assert_eq!(prod_i64(&[3, -2, 7]), -42);
         assert_eq!(prod_f64(&[0.5f32, 4.0]), 2.0);
         assert_eq!(max_int(&[3i32, 9, -1]), Some(9));
+        assert_eq!(max_int(&[1u64, u64::MAX, 7]), Some(u64::MAX));
+        assert_eq!(arg_extreme(&[1u64, u64::MAX, 7], false), 0);
+        assert_eq!(sum_u64(&[u64::MAX, 2]), 1);
+        assert_eq!(prod_u64(&[1 << 63, 2]), 0);
     }
 }
