@@ -17,8 +17,12 @@ pub fn dtype_of(arr: &Bound<'_, PyUntypedArray>) -> Result<DType> {
         (b'b', 1) => Some(DType::Bool),
         (b'i', 1) => Some(DType::I8),
         (b'u', 1) => Some(DType::U8),
+        (b'i', 2) => Some(DType::I16),
+        (b'u', 2) => Some(DType::U16),
         (b'i', 4) => Some(DType::I32),
+        (b'u', 4) => Some(DType::U32),
         (b'i', 8) => Some(DType::I64),
+        (b'u', 8) => Some(DType::U64),
         (b'f', 2) => Some(DType::F16),
         (b'f', 4) => Some(DType::F32),
         (b'f', 8) => Some(DType::F64),
@@ -28,7 +32,10 @@ pub fn dtype_of(arr: &Bound<'_, PyUntypedArray>) -> Result<DType> {
         Some(dt) if native => Ok(dt),
         _ => Err(IrError::new(
             ErrorKind::DType,
-            format!("arrays of dtype {} are not supported; use bool, int32, int64, float32 or float64", d),
+            format!(
+                "arrays of dtype {} are not supported; use bool, (u)int8/16/32/64, float32 or float64",
+                d
+            ),
         )),
     }
 }
@@ -139,8 +146,12 @@ fn descr(py: Python<'_>, dtype: DType) -> Result<Bound<'_, numpy::PyArrayDescr>>
         DType::Bool => numpy::dtype::<bool>(py),
         DType::I8 => numpy::dtype::<i8>(py),
         DType::U8 => numpy::dtype::<u8>(py),
+        DType::I16 => numpy::dtype::<i16>(py),
+        DType::U16 => numpy::dtype::<u16>(py),
         DType::I32 => numpy::dtype::<i32>(py),
+        DType::U32 => numpy::dtype::<u32>(py),
         DType::I64 => numpy::dtype::<i64>(py),
+        DType::U64 => numpy::dtype::<u64>(py),
         DType::F32 => numpy::dtype::<f32>(py),
         DType::F64 => numpy::dtype::<f64>(py),
         other => return Err(IrError::new(ErrorKind::Unsupported, format!("no NumPy view of {other} memory yet"))),
@@ -212,9 +223,14 @@ pub fn empty<'py>(
     use numpy::PyArrayMethods;
     Ok(match dtype {
         DType::Bool => alloc!(bool),
+        DType::I8 => alloc!(i8),
         DType::U8 => alloc!(u8),
+        DType::I16 => alloc!(i16),
+        DType::U16 => alloc!(u16),
         DType::I32 => alloc!(i32),
+        DType::U32 => alloc!(u32),
         DType::I64 => alloc!(i64),
+        DType::U64 => alloc!(u64),
         DType::F32 => alloc!(f32),
         DType::F64 => alloc!(f64),
         other => return Err(IrError::new(ErrorKind::Unsupported, format!("cannot allocate {other} outputs yet"))),

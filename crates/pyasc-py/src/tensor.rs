@@ -73,7 +73,21 @@ pub fn node_of(py: Python<'_>, trace: &TraceRef, obj: &Bound<'_, PyAny>) -> PyRe
     } else if obj.is_instance_of::<PyInt>() {
         match obj.extract::<i64>() {
             Ok(v) => Some(Scalar::Int(v)),
-            Err(_) => return Err(user_error(py, ErrorKind::InvalidArgument, "integer constant does not fit in int64")),
+            Err(_) => match obj.extract::<u64>() {
+                // Above int64: a Python int held as uint64 bits, still weakly typed.
+                Ok(v) => {
+                    let weak = pyasc_ir::dtype::VType { dtype: DType::U64, weak: Some(pyasc_ir::dtype::WeakKind::Int) };
+                    let mut t = trace.lock().expect("trace lock poisoned");
+                    return Ok(t.graph.constant(Scalar::Int(v as i64), weak, loc));
+                }
+                Err(_) => {
+                    return Err(user_error(
+                        py,
+                        ErrorKind::Overflow,
+                        format!("Python integer {obj} is out of bounds for every integer dtype pyasc computes in"),
+                    ))
+                }
+            },
         }
     } else if obj.is_instance_of::<PyFloat>() {
         Some(Scalar::Float(obj.extract()?))
@@ -99,6 +113,9 @@ pub fn node_of(py: Python<'_>, trace: &TraceRef, obj: &Bound<'_, PyAny>) -> PyRe
             Scalar::Bool(item.extract()?)
         } else if dt.is_float() {
             Scalar::Float(item.extract()?)
+        } else if dt == DType::U64 {
+            // uint64 values are held by their bits.
+            Scalar::Int(item.extract::<u64>()? as i64)
         } else {
             Scalar::Int(item.extract()?)
         };
@@ -189,7 +206,7 @@ pub fn parse_dtype(py: Python<'_>, dtype: &Bound<'_, PyAny>) -> PyResult<DType> 
         user_error(
             py,
             ErrorKind::DType,
-            format!("dtype {name} is not supported; use bool, int32, int64, float32 or float64"),
+            format!("dtype {name} is not supported; use bool, (u)int8/16/32/64, float32 or float64"),
         )
     })
 }
