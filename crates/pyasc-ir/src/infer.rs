@@ -129,11 +129,9 @@ pub fn binary_type(b: BinaryOp, x: VType, y: VType) -> Result<VType> {
                 t
             } else if both_weak {
                 VType::weak(WeakKind::Float)
-            } else if d.is_int() {
-                // NumPy's loops: float16 for 8-bit integers, float32 for 16-bit ones.
-                VType::strong(d.float_result())
             } else {
-                VType::strong(DType::F64)
+                // NumPy's loops: float16 for bools and 8-bit integers, float32 for 16-bit ones.
+                VType::strong(d.float_result())
             }
         }
         Div => {

@@ -407,13 +407,14 @@ pub fn lcm_u64(a: u64, b: u64) -> u64 {
     }
 }
 
-/// Least common multiple, non-negative (0 if either is 0; wrapping on overflow).
+/// Least common multiple: `|a| / gcd * |b|` wrapping on overflow as NumPy computes it (0 if
+/// either is 0).
 pub fn lcm(a: i64, b: i64) -> i64 {
     let g = gcd(a, b);
     if g == 0 {
         0
     } else {
-        (a / g).wrapping_mul(b).wrapping_abs()
+        a.wrapping_abs().wrapping_div(g).wrapping_mul(b.wrapping_abs())
     }
 }
 

@@ -520,6 +520,18 @@ impl Tensor {
     fn __rxor__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
         binary(slf.py(), BinaryOp::Xor, o, slf.as_any())
     }
+    fn __lshift__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
+        binary(slf.py(), BinaryOp::LeftShift, slf.as_any(), o)
+    }
+    fn __rlshift__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
+        binary(slf.py(), BinaryOp::LeftShift, o, slf.as_any())
+    }
+    fn __rshift__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
+        binary(slf.py(), BinaryOp::RightShift, slf.as_any(), o)
+    }
+    fn __rrshift__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
+        binary(slf.py(), BinaryOp::RightShift, o, slf.as_any())
+    }
     fn __matmul__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
         apply_matmul(slf.py(), slf.as_any(), o)
     }
