@@ -44,6 +44,11 @@ def numpy_or_error(fn, *args):
             return e
 
 
+def method(name, *args, **kwargs):
+    """`lambda v: v.name(*args, **kwargs)`, bound now."""
+    return lambda v: getattr(v, name)(*args, **kwargs)
+
+
 def small(t, values=(1, 2, 3, 5)) -> np.ndarray:
     return np.array(values).astype(t)
 
@@ -223,9 +228,8 @@ def test_where_clip_and_mixed_with_bool(t):
     x = extremes(t)
     y = x[::-1].copy()
     lo, hi = t(np.iinfo(t).min // 4), t(np.iinfo(t).max // 4)
-    got = pyasc.operator(lambda p, q: (np.where(p > q, p, q), np.clip(p, lo, hi), p * (p > q), pyasc.where(p < q, p, 2)))(
-        x, y
-    )
+    op = pyasc.operator(lambda p, q: (np.where(p > q, p, q), np.clip(p, lo, hi), p * (p > q), pyasc.where(p < q, p, 2)))
+    got = op(x, y)
     want = (np.where(x > y, x, y), np.clip(x, lo, hi), x * (x > y), np.where(x < y, x, t(2)))
     for g, w in zip(got, want):
         assert g.dtype == w.dtype
@@ -258,13 +262,13 @@ def test_reductions_dtype_and_value(t):
     for name in REDUCTIONS:
         # argmax/argmin over all axes of a 2-D array need a flattening reshape pyasc lacks.
         for axis in (1, 0) if name.startswith("arg") else (None, 1, 0):
-            got = pyasc.operator(lambda v: getattr(v, name)(axis=axis))(x)
+            got = pyasc.operator(method(name, axis=axis))(x)
             with np.errstate(all="ignore"):
                 want = getattr(x, name)(axis=axis)
             assert got.dtype == np.asarray(want).dtype, (name, axis)
             np.testing.assert_array_equal(got, want, err_msg=f"{name} axis={axis}")
     for axis in (None, 1):
-        got = pyasc.operator(lambda v: v.mean(axis=axis))(x)
+        got = pyasc.operator(method("mean", axis=axis))(x)
         want = x.mean(axis=axis)
         assert got.dtype == want.dtype == np.float64
         # Extremes cancel: float64 sums in another order differ by a few ulp of the largest term.
@@ -302,7 +306,7 @@ def test_casts_to_every_dtype(src):
         xs = x
         if src in (np.float32, np.float64) and np.dtype(d).kind == "u":
             xs = np.abs(x)
-            g = pyasc.operator(lambda v: v.astype(d))(xs)
+            g = pyasc.operator(method("astype", d))(xs)
         with np.errstate(all="ignore"):
             want = xs.astype(d)
         assert g.dtype == want.dtype

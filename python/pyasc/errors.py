@@ -73,8 +73,10 @@ class NumericalError(PyAscError, ArithmeticError):
 
 
 class IntegerOverflowError(PyAscError, OverflowError):
-    """A Python integer outside the range of the integer dtype it meets (``int8_array + 300``),
-    as NumPy 2 raises ``OverflowError``."""
+    """A Python integer outside the range of the integer dtype it meets.
+
+    ``int8_array + 300`` raises it where NumPy 2 raises ``OverflowError``.
+    """
 
 
 class OutOfMemoryError(PyAscError, MemoryError):

@@ -138,7 +138,14 @@ fn eval_binary(b: BinaryOp, x: Scalar, y: Scalar, dt: DType) -> Option<Scalar> {
     }
     let same_bits = matches!(
         b,
-        BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::And | BinaryOp::Or | BinaryOp::Xor | BinaryOp::Eq | BinaryOp::Ne
+        BinaryOp::Add
+            | BinaryOp::Sub
+            | BinaryOp::Mul
+            | BinaryOp::And
+            | BinaryOp::Or
+            | BinaryOp::Xor
+            | BinaryOp::Eq
+            | BinaryOp::Ne
     );
     if dt == DType::U64 && !same_bits {
         return None;

@@ -322,13 +322,8 @@ mod tests {
         verify(&st.graph).unwrap();
         let ops: Vec<Op> = st.graph.outputs.iter().map(|o| st.graph.node(*o).op).collect();
         assert_eq!(ops, vec![Op::Cast(DType::I8), Op::Cast(DType::U32)]);
-        let computes: Vec<DType> = st
-            .graph
-            .nodes
-            .iter()
-            .filter(|n| matches!(n.op, Op::Binary(_)))
-            .map(|n| n.dtype())
-            .collect();
+        let computes: Vec<DType> =
+            st.graph.nodes.iter().filter(|n| matches!(n.op, Op::Binary(_))).map(|n| n.dtype()).collect();
         assert_eq!(computes, vec![DType::I32, DType::I64]);
     }
 

@@ -399,12 +399,7 @@ pub fn gcd_u64(a: u64, b: u64) -> u64 {
 
 /// Least common multiple of two uint64 values (0 if either is 0; wrapping on overflow).
 pub fn lcm_u64(a: u64, b: u64) -> u64 {
-    let g = gcd_u64(a, b);
-    if g == 0 {
-        0
-    } else {
-        (a / g).wrapping_mul(b)
-    }
+    a.checked_div(gcd_u64(a, b)).map_or(0, |q| q.wrapping_mul(b))
 }
 
 /// Least common multiple: `|a| / gcd * |b|` wrapping on overflow as NumPy computes it (0 if

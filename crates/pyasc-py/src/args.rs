@@ -166,9 +166,9 @@ pub fn parse<'py>(py: Python<'py>, args: &Bound<'py, PyTuple>, names: &[String])
                         py,
                         ErrorKind::Overflow,
                         format!(
-                            "{}: Python integer {obj} out of bounds for int64 (pass np.uint64({obj}) for a uint64 value)",
-                            label()
-                        ),
+                        "{}: Python integer {obj} out of bounds for int64 (pass np.uint64({obj}) for a uint64 value)",
+                        label()
+                    ),
                     ))
                 }
             }

@@ -131,9 +131,7 @@ impl ArithOps for u64 {
             BinaryOp::Add => map2(a, b, y, u64::wrapping_add),
             BinaryOp::Sub => map2(a, b, y, u64::wrapping_sub),
             BinaryOp::Mul => map2(a, b, y, u64::wrapping_mul),
-            BinaryOp::Div | BinaryOp::FloorDiv => {
-                map2(a, b, y, |a: u64, b: u64| if b == 0 { 0 } else { a / nz(b) })
-            }
+            BinaryOp::Div | BinaryOp::FloorDiv => map2(a, b, y, |a: u64, b: u64| if b == 0 { 0 } else { a / nz(b) }),
             BinaryOp::Mod | BinaryOp::Fmod => map2(a, b, y, |a: u64, b: u64| if b == 0 { 0 } else { a % nz(b) }),
             BinaryOp::Pow => map2(a, b, y, pow_u64),
             BinaryOp::Min | BinaryOp::Fmin => map2(a, b, y, |a: u64, b: u64| if a < b { a } else { b }),
