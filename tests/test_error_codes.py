@@ -39,6 +39,10 @@ def _numerical():
     pyasc.operator(debug=True)(lambda a: np.log(a))(np.array([1.0, -1.0]))
 
 
+def _overflow():
+    pyasc.operator(lambda a: a + 300)(np.ones(3, np.int8))
+
+
 def _out_of_memory():
     pyasc.empty((1 << 41,), np.float64)
 
@@ -51,6 +55,7 @@ REACHABLE = {
     "TraceError": (_trace, ValueError),
     "UnsupportedError": (_unsupported, NotImplementedError),
     "NumericalError": (_numerical, ArithmeticError),
+    "IntegerOverflowError": (_overflow, OverflowError),
     "OutOfMemoryError": (_out_of_memory, MemoryError),
 }
 # No user input reaches these: fusion is never required (there is no fused-operator form in this
@@ -75,7 +80,9 @@ def test_each_reachable_error_is_raised_with_its_class_and_code(name):
     assert band
 
 
-@pytest.mark.parametrize("name", ["ShapeError", "DTypeError", "TraceError", "UnsupportedError", "NumericalError"])
+@pytest.mark.parametrize(
+    "name", ["ShapeError", "DTypeError", "TraceError", "UnsupportedError", "NumericalError", "IntegerOverflowError"]
+)
 def test_errors_in_user_code_name_the_user_line(name):
     trigger, _ = REACHABLE[name]
     with pytest.raises(getattr(pyasc, name)) as e:

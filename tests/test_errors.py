@@ -14,11 +14,13 @@ HERE = __file__
 def test_codes_come_from_the_rust_core():
     from pyasc import _pyasc
 
-    assert len(_pyasc.ERROR_CODES) == 11
+    assert len(_pyasc.ERROR_CODES) == 12
     for name, code in _pyasc.ERROR_CODES.items():
         assert getattr(pyasc, name).code == code
     assert _pyasc.ERROR_CODES["InvalidArgumentError"] == 100000
     assert _pyasc.ERROR_CODES["NumericalError"] == 100007
+    assert _pyasc.ERROR_CODES["IntegerOverflowError"] == 100008
+    assert issubclass(pyasc.IntegerOverflowError, OverflowError)
     assert _pyasc.ERROR_CODES["DeviceError"] == 200002
 
 

@@ -20,6 +20,7 @@ __all__ = [
     "FusionError",
     "UnsupportedError",
     "NumericalError",
+    "IntegerOverflowError",
     "OutOfMemoryError",
     "DeviceError",
     "InternalError",
@@ -69,6 +70,13 @@ class UnsupportedError(PyAscError, NotImplementedError):
 
 class NumericalError(PyAscError, ArithmeticError):
     """An op of a ``debug=True`` operator produced NaN or infinity."""
+
+
+class IntegerOverflowError(PyAscError, OverflowError):
+    """A Python integer outside the range of the integer dtype it meets.
+
+    ``int8_array + 300`` raises it where NumPy 2 raises ``OverflowError``.
+    """
 
 
 class OutOfMemoryError(PyAscError, MemoryError):

@@ -91,7 +91,7 @@ fn simplify(g: &mut Graph, n: &Node, ops: &[NodeId]) -> Option<NodeId> {
 /// Evaluate an elementwise op on constants; `None` when it cannot be folded exactly.
 pub fn eval(op: &Op, v: &[Scalar], operand: DType, result: DType) -> Option<Scalar> {
     Some(match *op {
-        Op::Cast(to) => v[0].cast(to),
+        Op::Cast(to) => v[0].cast_from(operand, to),
         Op::Where => {
             if v[0].as_bool() {
                 v[1].cast(result)
@@ -107,6 +107,10 @@ pub fn eval(op: &Op, v: &[Scalar], operand: DType, result: DType) -> Option<Scal
 }
 
 fn eval_unary(u: UnaryOp, x: Scalar, dt: DType) -> Option<Scalar> {
+    // uint64 values are held by their bits: fold only ops whose bits are int64's.
+    if dt == DType::U64 && !matches!(u, UnaryOp::Neg | UnaryOp::Square | UnaryOp::Not | UnaryOp::Positive) {
+        return None;
+    }
     if dt.is_float() {
         let r = u.eval_f64(x.as_f64());
         return Some(match u.kind() {
@@ -131,6 +135,20 @@ fn eval_binary(b: BinaryOp, x: Scalar, y: Scalar, dt: DType) -> Option<Scalar> {
         let round = |v: f64| if dt == DType::F32 { v as f32 as f64 } else { v };
         let r = b.eval_f64(round(x.as_f64()), round(y.as_f64()))?;
         return Some(if compare { Scalar::Bool(r != 0.0) } else { Scalar::Float(r) });
+    }
+    let same_bits = matches!(
+        b,
+        BinaryOp::Add
+            | BinaryOp::Sub
+            | BinaryOp::Mul
+            | BinaryOp::And
+            | BinaryOp::Or
+            | BinaryOp::Xor
+            | BinaryOp::Eq
+            | BinaryOp::Ne
+    );
+    if dt == DType::U64 && !same_bits {
+        return None;
     }
     let r = b.eval_i64(x.as_i64(), y.as_i64())?;
     Some(if compare || dt == DType::Bool { Scalar::Bool(r != 0) } else { Scalar::Int(r) })

@@ -5,7 +5,7 @@ use pyasc_ir::error::Result;
 use pyasc_ir::event::{self, Event, EventKind};
 use pyasc_ir::tile::KernelPlan;
 use pyasc_ir::verify::verify;
-use pyasc_ir::Graph;
+use pyasc_ir::{DType, Graph};
 use std::time::Instant;
 
 /// Options that steer compilation.
@@ -46,12 +46,14 @@ pub struct CompileState {
     pub plan: Option<KernelPlan>,
     /// Messages of the running pass (decisions worth a log line).
     pub notes: Vec<String>,
+    /// Python int arguments and the integer dtype each must fit in (set by promotion).
+    pub int_bounds: Vec<(u32, DType)>,
 }
 
 impl CompileState {
     /// The state before the first pass.
     pub fn new(graph: Graph, options: CompileOptions) -> Self {
-        CompileState { graph, options, fusion: None, plan: None, notes: Vec::new() }
+        CompileState { graph, options, fusion: None, plan: None, notes: Vec::new(), int_bounds: Vec::new() }
     }
 }
 
@@ -77,6 +79,26 @@ pub struct Compiled {
     pub plan: KernelPlan,
     /// One report per pass, in order.
     pub reports: Vec<PassReport>,
+    /// Python int arguments and the integer dtype each must fit in: a value outside is an
+    /// `Overflow` error at the call (NumPy 2's `OverflowError`).
+    pub int_bounds: Vec<(u32, DType)>,
+}
+
+impl Compiled {
+    /// Check the Python int arguments against [`Compiled::int_bounds`]; `value(i)` reads
+    /// argument `i`'s int64 value.
+    pub fn check_int_bounds(&self, value: impl Fn(usize) -> Option<i64>) -> Result<()> {
+        for &(i, dt) in &self.int_bounds {
+            let (Some(v), Some((lo, hi))) = (value(i as usize), dt.int_range()) else { continue };
+            if (v as i128) < lo || (v as i128) > hi {
+                return Err(pyasc_ir::IrError::new(
+                    pyasc_ir::error::ErrorKind::Overflow,
+                    format!("Python integer {v} (argument {i}) out of bounds for {dt}"),
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The passes in order.
@@ -118,5 +140,5 @@ pub fn compile(graph: Graph, options: &CompileOptions) -> Result<Compiled> {
         reports.push(report);
     }
     let plan = st.plan.take().ok_or_else(|| pyasc_ir::IrError::internal("lowering produced no plan"))?;
-    Ok(Compiled { graph: st.graph, plan, reports })
+    Ok(Compiled { graph: st.graph, plan, reports, int_bounds: st.int_bounds })
 }

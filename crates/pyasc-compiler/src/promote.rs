@@ -8,10 +8,18 @@
 //! disappear, `isnan/isinf/isfinite` of integers become `x != x` / `x == x`,
 //! casts to the operand's own dtype disappear. Integer powers with a negative constant
 //! exponent are rejected as NumPy rejects them.
+//!
+//! Narrow integers compute in a wider register dtype ([`DType::compute`]: int8, int16,
+//! uint8 and uint16 in int32, uint32 in int64): an op on them reads its operands widened and
+//! its result is cast back, which wraps it exactly as NumPy's narrow loops do; uint64 keeps
+//! its own kernels. A Python int meeting an integer array must fit the array's dtype in
+//! arithmetic (an `Overflow` error for a constant; a bound on the argument, checked at each
+//! call, for a Python int argument); comparisons with one outside the dtype give the
+//! mathematically right answer.
 
 use crate::pass::{CompileState, Pass};
 use crate::rewrite::{copy_node, rebuild};
-use pyasc_ir::dtype::{promote_v, VType};
+use pyasc_ir::dtype::{promote_v, VType, WeakKind};
 use pyasc_ir::error::{ErrorKind, IrError, Result};
 use pyasc_ir::op::{BinaryOp, Op, ReduceOp, UnaryKind, UnaryOp};
 use pyasc_ir::{DType, Graph, Node, NodeId, Scalar};
@@ -24,25 +32,84 @@ impl Pass for PromotePass {
         "promote"
     }
     fn run(&self, st: &mut CompileState) -> Result<()> {
-        let mut casts = 0usize;
-        st.graph = rebuild(&st.graph, |g, n, ops| rewrite(g, n, ops, &mut casts))?;
-        if casts > 0 {
-            st.notes.push(format!("inserted {casts} casts"));
+        let mut cx = Cx { casts: 0, bounds: Vec::new() };
+        st.graph = rebuild(&st.graph, |g, n, ops| rewrite(g, n, ops, &mut cx))?;
+        if cx.casts > 0 {
+            st.notes.push(format!("inserted {} casts", cx.casts));
+        }
+        for b in cx.bounds {
+            if !st.int_bounds.contains(&b) {
+                st.notes.push(format!("argument {} must fit in {}", b.0, b.1));
+                st.int_bounds.push(b);
+            }
         }
         Ok(())
     }
 }
 
-fn cast_to(g: &mut Graph, x: NodeId, to: DType, n: &Node, casts: &mut usize) -> NodeId {
+/// What the rewrite collects.
+struct Cx {
+    casts: usize,
+    /// Python int arguments and the integer dtype each must fit in.
+    bounds: Vec<(u32, DType)>,
+}
+
+fn cast_to(g: &mut Graph, x: NodeId, to: DType, n: &Node, cx: &mut Cx) -> NodeId {
     if g.node(x).dtype() == to {
         return x;
     }
-    *casts += 1;
+    cx.casts += 1;
     let shape = g.node(x).shape.clone();
     g.push(Node { op: Op::Cast(to), inputs: vec![x], vtype: VType::strong(to), shape, loc: n.loc.clone() })
 }
 
-fn rewrite(g: &mut Graph, n: &Node, ops: Vec<NodeId>, casts: &mut usize) -> Result<NodeId> {
+/// Push `n` computing in `compute` over `inputs`, cast back to `n`'s dtype.
+fn widened(g: &mut Graph, n: &Node, op: Op, inputs: Vec<NodeId>, compute: DType, cx: &mut Cx) -> NodeId {
+    let dt = n.dtype();
+    if compute == dt {
+        return g.push(Node { op, inputs, ..n.clone() });
+    }
+    let id = g.push(Node { op, inputs, vtype: VType::strong(compute), ..n.clone() });
+    cast_to(g, id, dt, n, cx)
+}
+
+/// A Python int operand: its value when it is a constant, `None` for an argument.
+enum WeakInt {
+    Const(i128),
+    Arg(u32),
+}
+
+fn weak_int(g: &Graph, x: NodeId) -> Option<WeakInt> {
+    let node = g.node(x);
+    if node.vtype.weak != Some(WeakKind::Int) {
+        return None;
+    }
+    match node.op {
+        Op::Const(v) => v.int_value(node.dtype()).map(WeakInt::Const),
+        Op::Input(i) => Some(WeakInt::Arg(i)),
+        _ => None,
+    }
+}
+
+/// Python ints combined with an integer array in arithmetic must fit its dtype `dt`, as in
+/// NumPy 2: a constant outside raises, an argument gets a bound checked at each call.
+fn check_fits(g: &Graph, operands: &[NodeId], dt: DType, n: &Node, cx: &mut Cx) -> Result<()> {
+    let Some((lo, hi)) = dt.int_range().filter(|_| dt.is_int()) else { return Ok(()) };
+    for &x in operands {
+        match weak_int(g, x) {
+            Some(WeakInt::Const(v)) if v < lo || v > hi => {
+                return Err(IrError::new(ErrorKind::Overflow, format!("Python integer {v} out of bounds for {dt}"))
+                    .at(n.loc.as_ref()));
+            }
+            // Arguments are int64 values: only narrower dtypes and uint64 need a check.
+            Some(WeakInt::Arg(i)) if dt != DType::I64 => cx.bounds.push((i, dt)),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn rewrite(g: &mut Graph, n: &Node, ops: Vec<NodeId>, cx: &mut Cx) -> Result<NodeId> {
     let dt = n.dtype();
     let bool_result = dt == DType::Bool;
     match n.op {
@@ -62,14 +129,16 @@ fn rewrite(g: &mut Graph, n: &Node, ops: Vec<NodeId>, casts: &mut usize) -> Resu
                 UnaryKind::Classify => return Ok(copy_node(g, n, vec![x])),
                 _ => {}
             }
-            let x = cast_to(g, x, dt, n, casts);
-            Ok(copy_node(g, n, vec![x]))
+            let compute = dt.compute();
+            let x = cast_to(g, x, compute, n, cx);
+            Ok(widened(g, n, n.op, vec![x], compute, cx))
         }
+        Op::Binary(b) if b.is_compare() => compare(g, n, b, ops[0], ops[1], cx),
         Op::Binary(b) => {
             let (a, c) = (ops[0], ops[1]);
             if b == BinaryOp::Pow && dt.is_int() {
                 if let Op::Const(v) = g.node(c).op {
-                    if v.as_i64() < 0 {
+                    if v.int_value(g.node(c).dtype()).is_some_and(|v| v < 0) {
                         return Err(
                             // NumPy raises ValueError here: an invalid value, not a dtype.
                             IrError::new(
@@ -81,30 +150,24 @@ fn rewrite(g: &mut Graph, n: &Node, ops: Vec<NodeId>, casts: &mut usize) -> Resu
                     }
                 }
             }
-            let mut compute = if b.is_compare() { promote_v(g.node(a).vtype, g.node(c).vtype).dtype } else { dt };
-            // A Python int outside the integer dtype it meets compares by its true value
-            // (NumPy 2): compare in int64 rather than wrap the constant.
-            let outside = |x: NodeId| match g.node(x).op {
-                Op::Const(v @ Scalar::Int(_)) => v.cast(compute) != v,
-                _ => false,
-            };
-            if b.is_compare() && compute.is_int() && (outside(a) || outside(c)) {
-                compute = DType::I64;
-            }
-            let a = cast_to(g, a, compute, n, casts);
-            let c = cast_to(g, c, compute, n, casts);
+            check_fits(g, &[a, c], dt, n, cx)?;
+            let compute = dt.compute();
+            let a = cast_to(g, a, compute, n, cx);
+            let c = cast_to(g, c, compute, n, cx);
             let op = match b {
                 BinaryOp::Add | BinaryOp::Max | BinaryOp::Fmax if bool_result => BinaryOp::Or,
                 BinaryOp::Mul | BinaryOp::Min | BinaryOp::Fmin if bool_result => BinaryOp::And,
                 other => other,
             };
-            Ok(g.push(Node { op: Op::Binary(op), inputs: vec![a, c], ..n.clone() }))
+            Ok(widened(g, n, Op::Binary(op), vec![a, c], compute, cx))
         }
         Op::Where => {
-            let cond = cast_to(g, ops[0], DType::Bool, n, casts);
-            let a = cast_to(g, ops[1], dt, n, casts);
-            let b = cast_to(g, ops[2], dt, n, casts);
-            Ok(copy_node(g, n, vec![cond, a, b]))
+            // NumPy's `where` casts a Python int branch without a range check (it wraps).
+            let compute = dt.compute();
+            let cond = cast_to(g, ops[0], DType::Bool, n, cx);
+            let a = cast_to(g, ops[1], compute, n, cx);
+            let b = cast_to(g, ops[2], compute, n, cx);
+            Ok(widened(g, n, Op::Where, vec![cond, a, b], compute, cx))
         }
         Op::Cast(to) => {
             if g.node(ops[0]).dtype() == to {
@@ -120,24 +183,103 @@ fn rewrite(g: &mut Graph, n: &Node, ops: Vec<NodeId>, casts: &mut usize) -> Resu
                 .iter()
                 .enumerate()
                 .map(|(i, x)| match lib.operand_dtype(i, dt) {
-                    Some(to) => cast_to(g, *x, to, n, casts),
+                    Some(to) => cast_to(g, *x, to, n, cx),
                     None => *x,
                 })
                 .collect();
             Ok(copy_node(g, n, ops))
         }
         Op::Reduce { op, .. } => {
-            // Sums and products accumulate in the result dtype (int64 for integers and
-            // bools); any/all look at truth values; the others keep the operand's dtype.
-            let x = match op {
-                ReduceOp::Sum | ReduceOp::Prod => cast_to(g, ops[0], dt, n, casts),
-                ReduceOp::Any | ReduceOp::All => cast_to(g, ops[0], DType::Bool, n, casts),
-                _ => ops[0],
-            };
-            Ok(copy_node(g, n, vec![x]))
+            // Sums and products accumulate in the result dtype (int64 for signed integers and
+            // bools, uint64 for unsigned ones); any/all look at truth values; the others run
+            // in the operand's register dtype.
+            match op {
+                ReduceOp::Sum | ReduceOp::Prod => {
+                    let x = cast_to(g, ops[0], dt, n, cx);
+                    Ok(copy_node(g, n, vec![x]))
+                }
+                ReduceOp::Any | ReduceOp::All => {
+                    let x = cast_to(g, ops[0], DType::Bool, n, cx);
+                    Ok(copy_node(g, n, vec![x]))
+                }
+                ReduceOp::ArgMax | ReduceOp::ArgMin => {
+                    let compute = g.node(ops[0]).dtype().compute();
+                    let x = cast_to(g, ops[0], compute, n, cx);
+                    Ok(copy_node(g, n, vec![x]))
+                }
+                ReduceOp::Max | ReduceOp::Min => {
+                    let compute = dt.compute();
+                    let x = cast_to(g, ops[0], compute, n, cx);
+                    Ok(widened(g, n, n.op, vec![x], compute, cx))
+                }
+            }
         }
         Op::Const(v) => Ok(g.push(Node { op: Op::Const(v.cast(dt)), ..n.clone() })),
         Op::Input(_) | Op::Fill(_) | Op::View(_) => Ok(copy_node(g, n, ops)),
+    }
+}
+
+/// A comparison, computed in the operands' promoted register dtype. A Python int constant
+/// outside the other operand's integer dtype compares by its true value: the result is the
+/// same for every element. A Python int argument meeting a narrower integer dtype compares
+/// in int64; one meeting uint64 compares as uint64 where it is not negative.
+fn compare(g: &mut Graph, n: &Node, b: BinaryOp, a: NodeId, c: NodeId, cx: &mut Cx) -> Result<NodeId> {
+    let promoted = promote_v(g.node(a).vtype, g.node(c).vtype).dtype;
+    let mut compute = promoted.compute();
+    if let Some((lo, hi)) = promoted.int_range().filter(|_| promoted.is_int()) {
+        for (w, other, left) in [(a, c, true), (c, a, false)] {
+            match weak_int(g, w) {
+                Some(WeakInt::Const(v)) if v < lo || v > hi => {
+                    // The array holds values all below (`v > hi`) or all above the constant.
+                    let below = v > hi;
+                    let other = cast_to(g, other, compute, n, cx);
+                    let truth = constant_truth(b, below, left);
+                    let op = if truth { BinaryOp::Eq } else { BinaryOp::Ne };
+                    return Ok(g.push(Node { op: Op::Binary(op), inputs: vec![other, other], ..n.clone() }));
+                }
+                Some(WeakInt::Arg(_)) if promoted != DType::U64 => compute = DType::I64,
+                Some(WeakInt::Arg(_)) => {
+                    // A negative argument is below every uint64: the comparison is constant
+                    // there; elsewhere both are uint64 values.
+                    let zero = g.constant(Scalar::Int(0), VType::strong(DType::I64), n.loc.clone());
+                    let neg = g.apply(Op::Binary(BinaryOp::Lt), &[w, zero], n.loc.clone())?;
+                    let truth = constant_truth(b, false, left);
+                    let k = g.constant(Scalar::Bool(truth), VType::strong(DType::Bool), n.loc.clone());
+                    let wu = cast_to(g, w, DType::U64, n, cx);
+                    let other = cast_to(g, other, DType::U64, n, cx);
+                    let inputs = if left { vec![wu, other] } else { vec![other, wu] };
+                    let cmp = g.push(Node { op: Op::Binary(b), inputs, ..n.clone() });
+                    return Ok(g.push(Node { op: Op::Where, inputs: vec![neg, k, cmp], ..n.clone() }));
+                }
+                _ => {}
+            }
+        }
+    }
+    let a = cast_to(g, a, compute, n, cx);
+    let c = cast_to(g, c, compute, n, cx);
+    Ok(g.push(Node { op: Op::Binary(b), inputs: vec![a, c], ..n.clone() }))
+}
+
+/// The value of `x op w` (or `w op x` when `left`) for every element `x` of an integer array
+/// and a Python int `w` outside its range; `below`: every element is below `w`.
+fn constant_truth(b: BinaryOp, below: bool, left: bool) -> bool {
+    // Normalise to `x op w`.
+    let op = if left {
+        match b {
+            BinaryOp::Lt => BinaryOp::Gt,
+            BinaryOp::Le => BinaryOp::Ge,
+            BinaryOp::Gt => BinaryOp::Lt,
+            BinaryOp::Ge => BinaryOp::Le,
+            other => other,
+        }
+    } else {
+        b
+    };
+    match op {
+        BinaryOp::Eq => false,
+        BinaryOp::Ne => true,
+        BinaryOp::Lt | BinaryOp::Le => below,
+        _ => !below,
     }
 }
 
@@ -165,6 +307,61 @@ mod tests {
         verify(&st.graph).unwrap();
         let casts = st.graph.nodes.iter().filter(|n| matches!(n.op, Op::Cast(DType::F64))).count();
         assert_eq!(casts, 2);
+    }
+
+    #[test]
+    fn narrow_integers_compute_widened_and_wrap_back() {
+        let mut g = Graph::new();
+        let a = g.add_input(VType::strong(DType::I8), Shape(vec![4]));
+        let u = g.add_input(VType::strong(DType::U32), Shape(vec![4]));
+        let s = g.binary(BinaryOp::Mul, a, a, None).unwrap();
+        let t = g.binary(BinaryOp::Add, u, u, None).unwrap();
+        g.outputs.extend([s, t]);
+        let mut st = state(g);
+        PromotePass.run(&mut st).unwrap();
+        verify(&st.graph).unwrap();
+        let ops: Vec<Op> = st.graph.outputs.iter().map(|o| st.graph.node(*o).op).collect();
+        assert_eq!(ops, vec![Op::Cast(DType::I8), Op::Cast(DType::U32)]);
+        let computes: Vec<DType> =
+            st.graph.nodes.iter().filter(|n| matches!(n.op, Op::Binary(_))).map(|n| n.dtype()).collect();
+        assert_eq!(computes, vec![DType::I32, DType::I64]);
+    }
+
+    #[test]
+    fn python_ints_outside_the_dtype_overflow_in_arithmetic_and_compare_exactly() {
+        let mut g = Graph::new();
+        let a = g.add_input(VType::strong(DType::I8), Shape(vec![4]));
+        let c = g.py_scalar(Scalar::Int(300), None);
+        let s = g.binary(BinaryOp::Add, a, c, None).unwrap();
+        g.outputs.push(s);
+        let err = PromotePass.run(&mut state(g)).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Overflow);
+        assert!(err.message.contains("300") && err.message.contains("int8"), "{}", err.message);
+
+        let mut g = Graph::new();
+        let a = g.add_input(VType::strong(DType::U8), Shape(vec![4]));
+        let c = g.py_scalar(Scalar::Int(-1), None);
+        let lt = g.binary(BinaryOp::Lt, a, c, None).unwrap();
+        let gt = g.binary(BinaryOp::Gt, a, c, None).unwrap();
+        g.outputs.extend([lt, gt]);
+        let mut st = state(g);
+        PromotePass.run(&mut st).unwrap();
+        verify(&st.graph).unwrap();
+        let ops: Vec<Op> = st.graph.outputs.iter().map(|o| st.graph.node(*o).op).collect();
+        // `x < -1` is never true for uint8 (x != x), `x > -1` always (x == x).
+        assert_eq!(ops, vec![Op::Binary(BinaryOp::Ne), Op::Binary(BinaryOp::Eq)]);
+    }
+
+    #[test]
+    fn python_int_arguments_get_bounds() {
+        let mut g = Graph::new();
+        let a = g.add_input(VType::strong(DType::U16), Shape(vec![4]));
+        let w = g.add_input(VType::weak(WeakKind::Int), Shape(vec![]));
+        let s = g.binary(BinaryOp::Sub, a, w, None).unwrap();
+        g.outputs.push(s);
+        let mut st = state(g);
+        PromotePass.run(&mut st).unwrap();
+        assert_eq!(st.int_bounds, vec![(1, DType::U16)]);
     }
 
     #[test]

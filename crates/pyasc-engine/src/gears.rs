@@ -244,10 +244,12 @@ fn identity(r: ReduceOp, dtype: DType) -> Scalar {
     let (lo, hi) = match dtype {
         DType::Bool => (Scalar::Bool(false), Scalar::Bool(true)),
         d if d.is_float() => (Scalar::Float(f64::NEG_INFINITY), Scalar::Float(f64::INFINITY)),
-        DType::I8 => (Scalar::Int(i8::MIN as i64), Scalar::Int(i8::MAX as i64)),
-        DType::U8 => (Scalar::Int(0), Scalar::Int(u8::MAX as i64)),
-        DType::I32 => (Scalar::Int(i32::MIN as i64), Scalar::Int(i32::MAX as i64)),
-        _ => (Scalar::Int(i64::MIN), Scalar::Int(i64::MAX)),
+        // uint64 values are held by their bits: its largest value reads as -1.
+        DType::U64 => (Scalar::Int(0), Scalar::Int(-1)),
+        d => match d.int_range() {
+            Some((lo, hi)) => (Scalar::Int(lo as i64), Scalar::Int(hi as i64)),
+            None => (Scalar::Int(i64::MIN), Scalar::Int(i64::MAX)),
+        },
     };
     match r {
         ReduceOp::Sum | ReduceOp::Any => Scalar::Int(0),

@@ -436,6 +436,11 @@ impl Operator {
         order: Order<'_>,
         record: bool,
     ) -> Result<Launched> {
+        entry.compiled.check_int_bounds(|i| {
+            let v = inputs.get(i).filter(|v| v.dtype == DType::I64 && v.shape.is_empty())?;
+            // SAFETY: a Python int argument's view addresses its one int64 value (caller's contract).
+            Some(unsafe { *(v.ptr as *const i64) })
+        })?;
         let opts = RunOptions { record, check_finite: self.config.debug };
         let all = entry.with_extras(inputs)?;
         match order {

@@ -11,10 +11,18 @@ pub enum DType {
     I8,
     /// Unsigned 8-bit integers.
     U8,
+    /// Signed 16-bit integers.
+    I16,
+    /// Unsigned 16-bit integers.
+    U16,
     /// Signed 32-bit integers.
     I32,
+    /// Unsigned 32-bit integers.
+    U32,
     /// Signed 64-bit integers.
     I64,
+    /// Unsigned 64-bit integers.
+    U64,
     /// IEEE half precision.
     F16,
     /// Brain floating point.
@@ -63,16 +71,29 @@ impl VType {
 
 impl DType {
     /// Every dtype, for tables and tests.
-    pub const ALL: [DType; 9] =
-        [DType::Bool, DType::I8, DType::U8, DType::I32, DType::I64, DType::F16, DType::BF16, DType::F32, DType::F64];
+    pub const ALL: [DType; 13] = [
+        DType::Bool,
+        DType::I8,
+        DType::U8,
+        DType::I16,
+        DType::U16,
+        DType::I32,
+        DType::U32,
+        DType::I64,
+        DType::U64,
+        DType::F16,
+        DType::BF16,
+        DType::F32,
+        DType::F64,
+    ];
 
     /// Size of one element in bytes.
     pub fn size(self) -> usize {
         match self {
             DType::Bool | DType::I8 | DType::U8 => 1,
-            DType::F16 | DType::BF16 => 2,
-            DType::I32 | DType::F32 => 4,
-            DType::I64 | DType::F64 => 8,
+            DType::I16 | DType::U16 | DType::F16 | DType::BF16 => 2,
+            DType::I32 | DType::U32 | DType::F32 => 4,
+            DType::I64 | DType::U64 | DType::F64 => 8,
         }
     }
 
@@ -82,8 +103,12 @@ impl DType {
             DType::Bool => "bool",
             DType::I8 => "int8",
             DType::U8 => "uint8",
+            DType::I16 => "int16",
+            DType::U16 => "uint16",
             DType::I32 => "int32",
+            DType::U32 => "uint32",
             DType::I64 => "int64",
+            DType::U64 => "uint64",
             DType::F16 => "float16",
             DType::BF16 => "bfloat16",
             DType::F32 => "float32",
@@ -97,8 +122,12 @@ impl DType {
             "bool" | "bool_" => DType::Bool,
             "int8" => DType::I8,
             "uint8" => DType::U8,
+            "int16" => DType::I16,
+            "uint16" => DType::U16,
             "int32" => DType::I32,
+            "uint32" => DType::U32,
             "int64" | "int" => DType::I64,
+            "uint64" | "uint" => DType::U64,
             "float16" | "half" => DType::F16,
             "bfloat16" => DType::BF16,
             "float32" | "single" => DType::F32,
@@ -112,36 +141,64 @@ impl DType {
         matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
     }
 
-    /// True for the integer types (not bool).
+    /// True for the integer types (not bool), signed or unsigned.
     pub fn is_int(self) -> bool {
-        matches!(self, DType::I8 | DType::U8 | DType::I32 | DType::I64)
+        self.is_signed() || self.is_unsigned()
     }
 
-    /// True for the dtypes the CPU executor computes in today.
-    pub fn is_executable(self) -> bool {
-        matches!(self, DType::Bool | DType::I32 | DType::I64 | DType::F32 | DType::F64)
+    /// True for the signed integer types.
+    pub fn is_signed(self) -> bool {
+        matches!(self, DType::I8 | DType::I16 | DType::I32 | DType::I64)
     }
 
-    /// The float type NumPy computes a float-only function of this type in
-    /// (`np.exp(int32) -> float64`, `np.exp(float32) -> float32`).
-    pub fn float_result(self) -> DType {
-        match self {
-            DType::Bool | DType::I8 | DType::U8 => DType::F16,
-            DType::I32 | DType::I64 => DType::F64,
-            f => f,
+    /// True for the unsigned integer types.
+    pub fn is_unsigned(self) -> bool {
+        matches!(self, DType::U8 | DType::U16 | DType::U32 | DType::U64)
+    }
+
+    /// The smallest and largest value of an integer type (bool: 0 and 1), `None` for floats.
+    pub fn int_range(self) -> Option<(i128, i128)> {
+        if self == DType::Bool {
+            return Some((0, 1));
+        }
+        let bits = 8 * self.size() as u32;
+        if self.is_signed() {
+            Some((-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1))
+        } else if self.is_unsigned() {
+            Some((0, (1i128 << bits) - 1))
+        } else {
+            None
         }
     }
 
-    fn rank(self) -> (u8, u8) {
-        // (kind, size): kind 0 bool, 1 int, 2 float.
+    /// True for the dtypes arrays may hold on the CPU executor (storage dtypes).
+    pub fn is_executable(self) -> bool {
+        !matches!(self, DType::F16 | DType::BF16)
+    }
+
+    /// The dtype arithmetic on this dtype is computed in: 8- and 16-bit integers in int32 and
+    /// uint32 in int64 (the result is wrapped back after each op), every other dtype in itself.
+    pub fn compute(self) -> DType {
         match self {
-            DType::Bool => (0, 1),
-            DType::I8 | DType::U8 => (1, 1),
-            DType::I32 => (1, 4),
-            DType::I64 => (1, 8),
-            DType::F16 | DType::BF16 => (2, 2),
-            DType::F32 => (2, 4),
-            DType::F64 => (2, 8),
+            DType::I8 | DType::U8 | DType::I16 | DType::U16 => DType::I32,
+            DType::U32 => DType::I64,
+            d => d,
+        }
+    }
+
+    /// True when this dtype is computed in a wider one (see [`DType::compute`]).
+    pub fn is_narrow(self) -> bool {
+        self.compute() != self
+    }
+
+    /// The float type NumPy computes a float-only function of this type in
+    /// (`np.exp(int32) -> float64`, `np.exp(int16) -> float32`, `np.exp(float32) -> float32`).
+    pub fn float_result(self) -> DType {
+        match self {
+            DType::Bool | DType::I8 | DType::U8 => DType::F16,
+            DType::I16 | DType::U16 => DType::F32,
+            DType::I32 | DType::U32 | DType::I64 | DType::U64 => DType::F64,
+            f => f,
         }
     }
 }
@@ -160,30 +217,46 @@ pub fn promote(a: DType, b: DType) -> DType {
     }
     match (a, b) {
         (Bool, x) | (x, Bool) => x,
-        // NumPy gives int16, which pyasc does not store; the next wider type keeps every value.
-        (I8, U8) | (U8, I8) => I32,
         (F16, BF16) | (BF16, F16) => F32,
-        _ => {
-            let (ka, sa) = a.rank();
-            let (kb, sb) = b.rank();
-            if ka == kb {
-                if sa >= sb {
-                    a
-                } else {
-                    b
-                }
+        _ if a.is_float() && b.is_float() => {
+            if a.size() >= b.size() {
+                a
             } else {
-                // int with float: NumPy picks a float wide enough for the int.
-                let (int, float) = if ka == 1 { (a, b) } else { (b, a) };
-                match (int, float) {
-                    (I8 | U8, f) => f,
-                    (I32, F16 | BF16 | F32) => F64,
-                    (I64, _) => F64,
-                    (_, f) => f,
-                }
+                b
+            }
+        }
+        _ if a.is_int() && b.is_int() => promote_ints(a, b),
+        _ => {
+            // int with float: NumPy picks a float wide enough for every value of the int.
+            let (int, float) = if a.is_int() { (a, b) } else { (b, a) };
+            match int.size() {
+                1 => float,
+                2 if float.size() > 2 => float,
+                2 => F32,
+                _ => F64,
             }
         }
     }
+}
+
+/// Two distinct integer dtypes: the smallest integer holding both ranges (a signed and an
+/// unsigned 64-bit integer meet in float64, as in NumPy).
+fn promote_ints(a: DType, b: DType) -> DType {
+    let (lo_a, hi_a) = a.int_range().expect("integer");
+    let (lo_b, hi_b) = b.int_range().expect("integer");
+    let (lo, hi) = (lo_a.min(lo_b), hi_a.max(hi_b));
+    let candidates = if lo < 0 {
+        [DType::I8, DType::I16, DType::I32, DType::I64]
+    } else {
+        [DType::U8, DType::U16, DType::U32, DType::U64]
+    };
+    candidates
+        .into_iter()
+        .find(|d| {
+            let (l, h) = d.int_range().expect("integer");
+            l <= lo && hi <= h
+        })
+        .unwrap_or(DType::F64)
 }
 
 /// Promote two value types with NEP 50's rules for weak Python scalars.
@@ -236,6 +309,17 @@ mod tests {
             (I32, I64, I64),
             (I32, F32, F64),
             (I64, F32, F64),
+            (I8, U8, I16),
+            (U8, I16, I16),
+            (U16, I8, I32),
+            (U32, I32, I64),
+            (U64, I64, F64),
+            (U64, I8, F64),
+            (U64, U8, U64),
+            (I16, F32, F32),
+            (U16, F16, F32),
+            (U32, F32, F64),
+            (I8, F16, F16),
             (F32, F64, F64),
             (Bool, F32, F32),
             (F32, F32, F32),

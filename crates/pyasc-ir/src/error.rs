@@ -37,6 +37,8 @@ pub enum ErrorKind {
     Unsupported,
     /// A debug check found NaN or infinity produced by an op.
     Numerical,
+    /// A Python integer outside the range of the integer dtype it is combined with.
+    Overflow,
     /// The device ran out of memory.
     OutOfMemory,
     /// The device failed.
@@ -47,7 +49,7 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// Every kind.
-    pub const ALL: [ErrorKind; 11] = [
+    pub const ALL: [ErrorKind; 12] = [
         ErrorKind::InvalidArgument,
         ErrorKind::Alignment,
         ErrorKind::Shape,
@@ -56,6 +58,7 @@ impl ErrorKind {
         ErrorKind::Fusion,
         ErrorKind::Unsupported,
         ErrorKind::Numerical,
+        ErrorKind::Overflow,
         ErrorKind::OutOfMemory,
         ErrorKind::Device,
         ErrorKind::Internal,
@@ -72,6 +75,7 @@ impl ErrorKind {
             ErrorKind::Fusion => 100005,
             ErrorKind::Unsupported => 100006,
             ErrorKind::Numerical => 100007,
+            ErrorKind::Overflow => 100008,
             ErrorKind::OutOfMemory => 200001,
             ErrorKind::Device => 200002,
             ErrorKind::Internal => 500001,
@@ -89,6 +93,7 @@ impl ErrorKind {
             ErrorKind::Fusion => "FusionError",
             ErrorKind::Unsupported => "UnsupportedError",
             ErrorKind::Numerical => "NumericalError",
+            ErrorKind::Overflow => "IntegerOverflowError",
             ErrorKind::OutOfMemory => "OutOfMemoryError",
             ErrorKind::Device => "DeviceError",
             ErrorKind::Internal => "InternalError",

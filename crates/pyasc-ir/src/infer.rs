@@ -130,7 +130,8 @@ pub fn binary_type(b: BinaryOp, x: VType, y: VType) -> Result<VType> {
             } else if both_weak {
                 VType::weak(WeakKind::Float)
             } else {
-                VType::strong(DType::F64)
+                // NumPy's loops: float16 for bools and 8-bit integers, float32 for 16-bit ones.
+                VType::strong(d.float_result())
             }
         }
         Div => {

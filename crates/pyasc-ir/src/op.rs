@@ -198,7 +198,8 @@ impl BinaryOp {
 pub enum ReduceResult {
     /// The operand's dtype.
     Keep,
-    /// Floats keep their dtype; bools and integers widen to int64 (NumPy's sum and prod).
+    /// Floats keep their dtype; bools and signed integers widen to int64, unsigned integers to
+    /// uint64 (NumPy's sum and prod).
     Widen,
     /// An int64 index.
     Index,
@@ -259,6 +260,7 @@ impl ReduceOp {
     /// The result dtype for an operand of dtype `d`.
     pub fn result_dtype(self, d: DType) -> DType {
         match self.result() {
+            ReduceResult::Widen if d.is_unsigned() => DType::U64,
             ReduceResult::Widen if !d.is_float() => DType::I64,
             ReduceResult::Keep | ReduceResult::Widen => d,
             ReduceResult::Index => DType::I64,

@@ -195,8 +195,8 @@ macro_rules! binary_op_table {
             Xor "xor" Bitwise ["bitwise_xor"] commutative, |_p: f64, _q: f64| None, |p: i64, q: i64| Some(p ^ q);
             /// `a << b` (0 once b reaches the bit width or is negative).
             LeftShift "left_shift" Integer ["left_shift"] ordered, |_p: f64, _q: f64| None, |p: i64, q: i64| Some(if (0..64).contains(&q) { p << q } else { 0 });
-            /// `a >> b`, arithmetic (sign-filled once b reaches the bit width).
-            RightShift "right_shift" Integer ["right_shift"] ordered, |_p: f64, _q: f64| None, |p: i64, q: i64| Some(p >> q.clamp(0, 63));
+            /// `a >> b`, arithmetic (sign-filled once b reaches the bit width or is negative).
+            RightShift "right_shift" Integer ["right_shift"] ordered, |_p: f64, _q: f64| None, |p: i64, q: i64| Some(p >> if (0..64).contains(&q) { q } else { 63 });
             /// Greatest common divisor (non-negative).
             Gcd "gcd" Integer ["gcd"] commutative, |_p: f64, _q: f64| None, |p: i64, q: i64| Some($crate::op_table::gcd(p, q));
             /// Least common multiple (non-negative).
@@ -212,9 +212,9 @@ macro_rules! binary_op_table {
 macro_rules! reduce_op_table {
     ($m:ident) => {
         $m! {
-            /// Sum (integers and bools accumulate in int64).
+            /// Sum (bools and signed integers accumulate in int64, unsigned ones in uint64).
             Sum "sum" Widen Some(0);
-            /// Product (integers and bools accumulate in int64).
+            /// Product (bools and signed integers accumulate in int64, unsigned ones in uint64).
             Prod "prod" Widen Some(1);
             /// Largest value (NaN propagating).
             Max "max" Keep None;
@@ -388,13 +388,28 @@ pub fn gcd(a: i64, b: i64) -> i64 {
     a as i64
 }
 
-/// Least common multiple, non-negative (0 if either is 0; wrapping on overflow).
+/// Greatest common divisor of two uint64 values.
+pub fn gcd_u64(a: u64, b: u64) -> u64 {
+    let (mut a, mut b) = (a, b);
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+/// Least common multiple of two uint64 values (0 if either is 0; wrapping on overflow).
+pub fn lcm_u64(a: u64, b: u64) -> u64 {
+    a.checked_div(gcd_u64(a, b)).map_or(0, |q| q.wrapping_mul(b))
+}
+
+/// Least common multiple: `|a| / gcd * |b|` wrapping on overflow as NumPy computes it (0 if
+/// either is 0).
 pub fn lcm(a: i64, b: i64) -> i64 {
     let g = gcd(a, b);
     if g == 0 {
         0
     } else {
-        (a / g).wrapping_mul(b).wrapping_abs()
+        a.wrapping_abs().wrapping_div(g).wrapping_mul(b.wrapping_abs())
     }
 }
 

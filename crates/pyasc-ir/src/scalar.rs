@@ -15,7 +15,8 @@ pub enum Scalar {
 }
 
 impl Scalar {
-    /// The value converted as NumPy's `astype` would.
+    /// The value converted as NumPy's `astype` would. An integer is read as a signed value;
+    /// see [`Scalar::cast_from`] for values of an unsigned 64-bit dtype.
     pub fn cast(self, to: DType) -> Scalar {
         if to == DType::Bool {
             return Scalar::Bool(self.as_bool());
@@ -30,15 +31,33 @@ impl Scalar {
         let v = match self {
             Scalar::Bool(b) => b as i64,
             Scalar::Int(i) => i,
+            Scalar::Float(f) if to == DType::U64 && f >= 0.0 => f as u64 as i64,
             Scalar::Float(f) => f as i64,
         };
-        Scalar::Int(match to {
-            DType::I8 => v as i8 as i64,
-            DType::U8 => v as u8 as i64,
-            DType::I32 => v as i32 as i64,
-            _ => v,
-        })
+        Scalar::Int(wrap_int(v, to))
     }
+
+    /// The value, held as a value of dtype `from`, converted to `to` (a uint64 value is held
+    /// by its bits in [`Scalar::Int`]).
+    pub fn cast_from(self, from: DType, to: DType) -> Scalar {
+        match self {
+            Scalar::Int(i) if from == DType::U64 && i < 0 && to.is_float() => {
+                Scalar::Float(if to == DType::F32 { i as u64 as f32 as f64 } else { i as u64 as f64 })
+            }
+            _ => self.cast(to),
+        }
+    }
+
+    /// The exact value of an integer held as a value of dtype `from` (uint64 by its bits).
+    pub fn int_value(self, from: DType) -> Option<i128> {
+        match self {
+            Scalar::Bool(b) => Some(b as i128),
+            Scalar::Int(i) if from == DType::U64 => Some(i as u64 as i128),
+            Scalar::Int(i) => Some(i as i128),
+            Scalar::Float(_) => None,
+        }
+    }
+
     /// As f64.
     pub fn as_f64(self) -> f64 {
         match self {
@@ -70,6 +89,20 @@ impl Scalar {
             Scalar::Int(i) => (1, i as u64),
             Scalar::Float(f) => (2, f.to_bits()),
         }
+    }
+}
+
+/// `v` wrapped into the integer dtype `to` (two's complement, as NumPy's casts); uint64 is
+/// held by its bits.
+pub fn wrap_int(v: i64, to: DType) -> i64 {
+    match to {
+        DType::I8 => v as i8 as i64,
+        DType::U8 => v as u8 as i64,
+        DType::I16 => v as i16 as i64,
+        DType::U16 => v as u16 as i64,
+        DType::I32 => v as i32 as i64,
+        DType::U32 => v as u32 as i64,
+        _ => v,
     }
 }
 

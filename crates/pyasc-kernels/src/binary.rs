@@ -11,18 +11,21 @@ use pyasc_ir::op::{BinaryClass, BinaryOp};
 mod ops;
 mod table;
 
-/// Element types with arithmetic: `i32`, `i64`, `f32`, `f64`.
+/// Element types with arithmetic: `i32`, `i64`, `u64`, `f32`, `f64` (narrower integers
+/// compute in `i32` or `i64` and are wrapped back by a cast).
 pub trait Arith: Element + ops::ArithOps {}
 impl Arith for i32 {}
 impl Arith for i64 {}
+impl Arith for u64 {}
 impl Arith for f32 {}
 impl Arith for f64 {}
 
-/// Element types with bitwise operations: `u8` (bool), `i32`, `i64`.
+/// Element types with bitwise operations: `u8` (bool), `i32`, `i64`, `u64`.
 pub trait Bits: Element + ops::BitOps {}
 impl Bits for u8 {}
 impl Bits for i32 {}
 impl Bits for i64 {}
+impl Bits for u64 {}
 
 struct ArithK<'a, T> {
     f: BinaryOp,

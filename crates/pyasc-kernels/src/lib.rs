@@ -21,5 +21,5 @@ mod src;
 pub mod unary;
 
 pub use cast::{cast, fill, select};
-pub use element::Element;
+pub use element::{Element, UInt8};
 pub use src::Src;

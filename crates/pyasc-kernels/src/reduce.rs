@@ -99,19 +99,84 @@ pub fn sum_f64(x: &[f64]) -> f64 {
     dispatch(SumK { x })
 }
 
-/// Wrapping sum of integers.
+/// 64-bit integers with wrapping sums and products.
+pub trait WrapInt: Copy + Send + Sync + 'static {
+    /// 0.
+    const ZERO: Self;
+    /// 1.
+    const ONE: Self;
+    /// `a + b`, wrapping.
+    fn add(a: Self, b: Self) -> Self;
+    /// `a * b`, wrapping.
+    fn mul(a: Self, b: Self) -> Self;
+}
+
+macro_rules! wrap_int {
+    ($($t:ty),*) => {$(
+        impl WrapInt for $t {
+            const ZERO: Self = 0;
+            const ONE: Self = 1;
+            #[inline(always)]
+            fn add(a: Self, b: Self) -> Self {
+                a.wrapping_add(b)
+            }
+            #[inline(always)]
+            fn mul(a: Self, b: Self) -> Self {
+                a.wrapping_mul(b)
+            }
+        }
+    )*};
+}
+
+wrap_int!(i64, u64);
+
+struct IntFoldK<'a, T> {
+    x: &'a [T],
+    prod: bool,
+}
+
+impl<T: WrapInt> Kernel for IntFoldK<'_, T> {
+    type Out = T;
+    #[inline(always)]
+    fn run<S: Simd>(self) -> T {
+        if self.prod {
+            fold_lanes(self.x, T::ONE, T::mul)
+        } else {
+            fold_lanes(self.x, T::ZERO, T::add)
+        }
+    }
+}
+
+/// `f` folded over `x` from `init` (`f` is associative and commutative on integers, so LLVM
+/// vectorises the loop for the ISA of the kernel copy it is inlined into).
+#[inline(always)]
+fn fold_lanes<T: Copy>(x: &[T], init: T, f: impl Fn(T, T) -> T) -> T {
+    x.iter().fold(init, |a, b| f(a, *b))
+}
+
+/// Wrapping sum of int64 values.
 pub fn sum_i64(x: &[i64]) -> i64 {
-    x.iter().fold(0i64, |a, b| a.wrapping_add(*b))
+    dispatch(IntFoldK { x, prod: false })
+}
+
+/// Wrapping product of int64 values.
+pub fn prod_i64(x: &[i64]) -> i64 {
+    dispatch(IntFoldK { x, prod: true })
+}
+
+/// Wrapping sum of uint64 values.
+pub fn sum_u64(x: &[u64]) -> u64 {
+    dispatch(IntFoldK { x, prod: false })
+}
+
+/// Wrapping product of uint64 values.
+pub fn prod_u64(x: &[u64]) -> u64 {
+    dispatch(IntFoldK { x, prod: true })
 }
 
 /// Product of floats, accumulated in float64.
 pub fn prod_f64<T: Copy + Into<f64>>(x: &[T]) -> f64 {
     x.iter().fold(1.0f64, |a, b| a * (*b).into())
-}
-
-/// Wrapping product of integers.
-pub fn prod_i64(x: &[i64]) -> i64 {
-    x.iter().fold(1i64, |a, b| a.wrapping_mul(*b))
 }
 
 struct ExtremeK<'a, T> {
@@ -208,13 +273,27 @@ pub fn min_f64(x: &[f64]) -> f64 {
     dispatch(ExtremeK { x, max: false })
 }
 
-/// Largest and smallest of integers (or bools as 0/1).
-pub fn max_int<T: Copy + Ord>(x: &[T]) -> Option<T> {
-    x.iter().copied().max()
+struct IntExtremeK<'a, T> {
+    x: &'a [T],
+    max: bool,
 }
-/// Smallest integer.
-pub fn min_int<T: Copy + Ord>(x: &[T]) -> Option<T> {
-    x.iter().copied().min()
+
+impl<T: Copy + Ord + Send + Sync> Kernel for IntExtremeK<'_, T> {
+    type Out = Option<T>;
+    #[inline(always)]
+    fn run<S: Simd>(self) -> Option<T> {
+        let first = *self.x.first()?;
+        Some(if self.max { fold_lanes(self.x, first, T::max) } else { fold_lanes(self.x, first, T::min) })
+    }
+}
+
+/// Largest of integers (or bools as 0/1); `None` for an empty row.
+pub fn max_int<T: Copy + Ord + Send + Sync>(x: &[T]) -> Option<T> {
+    dispatch(IntExtremeK { x, max: true })
+}
+/// Smallest integer; `None` for an empty row.
+pub fn min_int<T: Copy + Ord + Send + Sync>(x: &[T]) -> Option<T> {
+    dispatch(IntExtremeK { x, max: false })
 }
 
 /// Index of the first largest (`max`) or smallest value; a NaN wins at its first position.
@@ -275,5 +354,9 @@ mod tests {
         assert_eq!(prod_i64(&[3, -2, 7]), -42);
         assert_eq!(prod_f64(&[0.5f32, 4.0]), 2.0);
         assert_eq!(max_int(&[3i32, 9, -1]), Some(9));
+        assert_eq!(max_int(&[1u64, u64::MAX, 7]), Some(u64::MAX));
+        assert_eq!(arg_extreme(&[1u64, u64::MAX, 7], false), 0);
+        assert_eq!(sum_u64(&[u64::MAX, 2]), 1);
+        assert_eq!(prod_u64(&[1 << 63, 2]), 0);
     }
 }

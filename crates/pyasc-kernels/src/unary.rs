@@ -191,7 +191,7 @@ macro_rules! int_unary {
     };
 }
 
-/// True when `op` has integer kernels ([`i32`], [`i64`]).
+/// True when `op` has integer kernels ([`i32`], [`i64`], [`u64`]).
 pub fn has_int_kernel(op: UnaryOp) -> bool {
     matches!(
         op,
@@ -208,6 +208,37 @@ pub fn has_int_kernel(op: UnaryOp) -> bool {
 
 int_unary!(i32, UnaryI32, i32, "`y = f(x)` on int32 tiles (`x.len() == y.len()`).");
 int_unary!(i64, UnaryI64, i64, "`y = f(x)` on int64 tiles (`x.len() == y.len()`).");
+
+struct UnaryU64<'a> {
+    f: UnaryOp,
+    x: &'a [u64],
+    y: &'a mut [u64],
+}
+
+impl Kernel for UnaryU64<'_> {
+    type Out = ();
+    #[inline(always)]
+    fn run<S: Simd>(self) {
+        let (x, y) = (self.x, self.y);
+        match self.f {
+            UnaryOp::Neg => map1(x, y, |v: u64| v.wrapping_neg()),
+            UnaryOp::Sign => map1(x, y, |v: u64| (v != 0) as u64),
+            UnaryOp::Square => map1(x, y, |v: u64| v.wrapping_mul(v)),
+            UnaryOp::Not => map1(x, y, |v: u64| !v),
+            // Unsigned values are their own absolute value and never negative.
+            UnaryOp::Abs | UnaryOp::Relu | UnaryOp::Positive | UnaryOp::Conjugate => y.copy_from_slice(x),
+            op => unreachable!("{} has no integer kernel", op.name()),
+        }
+    }
+}
+
+/// `y = f(x)` on uint64 tiles (`x.len() == y.len()`): `abs` and `relu` are the identity,
+/// `sign` is 0 or 1, negation wraps.
+pub fn u64(f: UnaryOp, x: &[u64], y: &mut [u64]) {
+    assert_eq!(x.len(), y.len(), "input length differs from output length");
+    assert!(has_int_kernel(f), "{} has no integer kernel", f.name());
+    dispatch(UnaryU64 { f, x, y });
+}
 
 struct BoolNot<'a> {
     x: &'a [u8],

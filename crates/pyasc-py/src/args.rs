@@ -164,8 +164,11 @@ pub fn parse<'py>(py: Python<'py>, args: &Bound<'py, PyTuple>, names: &[String])
                 Err(_) => {
                     return Err(user_error(
                         py,
-                        ErrorKind::InvalidArgument,
-                        format!("{}: integer does not fit in int64", label()),
+                        ErrorKind::Overflow,
+                        format!(
+                        "{}: Python integer {obj} out of bounds for int64 (pass np.uint64({obj}) for a uint64 value)",
+                        label()
+                    ),
                     ))
                 }
             }

@@ -76,7 +76,21 @@ pub fn node_of(py: Python<'_>, trace: &TraceRef, obj: &Bound<'_, PyAny>) -> PyRe
     } else if obj.is_instance_of::<PyInt>() {
         match obj.extract::<i64>() {
             Ok(v) => Some(Scalar::Int(v)),
-            Err(_) => return Err(user_error(py, ErrorKind::InvalidArgument, "integer constant does not fit in int64")),
+            Err(_) => match obj.extract::<u64>() {
+                // Above int64: a Python int held as uint64 bits, still weakly typed.
+                Ok(v) => {
+                    let weak = pyasc_ir::dtype::VType { dtype: DType::U64, weak: Some(pyasc_ir::dtype::WeakKind::Int) };
+                    let mut t = trace.lock().expect("trace lock poisoned");
+                    return Ok(t.graph.constant(Scalar::Int(v as i64), weak, loc));
+                }
+                Err(_) => {
+                    return Err(user_error(
+                        py,
+                        ErrorKind::Overflow,
+                        format!("Python integer {obj} is out of bounds for every integer dtype pyasc computes in"),
+                    ))
+                }
+            },
         }
     } else if obj.is_instance_of::<PyFloat>() {
         Some(Scalar::Float(obj.extract()?))
@@ -102,6 +116,9 @@ pub fn node_of(py: Python<'_>, trace: &TraceRef, obj: &Bound<'_, PyAny>) -> PyRe
             Scalar::Bool(item.extract()?)
         } else if dt.is_float() {
             Scalar::Float(item.extract()?)
+        } else if dt == DType::U64 {
+            // uint64 values are held by their bits.
+            Scalar::Int(item.extract::<u64>()? as i64)
         } else {
             Scalar::Int(item.extract()?)
         };
@@ -225,7 +242,7 @@ pub fn parse_dtype(py: Python<'_>, dtype: &Bound<'_, PyAny>) -> PyResult<DType> 
         user_error(
             py,
             ErrorKind::DType,
-            format!("dtype {name} is not supported; use bool, int32, int64, float32 or float64"),
+            format!("dtype {name} is not supported; use bool, (u)int8/16/32/64, float32 or float64"),
         )
     })
 }
@@ -534,6 +551,18 @@ impl Tensor {
     }
     fn __rxor__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         dunder(slf.py(), BinaryOp::Xor, o, slf.as_any())
+    }
+    fn __lshift__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        dunder(slf.py(), BinaryOp::LeftShift, slf.as_any(), o)
+    }
+    fn __rlshift__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        dunder(slf.py(), BinaryOp::LeftShift, o, slf.as_any())
+    }
+    fn __rshift__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        dunder(slf.py(), BinaryOp::RightShift, slf.as_any(), o)
+    }
+    fn __rrshift__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        dunder(slf.py(), BinaryOp::RightShift, o, slf.as_any())
     }
     fn __matmul__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         matmul_dunder(slf.py(), slf.as_any(), o)

@@ -48,6 +48,9 @@ pub fn apply_fill(
         Scalar::Bool(b)
     } else if let Ok(i) = value.extract::<i64>() {
         Scalar::Int(i)
+    } else if let Ok(u) = value.extract::<u64>() {
+        // uint64 values are held by their bits.
+        Scalar::Int(u as i64)
     } else {
         Scalar::Float(value.extract::<f64>()?)
     };
@@ -111,6 +114,9 @@ pub fn apply_pad(
         Scalar::Bool(b)
     } else if let Ok(i) = cval.extract::<i64>() {
         Scalar::Int(i)
+    } else if let Ok(u) = cval.extract::<u64>() {
+        // uint64 values are held by their bits.
+        Scalar::Int(u as i64)
     } else {
         Scalar::Float(cval.extract::<f64>()?)
     };

@@ -8,7 +8,7 @@ use pyasc_ir::{DType, Scalar};
 use pyasc_kernels::binary;
 use pyasc_kernels::chain::{chain, chains, ChainFloat};
 use pyasc_kernels::unary;
-use pyasc_kernels::{cast, fill, select, Element, Src};
+use pyasc_kernels::{cast, fill, select, Element, Src, UInt8};
 use std::slice;
 
 /// A register's contents for the current tile.
@@ -31,14 +31,22 @@ impl FromScalar for u8 {
         s.as_bool() as u8
     }
 }
-impl FromScalar for i32 {
-    fn from_scalar(s: Scalar) -> Self {
-        s.as_i64() as i32
-    }
+/// Integer constants: wrapped into the type (a uint64 constant is held by its bits).
+macro_rules! int_from_scalar {
+    ($($t:ty),*) => {$(
+        impl FromScalar for $t {
+            fn from_scalar(s: Scalar) -> Self {
+                s.as_i64() as $t
+            }
+        }
+    )*};
 }
-impl FromScalar for i64 {
+
+int_from_scalar!(i8, i16, u16, i32, u32, i64, u64);
+
+impl FromScalar for UInt8 {
     fn from_scalar(s: Scalar) -> Self {
-        s.as_i64()
+        UInt8(s.as_i64() as u8)
     }
 }
 impl FromScalar for f32 {
@@ -60,12 +68,36 @@ macro_rules! with_dtype {
                 type $T = u8;
                 $body
             }
+            DType::I8 => {
+                type $T = i8;
+                $body
+            }
+            DType::U8 => {
+                type $T = UInt8;
+                $body
+            }
+            DType::I16 => {
+                type $T = i16;
+                $body
+            }
+            DType::U16 => {
+                type $T = u16;
+                $body
+            }
             DType::I32 => {
                 type $T = i32;
                 $body
             }
+            DType::U32 => {
+                type $T = u32;
+                $body
+            }
             DType::I64 => {
                 type $T = i64;
+                $body
+            }
+            DType::U64 => {
+                type $T = u64;
                 $body
             }
             DType::F32 => {
@@ -220,6 +252,7 @@ unsafe fn exec_unary(op: UnaryOp, dtype: DType, s: Val, d: Val, len: usize) -> R
             DType::F64 if float => map1(src::<f64>(s, len), dst::<f64>(d, len)?, |x, y| unary::f64(op, x, y)),
             DType::I32 if int => map1(src::<i32>(s, len), dst::<i32>(d, len)?, |x, y| unary::i32(op, x, y)),
             DType::I64 if int => map1(src::<i64>(s, len), dst::<i64>(d, len)?, |x, y| unary::i64(op, x, y)),
+            DType::U64 if int => map1(src::<u64>(s, len), dst::<u64>(d, len)?, |x, y| unary::u64(op, x, y)),
             DType::Bool => match op {
                 UnaryOp::Not => map1(src::<u8>(s, len), dst::<u8>(d, len)?, unary::bool_not),
                 UnaryOp::Abs | UnaryOp::Square => {
@@ -244,11 +277,15 @@ unsafe fn exec_binary(op: BinaryOp, dtype: DType, a: Val, b: Val, d: Val, len: u
             (BinaryClass::Bitwise, DType::Bool) => binary::bitwise::<u8>(op, src(a, len), src(b, len), dst(d, len)?),
             (BinaryClass::Bitwise, DType::I32) => binary::bitwise::<i32>(op, src(a, len), src(b, len), dst(d, len)?),
             (BinaryClass::Bitwise, DType::I64) => binary::bitwise::<i64>(op, src(a, len), src(b, len), dst(d, len)?),
+            (BinaryClass::Bitwise, DType::U64) => binary::bitwise::<u64>(op, src(a, len), src(b, len), dst(d, len)?),
             (BinaryClass::Arith | BinaryClass::Integer, DType::I32) => {
                 binary::arith::<i32>(op, src(a, len), src(b, len), dst(d, len)?)
             }
             (BinaryClass::Arith | BinaryClass::Integer, DType::I64) => {
                 binary::arith::<i64>(op, src(a, len), src(b, len), dst(d, len)?)
+            }
+            (BinaryClass::Arith | BinaryClass::Integer, DType::U64) => {
+                binary::arith::<u64>(op, src(a, len), src(b, len), dst(d, len)?)
             }
             (BinaryClass::Arith | BinaryClass::Float, DType::F32) => {
                 binary::arith::<f32>(op, src(a, len), src(b, len), dst(d, len)?)
@@ -349,14 +386,16 @@ pub unsafe fn exec_reduce(op: ReduceOp, dtype: DType, input: Val, dst: Val, rows
                 (ReduceOp::Sum, DType::F32) => *(dp as *mut f32).add(i) = r::sum_f32(rowslice!(f32)) as f32,
                 (ReduceOp::Sum, DType::F64) => *(dp as *mut f64).add(i) = r::sum_f64(rowslice!(f64)),
                 (ReduceOp::Sum, DType::I64) => *(dp as *mut i64).add(i) = r::sum_i64(rowslice!(i64)),
+                (ReduceOp::Sum, DType::U64) => *(dp as *mut u64).add(i) = r::sum_u64(rowslice!(u64)),
                 (ReduceOp::Prod, DType::F32) => *(dp as *mut f32).add(i) = r::prod_f64(rowslice!(f32)) as f32,
                 (ReduceOp::Prod, DType::F64) => *(dp as *mut f64).add(i) = r::prod_f64(rowslice!(f64)),
                 (ReduceOp::Prod, DType::I64) => *(dp as *mut i64).add(i) = r::prod_i64(rowslice!(i64)),
+                (ReduceOp::Prod, DType::U64) => *(dp as *mut u64).add(i) = r::prod_u64(rowslice!(u64)),
                 (ReduceOp::Max, DType::F32) => *(dp as *mut f32).add(i) = r::max_f32(rowslice!(f32)),
                 (ReduceOp::Min, DType::F32) => *(dp as *mut f32).add(i) = r::min_f32(rowslice!(f32)),
                 (ReduceOp::Max, DType::F64) => *(dp as *mut f64).add(i) = r::max_f64(rowslice!(f64)),
                 (ReduceOp::Min, DType::F64) => *(dp as *mut f64).add(i) = r::min_f64(rowslice!(f64)),
-                (ReduceOp::Max | ReduceOp::Min, DType::Bool | DType::I32 | DType::I64) => {
+                (ReduceOp::Max | ReduceOp::Min, DType::Bool | DType::I32 | DType::I64 | DType::U64) => {
                     let max = op == ReduceOp::Max;
                     macro_rules! extreme {
                         ($t:ty) => {{
@@ -368,6 +407,7 @@ pub unsafe fn exec_reduce(op: ReduceOp, dtype: DType, input: Val, dst: Val, rows
                     match dtype {
                         DType::Bool => extreme!(u8),
                         DType::I32 => extreme!(i32),
+                        DType::U64 => extreme!(u64),
                         _ => extreme!(i64),
                     }
                 }

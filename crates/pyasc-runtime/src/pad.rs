@@ -4,7 +4,7 @@
 
 use crate::library::LibraryKernel;
 use crate::view::InputView;
-use pyasc_ir::error::{IrError, Result};
+use pyasc_ir::error::{ErrorKind, IrError, Result};
 use pyasc_ir::library::LibCall;
 use pyasc_ir::tile::TileKernel;
 use pyasc_ir::view::PadSpec;
@@ -57,18 +57,27 @@ pub unsafe fn run_pad(x: &InputView, out: *mut u8, spec: &PadSpec) -> Result<()>
         }};
     }
     let cv = spec.cval;
+    // Integer fill values wrap into the dtype as NumPy's casts do.
+    let int = cv.cast(DType::I64).as_i64();
     match x.dtype {
         DType::Bool => fill!(u8, cv.as_bool() as u8),
-        DType::I32 => fill!(i32, cv.as_i64() as i32),
-        DType::I64 => fill!(i64, cv.as_i64()),
+        DType::I8 => fill!(i8, int as i8),
+        DType::U8 => fill!(u8, int as u8),
+        DType::I16 => fill!(i16, int as i16),
+        DType::U16 => fill!(u16, int as u16),
+        DType::I32 => fill!(i32, int as i32),
+        DType::U32 => fill!(u32, int as u32),
+        DType::I64 => fill!(i64, int),
+        DType::U64 => fill!(u64, int as u64),
         DType::F32 => fill!(f32, cv.as_f64() as f32),
-        _ => fill!(
+        DType::F64 => fill!(
             f64,
             match cv {
                 Scalar::Float(f) => f,
                 other => other.as_f64(),
             }
         ),
+        other => return Err(IrError::new(ErrorKind::Unsupported, format!("pad of {other} arrays"))),
     }
     Ok(())
 }

@@ -49,8 +49,12 @@ pub unsafe fn read_scalar(p: *const u8, dtype: DType) -> Scalar {
             DType::Bool => Scalar::Bool(*p != 0),
             DType::I8 => Scalar::Int(*(p as *const i8) as i64),
             DType::U8 => Scalar::Int(*p as i64),
+            DType::I16 => Scalar::Int(*(p as *const i16) as i64),
+            DType::U16 => Scalar::Int(*(p as *const u16) as i64),
             DType::I32 => Scalar::Int(*(p as *const i32) as i64),
-            DType::I64 => Scalar::Int(*(p as *const i64)),
+            DType::U32 => Scalar::Int(*(p as *const u32) as i64),
+            // uint64 values are held by their bits.
+            DType::I64 | DType::U64 => Scalar::Int(*(p as *const i64)),
             DType::F32 => Scalar::Float(*(p as *const f32) as f64),
             DType::F64 => Scalar::Float(*(p as *const f64)),
             DType::F16 | DType::BF16 => Scalar::Float(f64::NAN),

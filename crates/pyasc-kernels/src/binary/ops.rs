@@ -44,7 +44,7 @@ macro_rules! bit_ops {
     )*};
 }
 
-bit_ops!(u8, i32, i64);
+bit_ops!(u8, i32, i64, u64);
 
 macro_rules! int_arith {
     ($t:ty) => {
@@ -107,6 +107,43 @@ macro_rules! int_arith {
 
 int_arith!(i32);
 int_arith!(i64);
+
+/// `a ** b` wrapping, for an unsigned exponent (square and multiply over all 64 bits).
+#[inline(always)]
+fn pow_u64(a: u64, b: u64) -> u64 {
+    let (mut r, mut base, mut e) = (1u64, a, b);
+    for _ in 0..u64::BITS {
+        r = if e & 1 != 0 { r.wrapping_mul(base) } else { r };
+        base = base.wrapping_mul(base);
+        e >>= 1;
+    }
+    r
+}
+
+/// uint64 arithmetic: the bits of `+ - *` are int64's, but division, remainder, powers,
+/// ordering, right shifts and gcd/lcm read the operands as unsigned (NumPy's uint64 loops;
+/// division and remainder by zero give 0).
+impl ArithOps for u64 {
+    #[inline(always)]
+    fn arith<S: Simd>(f: BinaryOp, a: Src<'_, Self>, b: Src<'_, Self>, y: &mut [Self]) {
+        let nz = |b: u64| if b == 0 { 1 } else { b };
+        match f {
+            BinaryOp::Add => map2(a, b, y, u64::wrapping_add),
+            BinaryOp::Sub => map2(a, b, y, u64::wrapping_sub),
+            BinaryOp::Mul => map2(a, b, y, u64::wrapping_mul),
+            BinaryOp::Div | BinaryOp::FloorDiv => map2(a, b, y, |a: u64, b: u64| if b == 0 { 0 } else { a / nz(b) }),
+            BinaryOp::Mod | BinaryOp::Fmod => map2(a, b, y, |a: u64, b: u64| if b == 0 { 0 } else { a % nz(b) }),
+            BinaryOp::Pow => map2(a, b, y, pow_u64),
+            BinaryOp::Min | BinaryOp::Fmin => map2(a, b, y, |a: u64, b: u64| if a < b { a } else { b }),
+            BinaryOp::Max | BinaryOp::Fmax => map2(a, b, y, |a: u64, b: u64| if a > b { a } else { b }),
+            BinaryOp::LeftShift => map2(a, b, y, |a: u64, b: u64| if b < 64 { a << (b & 63) } else { 0 }),
+            BinaryOp::RightShift => map2(a, b, y, |a: u64, b: u64| if b < 64 { a >> (b & 63) } else { 0 }),
+            BinaryOp::Gcd => map2(a, b, y, pyasc_ir::op_table::gcd_u64),
+            BinaryOp::Lcm => map2(a, b, y, pyasc_ir::op_table::lcm_u64),
+            op => super::table::int::<S, u64>(op, a, b, y),
+        }
+    }
+}
 
 /// NumPy's `npy_divmod`: `(floor_divide(a, b), remainder(a, b))`.
 #[inline(always)]

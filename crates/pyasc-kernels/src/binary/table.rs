@@ -39,6 +39,17 @@ impl ViaI64 for i64 {
     }
 }
 
+impl ViaI64 for u64 {
+    #[inline(always)]
+    fn to_i64(self) -> i64 {
+        self as i64
+    }
+    #[inline(always)]
+    fn from_i64(v: i64) -> Self {
+        v as u64
+    }
+}
+
 /// Generates the table kernels.
 macro_rules! table_kernels {
     ($($(#[$doc:meta])* $v:ident $name:literal $class:ident [$($uf:literal),*] $comm:ident, $f:expr, $int:expr;)*) => {
