@@ -128,7 +128,8 @@ def test_power_by_a_known_integer_and_by_a_complex():
 
 
 def test_promotion_table_with_complex():
-    kinds = ["bool", "int32", "int64", "float32", "float64", "complex64", "complex128"]
+    kinds = ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float32",
+             "float64", "complex64", "complex128"]
     for x in kinds:
         for y in kinds:
             if "complex" not in x + y:

@@ -144,3 +144,21 @@ def test_real_imag_conj_methods():
     got = pyasc.operator(lambda v: (v.real, v.imag, v.conj(), v.conjugate(), np.conj(v)))(x)
     for g, w in zip(got, (x.real, x.imag, x.conj(), x.conjugate(), np.conj(x))):
         assert_matches(g, np.ascontiguousarray(w))
+
+
+def test_bool_and_integer_unary_dtypes_follow_numpy():
+    b = np.array([True, False, True])
+    i = np.array([-3, -1, 1, 2, 7], np.int32)
+    cases = [(np.floor, b), (np.ceil, b), (np.trunc, b), (np.square, b), (np.reciprocal, b),
+             (np.reciprocal, i), (np.fabs, i), (np.abs, b)]
+    for fn, x in cases:
+        got = pyasc.operator(fn)(x)
+        with np.errstate(divide="ignore"):
+            want = fn(x) if fn is not np.reciprocal or x.dtype != bool else np.array([1, 0, 1], np.int8)
+        assert_matches(got, want)
+    assert_matches(pyasc.relu(b), np.maximum(b, False))
+
+
+def test_float_functions_of_a_python_bool_would_be_float16():
+    with pytest.raises(pyasc.DTypeError, match="float16"):
+        pyasc.operator(lambda v: np.exp(v))(True)

@@ -134,8 +134,14 @@ def empty_like(x: Any, dtype: Any = None, order: str = "K", subok: bool = True, 
     return _like(x, 0, dtype, shape)
 
 
+def fabs(x: Any) -> Any:
+    """``|x|`` computed in floats (integers convert as NumPy's float loops do)."""
+    dt = np.result_type(x.dtype, np.float16)
+    return abs(x.astype(dt) if x.dtype != dt else x)
+
+
 #: NumPy ufuncs with two outputs, or with a result dtype of their own.
-UFUNCS = {"divmod": divmod_, "modf": modf, "frexp": frexp, "float_power": float_power}
+UFUNCS = {"divmod": divmod_, "modf": modf, "frexp": frexp, "float_power": float_power, "fabs": fabs}
 
 #: NumPy functions (``__array_function__``) built here.
 FUNCTIONS = {

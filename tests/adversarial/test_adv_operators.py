@@ -128,11 +128,7 @@ def _ref_guard(body: str, inp: str) -> str:
 
 
 # Known discrepancies, kept visible: each must keep failing until it is fixed (strict xfail).
-KNOWN = {
-    # np.exp(True) is float16 in NumPy; pyasc gives a float64 for a Python bool (a bool array
-    # raises DTypeError, float16 being unsupported), so the result dtype differs from NumPy's.
-    f"{form}-exp-py_bool": "exp of a Python bool is float64, NumPy's is float16" for form in FORMS
-}
+KNOWN: dict = {}
 
 
 def _cases():

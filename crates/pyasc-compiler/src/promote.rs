@@ -118,6 +118,8 @@ fn rewrite(g: &mut Graph, n: &Node, ops: Vec<NodeId>, cx: &mut Cx) -> Result<Nod
             let xd = g.node(x).dtype();
             match u.kind() {
                 UnaryKind::Rounding if !xd.is_float() => return Ok(x),
+                // maximum(b, False) of a bool is the bool itself.
+                UnaryKind::Numeric if u == UnaryOp::Relu && xd == DType::Bool => return Ok(x),
                 UnaryKind::Classify if !xd.is_float() && u == UnaryOp::SignBit => {
                     let zero = g.constant(Scalar::Int(0), VType::strong(xd), n.loc.clone());
                     return g.apply(Op::Binary(BinaryOp::Lt), &[x, zero], n.loc.clone());

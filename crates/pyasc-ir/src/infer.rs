@@ -80,12 +80,13 @@ pub fn unary_type(u: UnaryOp, x: VType) -> Result<VType> {
     let d = x.dtype;
     let bad = || Err(IrError::dtype(format!("{} is not defined for {} operands", u.name(), d)));
     Ok(match u.kind() {
-        UnaryKind::Numeric => {
-            if d == DType::Bool && u != UnaryOp::Abs && u != UnaryOp::Square {
-                return bad();
-            }
-            x
-        }
+        UnaryKind::Numeric => match (d, u) {
+            // NumPy: abs and maximum keep bools; square and reciprocal compute in int8.
+            (DType::Bool, UnaryOp::Abs | UnaryOp::Relu) => x,
+            (DType::Bool, UnaryOp::Square | UnaryOp::Reciprocal) => VType::strong(DType::I8),
+            (DType::Bool, _) => return bad(),
+            _ => x,
+        },
         UnaryKind::Bitwise => {
             if d.is_float() {
                 return bad();
@@ -93,11 +94,13 @@ pub fn unary_type(u: UnaryOp, x: VType) -> Result<VType> {
             x
         }
         UnaryKind::Float => match x.weak {
+            // A Python bool is a NumPy bool: float functions of it give float16.
+            Some(WeakKind::Bool) => VType::strong(DType::Bool.float_result()),
             Some(_) => VType::weak(WeakKind::Float),
             None => VType::strong(d.float_result()),
         },
         UnaryKind::Rounding => {
-            if d.is_int() {
+            if d.is_int() || d == DType::Bool {
                 x
             } else if x.weak.is_some() {
                 VType::weak(WeakKind::Float)

@@ -29,7 +29,7 @@ macro_rules! unary_op_table {
             /// `-x`.
             Neg "neg" Numeric ["negative"] hidden, |x: f64| -x, Some(|i: i64| i.wrapping_neg());
             /// `|x|`.
-            Abs "abs" Numeric ["absolute", "fabs"] api, |x: f64| x.abs(), Some(|i: i64| i.wrapping_abs());
+            Abs "abs" Numeric ["absolute"] api, |x: f64| x.abs(), Some(|i: i64| i.wrapping_abs());
             /// `x * x`.
             Square "square" Numeric ["square"] api, |x: f64| x * x, Some(|i: i64| i.wrapping_mul(i));
             /// -1, 0 or 1 (NaN stays NaN).
@@ -60,8 +60,8 @@ macro_rules! unary_op_table {
             Cbrt "cbrt" Float ["cbrt"] api, f64::cbrt, None;
             /// `1 / sqrt(x)`.
             Rsqrt "rsqrt" Float [] api, |x: f64| 1.0 / x.sqrt(), None;
-            /// `1 / x`.
-            Reciprocal "reciprocal" Float ["reciprocal"] api, |x: f64| 1.0 / x, None;
+            /// `1 / x`; for integers NumPy's truncated quotient (1, -1 or 0; 0 for `1 / 0`).
+            Reciprocal "reciprocal" Numeric ["reciprocal"] api, |x: f64| 1.0 / x, Some(|i: i64| if i == 0 { 0 } else { 1 / i });
             /// Sine.
             Sin "sin" Float ["sin"] api, f64::sin, None;
             /// Cosine.

@@ -176,6 +176,8 @@ macro_rules! int_unary {
                     UnaryOp::Square => map1(x, y, |v: $t| v.wrapping_mul(v)),
                     UnaryOp::Not => map1(x, y, |v: $t| !v),
                     UnaryOp::Relu => map1(x, y, |v: $t| if v > 0 { v } else { 0 }),
+                    // NumPy's truncated `1 / v`: 1, -1 or 0 (0 for `1 / 0`).
+                    UnaryOp::Reciprocal => map1(x, y, |v: $t| if v == 0 { 0 } else { 1 / v }),
                     UnaryOp::Positive | UnaryOp::Conjugate => y.copy_from_slice(x),
                     op => unreachable!("{} has no integer kernel", op.name()),
                 }
@@ -201,6 +203,7 @@ pub fn has_int_kernel(op: UnaryOp) -> bool {
             | UnaryOp::Square
             | UnaryOp::Not
             | UnaryOp::Relu
+            | UnaryOp::Reciprocal
             | UnaryOp::Positive
             | UnaryOp::Conjugate
     )
@@ -225,6 +228,7 @@ impl Kernel for UnaryU64<'_> {
             UnaryOp::Sign => map1(x, y, |v: u64| (v != 0) as u64),
             UnaryOp::Square => map1(x, y, |v: u64| v.wrapping_mul(v)),
             UnaryOp::Not => map1(x, y, |v: u64| !v),
+            UnaryOp::Reciprocal => map1(x, y, |v: u64| (v == 1) as u64),
             // Unsigned values are their own absolute value and never negative.
             UnaryOp::Abs | UnaryOp::Relu | UnaryOp::Positive | UnaryOp::Conjugate => y.copy_from_slice(x),
             op => unreachable!("{} has no integer kernel", op.name()),
