@@ -162,3 +162,27 @@ def test_bool_and_integer_unary_dtypes_follow_numpy():
 def test_float_functions_of_a_python_bool_would_be_float16():
     with pytest.raises(pyasc.DTypeError, match="float16"):
         pyasc.operator(lambda v: np.exp(v))(True)
+
+
+def test_big_endian_inputs_are_read_through_a_native_copy():
+    x = np.arange(6.0).reshape(2, 3).astype(">f4")
+    i = np.arange(-3, 4).astype(">i8")
+    got = pyasc.operator(lambda a, b: (a * 2 + 1, b.sum(), a.T))(x, i)
+    for g, w in zip(got, (x * 2 + 1, i.sum(), x.T)):
+        assert_matches(g, np.asarray(w, w.dtype.newbyteorder("=")))
+    assert x.dtype == np.dtype(">f4")  # the input is untouched
+
+
+def test_zero_d_reductions_take_axis_0_and_minus_1_as_numpy_does():
+    a = np.array(2.5)
+    got = pyasc.operator(lambda t: (np.sum(t, axis=0), t.max(axis=-1), np.argmax(t, axis=0)))(a)
+    for g, w in zip(got, (np.sum(a, axis=0), a.max(axis=-1), np.argmax(a, axis=0))):
+        assert_matches(g, np.asarray(w))
+    with pytest.raises(pyasc.ShapeError):
+        pyasc.operator(lambda t: t.sum(axis=1))(a)
+
+
+def test_moving_a_python_scalar_makes_it_strongly_typed():
+    c = np.float32(1)
+    f = pyasc.operator(lambda a, b: np.fmax(np.reshape(a, (1, -1)).T, b))
+    assert_matches(f(-2, c), np.fmax(np.reshape(-2, (1, -1)).T, c))

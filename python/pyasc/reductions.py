@@ -80,6 +80,11 @@ def mean(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
         return x.mean(axis, keepdims)
     if not _is_traced(x):
         return _eager("mean", mean, x, axis, keepdims)
+    if x.ndim == 0 and (isinstance(axis, int) or (isinstance(axis, tuple) and axis)):
+        # Unlike sum and max, NumPy's mean takes no axis of a 0-d array.
+        from .errors import ShapeError, at_user_line
+
+        raise at_user_line(ShapeError(f"axis {axis} is out of bounds for a tensor of rank 0"))
     if x.dtype.kind != "f":
         # NumPy accumulates integer means in float64 (an int64 sum could wrap).
         x = x.astype("float64")

@@ -117,8 +117,15 @@ pub fn parse<'py>(py: Python<'py>, args: &Bound<'py, PyTuple>, names: &[String])
             Ok(a) => Some(a.clone()),
             Err(_) => None,
         };
-        if let Some(arr) = arr {
+        if let Some(mut arr) = arr {
             crate::arrays::reject_masked(py, &arr, label)?;
+            if crate::arrays::is_byteswapped(&arr) {
+                // Big-endian data (from a file or the network): read through a native copy.
+                let d = arr.dtype().call_method1("newbyteorder", ("=",))?;
+                let copy = numpy(py)?.call_method1("ascontiguousarray", (&arr, d))?;
+                arr = copy.cast::<PyUntypedArray>()?.clone();
+                keep.push(copy);
+            }
             let dt = dtype_of(&arr).map_err(|e| user_error(py, e.kind, format!("{}: {}", label(), e.message)))?;
             if !dt.is_executable() {
                 return Err(user_error(

@@ -9,6 +9,13 @@ use pyasc_runtime::InputView;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 
+/// True for arrays of numbers stored in the other byte order (`>f4` on a little-endian host).
+pub fn is_byteswapped(arr: &Bound<'_, PyUntypedArray>) -> bool {
+    let d = arr.dtype();
+    let native = matches!(d.byteorder(), b'=' | b'|') || (d.byteorder() == b'<') == cfg!(target_endian = "little");
+    !native && matches!(d.kind(), b'b' | b'i' | b'u' | b'f')
+}
+
 /// The pyasc dtype of a NumPy array, or a typed error naming what is unsupported.
 pub fn dtype_of(arr: &Bound<'_, PyUntypedArray>) -> Result<DType> {
     let d = arr.dtype();

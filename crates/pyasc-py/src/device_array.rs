@@ -153,20 +153,22 @@ impl DeviceArray {
         dtype: Option<&Bound<'_, PyAny>>,
         alignment: i64,
     ) -> PyResult<Self> {
-        let shape = parse_shape(shape)?;
-        let dtype = match dtype {
-            Some(d) if !d.is_none() => parse_dtype(py, d)?,
-            _ => DType::F32,
-        };
-        if alignment <= 0 || !(alignment as u64).is_power_of_two() {
-            return Err(user_error(
-                py,
-                ErrorKind::Alignment,
-                format!("alignment must be a positive power of two, not {alignment}"),
-            ));
-        }
-        DeviceArray::alloc(dtype, shape, alignment as usize)
-            .map_err(|e| to_py(e.at(crate::frames::user_loc(py).as_ref())))
+        crate::boundary::guard(|| {
+            let shape = parse_shape(shape)?;
+            let dtype = match dtype {
+                Some(d) if !d.is_none() => parse_dtype(py, d)?,
+                _ => DType::F32,
+            };
+            if alignment <= 0 || !(alignment as u64).is_power_of_two() {
+                return Err(user_error(
+                    py,
+                    ErrorKind::Alignment,
+                    format!("alignment must be a positive power of two, not {alignment}"),
+                ));
+            }
+            DeviceArray::alloc(dtype, shape, alignment as usize)
+                .map_err(|e| to_py(e.at(crate::frames::user_loc(py).as_ref())))
+        })
     }
 
     /// Extents.
@@ -230,97 +232,103 @@ impl DeviceArray {
     /// array, in order on the current stream. Shapes must match or broadcast; dtypes are cast
     /// as NumPy's `copyto` casts them.
     fn copy_from(slf: &Bound<'_, Self>, src: &Bound<'_, PyAny>) -> PyResult<()> {
-        let py = slf.py();
-        let me = slf.get();
-        crate::arrays::reject_masked(py, src, || "copy_from".into())?;
-        if me.buf.is_readonly() {
-            return Err(user_error(
-                py,
-                ErrorKind::InvalidArgument,
-                "this DeviceArray shares read-only memory (imported from a read-only or immutable array): \
-                 copy it first (pyasc.to_device) to write to it",
-            ));
-        }
-        let stream = stream::current();
-        if let Ok(other) = src.cast::<DeviceArray>() {
-            let o = other.get();
-            let direct = o.kind == me.kind && o.shape == me.shape && o.dtype == me.dtype;
-            if !direct || !o.is_c_contiguous() || !me.is_c_contiguous() {
-                // Layout, dtype or device changes go through the host.
-                o.wait_host(py, false)?;
-                me.wait_host(py, true)?;
-                let host = DeviceArray::host_readable(other)?;
-                return DeviceArray::write_host(slf, &host);
+        crate::boundary::guard(|| {
+            let py = slf.py();
+            let me = slf.get();
+            crate::arrays::reject_masked(py, src, || "copy_from".into())?;
+            if me.buf.is_readonly() {
+                return Err(user_error(
+                    py,
+                    ErrorKind::InvalidArgument,
+                    "this DeviceArray shares read-only memory (imported from a read-only or immutable array): \
+                     copy it first (pyasc.to_device) to write to it",
+                ));
             }
-            me.dev().copy_async(&stream, &me.buf, me.offset, &o.buf, o.offset, me.nbytes()).map_err(to_py)?;
-            return Ok(());
-        }
-        let np = numpy(py)?;
-        let arr = np.call_method1("asarray", (src,))?;
-        let shape: Vec<usize> = arr.getattr("shape")?.extract()?;
-        let fits = shape == me.shape
-            || np
-                .call_method1("broadcast_shapes", (PyTuple::new(py, &shape)?, PyTuple::new(py, &me.shape)?))
-                .ok()
-                .and_then(|s| s.extract::<Vec<usize>>().ok())
-                == Some(me.shape.clone());
-        if !fits {
-            return Err(user_error(
-                py,
-                ErrorKind::Shape,
-                format!("copy_from: source of shape {shape:?} does not fit a DeviceArray of shape {:?}", me.shape),
-            ));
-        }
-        let busy = !stream.query() || me.buf.last_writer().is_some_and(|(c, seq)| !c.is_done(seq));
-        if !busy {
-            return DeviceArray::write_host(slf, &arr);
-        }
-        // Work on the array or the stream is pending: snapshot the source now, copy in order.
-        let staged = DeviceArray::alloc_on(me.kind, me.dtype, me.shape.clone(), DEFAULT_ALIGNMENT as usize);
-        let staged = Py::new(py, staged.map_err(to_py)?)?;
-        DeviceArray::write_host(staged.bind(py), &arr)?;
-        let st = staged.get();
-        if me.is_c_contiguous() {
-            me.dev().copy_async(&stream, &me.buf, me.offset, &st.buf, st.offset, me.nbytes()).map_err(to_py)?;
-        } else {
-            me.wait_host(py, true)?;
-            let host = DeviceArray::host_readable(staged.bind(py))?;
-            DeviceArray::write_host(slf, &host)?;
-        }
-        Ok(())
+            let stream = stream::current();
+            if let Ok(other) = src.cast::<DeviceArray>() {
+                let o = other.get();
+                let direct = o.kind == me.kind && o.shape == me.shape && o.dtype == me.dtype;
+                if !direct || !o.is_c_contiguous() || !me.is_c_contiguous() {
+                    // Layout, dtype or device changes go through the host.
+                    o.wait_host(py, false)?;
+                    me.wait_host(py, true)?;
+                    let host = DeviceArray::host_readable(other)?;
+                    return DeviceArray::write_host(slf, &host);
+                }
+                me.dev().copy_async(&stream, &me.buf, me.offset, &o.buf, o.offset, me.nbytes()).map_err(to_py)?;
+                return Ok(());
+            }
+            let np = numpy(py)?;
+            let arr = np.call_method1("asarray", (src,))?;
+            let shape: Vec<usize> = arr.getattr("shape")?.extract()?;
+            let fits = shape == me.shape
+                || np
+                    .call_method1("broadcast_shapes", (PyTuple::new(py, &shape)?, PyTuple::new(py, &me.shape)?))
+                    .ok()
+                    .and_then(|s| s.extract::<Vec<usize>>().ok())
+                    == Some(me.shape.clone());
+            if !fits {
+                return Err(user_error(
+                    py,
+                    ErrorKind::Shape,
+                    format!("copy_from: source of shape {shape:?} does not fit a DeviceArray of shape {:?}", me.shape),
+                ));
+            }
+            let busy = !stream.query() || me.buf.last_writer().is_some_and(|(c, seq)| !c.is_done(seq));
+            if !busy {
+                return DeviceArray::write_host(slf, &arr);
+            }
+            // Work on the array or the stream is pending: snapshot the source now, copy in order.
+            let staged = DeviceArray::alloc_on(me.kind, me.dtype, me.shape.clone(), DEFAULT_ALIGNMENT as usize);
+            let staged = Py::new(py, staged.map_err(to_py)?)?;
+            DeviceArray::write_host(staged.bind(py), &arr)?;
+            let st = staged.get();
+            if me.is_c_contiguous() {
+                me.dev().copy_async(&stream, &me.buf, me.offset, &st.buf, st.offset, me.nbytes()).map_err(to_py)?;
+            } else {
+                me.wait_host(py, true)?;
+                let host = DeviceArray::host_readable(staged.bind(py))?;
+                DeviceArray::write_host(slf, &host)?;
+            }
+            Ok(())
+        })
     }
 
     /// Copy this array into the NumPy array `dst` (waits for the work that writes it).
     fn copy_to(slf: &Bound<'_, Self>, dst: &Bound<'_, PyAny>) -> PyResult<()> {
-        let me = slf.get();
-        me.wait_host(slf.py(), false)?;
-        let host = DeviceArray::host_readable(slf)?;
-        numpy(slf.py())?.call_method1("copyto", (dst, host))?;
-        Ok(())
+        crate::boundary::guard(|| {
+            let me = slf.get();
+            me.wait_host(slf.py(), false)?;
+            let host = DeviceArray::host_readable(slf)?;
+            numpy(slf.py())?.call_method1("copyto", (dst, host))?;
+            Ok(())
+        })
     }
 
     /// A NumPy copy of the array (waits for the work that writes it).
     fn numpy<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        let py = slf.py();
-        let me = slf.get();
-        me.wait_host(py, false)?;
-        if me.is_c_contiguous() {
-            let (out, p) = crate::arrays::empty(py, me.dtype, &me.shape, false).map_err(to_py)?;
-            let (dst, n) = (p as usize, me.nbytes());
-            let (dev, buf, offset) = (me.dev(), me.buf.clone(), me.offset);
-            py.detach(move || {
-                if n == 0 {
-                    return Ok(());
-                }
-                // SAFETY: the new array holds `n` bytes and nothing else refers to it yet.
-                let bytes = unsafe { std::slice::from_raw_parts_mut(dst as *mut u8, n) };
-                dev.copy_out(&buf, offset, bytes)
-            })
-            .map_err(to_py)?;
-            return Ok(out);
-        }
-        let host = DeviceArray::host_readable(slf)?;
-        numpy(py)?.call_method1("array", (host,))
+        crate::boundary::guard(|| {
+            let py = slf.py();
+            let me = slf.get();
+            me.wait_host(py, false)?;
+            if me.is_c_contiguous() {
+                let (out, p) = crate::arrays::empty(py, me.dtype, &me.shape, false).map_err(to_py)?;
+                let (dst, n) = (p as usize, me.nbytes());
+                let (dev, buf, offset) = (me.dev(), me.buf.clone(), me.offset);
+                py.detach(move || {
+                    if n == 0 {
+                        return Ok(());
+                    }
+                    // SAFETY: the new array holds `n` bytes and nothing else refers to it yet.
+                    let bytes = unsafe { std::slice::from_raw_parts_mut(dst as *mut u8, n) };
+                    dev.copy_out(&buf, offset, bytes)
+                })
+                .map_err(to_py)?;
+                return Ok(out);
+            }
+            let host = DeviceArray::host_readable(slf)?;
+            numpy(py)?.call_method1("array", (host,))
+        })
     }
 
     /// NumPy's array protocol: a copy, or with `copy=False` a view of the device memory
@@ -331,28 +339,30 @@ impl DeviceArray {
         dtype: Option<&Bound<'py, PyAny>>,
         copy: Option<bool>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let me = slf.get();
-        let arr = if copy == Some(false) {
-            let Some(view) = me.host_view(slf)? else {
-                return Err(user_error(
-                    slf.py(),
-                    ErrorKind::InvalidArgument,
-                    format!(
-                        "a DeviceArray on the {} device cannot be viewed by the host without a copy; \
-                         use np.asarray(a) or a.numpy()",
-                        me.kind.name()
-                    ),
-                ));
+        crate::boundary::guard(|| {
+            let me = slf.get();
+            let arr = if copy == Some(false) {
+                let Some(view) = me.host_view(slf)? else {
+                    return Err(user_error(
+                        slf.py(),
+                        ErrorKind::InvalidArgument,
+                        format!(
+                            "a DeviceArray on the {} device cannot be viewed by the host without a copy; \
+                             use np.asarray(a) or a.numpy()",
+                            me.kind.name()
+                        ),
+                    ));
+                };
+                me.wait_host(slf.py(), true)?;
+                view
+            } else {
+                DeviceArray::numpy(slf)?
             };
-            me.wait_host(slf.py(), true)?;
-            view
-        } else {
-            DeviceArray::numpy(slf)?
-        };
-        match dtype {
-            Some(d) if !d.is_none() => arr.call_method1("astype", (d,)),
-            _ => Ok(arr),
-        }
+            match dtype {
+                Some(d) if !d.is_none() => arr.call_method1("astype", (d,)),
+                _ => Ok(arr),
+            }
+        })
     }
 
     /// DLPack export (zero-copy), after the work that writes the array; a BufferError where
@@ -365,42 +375,44 @@ impl DeviceArray {
         dl_device: Option<&Bound<'_, PyAny>>,
         copy: Option<bool>,
     ) -> PyResult<Py<PyAny>> {
-        let _ = (stream, max_version);
-        let py = slf.py();
-        let me = slf.get();
-        let device = me.dlpack_device()?;
-        if let Some(dev) = dl_device {
-            if dev.extract::<(i32, i32)>().ok() != Some(device) {
-                return Err(PyBufferError::new_err(format!(
-                    "DeviceArray memory is on DLPack device {device:?}; it cannot be exported to {dev}"
-                )));
+        crate::boundary::guard(|| {
+            let _ = (stream, max_version);
+            let py = slf.py();
+            let me = slf.get();
+            let device = me.dlpack_device()?;
+            if let Some(dev) = dl_device {
+                if dev.extract::<(i32, i32)>().ok() != Some(device) {
+                    return Err(PyBufferError::new_err(format!(
+                        "DeviceArray memory is on DLPack device {device:?}; it cannot be exported to {dev}"
+                    )));
+                }
             }
-        }
-        me.wait_host(py, false)?;
-        if copy == Some(true) {
-            let dup = DeviceArray::alloc_on(me.kind, me.dtype, me.shape.clone(), me.alignment).map_err(to_py)?;
-            let dup = Py::new(py, dup)?;
-            DeviceArray::write_host(dup.bind(py), &DeviceArray::host_readable(slf)?)?;
-            let d = dup.get();
-            return crate::dlpack::export_capsule(
+            me.wait_host(py, false)?;
+            if copy == Some(true) {
+                let dup = DeviceArray::alloc_on(me.kind, me.dtype, me.shape.clone(), me.alignment).map_err(to_py)?;
+                let dup = Py::new(py, dup)?;
+                DeviceArray::write_host(dup.bind(py), &DeviceArray::host_readable(slf)?)?;
+                let d = dup.get();
+                return crate::dlpack::export_capsule(
+                    py,
+                    d.data_ptr(),
+                    device,
+                    &d.shape,
+                    &d.strides,
+                    d.dtype,
+                    dup.clone_ref(py).into_any(),
+                );
+            }
+            crate::dlpack::export_capsule(
                 py,
-                d.data_ptr(),
+                me.data_ptr(),
                 device,
-                &d.shape,
-                &d.strides,
-                d.dtype,
-                dup.clone_ref(py).into_any(),
-            );
-        }
-        crate::dlpack::export_capsule(
-            py,
-            me.data_ptr(),
-            device,
-            &me.shape,
-            &me.strides,
-            me.dtype,
-            slf.clone().into_any().unbind(),
-        )
+                &me.shape,
+                &me.strides,
+                me.dtype,
+                slf.clone().into_any().unbind(),
+            )
+        })
     }
 
     /// DLPack device of the memory: `(kDLCPU, 0)` for host memory.
@@ -414,98 +426,102 @@ impl DeviceArray {
 
     /// Indexing with ints, slices (any step), `...` and `None` makes views.
     fn __getitem__(slf: &Bound<'_, Self>, key: &Bound<'_, PyAny>) -> PyResult<DeviceArray> {
-        let me = slf.get();
-        let items: Vec<Bound<'_, PyAny>> = match key.cast::<PyTuple>() {
-            Ok(t) => t.iter().collect(),
-            Err(_) => vec![key.clone()],
-        };
-        // Integer-like keys (NumPy integer scalars, 0-d integer arrays) index like ints, as in NumPy.
-        let items: Vec<Bound<'_, PyAny>> = items
-            .into_iter()
-            .map(|k| match as_index(&k) {
-                Some(i) => i,
-                None => k,
-            })
-            .collect();
-        let consumed = items.iter().filter(|k| !k.is_none() && !k.is_instance_of::<PyEllipsis>()).count();
-        if consumed > me.shape.len() {
-            return Err(PyIndexError::new_err(format!(
-                "too many indices for an array of {} dimensions",
-                me.shape.len()
-            )));
-        }
-        let size = me.dtype.size() as isize;
-        let mut offset = me.offset as isize;
-        let (mut shape, mut strides) = (Vec::new(), Vec::new());
-        let mut axis = 0usize;
-        let mut seen_ellipsis = false;
-        for k in &items {
-            if k.is_none() {
-                shape.push(1);
-                strides.push(0);
-            } else if k.is_instance_of::<PyEllipsis>() {
-                if seen_ellipsis {
-                    return Err(PyIndexError::new_err("an index can only have a single ellipsis"));
-                }
-                seen_ellipsis = true;
-                let skip = me.shape.len() - consumed;
-                for _ in 0..skip {
-                    shape.push(me.shape[axis]);
-                    strides.push(me.strides[axis]);
-                    axis += 1;
-                }
-            } else if let Ok(sl) = k.cast::<PySlice>() {
-                let ind = sl.indices(me.shape[axis] as isize)?;
-                offset += ind.start * me.strides[axis] * size;
-                shape.push(ind.slicelength);
-                strides.push(ind.step * me.strides[axis]);
-                axis += 1;
-            } else if k.is_instance_of::<PyInt>() {
-                let i: isize = k
-                    .extract()
-                    .map_err(|_| PyIndexError::new_err(format!("index {k} cannot fit into an index-sized integer")))?;
-                let n = me.shape[axis] as isize;
-                let j = if i < 0 { i + n } else { i };
-                if j < 0 || j >= n {
-                    return Err(PyIndexError::new_err(format!(
-                        "index {i} is out of bounds for axis {axis} with size {n}"
-                    )));
-                }
-                offset += j * me.strides[axis] * size;
-                axis += 1;
-            } else {
+        crate::boundary::guard(|| {
+            let me = slf.get();
+            let items: Vec<Bound<'_, PyAny>> = match key.cast::<PyTuple>() {
+                Ok(t) => t.iter().collect(),
+                Err(_) => vec![key.clone()],
+            };
+            // Integer-like keys (NumPy integer scalars, 0-d integer arrays) index like ints, as in NumPy.
+            let items: Vec<Bound<'_, PyAny>> = items
+                .into_iter()
+                .map(|k| match as_index(&k) {
+                    Some(i) => i,
+                    None => k,
+                })
+                .collect();
+            let consumed = items.iter().filter(|k| !k.is_none() && !k.is_instance_of::<PyEllipsis>()).count();
+            if consumed > me.shape.len() {
                 return Err(PyIndexError::new_err(format!(
-                    "DeviceArray indices must be ints, slices, ... or None, not {}",
-                    k.get_type().name()?
+                    "too many indices for an array of {} dimensions",
+                    me.shape.len()
                 )));
             }
-        }
-        while axis < me.shape.len() {
-            shape.push(me.shape[axis]);
-            strides.push(me.strides[axis]);
-            axis += 1;
-        }
-        // An empty view may point anywhere; keep it at the start of the buffer.
-        let offset = if shape.contains(&0) { 0 } else { offset as usize };
-        Ok(DeviceArray {
-            buf: me.buf.clone(),
-            offset,
-            shape,
-            strides,
-            dtype: me.dtype,
-            alignment: me.alignment,
-            kind: me.kind,
+            let size = me.dtype.size() as isize;
+            let mut offset = me.offset as isize;
+            let (mut shape, mut strides) = (Vec::new(), Vec::new());
+            let mut axis = 0usize;
+            let mut seen_ellipsis = false;
+            for k in &items {
+                if k.is_none() {
+                    shape.push(1);
+                    strides.push(0);
+                } else if k.is_instance_of::<PyEllipsis>() {
+                    if seen_ellipsis {
+                        return Err(PyIndexError::new_err("an index can only have a single ellipsis"));
+                    }
+                    seen_ellipsis = true;
+                    let skip = me.shape.len() - consumed;
+                    for _ in 0..skip {
+                        shape.push(me.shape[axis]);
+                        strides.push(me.strides[axis]);
+                        axis += 1;
+                    }
+                } else if let Ok(sl) = k.cast::<PySlice>() {
+                    let ind = sl.indices(me.shape[axis] as isize)?;
+                    offset += ind.start * me.strides[axis] * size;
+                    shape.push(ind.slicelength);
+                    strides.push(ind.step * me.strides[axis]);
+                    axis += 1;
+                } else if k.is_instance_of::<PyInt>() {
+                    let i: isize = k.extract().map_err(|_| {
+                        PyIndexError::new_err(format!("index {k} cannot fit into an index-sized integer"))
+                    })?;
+                    let n = me.shape[axis] as isize;
+                    let j = if i < 0 { i + n } else { i };
+                    if j < 0 || j >= n {
+                        return Err(PyIndexError::new_err(format!(
+                            "index {i} is out of bounds for axis {axis} with size {n}"
+                        )));
+                    }
+                    offset += j * me.strides[axis] * size;
+                    axis += 1;
+                } else {
+                    return Err(PyIndexError::new_err(format!(
+                        "DeviceArray indices must be ints, slices, ... or None, not {}",
+                        k.get_type().name()?
+                    )));
+                }
+            }
+            while axis < me.shape.len() {
+                shape.push(me.shape[axis]);
+                strides.push(me.strides[axis]);
+                axis += 1;
+            }
+            // An empty view may point anywhere; keep it at the start of the buffer.
+            let offset = if shape.contains(&0) { 0 } else { offset as usize };
+            Ok(DeviceArray {
+                buf: me.buf.clone(),
+                offset,
+                shape,
+                strides,
+                dtype: me.dtype,
+                alignment: me.alignment,
+                kind: me.kind,
+            })
         })
     }
 
     fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
-        let me = slf.get();
-        let head = format!("DeviceArray(shape={:?}, dtype={}, alignment={})", me.shape, me.dtype, me.alignment);
-        if me.numel() > 64 {
-            return Ok(head);
-        }
-        let host = DeviceArray::numpy(slf)?;
-        Ok(format!("{head}\n{}", host.repr()?))
+        crate::boundary::guard(|| {
+            let me = slf.get();
+            let head = format!("DeviceArray(shape={:?}, dtype={}, alignment={})", me.shape, me.dtype, me.alignment);
+            if me.numel() > 64 {
+                return Ok(head);
+            }
+            let host = DeviceArray::numpy(slf)?;
+            Ok(format!("{head}\n{}", host.repr()?))
+        })
     }
 }
 
@@ -518,40 +534,42 @@ pub fn to_device(
     dtype: Option<&Bound<'_, PyAny>>,
     alignment: i64,
 ) -> PyResult<Py<DeviceArray>> {
-    crate::arrays::reject_masked(py, a, || "to_device".into())?;
-    if let Ok(d) = a.cast::<DeviceArray>() {
-        if dtype.is_none() {
-            let src = d.get();
-            let out = Py::new(
-                py,
-                DeviceArray::alloc(src.dtype, src.shape.clone(), alignment.max(1) as usize).map_err(to_py)?,
-            )?;
-            DeviceArray::copy_from(out.bind(py), d.as_any())?;
-            return Ok(out);
+    crate::boundary::guard(|| {
+        crate::arrays::reject_masked(py, a, || "to_device".into())?;
+        if let Ok(d) = a.cast::<DeviceArray>() {
+            if dtype.is_none() {
+                let src = d.get();
+                let out = Py::new(
+                    py,
+                    DeviceArray::alloc(src.dtype, src.shape.clone(), alignment.max(1) as usize).map_err(to_py)?,
+                )?;
+                DeviceArray::copy_from(out.bind(py), d.as_any())?;
+                return Ok(out);
+            }
         }
-    }
-    let np = numpy(py)?;
-    let arr = if a.hasattr("__dlpack__")? && !a.is_instance(&np.getattr("ndarray")?)? {
-        np.call_method1("from_dlpack", (a,))?
-    } else {
-        np.call_method1("asarray", (a,))?
-    };
-    let arr = match dtype {
-        Some(d) if !d.is_none() => arr.call_method1("astype", (d,))?,
-        _ => arr,
-    };
-    let dt = dtype_of(arr.cast::<PyUntypedArray>()?).map_err(to_py)?;
-    let shape: Vec<usize> = arr.getattr("shape")?.extract()?;
-    if alignment <= 0 || !(alignment as u64).is_power_of_two() {
-        return Err(user_error(
-            py,
-            ErrorKind::Alignment,
-            format!("alignment must be a positive power of two, not {alignment}"),
-        ));
-    }
-    let out = Py::new(py, DeviceArray::alloc(dt, shape, alignment as usize).map_err(to_py)?)?;
-    DeviceArray::write_host(out.bind(py), &arr)?;
-    Ok(out)
+        let np = numpy(py)?;
+        let arr = if a.hasattr("__dlpack__")? && !a.is_instance(&np.getattr("ndarray")?)? {
+            np.call_method1("from_dlpack", (a,))?
+        } else {
+            np.call_method1("asarray", (a,))?
+        };
+        let arr = match dtype {
+            Some(d) if !d.is_none() => arr.call_method1("astype", (d,))?,
+            _ => arr,
+        };
+        let dt = dtype_of(arr.cast::<PyUntypedArray>()?).map_err(to_py)?;
+        let shape: Vec<usize> = arr.getattr("shape")?.extract()?;
+        if alignment <= 0 || !(alignment as u64).is_power_of_two() {
+            return Err(user_error(
+                py,
+                ErrorKind::Alignment,
+                format!("alignment must be a positive power of two, not {alignment}"),
+            ));
+        }
+        let out = Py::new(py, DeviceArray::alloc(dt, shape, alignment as usize).map_err(to_py)?)?;
+        DeviceArray::write_host(out.bind(py), &arr)?;
+        Ok(out)
+    })
 }
 
 /// A new DeviceArray with undefined contents.
@@ -563,7 +581,7 @@ pub fn empty(
     dtype: Option<&Bound<'_, PyAny>>,
     alignment: i64,
 ) -> PyResult<DeviceArray> {
-    DeviceArray::py_new(py, shape, dtype, alignment)
+    crate::boundary::guard(|| DeviceArray::py_new(py, shape, dtype, alignment))
 }
 
 /// A new DeviceArray of zeros.
@@ -575,73 +593,77 @@ pub fn zeros(
     dtype: Option<&Bound<'_, PyAny>>,
     alignment: i64,
 ) -> PyResult<DeviceArray> {
-    let a = DeviceArray::py_new(py, shape, dtype, alignment)?;
-    let (dev, buf, n) = (a.dev(), a.buf.clone(), a.nbytes());
-    py.detach(move || dev.fill_zero(&buf, 0, n)).map_err(to_py)?;
-    Ok(a)
+    crate::boundary::guard(|| {
+        let a = DeviceArray::py_new(py, shape, dtype, alignment)?;
+        let (dev, buf, n) = (a.dev(), a.buf.clone(), a.nbytes());
+        py.detach(move || dev.fill_zero(&buf, 0, n)).map_err(to_py)?;
+        Ok(a)
+    })
 }
 
 /// A DeviceArray over the memory of any DLPack-capable CPU tensor: shared (zero-copy) where
 /// the device addresses host memory, else copied to the device.
 #[pyfunction]
 pub fn from_dlpack(py: Python<'_>, t: &Bound<'_, PyAny>) -> PyResult<DeviceArray> {
-    if let Ok(d) = t.cast::<DeviceArray>() {
-        let s = d.get();
-        return Ok(DeviceArray {
-            buf: s.buf.clone(),
-            offset: s.offset,
-            shape: s.shape.clone(),
-            strides: s.strides.clone(),
-            dtype: s.dtype,
-            alignment: s.alignment,
-            kind: s.kind,
-        });
-    }
-    let arr = numpy(py)?.call_method1("from_dlpack", (t,))?;
-    let a = arr.cast::<PyUntypedArray>()?;
-    let dt = dtype_of(a).map_err(to_py)?;
-    let v = view_of(a, dt)
-        .ok_or_else(|| user_error(py, ErrorKind::Alignment, "tensor strides are not multiples of its item size"))?;
-    // The lowest and highest addresses the view reaches.
-    let size = dt.size() as isize;
-    let (mut lo, mut hi) = (0isize, 0isize);
-    for (d, s) in v.shape.iter().zip(&v.strides) {
-        if *d == 0 {
-            lo = 0;
-            hi = -size;
-            break;
+    crate::boundary::guard(|| {
+        if let Ok(d) = t.cast::<DeviceArray>() {
+            let s = d.get();
+            return Ok(DeviceArray {
+                buf: s.buf.clone(),
+                offset: s.offset,
+                shape: s.shape.clone(),
+                strides: s.strides.clone(),
+                dtype: s.dtype,
+                alignment: s.alignment,
+                kind: s.kind,
+            });
         }
-        let span = (*d as isize - 1) * s * size;
-        if span < 0 {
-            lo += span
-        } else {
-            hi += span
+        let arr = numpy(py)?.call_method1("from_dlpack", (t,))?;
+        let a = arr.cast::<PyUntypedArray>()?;
+        let dt = dtype_of(a).map_err(to_py)?;
+        let v = view_of(a, dt)
+            .ok_or_else(|| user_error(py, ErrorKind::Alignment, "tensor strides are not multiples of its item size"))?;
+        // The lowest and highest addresses the view reaches.
+        let size = dt.size() as isize;
+        let (mut lo, mut hi) = (0isize, 0isize);
+        for (d, s) in v.shape.iter().zip(&v.strides) {
+            if *d == 0 {
+                lo = 0;
+                hi = -size;
+                break;
+            }
+            let span = (*d as isize - 1) * s * size;
+            if span < 0 {
+                lo += span
+            } else {
+                hi += span
+            }
         }
-    }
-    // SAFETY: `lo` is the lowest byte offset any element of the view reaches, so `base` lies
-    // inside the array's allocation.
-    let base = unsafe { (v.ptr as *mut u8).offset(lo) };
-    let bytes = (hi - lo + size).max(0) as usize;
-    // Read-only sources (NumPy's flag, DLPack's read-only bit) and JAX's immutable arrays are
-    // never written through pyasc.
-    let writeable: bool = arr.getattr("flags")?.getattr("writeable")?.extract()?;
-    let module: String = t.get_type().getattr("__module__")?.extract().unwrap_or_default();
-    let readonly = !writeable || module.starts_with("jax");
-    let owner: Py<PyAny> = arr.clone().unbind();
-    let kind = crate::placement::array_kind();
-    let dev = device_for(kind);
-    // SAFETY: `base` and `bytes` cover every element of the array, which `owner` keeps alive;
-    // read-only sources are imported read-only.
-    let buf = unsafe { dev.import_host(base, bytes, Box::new(owner), readonly) }.map_err(to_py)?;
-    let align = 1usize << (dev.device_ptr(&buf) as usize).trailing_zeros().min(12);
-    Ok(DeviceArray {
-        buf,
-        offset: (-lo) as usize,
-        shape: v.shape,
-        strides: v.strides,
-        dtype: dt,
-        alignment: align,
-        kind,
+        // SAFETY: `lo` is the lowest byte offset any element of the view reaches, so `base` lies
+        // inside the array's allocation.
+        let base = unsafe { (v.ptr as *mut u8).offset(lo) };
+        let bytes = (hi - lo + size).max(0) as usize;
+        // Read-only sources (NumPy's flag, DLPack's read-only bit) and JAX's immutable arrays are
+        // never written through pyasc.
+        let writeable: bool = arr.getattr("flags")?.getattr("writeable")?.extract()?;
+        let module: String = t.get_type().getattr("__module__")?.extract().unwrap_or_default();
+        let readonly = !writeable || module.starts_with("jax");
+        let owner: Py<PyAny> = arr.clone().unbind();
+        let kind = crate::placement::array_kind();
+        let dev = device_for(kind);
+        // SAFETY: `base` and `bytes` cover every element of the array, which `owner` keeps alive;
+        // read-only sources are imported read-only.
+        let buf = unsafe { dev.import_host(base, bytes, Box::new(owner), readonly) }.map_err(to_py)?;
+        let align = 1usize << (dev.device_ptr(&buf) as usize).trailing_zeros().min(12);
+        Ok(DeviceArray {
+            buf,
+            offset: (-lo) as usize,
+            shape: v.shape,
+            strides: v.strides,
+            dtype: dt,
+            alignment: align,
+            kind,
+        })
     })
 }
 

@@ -80,6 +80,14 @@ pub fn apply_view(py: Python<'_>, x: &Bound<'_, PyAny>, kind: &str, params: &Bou
     let loc = user_loc(py);
     let mut t = trace.lock().expect("trace lock poisoned");
     t.check_open(loc.as_ref()).map_err(to_py)?;
+    // NumPy makes an array of a Python number before moving it: the view is strongly typed.
+    let id = match t.graph.node(id).vtype.weak {
+        Some(_) => {
+            let dtype = t.graph.node(id).dtype();
+            t.graph.apply(Op::Cast(dtype), &[id], loc.clone()).map_err(to_py)?
+        }
+        None => id,
+    };
     let vid = t.graph.view(spec, id, loc).map_err(to_py)?;
     let n = t.graph.node(vid);
     let tensor = Tensor::new(trace.clone(), vid, n.dtype(), n.shape.0.clone());
@@ -172,6 +180,8 @@ pub fn parse_axes(py: Python<'_>, axis: Option<&Bound<'_, PyAny>>, rank: usize) 
         None => return Ok(Axes::all(rank)),
         Some(a) if a.is_none() => return Ok(Axes::all(rank)),
         Some(a) => match a.extract::<i64>() {
+            // NumPy reduces a 0-d array over an int axis 0 or -1 (not a tuple) to itself.
+            Ok(0 | -1) if rank == 0 => return Ok(Axes(0)),
             Ok(i) => vec![i],
             Err(_) => a.extract::<Vec<i64>>().map_err(|_| {
                 user_error(
