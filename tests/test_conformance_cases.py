@@ -186,3 +186,13 @@ def test_moving_a_python_scalar_makes_it_strongly_typed():
     c = np.float32(1)
     f = pyasc.operator(lambda a, b: np.fmax(np.reshape(a, (1, -1)).T, b))
     assert_matches(f(-2, c), np.fmax(np.reshape(-2, (1, -1)).T, c))
+
+
+def test_a_negative_integer_exponent_known_only_at_run_time_is_a_value_error():
+    f = pyasc.operator(lambda a, b: a ** b)
+    np.testing.assert_array_equal(f(np.arange(4), 2), np.arange(4) ** 2)
+    for exp in (-1, np.array([1, 2, -3, 0])):
+        with pytest.raises(pyasc.InvalidArgumentError, match="negative integer powers") as e:
+            f(np.arange(1, 5, dtype=np.int32), exp)
+        assert isinstance(e.value, ValueError)
+    np.testing.assert_array_equal(f(np.arange(4), 3), np.arange(4) ** 3)  # still usable

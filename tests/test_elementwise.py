@@ -199,23 +199,17 @@ def test_python_operators_and_numpy_ufuncs_on_tensors():
 
     @pyasc.operator
     def f(a, b):
-        return (-a, +a, abs(a), a ** 2, 2 ** b, a // 0.5, a % 0.75, ~(a > 0), (a > 0) & (b > 0),
+        return (-a, +a, abs(a), a ** 2, 2 ** (b + 4), a // 0.5, a % 0.75, ~(a > 0), (a > 0) & (b > 0),
                 (a > 0) | (b > 0), (a > 0) ^ (b > 0), b & 3, b | 8, b ^ 5, ~b,
                 np.exp(a), np.sqrt(np.abs(a)), np.where(a > 0, a, b), np.maximum(a, b),
                 np.logical_and(a > 0, b < 2), np.logical_not(a > 0), np.clip(a, -1, 1), np.round(a),
                 np.add(a, 1, dtype=np.float64), np.power(a, 3), np.sign(b))
 
     with np.errstate(all="ignore"):
-        want = (-a, +a, abs(a), a ** 2, None, a // 0.5, a % 0.75, ~(a > 0), (a > 0) & (b > 0), (a > 0) | (b > 0),
+        want = (-a, +a, abs(a), a ** 2, 2 ** (b + 4), a // 0.5, a % 0.75, ~(a > 0), (a > 0) & (b > 0), (a > 0) | (b > 0),
                 (a > 0) ^ (b > 0), b & 3, b | 8, b ^ 5, ~b, np.exp(a), np.sqrt(np.abs(a)), np.where(a > 0, a, b),
                 np.maximum(a, b), np.logical_and(a > 0, b < 2), np.logical_not(a > 0), np.clip(a, -1, 1),
                 np.round(a), np.add(a, 1, dtype=np.float64), np.power(a, 3), np.sign(b))
     got = f(a, b)
     for k, (g, w) in enumerate(zip(got, want)):
-        if w is None:  # checked below
-            continue
         assert_matches(g, np.asarray(w), rtol=1e-6, atol=1e-7), k
-    # 2 ** negative int: NumPy raises for integer powers with negative exponents; pyasc
-    # returns 0 for such runtime exponents (documented).
-    assert got[4].dtype == np.int32
-    np.testing.assert_array_equal(got[4][b >= 0], 2 ** b[b >= 0])

@@ -266,8 +266,37 @@ unsafe fn exec_unary(op: UnaryOp, dtype: DType, s: Val, d: Val, len: usize) -> R
     Ok(())
 }
 
+/// True when a signed integer exponent among `len` elements of `b` is negative.
+///
+/// # Safety
+/// `b` must address `len` elements of `dtype` (or be a scalar).
+unsafe fn negative_exponent(dtype: DType, b: Val, len: usize) -> bool {
+    fn any_negative<T: Copy + PartialOrd + Default>(s: Src<'_, T>) -> bool {
+        match s {
+            Src::Slice(x) => x.iter().any(|v| *v < T::default()),
+            Src::Scalar(v) => v < T::default(),
+        }
+    }
+    // SAFETY: per the contract above.
+    unsafe {
+        match dtype {
+            DType::I32 => any_negative(src::<i32>(b, len)),
+            DType::I64 => any_negative(src::<i64>(b, len)),
+            _ => false,
+        }
+    }
+}
+
 unsafe fn exec_binary(op: BinaryOp, dtype: DType, a: Val, b: Val, d: Val, len: usize) -> Result<()> {
     let unsupported = || Err(IrError::internal(format!("{} has no {dtype} kernel", op.name())));
+    // SAFETY: the exponent holds `len` elements (caller's contract).
+    if op == BinaryOp::Pow && unsafe { negative_exponent(dtype, b, len) } {
+        // As NumPy: an error, never a silent 0 (1 ** -1 is 1, 2 ** -1 is not an integer).
+        return Err(IrError::new(
+            pyasc_ir::error::ErrorKind::InvalidArgument,
+            "integers to negative integer powers are not allowed",
+        ));
+    }
     // SAFETY: operands and destination are valid for `len` elements (caller's contract).
     unsafe {
         match (op.class(), dtype) {
