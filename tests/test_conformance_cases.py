@@ -196,3 +196,15 @@ def test_a_negative_integer_exponent_known_only_at_run_time_is_a_value_error():
             f(np.arange(1, 5, dtype=np.int32), exp)
         assert isinstance(e.value, ValueError)
     np.testing.assert_array_equal(f(np.arange(4), 3), np.arange(4) ** 3)  # still usable
+
+
+@pytest.mark.parametrize("x", [np.arange(-3, 4), np.array([0, 2**64 - 1], np.uint64), np.arange(3, dtype=np.int8),
+                               np.linspace(-1, 1, 4, dtype=np.float32)])
+def test_comparisons_with_python_ints_beyond_every_integer_dtype(x):
+    def f(a):
+        return a < 2**64, a > -2**70, a == 2**65, a != -2**65, 2**200 <= a
+
+    with np.errstate(over="ignore"):  # NumPy warns converting 2**200 to float32, then compares
+        wants = f(x)
+    for got, want in zip(pyasc.operator(f)(x), wants):
+        assert_matches(got, want)

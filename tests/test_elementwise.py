@@ -206,8 +206,9 @@ def test_python_operators_and_numpy_ufuncs_on_tensors():
                 np.add(a, 1, dtype=np.float64), np.power(a, 3), np.sign(b))
 
     with np.errstate(all="ignore"):
-        want = (-a, +a, abs(a), a ** 2, 2 ** (b + 4), a // 0.5, a % 0.75, ~(a > 0), (a > 0) & (b > 0), (a > 0) | (b > 0),
-                (a > 0) ^ (b > 0), b & 3, b | 8, b ^ 5, ~b, np.exp(a), np.sqrt(np.abs(a)), np.where(a > 0, a, b),
+        want = (-a, +a, abs(a), a ** 2, 2 ** (b + 4), a // 0.5, a % 0.75, ~(a > 0), (a > 0) & (b > 0),
+                (a > 0) | (b > 0), (a > 0) ^ (b > 0), b & 3, b | 8, b ^ 5, ~b, np.exp(a), np.sqrt(np.abs(a)),
+                np.where(a > 0, a, b),
                 np.maximum(a, b), np.logical_and(a > 0, b < 2), np.logical_not(a > 0), np.clip(a, -1, 1),
                 np.round(a), np.add(a, 1, dtype=np.float64), np.power(a, 3), np.sign(b))
     got = f(a, b)

@@ -168,9 +168,30 @@ pub(crate) fn trace_of(objs: &[&Bound<'_, PyAny>]) -> Option<TraceRef> {
 
 fn binary(py: Python<'_>, op: BinaryOp, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
     let trace = trace_of(&[a, b]).ok_or_else(|| PyTypeError::new_err("no traced tensor among the operands"))?;
+    if op.class() == pyasc_ir::op::BinaryClass::Compare {
+        // A Python int beyond every integer dtype compares as NumPy 2 compares it: by value.
+        // Its float is beyond every integer too, so comparing with the float is exact.
+        let (a, b) = (beyond_ints(py, a)?, beyond_ints(py, b)?);
+        let x = node_of(py, &trace, &a)?;
+        let y = node_of(py, &trace, &b)?;
+        return apply(py, &trace, Op::Binary(op), &[x, y]);
+    }
     let x = node_of(py, &trace, a)?;
     let y = node_of(py, &trace, b)?;
     apply(py, &trace, Op::Binary(op), &[x, y])
+}
+
+/// `obj`, or an infinity of its sign when it is a Python int outside `[-2**63, 2**64)`: every
+/// integer compares with such an int as with that infinity.
+fn beyond_ints<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    if !obj.is_instance_of::<PyInt>() || obj.is_instance_of::<PyBool>() {
+        return Ok(obj.clone());
+    }
+    if obj.extract::<i64>().is_ok() || obj.extract::<u64>().is_ok() {
+        return Ok(obj.clone());
+    }
+    let v = if obj.lt(0)? { f64::NEG_INFINITY } else { f64::INFINITY };
+    Ok(PyFloat::new(py, v).into_any())
 }
 
 /// True for complex operands (complex traced values, Python and NumPy complex numbers,
