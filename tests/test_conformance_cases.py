@@ -208,3 +208,18 @@ def test_comparisons_with_python_ints_beyond_every_integer_dtype(x):
         wants = f(x)
     for got, want in zip(pyasc.operator(f)(x), wants):
         assert_matches(got, want)
+
+
+def test_python_ints_computed_from_arguments_are_range_checked_at_each_call():
+    x = np.arange(3, dtype=np.int8)
+    f = pyasc.operator(lambda a, s: a + (s + 1))
+    for s in (5, 126, -129):
+        assert_matches(f(x, s), x + (s + 1))
+    with pytest.raises(pyasc.IntegerOverflowError) as e:
+        f(x, 127)
+    assert isinstance(e.value, OverflowError)
+    with pytest.raises(OverflowError):
+        x + (127 + 1)  # NumPy raises the same
+    g = pyasc.operator(lambda a, s: (a < s * 2, a == s - 300))
+    for got, want in zip(g(x, 100), (x < 200, x == 100 - 300)):
+        assert_matches(got, want)

@@ -13,6 +13,7 @@ pub mod cse;
 pub mod dce;
 pub mod fold;
 pub mod fuse;
+pub mod int_bounds;
 pub mod lower;
 pub mod pass;
 pub mod promote;

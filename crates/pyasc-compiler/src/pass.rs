@@ -47,7 +47,7 @@ pub struct CompileState {
     /// Messages of the running pass (decisions worth a log line).
     pub notes: Vec<String>,
     /// Python int arguments and the integer dtype each must fit in (set by promotion).
-    pub int_bounds: Vec<(u32, DType)>,
+    pub int_bounds: Vec<(crate::int_bounds::IntExpr, DType)>,
 }
 
 impl CompileState {
@@ -81,19 +81,19 @@ pub struct Compiled {
     pub reports: Vec<PassReport>,
     /// Python int arguments and the integer dtype each must fit in: a value outside is an
     /// `Overflow` error at the call (NumPy 2's `OverflowError`).
-    pub int_bounds: Vec<(u32, DType)>,
+    pub int_bounds: Vec<(crate::int_bounds::IntExpr, DType)>,
 }
 
 impl Compiled {
-    /// Check the Python int arguments against [`Compiled::int_bounds`]; `value(i)` reads
-    /// argument `i`'s int64 value.
+    /// Check the Python ints of [`Compiled::int_bounds`]; `value(i)` reads argument `i`'s int64
+    /// value.
     pub fn check_int_bounds(&self, value: impl Fn(usize) -> Option<i64>) -> Result<()> {
-        for &(i, dt) in &self.int_bounds {
-            let (Some(v), Some((lo, hi))) = (value(i as usize), dt.int_range()) else { continue };
+        for (e, dt) in &self.int_bounds {
+            let (Some(v), Some((lo, hi))) = (e.eval(&value), dt.int_range()) else { continue };
             if (v as i128) < lo || (v as i128) > hi {
                 return Err(pyasc_ir::IrError::new(
                     pyasc_ir::error::ErrorKind::Overflow,
-                    format!("Python integer {v} (argument {i}) out of bounds for {dt}"),
+                    format!("Python integer {v} ({e}) out of bounds for {dt}"),
                 ));
             }
         }

@@ -17,6 +17,7 @@
 //! call, for a Python int argument); comparisons with one outside the dtype give the
 //! mathematically right answer.
 
+use crate::int_bounds::IntExpr;
 use crate::pass::{CompileState, Pass};
 use crate::rewrite::{copy_node, rebuild};
 use pyasc_ir::dtype::{promote_v, VType, WeakKind};
@@ -39,7 +40,7 @@ impl Pass for PromotePass {
         }
         for b in cx.bounds {
             if !st.int_bounds.contains(&b) {
-                st.notes.push(format!("argument {} must fit in {}", b.0, b.1));
+                st.notes.push(format!("{} must fit in {}", b.0, b.1));
                 st.int_bounds.push(b);
             }
         }
@@ -50,8 +51,8 @@ impl Pass for PromotePass {
 /// What the rewrite collects.
 struct Cx {
     casts: usize,
-    /// Python int arguments and the integer dtype each must fit in.
-    bounds: Vec<(u32, DType)>,
+    /// Python ints computed from the arguments and the integer dtype each must fit in.
+    bounds: Vec<(IntExpr, DType)>,
 }
 
 fn cast_to(g: &mut Graph, x: NodeId, to: DType, n: &Node, cx: &mut Cx) -> NodeId {
@@ -73,10 +74,11 @@ fn widened(g: &mut Graph, n: &Node, op: Op, inputs: Vec<NodeId>, compute: DType,
     cast_to(g, id, dt, n, cx)
 }
 
-/// A Python int operand: its value when it is a constant, `None` for an argument.
+/// A Python int operand: its value when it is a constant, else how to compute it from the
+/// arguments.
 enum WeakInt {
     Const(i128),
-    Arg(u32),
+    Computed(IntExpr),
 }
 
 fn weak_int(g: &Graph, x: NodeId) -> Option<WeakInt> {
@@ -86,8 +88,7 @@ fn weak_int(g: &Graph, x: NodeId) -> Option<WeakInt> {
     }
     match node.op {
         Op::Const(v) => v.int_value(node.dtype()).map(WeakInt::Const),
-        Op::Input(i) => Some(WeakInt::Arg(i)),
-        _ => None,
+        _ => IntExpr::of(g, x).map(WeakInt::Computed),
     }
 }
 
@@ -101,8 +102,9 @@ fn check_fits(g: &Graph, operands: &[NodeId], dt: DType, n: &Node, cx: &mut Cx) 
                 return Err(IrError::new(ErrorKind::Overflow, format!("Python integer {v} out of bounds for {dt}"))
                     .at(n.loc.as_ref()));
             }
-            // Arguments are int64 values: only narrower dtypes and uint64 need a check.
-            Some(WeakInt::Arg(i)) if dt != DType::I64 => cx.bounds.push((i, dt)),
+            // Arguments are int64 values: a plain one needs a check only for narrower dtypes and
+            // uint64; a computed one always (`s + 1` may leave int64).
+            Some(WeakInt::Computed(e)) if dt != DType::I64 || e.arg().is_none() => cx.bounds.push((e, dt)),
             _ => {}
         }
     }
@@ -239,8 +241,8 @@ fn compare(g: &mut Graph, n: &Node, b: BinaryOp, a: NodeId, c: NodeId, cx: &mut 
                     let op = if truth { BinaryOp::Eq } else { BinaryOp::Ne };
                     return Ok(g.push(Node { op: Op::Binary(op), inputs: vec![other, other], ..n.clone() }));
                 }
-                Some(WeakInt::Arg(_)) if promoted != DType::U64 => compute = DType::I64,
-                Some(WeakInt::Arg(_)) => {
+                Some(WeakInt::Computed(_)) if promoted != DType::U64 => compute = DType::I64,
+                Some(WeakInt::Computed(_)) => {
                     // A negative argument is below every uint64: the comparison is constant
                     // there; elsewhere both are uint64 values.
                     let zero = g.constant(Scalar::Int(0), VType::strong(DType::I64), n.loc.clone());
@@ -288,6 +290,7 @@ fn constant_truth(b: BinaryOp, below: bool, left: bool) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::int_bounds::Step;
     use crate::pass::CompileOptions;
     use pyasc_ir::dtype::VType;
     use pyasc_ir::verify::verify;
@@ -363,7 +366,7 @@ mod tests {
         g.outputs.push(s);
         let mut st = state(g);
         PromotePass.run(&mut st).unwrap();
-        assert_eq!(st.int_bounds, vec![(1, DType::U16)]);
+        assert_eq!(st.int_bounds, vec![(IntExpr(vec![Step::Arg(1)]), DType::U16)]);
     }
 
     #[test]
