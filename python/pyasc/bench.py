@@ -227,6 +227,22 @@ def bench_layer_norm(shape: Tuple[int, int], repeat: int) -> List[Row]:
     return rows
 
 
+def bench_long_row(n: int, repeat: int) -> List[Row]:
+    """``exp(x).sum()`` over one row of ``n`` float32 (a row far longer than a tile)."""
+    x = np.random.default_rng(6).standard_normal((1, n)).astype(np.float32)
+    op = pyasc.operator(lambda v: np.exp(v).sum(axis=-1))
+    rows: List[Row] = [("pyasc", "operator", best_time(lambda: op(x), repeat)),
+                       ("numpy", "np.exp(x).sum(axis=-1)", best_time(lambda: np.exp(x).sum(axis=-1), repeat))]
+    jax = _peer("jax")
+    if jax is not None:
+        import jax.numpy as jnp
+
+        f = jax.jit(lambda v: jnp.exp(v).sum(axis=-1))
+        xj = jnp.asarray(x)
+        rows.append(("jax", "jax.jit", best_time(lambda: f(xj).block_until_ready(), repeat)))
+    return rows
+
+
 def bench_matmul(n: int, repeat: int) -> List[Row]:
     """Square float32 matrix product."""
     rng = np.random.default_rng(5)
@@ -310,7 +326,7 @@ def run(quick: bool = False, only: Optional[List[str]] = None) -> int:
         if var in os.environ:
             print(f"  note: {var}={os.environ[var]} is set (it only matters for matmul peers)")
     want = set(only or ["gelu", "normalize", "first_call", "cached_call", "launch", "copy_from", "softmax",
-                        "layer_norm", "matmul", "dynamic"])
+                        "layer_norm", "matmul", "dynamic", "long_row"])
     repeat = 3 if quick else 7
     summary: List[str] = []
     if "gelu" in want:
@@ -356,6 +372,10 @@ def run(quick: bool = False, only: Optional[List[str]] = None) -> int:
     if "dynamic" in want:
         t = _report("dynamic shapes: 50 new shapes of one operator", bench_dynamic(50, not quick))
         summary.append(f"dynamic shapes: {fmt_time(t['pyasc'])} for 50 shapes (target <= 5 ms)")
+    if "long_row" in want:
+        n = 1 << 22 if quick else 1 << 24
+        t = _report(f"long row: exp(x).sum() over one row of {n:,} float32", bench_long_row(n, repeat))
+        summary.append("long row: " + ", ".join(f"{t[p] / t['pyasc']:.2f}x {p}" for p in ("numpy", "jax") if p in t))
     print("\nsummary")
     for line in summary:
         print(f"  {line}")
