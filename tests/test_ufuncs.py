@@ -201,3 +201,27 @@ def test_expensive_ops_are_computed_once_before_a_broadcast(fn):
     op = pyasc.operator(fn)
     assert len(op.get_compiled_op(a, b).kernels()) == 2
     assert_ulp(op(a, b), fn(a.astype(np.float64), b.astype(np.float64)), 2, dtype=np.float32)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"])
+def test_bitwise_count_of_every_integer_dtype(dtype):
+    info = np.iinfo(dtype)
+    x = np.array([0, 1, int(info.max), int(info.min), int(info.max) // 3, 7, 255 % (int(info.max) + 1)], dtype)
+    if info.min < 0:
+        x = np.concatenate([x, np.array([-1, -7, info.min + 1], dtype)])
+    got = pyasc.operator(np.bitwise_count)(x)
+    assert got.dtype == np.uint8
+    np.testing.assert_array_equal(got, np.bitwise_count(x))
+
+
+def test_vecdot_matvec_vecmat():
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((2, 3, 4))
+    v = rng.standard_normal(4)
+    m = rng.standard_normal((4, 5))
+    i = rng.integers(-9, 9, (3, 4))
+    for fn, args in ((np.vecdot, (a, a)), (np.matvec, (a, v)), (np.vecmat, (v, m)), (np.vecdot, (i, i)),
+                     (np.matvec, (i, i[0]))):
+        got, want = pyasc.operator(fn)(*args), fn(*args)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-13)

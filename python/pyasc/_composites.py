@@ -140,8 +140,38 @@ def fabs(x: Any) -> Any:
     return abs(x.astype(dt) if x.dtype != dt else x)
 
 
+def bitwise_count(x: Any) -> Any:
+    """Count the 1 bits in ``|x|`` (uint8), by the SWAR popcount on 64-bit lanes."""
+    if x.dtype.kind not in "iu":
+        from .errors import DTypeError, at_user_line
+
+        raise at_user_line(DTypeError(f"np.bitwise_count is defined for integers, not {x.dtype}"))
+    # |x| read as the unsigned type of its width (|-128| of int8 is 128), widened to 64 bits.
+    v = (abs(x).astype(f"u{x.dtype.itemsize}") if x.dtype.kind == "i" else x).astype(np.uint64)
+    v = v - ((v >> 1) & 0x5555555555555555)
+    v = (v & 0x3333333333333333) + ((v >> 2) & 0x3333333333333333)
+    v = (v + (v >> 4)) & 0x0F0F0F0F0F0F0F0F
+    return ((v * 0x0101010101010101) >> 56).astype(np.uint8)
+
+
+def vecdot(a: Any, b: Any) -> Any:
+    """``sum(conj(a) * b)`` over the last axis (NumPy 2's ``vecdot``)."""
+    return (np.conj(a) * b).sum(axis=-1)
+
+
+def matvec(m: Any, v: Any) -> Any:
+    """Matrix times vector over the last axes, batch axes broadcast (NumPy 2's ``matvec``)."""
+    return (m * np.expand_dims(v, -2)).sum(axis=-1)
+
+
+def vecmat(v: Any, m: Any) -> Any:
+    """Conjugated vector times matrix over the last axes (NumPy 2's ``vecmat``)."""
+    return (np.expand_dims(np.conj(v), -1) * m).sum(axis=-2)
+
+
 #: NumPy ufuncs with two outputs, or with a result dtype of their own.
-UFUNCS = {"divmod": divmod_, "modf": modf, "frexp": frexp, "float_power": float_power, "fabs": fabs}
+UFUNCS = {"divmod": divmod_, "modf": modf, "frexp": frexp, "float_power": float_power, "fabs": fabs,
+          "bitwise_count": bitwise_count, "vecdot": vecdot, "matvec": matvec, "vecmat": vecmat}
 
 #: NumPy functions (``__array_function__``) built here.
 FUNCTIONS = {
