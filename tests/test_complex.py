@@ -165,3 +165,11 @@ def test_unsupported_complex_ops_are_typed_errors_at_the_users_line():
     z = _z(np.complex64)
     with pytest.raises(pyasc.UnsupportedError, match="test_complex.py"):
         pyasc.operator(lambda a: np.arctan(a))(z)
+
+
+def test_exp_keeps_a_zero_imaginary_part():
+    z = np.array([np.inf + 0j, -np.inf + 0j, 1 + 0j, np.inf - 0j])
+    got = pyasc.operator(np.exp)(z)
+    want = np.exp(z)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got.imag), np.signbit(want.imag))

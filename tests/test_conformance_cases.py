@@ -223,3 +223,45 @@ def test_python_ints_computed_from_arguments_are_range_checked_at_each_call():
     g = pyasc.operator(lambda a, s: (a < s * 2, a == s - 300))
     for got, want in zip(g(x, 100), (x < 200, x == 100 - 300)):
         assert_matches(got, want)
+
+
+def test_python_int_arithmetic_on_arguments_that_leaves_int64_is_an_overflow_error():
+    f = pyasc.operator(lambda x, s: x + (s + 1))
+    with pytest.raises(pyasc.IntegerOverflowError):
+        f(np.zeros(2, np.int64), 2**63 - 1)
+    g = pyasc.operator(lambda x, s: x + s * s)
+    with pytest.raises(pyasc.IntegerOverflowError):
+        g(np.zeros(2, np.int8), 2**32)
+    assert_matches(g(np.zeros(2), 3), np.zeros(2) + 9)
+
+
+def test_overlapping_device_array_copies_match_np_copyto():
+    n = 1 << 22  # large enough for the parallel copy path
+    for shift in (1, -1):
+        a = pyasc.to_device(np.arange(n, dtype=np.float32))
+        ref = np.arange(n, dtype=np.float32)
+        if shift > 0:
+            a[1:].copy_from(a[:-1])
+            np.copyto(ref[1:], ref[:-1])
+        else:
+            a[:-1].copy_from(a[1:])
+            np.copyto(ref[:-1], ref[1:])
+        np.testing.assert_array_equal(a.numpy(), ref)
+
+
+def test_big_endian_captured_arrays():
+    w = np.arange(4, dtype=">f4")
+    f = pyasc.operator(lambda x: x + w)
+    assert_matches(f(np.zeros(4, np.float32)), np.arange(4, dtype=np.float32))
+    w[:] = 7
+    assert_matches(f(np.zeros(4, np.float32)), np.full(4, 7, np.float32))
+
+
+def test_geared_shape_rules_broken_by_padding_run_unpadded():
+    w = np.ones((4, 5))
+    op = pyasc.operator(dynamic_shape=True, gears={0: [8]})(lambda x, w: w @ x)
+    x = np.arange(15.0).reshape(5, 3)
+    np.testing.assert_array_equal(op(x, w), w @ x)
+    bad = pyasc.operator(dynamic_shape=True, gears={0: [8]})(lambda x, w: w @ x)
+    with pytest.raises(pyasc.ShapeError):
+        bad(np.ones((6, 3)), w)

@@ -360,7 +360,8 @@ def _pow(x: Any, y: Any) -> Any:
 def exp(z: ComplexTensor) -> ComplexTensor:
     """``e^a (cos b + i sin b)``."""
     m = np.exp(z.re)
-    return ComplexTensor(m * np.cos(z.im), m * np.sin(z.im))
+    # A zero imaginary part stays exactly zero (exp(inf + 0j) is inf + 0j), as in NumPy.
+    return ComplexTensor(m * np.cos(z.im), np.where(z.im == 0, z.im, m * np.sin(z.im)))
 
 
 def log(z: ComplexTensor) -> ComplexTensor:

@@ -161,6 +161,12 @@ class GearedOperator:
                 _stack("valid").append(valid)
                 try:
                     result = func(*user)
+                except ShapeError as e:
+                    if not valid:
+                        raise
+                    # Padding may break a shape rule the unpadded call keeps (`w @ x` with a
+                    # padded `x`): that call runs unpadded, which raises any real shape error.
+                    raise _GearFallback(str(e)) from None
                 finally:
                     _stack("valid").pop()
                 outs = list(result) if isinstance(result, (tuple, list)) else [result]

@@ -14,10 +14,14 @@ pub enum Step {
     /// Python int argument `i`.
     Arg(u32),
     /// A constant.
-    Const(Scalar),
+    Const(i128),
     /// An elementwise op over earlier steps.
     Apply(Op, Vec<usize>),
 }
+
+/// A step of an [`IntExpr`] left `[-2**63, 2**64)`: no int64 or uint64 register holds it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct BeyondInt64;
 
 /// A Python int computed from Python int arguments: steps in order, the last is the value.
 #[derive(Clone, Debug, PartialEq)]
@@ -43,7 +47,7 @@ impl IntExpr {
         }
         let step = match node.op {
             Op::Input(i) => Step::Arg(i),
-            Op::Const(v) => Step::Const(v),
+            Op::Const(v) => Step::Const(v.int_value(node.dtype())?),
             op @ (Op::Unary(_) | Op::Binary(_)) => {
                 let args = node.inputs.iter().map(|i| Self::build(g, *i, steps, memo)).collect::<Option<Vec<_>>>()?;
                 Step::Apply(op, args)
@@ -63,22 +67,52 @@ impl IntExpr {
         }
     }
 
-    /// The value, from `arg(i)` (argument `i`'s int64 value); `None` when an argument is
-    /// missing or an op cannot be evaluated exactly.
-    pub fn eval(&self, arg: impl Fn(usize) -> Option<i64>) -> Option<i64> {
-        let mut vals: Vec<Scalar> = Vec::with_capacity(self.0.len());
+    /// The value, from `arg(i)` (argument `i`'s int64 value), computed exactly as Python does:
+    /// `Err(BeyondInt64)` when a step leaves `[-2**63, 2**64)` (no int64 or uint64 holds it), `Ok(None)`
+    /// when an argument is missing or an op cannot be evaluated.
+    pub fn eval(&self, arg: impl Fn(usize) -> Option<i64>) -> Result<Option<i128>, BeyondInt64> {
+        if let Some(i) = self.arg() {
+            return Ok(arg(i as usize).map(i128::from));
+        }
+        let mut vals: Vec<i128> = Vec::with_capacity(self.0.len());
         for s in &self.0 {
             let v = match s {
-                Step::Arg(i) => Scalar::Int(arg(*i as usize)?),
+                Step::Arg(i) => match arg(*i as usize) {
+                    Some(v) => i128::from(v),
+                    None => return Ok(None),
+                },
                 Step::Const(c) => *c,
-                Step::Apply(op, args) => {
-                    let ins: Vec<Scalar> = args.iter().map(|a| vals[*a]).collect();
-                    fold::eval(op, &ins, DType::I64, DType::I64)?
-                }
+                Step::Apply(op, args) => match Self::apply(op, args.iter().map(|a| vals[*a]).collect())? {
+                    Some(v) => v,
+                    None => return Ok(None),
+                },
             };
+            if !(-(1i128 << 63)..1i128 << 64).contains(&v) {
+                return Err(BeyondInt64);
+            }
             vals.push(v);
         }
-        vals.last().map(|v| v.as_i64())
+        Ok(vals.last().copied())
+    }
+
+    fn apply(op: &Op, x: Vec<i128>) -> Result<Option<i128>, BeyondInt64> {
+        use pyasc_ir::op::{BinaryOp, UnaryOp};
+        let exact = match (op, x.as_slice()) {
+            (Op::Binary(BinaryOp::Add), [a, b]) => a.checked_add(*b),
+            (Op::Binary(BinaryOp::Sub), [a, b]) => a.checked_sub(*b),
+            (Op::Binary(BinaryOp::Mul), [a, b]) => a.checked_mul(*b),
+            (Op::Unary(UnaryOp::Neg), [a]) => Some(-a),
+            (Op::Unary(UnaryOp::Abs), [a]) => Some(a.abs()),
+            (Op::Unary(UnaryOp::Square), [a]) => a.checked_mul(*a),
+            (Op::Unary(UnaryOp::Positive), [a]) => Some(*a),
+            _ => {
+                // Other ops on int64 values, as the kernels compute them.
+                let ins: Option<Vec<Scalar>> = x.iter().map(|v| i64::try_from(*v).ok().map(Scalar::Int)).collect();
+                let Some(ins) = ins else { return Err(BeyondInt64) };
+                return Ok(fold::eval(op, &ins, DType::I64, DType::I64).map(|s| i128::from(s.as_i64())));
+            }
+        };
+        exact.map(Some).ok_or(BeyondInt64)
     }
 }
 

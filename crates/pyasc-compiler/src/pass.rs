@@ -89,12 +89,22 @@ impl Compiled {
     /// value.
     pub fn check_int_bounds(&self, value: impl Fn(usize) -> Option<i64>) -> Result<()> {
         for (e, dt) in &self.int_bounds {
-            let (Some(v), Some((lo, hi))) = (e.eval(&value), dt.int_range()) else { continue };
-            if (v as i128) < lo || (v as i128) > hi {
-                return Err(pyasc_ir::IrError::new(
+            let overflow = |v: String| {
+                Err(pyasc_ir::IrError::new(
                     pyasc_ir::error::ErrorKind::Overflow,
                     format!("Python integer {v} ({e}) out of bounds for {dt}"),
-                ));
+                ))
+            };
+            match e.eval(&value) {
+                Err(crate::int_bounds::BeyondInt64) => return overflow("arithmetic beyond int64".into()),
+                Ok(Some(v)) => {
+                    // Beside floats the value is computed in int64 registers.
+                    let (lo, hi) = dt.int_range().filter(|_| dt.is_int()).unwrap_or((i64::MIN.into(), i64::MAX.into()));
+                    if v < lo || v > hi {
+                        return overflow(v.to_string());
+                    }
+                }
+                Ok(None) => {}
             }
         }
         Ok(())

@@ -95,16 +95,22 @@ fn weak_int(g: &Graph, x: NodeId) -> Option<WeakInt> {
 /// Python ints combined with an integer array in arithmetic must fit its dtype `dt`, as in
 /// NumPy 2: a constant outside raises, an argument gets a bound checked at each call.
 fn check_fits(g: &Graph, operands: &[NodeId], dt: DType, n: &Node, cx: &mut Cx) -> Result<()> {
-    let Some((lo, hi)) = dt.int_range().filter(|_| dt.is_int()) else { return Ok(()) };
+    if n.vtype.weak.is_some() {
+        return Ok(()); // Python ints among themselves: checked where they meet an array
+    }
+    let range = dt.int_range().filter(|_| dt.is_int());
     for &x in operands {
-        match weak_int(g, x) {
-            Some(WeakInt::Const(v)) if v < lo || v > hi => {
+        match (weak_int(g, x), range) {
+            (Some(WeakInt::Const(v)), Some((lo, hi))) if v < lo || v > hi => {
                 return Err(IrError::new(ErrorKind::Overflow, format!("Python integer {v} out of bounds for {dt}"))
                     .at(n.loc.as_ref()));
             }
-            // Arguments are int64 values: a plain one needs a check only for narrower dtypes and
-            // uint64; a computed one always (`s + 1` may leave int64).
-            Some(WeakInt::Computed(e)) if dt != DType::I64 || e.arg().is_none() => cx.bounds.push((e, dt)),
+            // A plain argument is an int64 value: it needs a check only against narrower
+            // dtypes and uint64. A computed one always: Python computes it exactly (`s + 1` may
+            // leave int64 even beside a float array).
+            (Some(WeakInt::Computed(e)), _) if e.arg().is_none() || (range.is_some() && dt != DType::I64) => {
+                cx.bounds.push((e, dt))
+            }
             _ => {}
         }
     }

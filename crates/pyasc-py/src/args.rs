@@ -4,7 +4,7 @@
 
 use crate::arrays::{dtype_of, fill_view, is_numpy_scalar, numpy};
 use crate::device_array::DeviceArray;
-use crate::errors::user_error;
+use crate::errors::{to_py, user_error};
 use numpy::{PyUntypedArray, PyUntypedArrayMethods};
 use pyasc_engine::Signature;
 use pyasc_ir::dtype::{VType, WeakKind};
@@ -119,14 +119,18 @@ pub fn parse<'py>(py: Python<'py>, args: &Bound<'py, PyTuple>, names: &[String])
         };
         if let Some(mut arr) = arr {
             crate::arrays::reject_masked(py, &arr, label)?;
-            if crate::arrays::is_byteswapped(&arr) {
-                // Big-endian data (from a file or the network): read through a native copy.
-                let d = arr.dtype().call_method1("newbyteorder", ("=",))?;
-                let copy = numpy(py)?.call_method1("ascontiguousarray", (&arr, d))?;
-                arr = copy.cast::<PyUntypedArray>()?.clone();
-                keep.push(copy);
-            }
-            let dt = dtype_of(&arr).map_err(|e| user_error(py, e.kind, format!("{}: {}", label(), e.message)))?;
+            let dt = match dtype_of(&arr) {
+                Ok(dt) => dt,
+                Err(e) => match crate::arrays::native_copy(py, &arr)? {
+                    // Big-endian data (from a file or the network): read through a native copy.
+                    Some(copy) => {
+                        arr = copy.cast::<PyUntypedArray>()?.clone();
+                        keep.push(copy);
+                        dtype_of(&arr).map_err(to_py)?
+                    }
+                    None => return Err(user_error(py, e.kind, format!("{}: {}", label(), e.message))),
+                },
+            };
             if !dt.is_executable() {
                 return Err(user_error(
                     py,
@@ -264,7 +268,11 @@ impl<'py> Args<'py> {
     /// Append the view of an array the plan captured, after the caller's arguments (and
     /// earlier captures); returns its dtype and shape for the caller to check against the plan.
     pub fn push_captured(&mut self, py: Python<'py>, arr: &Bound<'py, PyAny>) -> PyResult<(DType, Vec<usize>)> {
-        let arr = arr.cast::<PyUntypedArray>()?.clone();
+        let mut arr = arr.cast::<PyUntypedArray>()?.clone();
+        if let Some(copy) = crate::arrays::native_copy(py, &arr)? {
+            arr = copy.cast::<PyUntypedArray>()?.clone();
+            self._keep.push(copy);
+        }
         let dt = dtype_of(&arr).map_err(|e| user_error(py, e.kind, format!("a captured array: {}", e.message)))?;
         let b = self.buf.as_mut().expect("parsed arguments");
         if !fill_view(&arr, dt, b.next_view(std::ptr::null(), dt)) {

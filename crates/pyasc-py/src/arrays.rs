@@ -9,11 +9,16 @@ use pyasc_runtime::InputView;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 
-/// True for arrays of numbers stored in the other byte order (`>f4` on a little-endian host).
-pub fn is_byteswapped(arr: &Bound<'_, PyUntypedArray>) -> bool {
+/// A native-byte-order copy of an array of numbers stored in the other byte order (`>f4` on a
+/// little-endian host); `None` for any other array.
+pub fn native_copy<'py>(py: Python<'py>, arr: &Bound<'py, PyUntypedArray>) -> PyResult<Option<Bound<'py, PyAny>>> {
     let d = arr.dtype();
     let native = matches!(d.byteorder(), b'=' | b'|') || (d.byteorder() == b'<') == cfg!(target_endian = "little");
-    !native && matches!(d.kind(), b'b' | b'i' | b'u' | b'f')
+    if native || !matches!(d.kind(), b'b' | b'i' | b'u' | b'f') {
+        return Ok(None);
+    }
+    let native = d.call_method1("newbyteorder", ("=",))?;
+    Ok(Some(numpy(py)?.call_method1("ascontiguousarray", (arr, native))?))
 }
 
 /// The pyasc dtype of a NumPy array, or a typed error naming what is unsupported.

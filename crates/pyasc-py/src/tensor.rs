@@ -139,7 +139,13 @@ fn capture(py: Python<'_>, trace: &TraceRef, obj: &Bound<'_, PyAny>, loc: Option
     // A subclass (np.matrix, a memmap) is read through a base-class view of the same memory.
     let arr = numpy(py)?.call_method1("asarray", (obj,))?;
     let a = arr.cast::<PyUntypedArray>()?;
-    let dtype = dtype_of(a).map_err(|e| to_py(e.at(loc.as_ref())))?;
+    // Big-endian arrays are read through a native copy at every call (see `push_captured`).
+    let native = crate::arrays::native_copy(py, a)?;
+    let dtype = match &native {
+        Some(c) => dtype_of(c.cast::<PyUntypedArray>()?),
+        None => dtype_of(a),
+    }
+    .map_err(|e| to_py(e.at(loc.as_ref())))?;
     if !dtype.is_executable() {
         return Err(to_py(
             IrError::new(ErrorKind::DType, format!("a captured array of dtype {dtype} is not supported"))

@@ -174,11 +174,19 @@ impl Drop for PoolBlock {
 /// Below this many bytes a copy or fill runs on the calling thread.
 const PARALLEL_COPY_BYTES: usize = 1 << 20;
 
-/// Copy `n` bytes, spreading large copies over the worker pool.
+/// Copy `n` bytes, spreading large copies over the worker pool; overlapping ranges are moved
+/// as by `memmove`.
 ///
 /// # Safety
-/// `src` and `dst` must each address `n` bytes and must not overlap.
+/// `src` and `dst` must each address `n` bytes.
 pub unsafe fn copy_bytes(dst: *mut u8, src: *const u8, n: usize) {
+    let (d0, s0) = (dst as usize, src as usize);
+    if d0 < s0 + n && s0 < d0 + n {
+        // Overlapping ranges (two views of one buffer): a memmove, as `np.copyto` gives.
+        // SAFETY: per the contract above; `copy` allows overlap.
+        unsafe { std::ptr::copy(src, dst, n) };
+        return;
+    }
     if n < PARALLEL_COPY_BYTES || crate::pool::num_threads() == 1 {
         // SAFETY: per the contract above.
         unsafe { std::ptr::copy_nonoverlapping(src, dst, n) };
