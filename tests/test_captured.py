@@ -91,7 +91,7 @@ def test_a_shape_change_in_place_retraces():
     assert f.cache_info().compiles == 2
 
 
-def test_dtype_and_shape_join_the_signature_with_broadcast_errors_at_the_users_line():
+def test_a_changed_shape_joins_the_signature_with_broadcast_errors_at_the_users_line():
     row = np.ones(4, dtype=np.float32)
 
     @pyasc.operator
