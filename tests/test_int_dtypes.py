@@ -408,6 +408,26 @@ def test_float_functions_of_integers_have_numpy_dtype(t):
         np.testing.assert_allclose(g, w, rtol=2e-7 if w.dtype == np.float32 else 1e-15)
 
 
+def test_float_ufuncs_of_mixed_integer_pairs_use_numpys_loop():
+    """A float ufunc of two integer dtypes computes in the first float loop both cast to safely,
+    not in the float of their promoted dtype: uint8 with int8 is float16 (a DTypeError),
+    int16 with uint16 and uint16 with int8 are float32, int32 with uint16 float64."""
+    fns = (np.hypot, np.arctan2, np.copysign, np.logaddexp, np.heaviside, np.nextafter)
+    for ta, tb in itertools.product([np.bool_] + INTS, repeat=2):
+        a = np.array([1, 2, 3]).astype(ta)
+        b = np.array([3, 0, 1]).astype(tb)
+        for fn in fns:
+            want = fn(a, b)
+            op = pyasc.operator(lambda p, q: fn(p, q))
+            if want.dtype == np.float16:
+                with pytest.raises(pyasc.DTypeError, match="float16"):
+                    op(a, b)
+                continue
+            got = op(a, b)
+            assert got.dtype == want.dtype, (fn.__name__, _name(ta), _name(tb))
+            np.testing.assert_allclose(got, want, rtol=4e-7, err_msg=f"{fn.__name__} {_name(ta)} {_name(tb)}")
+
+
 def test_pairs_of_new_dtypes_compute_exactly():
     """Mixed pairs promote and compute exactly (int8 with uint8 in int16, uint32 with int32 in
     int64, uint16 with int8 in int32)."""

@@ -132,8 +132,12 @@ pub fn binary_type(b: BinaryOp, x: VType, y: VType) -> Result<VType> {
                 t
             } else if both_weak {
                 VType::weak(WeakKind::Float)
+            } else if x.weak.is_none() && y.weak.is_none() {
+                // NumPy's first loop that both operands cast to safely: float16 for bools and 8-bit
+                // integers, float32 for 16-bit ones, whatever their promoted integer dtype
+                // (`uint8` with `int8` is float16, `int16` with `uint16` float32).
+                VType::strong(crate::dtype::promote(x.dtype.float_result(), y.dtype.float_result()))
             } else {
-                // NumPy's loops: float16 for bools and 8-bit integers, float32 for 16-bit ones.
                 VType::strong(d.float_result())
             }
         }
