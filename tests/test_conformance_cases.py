@@ -265,3 +265,13 @@ def test_geared_shape_rules_broken_by_padding_run_unpadded():
     bad = pyasc.operator(dynamic_shape=True, gears={0: [8]})(lambda x, w: w @ x)
     with pytest.raises(pyasc.ShapeError):
         bad(np.ones((6, 3)), w)
+
+
+@pytest.mark.parametrize("dt", [np.bool_, np.int8, np.int16, np.uint16, np.int32, np.float32, np.int64, np.complex64])
+def test_reshape_that_copies_a_strided_view_of_every_element_size(dt):
+    # A reshape the strides cannot express gathers the elements into a copy of their own size.
+    a = (np.arange(48).reshape(4, 3, 4) % 11).astype(dt)[::2]
+    for _ in range(20):  # a wrong element size wrote past the copy and corrupted the heap
+        got = pyasc.operator(lambda t: (np.reshape(t, -1)[::2], np.reshape(t, (4, 6)).sum(axis=0)))(a)
+        for g, w in zip(got, (np.reshape(a, -1)[::2], np.reshape(a, (4, 6)).sum(axis=0))):
+            assert_matches(g, w)

@@ -3,7 +3,7 @@
 //! a reshape of memory whose strides cannot express it, which is first gathered into a
 //! contiguous pool block (as NumPy copies in that case).
 
-use crate::layout::gather;
+use crate::layout::gather_elems;
 use crate::memory::{allocate, PoolBlock};
 use crate::view::InputView;
 use pyasc_ir::error::Result;
@@ -28,23 +28,7 @@ pub fn apply_views(v: &InputView, specs: &[ViewSpec], owned: &mut Vec<PoolBlock>
                     let dims: Vec<usize> = if cur.shape.is_empty() { vec![1] } else { cur.shape.clone() };
                     let st: Vec<isize> = if cur.strides.is_empty() { vec![0] } else { cur.strides.clone() };
                     if n > 0 {
-                        match v.dtype.size() {
-                            1 => gather(src, &dims, &st, 0, std::slice::from_raw_parts_mut(block.as_ptr(), n)),
-                            4 => gather(
-                                src as *const u32,
-                                &dims,
-                                &st,
-                                0,
-                                std::slice::from_raw_parts_mut(block.as_ptr() as *mut u32, n),
-                            ),
-                            _ => gather(
-                                src as *const u64,
-                                &dims,
-                                &st,
-                                0,
-                                std::slice::from_raw_parts_mut(block.as_ptr() as *mut u64, n),
-                            ),
-                        }
+                        gather_elems(v.dtype.size(), src, &dims, &st, 0, block.as_ptr(), n);
                     }
                 }
                 base = block.as_ptr();
