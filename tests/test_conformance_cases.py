@@ -275,3 +275,14 @@ def test_reshape_that_copies_a_strided_view_of_every_element_size(dt):
         got = pyasc.operator(lambda t: (np.reshape(t, -1)[::2], np.reshape(t, (4, 6)).sum(axis=0)))(a)
         for g, w in zip(got, (np.reshape(a, -1)[::2], np.reshape(a, (4, 6)).sum(axis=0))):
             assert_matches(g, w)
+
+
+@pytest.mark.parametrize("dt", [np.int8, np.int16, np.uint8, np.uint16, np.uint32, np.float32])
+def test_a_reduction_broadcast_along_columns_through_a_cast(dt):
+    # Narrow integers put casts between a reduction and its consumer; a (n,) max of an n x n
+    # array still broadcasts along the columns, not the rows.
+    a = np.array([[4, 2, 1], [0, 3, 5], [7, 1, 2]]).astype(dt)
+    for fn in (lambda t: np.max(t, axis=-1) + t, lambda t: t - np.min(t, axis=1),
+               lambda t: np.max(t, axis=-1) * np.max(t, axis=-1, keepdims=True) + t[::-1]):
+        assert_matches(pyasc.operator(fn)(a), fn(a))
+        assert_matches(pyasc.operator(fn)(a[..., ::-1]), fn(a[..., ::-1]))

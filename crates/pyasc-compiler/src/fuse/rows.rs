@@ -4,7 +4,7 @@
 //! from the group's reductions and constants only (`x.sum(-1) / n`).
 
 use super::{per_row, Candidate, FusionRule, Space, ROW_FUSE_MAX};
-use pyasc_ir::op::Axes;
+use pyasc_ir::op::{Axes, Op};
 use pyasc_ir::{NodeId, Shape};
 
 /// Reductions and their consumers in one pass over each row.
@@ -38,12 +38,20 @@ impl FusionRule for Rows {
 /// read per row: either it does not come from the group's reductions (an element operand,
 /// broadcast or not, read from memory), or its shape, aligned to the right as NumPy
 /// broadcasts it, keeps every unreduced axis and has extent 1 on the reduced ones. A
-/// `(n,)` mean of an `n x n` array broadcasts along the columns, not the rows.
+/// `(n,)` mean of an `n x n` array broadcasts along the columns, not the rows. An operand
+/// computed inside the kernel from both kinds (`x + cast(x.max(-1))`, the cast that narrow
+/// integers put between them) is read elementwise only when its own operands are fit.
 fn broadcast_per_row(c: &Candidate, x: NodeId, shape: &Shape, axes: Axes) -> bool {
-    let xs = &c.g.node(x).shape;
-    if xs == shape || !per_row(c.g, c.mat, c.group_of, c.k, x) {
-        return true;
+    let n = c.g.node(x);
+    let xs = &n.shape;
+    if !per_row(c.g, c.mat, c.group_of, c.k, x) {
+        return c.mat[x.index()]
+            || n.op.is_leaf()
+            || matches!(n.op, Op::View(_))
+            || n.inputs.iter().all(|y| broadcast_per_row(c, *y, shape, axes));
     }
+    // Computed from the group's reductions (one value per row): the reduced axes must have
+    // extent 1 (`x.max(-1) * x.max(-1, keepdims=True)` is n x n, not per row).
     let lead = shape.rank() - xs.rank();
     (0..shape.rank()).all(|i| {
         let d = if i < lead { 1 } else { xs.0[i - lead] };
