@@ -173,3 +173,31 @@ def test_exp_keeps_a_zero_imaginary_part():
     want = np.exp(z)
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(np.signbit(got.imag), np.signbit(want.imag))
+
+
+@pytest.mark.parametrize("t", [np.complex64, np.complex128])
+def test_division_by_a_python_complex_keeps_the_dtype(t):
+    a = np.array([-0.5 + 2j, 3 - 1j, 0.25 + 0.5j], dtype=t)
+    for x in (a, t(a[0])):
+        for f in (lambda z: z / (1.5 - 0.5j), lambda z: np.divide(z, (0.5 - 1.5j)), lambda z: z / 1j):
+            got, want = pyasc.operator(f)(x), np.asarray(f(x))
+            assert got.dtype == want.dtype
+            np.testing.assert_allclose(got, want, rtol=4 * np.finfo(t).eps)
+
+
+def test_complex_products_check_axes_and_take_empty_axes():
+    a = np.array([1 + 1j, 2 - 1j, 0.5j], dtype=np.complex64)
+    for axis in ((0, -1), 1):
+        with pytest.raises(pyasc.ShapeError):
+            pyasc.operator(lambda z: np.prod(z, axis=axis))(a)
+    f = pyasc.operator(lambda z: (np.prod(z[3:], axis=None, keepdims=True), np.prod(z[:0], axis=0)))
+    for got, want in zip(f(a), (np.prod(a[3:], axis=None, keepdims=True), np.prod(a[:0], axis=0))):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+
+
+def test_conjugate_of_bools_is_int8_as_in_numpy():
+    b = np.array([True, False, True])
+    got = pyasc.operator(lambda v: np.conj(v))(b)
+    assert got.dtype == np.conj(b).dtype
+    np.testing.assert_array_equal(got, np.conj(b))

@@ -135,6 +135,7 @@ class ComplexTensor:
     def prod(self, axis: Any = None, keepdims: bool = False) -> ComplexTensor:
         """Product: complex multiplications in a balanced tree along each axis."""
         z = self._map(lambda p: p)
+        z.re.prod(axis=axis, keepdims=keepdims)  # the axes are checked as for a real product
         axes = range(z.ndim) if axis is None else [axis] if isinstance(axis, int) else list(axis)
         axes = sorted({a % z.ndim for a in axes}, reverse=True) if z.ndim else []
         for a in axes:
@@ -256,6 +257,16 @@ def _div(a: Any, b: Any, c: Any, d: Any) -> Tuple[Any, Any]:
     if d is None:
         return a / c, (None if b is None else b / c)
     b = 0.0 if b is None else b
+    if isinstance(c, (int, float)) and isinstance(d, (int, float)):
+        # A Python complex divisor: its ratios stay Python floats, weak as NumPy's (NEP 50),
+        # so complex64 / (1.5-0.5j) stays complex64.
+        if abs(c) >= abs(d):
+            r = d / c if c else 0.0
+            den = c + d * r
+            return (a + b * r) / den, (b - a * r) / den
+        r = c / d
+        den = c * r + d
+        return (a * r + b) / den, (b * r - a) / den
     big = np.abs(c) >= np.abs(d)
     # Both branches are computed; each is finite where it is chosen.
     r1 = np.where(big, d / np.where(c == 0, 1.0, c), 0.0)
@@ -417,9 +428,8 @@ def apply_unary(name: str, z: Any) -> Any:
 def _prod_axis(z: ComplexTensor, axis: int) -> ComplexTensor:
     n = z.shape[axis]
     if n == 0:
-        shape = z.shape[:axis] + z.shape[axis + 1:]
-        one = np.ones(shape, dtype=z.re.dtype) if isinstance(z.re, _pyasc.Tensor) else 1.0
-        return ComplexTensor(one, one * 0.0)
+        zero = z.re.sum(axis=axis)  # traced zeros of the reduced shape and the parts' dtype
+        return ComplexTensor(zero + 1.0, zero)
     z = z._map(lambda p: np.moveaxis(p, axis, -1))
     while n > 1:
         h = n // 2

@@ -81,9 +81,9 @@ pub fn unary_type(u: UnaryOp, x: VType) -> Result<VType> {
     let bad = || Err(IrError::dtype(format!("{} is not defined for {} operands", u.name(), d)));
     Ok(match u.kind() {
         UnaryKind::Numeric => match (d, u) {
-            // NumPy: abs and maximum keep bools; square and reciprocal compute in int8.
+            // NumPy: abs and maximum keep bools; square, reciprocal and conjugate compute in int8.
             (DType::Bool, UnaryOp::Abs | UnaryOp::Relu) => x,
-            (DType::Bool, UnaryOp::Square | UnaryOp::Reciprocal) => VType::strong(DType::I8),
+            (DType::Bool, UnaryOp::Square | UnaryOp::Reciprocal | UnaryOp::Conjugate) => VType::strong(DType::I8),
             (DType::Bool, _) => return bad(),
             _ => x,
         },
