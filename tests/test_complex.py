@@ -201,3 +201,21 @@ def test_conjugate_of_bools_is_int8_as_in_numpy():
     got = pyasc.operator(lambda v: np.conj(v))(b)
     assert got.dtype == np.conj(b).dtype
     np.testing.assert_array_equal(got, np.conj(b))
+
+
+def test_a_real_operand_broadcast_against_a_complex_one_gives_parts_of_one_shape():
+    r = np.arange(12.0).reshape(4, 3)
+    z = np.array([1 + 1j, 2 - 1j, 0.5j], dtype=np.complex128)
+    f = lambda a, b: (np.sum(a + b, axis=(0, -1)), np.mean(a - b, axis=0), np.imag(a * b), np.real(b - a))  # noqa: E731
+    for got, want in zip(pyasc.operator(f)(r, z), f(r, z)):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-14)
+
+
+def test_matmul_of_real_values_lifted_to_complex():
+    b = np.linspace(-1, 1, 5).astype(np.float32)
+    m = np.arange(6.0).reshape(2, 3)
+    f = lambda x, y: (np.matmul(np.add(x, 0j), np.add(x, 0j)), np.add(y, 1j) @ np.add(y, 0j).T)  # noqa: E731
+    for got, want in zip(pyasc.operator(f)(b, m), f(b, m)):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-6)

@@ -42,6 +42,9 @@ def _unify(re: Any, im: Any) -> Tuple[Any, Any]:
         dt = np.dtype(np.float64)
     re = re.astype(dt) if isinstance(re, _pyasc.Tensor) and re.dtype != dt else re
     im = im.astype(dt) if isinstance(im, _pyasc.Tensor) and im.dtype != dt else im
+    if isinstance(re, _pyasc.Tensor) and isinstance(im, _pyasc.Tensor) and re.shape != im.shape:
+        # Both parts have the value's shape (a real (4, 3) plus a complex (3,) has a (3,) imag).
+        re, im = re + np.zeros_like(im), im + np.zeros_like(re)
     return re, im
 
 
@@ -323,13 +326,27 @@ def binary(name: str, x: Any, y: Any) -> Any:
         same = (a == c) & ((0.0 if b is None else b) == (0.0 if d is None else d))
         return same if name == "eq" else ~same
     if name == "matmul":
+        a, b = _matmul_parts(a, b)
+        c, d = _matmul_parts(c, d)
         re = a @ c if b is None or d is None else a @ c - b @ d
         parts = [p for p in ((b @ c) if b is not None else None, (a @ d) if d is not None else None) if p is not None]
-        im = parts[0] if len(parts) == 1 else parts[0] + parts[1]
+        im = _zeros(re) if not parts else parts[0] if len(parts) == 1 else parts[0] + parts[1]
         return ComplexTensor(re, im)
     if name == "pow":
         return _pow(x, y)
     raise _unsupported(f"{name} of complex values")
+
+
+def _matmul_parts(re: Any, im: Any) -> Tuple[Any, Any]:
+    """Parts of a matmul operand as tensors of its shape; a zero constant part is ``None``.
+
+    A real tensor lifted by ``+ 0j`` has the Python float 0.0 as its imaginary part.
+    """
+    if im is not None and not isinstance(im, _pyasc.Tensor):
+        im = None if im == 0 else im + np.zeros_like(re)
+    if not isinstance(re, _pyasc.Tensor) and isinstance(im, _pyasc.Tensor):
+        re = re + np.zeros_like(im)
+    return re, im
 
 
 def _promoted_opt(*parts: Any) -> List[Any]:
