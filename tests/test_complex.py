@@ -219,3 +219,16 @@ def test_matmul_of_real_values_lifted_to_complex():
     for got, want in zip(pyasc.operator(f)(b, m), f(b, m)):
         assert got.dtype == want.dtype and got.shape == want.shape
         np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_where_of_complex_values_has_numpys_dtype():
+    z = np.array([1 + 1j, 2 - 0.5j, -1 + 0j], np.complex64)
+    b = np.array([0.5, -1, 2], np.float32)
+    cases = [(lambda z, b: np.where(np.real(z) > 0, np.angle(z), 1j)),
+             (lambda z, b: np.where(np.real(z) > 0, np.power(0.5 - 1.5j, 3), z)),
+             (lambda z, b: np.where(np.real(z) > 0, b, np.complex64(1 - 0.5j))),
+             (lambda z, b: np.where(np.real(z) > 0, z.astype(np.complex128), b))]
+    for f in cases:
+        got, want = pyasc.operator(f)(z, b), f(z, b)
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=1e-6)

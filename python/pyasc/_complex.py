@@ -489,6 +489,28 @@ def _angle(z: Any, deg: bool = False) -> Any:
     return a * (180.0 / np.pi) if deg else a
 
 
+def _strong_dtype(v: Any) -> Any:
+    """The dtype ``v`` takes part in promotion with; ``None`` for a weak Python number."""
+    if isinstance(v, ComplexTensor):
+        return v.dtype
+    if isinstance(v, _pyasc.Tensor):
+        return None if getattr(v, "is_weak", False) else v.dtype
+    if isinstance(v, (np.ndarray, np.generic)):
+        return v.dtype
+    return None
+
+
+def _where(c: Any, x: Any, y: Any) -> ComplexTensor:
+    """``np.where`` of complex values, with NumPy's result dtype (Python numbers are weak)."""
+    zx, zy = _lift(x), _lift(y)
+    re, im = np.where(c, zx.re, zy.re), np.where(c, zx.im, zy.im)
+    strong = [d for d in map(_strong_dtype, (x, y)) if d is not None]
+    if strong:
+        part = np.float32 if np.result_type(*strong, np.complex64) == np.complex64 else np.float64
+        re, im = _as(re, part), _as(im, part)
+    return ComplexTensor(re, im)
+
+
 _FUNCTIONS = {
     "real": lambda z: _lift(z).re,
     "imag": lambda z: _lift(z).im,
@@ -502,8 +524,7 @@ _FUNCTIONS = {
     "dot": lambda a, b: binary("matmul", a, b),
     "transpose": lambda z, axes=None: _lift(z)._map(lambda p: np.transpose(p, axes)),
     "reshape": lambda z, shape: _lift(z)._map(lambda p: np.reshape(p, shape)),
-    "where": lambda c, x, y: ComplexTensor(np.where(c, _lift(x).re, _lift(y).re),
-                                           np.where(c, _lift(x).im, _lift(y).im)),
+    "where": lambda c, x, y: _where(c, x, y),
     "abs": abs,
     "iscomplexobj": lambda z: True,
 }
