@@ -232,3 +232,15 @@ def test_where_of_complex_values_has_numpys_dtype():
         got, want = pyasc.operator(f)(z, b), f(z, b)
         assert got.dtype == want.dtype
         np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_where_with_bools_and_real_parts_of_lifted_values():
+    z = np.array([1 + 1j, 2 - 0.5j], np.complex128)
+    b = np.array([True, False])
+    for f in (lambda z, b: np.where(np.real(z) > np.imag(z), 1j, np.equal(z, z)),
+              lambda z, b: np.where(np.not_equal(z, np.conj(z)), b, 1j),
+              lambda z, b: np.imag(np.add(np.absolute(z), 0j)),
+              lambda z, b: np.real(np.add(b, 0j))):
+        got, want = pyasc.operator(f)(z, b), f(z, b)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)

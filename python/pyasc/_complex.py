@@ -88,13 +88,13 @@ class ComplexTensor:
 
     @property
     def real(self) -> Any:
-        """The real part (a real traced tensor)."""
-        return self.re
+        """The real part (a real traced tensor of the value's shape)."""
+        return self._map(lambda p: p).re
 
     @property
     def imag(self) -> Any:
-        """The imaginary part (a real traced tensor)."""
-        return self.im
+        """The imaginary part (a real traced tensor of the value's shape)."""
+        return self._map(lambda p: p).im
 
     def conj(self) -> ComplexTensor:
         """Return the complex conjugate."""
@@ -506,14 +506,16 @@ def _where(c: Any, x: Any, y: Any) -> ComplexTensor:
     re, im = np.where(c, zx.re, zy.re), np.where(c, zx.im, zy.im)
     strong = [d for d in map(_strong_dtype, (x, y)) if d is not None]
     if strong:
-        part = np.float32 if np.result_type(*strong, np.complex64) == np.complex64 else np.float64
+        # With a weak Python complex: float32 gives complex64, bools and integers complex128.
+        rt = np.result_type(*strong)
+        part = np.float32 if rt in (np.float32, np.complex64) else np.float64
         re, im = _as(re, part), _as(im, part)
     return ComplexTensor(re, im)
 
 
 _FUNCTIONS = {
-    "real": lambda z: _lift(z).re,
-    "imag": lambda z: _lift(z).im,
+    "real": lambda z: _lift(z).real,
+    "imag": lambda z: _lift(z).imag,
     "conj": lambda z: _lift(z).conj(),
     "conjugate": lambda z: _lift(z).conj(),
     "angle": _angle,
