@@ -5,13 +5,23 @@ A program is Python source over the inputs ``a``, ``b``, ``c`` written with NumP
 ``.T``, ``.reshape(-1)``, slicing), so the same text is NumPy's reference and, inside
 ``@pyasc.operator``, pyasc's trace. Every unary and binary op of pyasc's op table that NumPy has
 as a ufunc appears, with reductions, where/clip and movement ops, on inputs of dtypes bool,
-int32, int64, float32 and float64 with 0-d, empty and size-1 dims, broadcast (zero-stride),
-reversed, stepped and transposed views.
+int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32 and float64 (8- and 16-bit
+inputs sometimes over their whole range, so that arithmetic wraps; Python int constants in
+range of every integer input) with 0-d, empty and size-1 dims, broadcast (zero-stride),
+reversed, stepped and transposed views. Where NumPy computes a value in float16 (float
+functions of bools and 8-bit integers), pyasc must raise its DTypeError naming float16; most
+such operands enter as numbers instead. A quarter of the programs (``ComplexGenerator``) are
+over complex64/complex128 inputs with real operands: ``+ - * /``, ``**``, ``==``/``!=``,
+``abs exp log sqrt sin cos tanh conj real imag angle square reciprocal``, ``sum mean prod``,
+matmul and ``np.where``.
 
 Results must have NumPy's dtype and shape. Integer and bool results must be identical. Float
-results must agree within ``K * ops * eps * scale``, where ``scale`` is the largest magnitude of
-any intermediate value (the sums of absolute values for sum/mean) and ``K = 16``: every op is
-within 4 ulp of its exact value in pyasc (2 ulp for float32 math, 1e-14 relative for float64)
+and complex results must agree within ``K * ops * eps * scale`` (for complex values ``|got -
+want|``, a normwise bound: each complex op is a few real ops, each within a few ulp of the
+magnitudes it combines, so its error is a few eps of the largest magnitude it sees), where
+``scale`` is the largest magnitude of any intermediate value (the sums of absolute values for
+sum/mean and matmul) and ``K = 16``: every op is within 4 ulp of its exact value in pyasc
+(2 ulp for float32 math, 1e-14 relative for float64)
 and NumPy (whose float32 sums are pairwise), and the generator keeps each error from being
 amplified by more than a small factor: ops that are discontinuous (floor, sign, comparisons,
 argmax, modulo, casts to integers, ...) or have a restricted domain (log, sqrt, arcsin, power,

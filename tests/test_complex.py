@@ -189,7 +189,7 @@ def test_complex_products_check_axes_and_take_empty_axes():
     a = np.array([1 + 1j, 2 - 1j, 0.5j], dtype=np.complex64)
     for axis in ((0, -1), 1):
         with pytest.raises(pyasc.ShapeError):
-            pyasc.operator(lambda z: np.prod(z, axis=axis))(a)
+            pyasc.operator(lambda z, axis=axis: np.prod(z, axis=axis))(a)
     f = pyasc.operator(lambda z: (np.prod(z[3:], axis=None, keepdims=True), np.prod(z[:0], axis=0)))
     for got, want in zip(f(a), (np.prod(a[3:], axis=None, keepdims=True), np.prod(a[:0], axis=0))):
         assert got.dtype == want.dtype and got.shape == want.shape

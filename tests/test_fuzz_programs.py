@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 SEED = int(os.environ.get("PYASC_FUZZ_SEED", "20240607"))
-COUNT = int(os.environ.get("PYASC_FUZZ_COUNT", "1500"))
+COUNT = int(os.environ.get("PYASC_FUZZ_COUNT", "4000"))
 
 
 def test_random_programs_match_numpy():
@@ -29,6 +29,20 @@ def test_programs_cover_every_op_of_the_table():
     assert not missing, missing
     for needle in ("np.sum(", "np.where(", "np.clip(", "np.transpose(", "np.reshape(", "keepdims=True"):
         assert needle in text
+
+
+def test_programs_cover_every_dtype_and_the_complex_ops():
+    gen = fuzz_programs.Generator(SEED)
+    programs = [gen.program() for _ in range(COUNT)]
+    inputs = " ".join(src for p in programs for _, src in p.inputs)
+    for dtype in fuzz_programs.DTYPES[1:] + ["complex64", "complex128"]:
+        assert f"np.{dtype}" in inputs, dtype
+    assert "endpoint=True" in inputs  # narrow integers over their whole range
+    text = " ".join(p.body for p in programs if "complex" in " ".join(s for _, s in p.inputs))
+    for op in ("add", "subtract", "multiply", "divide", "power", "equal", "not_equal", "abs", "exp", "log", "sqrt",
+               "sin", "cos", "tanh", "conj", "real", "imag", "angle", "square", "reciprocal", "sum", "mean", "prod",
+               "matmul", "where"):
+        assert f"np.{op}(" in text, op
 
 
 def test_a_wrong_result_is_reported_with_a_reproducer(monkeypatch):

@@ -418,7 +418,7 @@ def test_float_ufuncs_of_mixed_integer_pairs_use_numpys_loop():
         b = np.array([3, 0, 1]).astype(tb)
         for fn in fns:
             want = fn(a, b)
-            op = pyasc.operator(lambda p, q: fn(p, q))
+            op = pyasc.operator(lambda p, q, fn=fn: fn(p, q))
             if want.dtype == np.float16:
                 with pytest.raises(pyasc.DTypeError, match="float16"):
                     op(a, b)

@@ -490,7 +490,7 @@ def _angle(z: Any, deg: bool = False) -> Any:
 
 
 def _strong_dtype(v: Any) -> Any:
-    """The dtype ``v`` takes part in promotion with; ``None`` for a weak Python number."""
+    """Return the dtype ``v`` takes part in promotion with (``None`` for a weak Python number)."""
     if isinstance(v, ComplexTensor):
         return v.dtype
     if isinstance(v, _pyasc.Tensor):
