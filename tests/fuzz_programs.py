@@ -108,8 +108,9 @@ class Program:
 class Generator:
     """Random programs from one seed."""
 
-    def __init__(self, seed: int):
+    def __init__(self, seed: int, complex_share: Optional[float] = None):
         self.r = random.Random(seed)
+        self.complex_share = COMPLEX_SHARE if complex_share is None else complex_share
 
     def shape(self) -> Tuple[int, ...]:
         rank = self.r.choice([0, 1, 1, 2, 2, 2, 3])
@@ -153,7 +154,7 @@ class Generator:
         return make.format(s=sub, d=dtype)
 
     def program(self) -> Program:
-        if self.r.random() < COMPLEX_SHARE:
+        if self.r.random() < self.complex_share:
             return ComplexGenerator(self.r).program()
         r = self.r
         p = Program()
