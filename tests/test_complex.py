@@ -244,3 +244,12 @@ def test_where_with_bools_and_real_parts_of_lifted_values():
         got, want = pyasc.operator(f)(z, b), f(z, b)
         assert got.dtype == want.dtype and got.shape == want.shape
         np.testing.assert_array_equal(got, want)
+
+
+def test_where_of_a_complex128_constant_and_bools_keeps_float64_parts():
+    a = np.array([0.3 - 1.2j, 1 + 0j])
+    b = np.array([True, False])
+    f = lambda a, b: np.where(np.not_equal(a, np.conj(a)), np.exp(0.5 - 1.5j), b)  # noqa: E731
+    got, want = pyasc.operator(f)(a, b), f(a, b)
+    assert got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-15)

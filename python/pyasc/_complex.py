@@ -502,8 +502,12 @@ def _strong_dtype(v: Any) -> Any:
 
 def _where(c: Any, x: Any, y: Any) -> ComplexTensor:
     """``np.where`` of complex values, with NumPy's result dtype (Python numbers are weak)."""
-    zx, zy = _lift(x), _lift(y)
-    re, im = np.where(c, zx.re, zy.re), np.where(c, zx.im, zy.im)
+    # The operands' own parts: lifting a bool or small integer to complex would round it
+    # through float32 first.
+    xr, xi, _ = _parts(x)
+    yr, yi, _ = _parts(y)
+    re = np.where(c, xr, yr)
+    im = np.where(c, 0.0 if xi is None else xi, 0.0 if yi is None else yi)
     strong = [d for d in map(_strong_dtype, (x, y)) if d is not None]
     if strong:
         # With a weak Python complex: float32 gives complex64, bools and integers complex128.
