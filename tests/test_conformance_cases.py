@@ -286,3 +286,14 @@ def test_a_reduction_broadcast_along_columns_through_a_cast(dt):
                lambda t: np.max(t, axis=-1) * np.max(t, axis=-1, keepdims=True) + t[::-1]):
         assert_matches(pyasc.operator(fn)(a), fn(a))
         assert_matches(pyasc.operator(fn)(a[..., ::-1]), fn(a[..., ::-1]))
+
+
+def test_a_reduction_of_a_value_uniform_over_each_row():
+    y = np.array([[0.5, 1.5, -2, 1], [3, 4, 5, 6]], np.float32)
+
+    def f(t):
+        m = np.mean(t, axis=-1, keepdims=True)
+        return np.sum(m + np.zeros_like(t), axis=-1), (m * 2 + 0 * t).max(axis=-1), (m + t * 0).sum(axis=-1) + t[:, 0]
+
+    for got, want in zip(pyasc.operator(f)(y), f(y)):
+        assert_matches(got, want, rtol=1e-6)

@@ -263,12 +263,17 @@ impl Builder<'_> {
         let rows_kernel = row_len > 0;
         // Levels: reductions give per-row values; an op on per-row values and constants only
         // (at least one per-row value) stays per row; anything touching elements is per
-        // element, and so is an op on constants alone (a uniform value a reduction may read).
+        // element, and so is an op on constants alone (a uniform value a reduction may read),
+        // or a value a reduction reads (`(x.mean(-1, keepdims=True) + zeros).sum(-1)`: the
+        // reduction runs over its elements).
+        let reduced: std::collections::HashSet<NodeId> =
+            order.iter().filter(|id| g.node(**id).op.is_reduce()).map(|id| g.node(*id).inputs[0]).collect();
         for &id in &order {
             let n = g.node(id);
             let row = rows_kernel
                 && match n.op {
                     Op::Reduce { .. } => true,
+                    _ if reduced.contains(&id) => false,
                     _ => {
                         n.inputs.iter().any(|x| self.is_row(*x))
                             && n.inputs
