@@ -289,7 +289,7 @@ def _kind(dtype: str) -> str:
 
 COMPLEX_SHARE = 0.25  # of the programs are over complex inputs (ComplexGenerator)
 COMPLEX_CONSTANTS = ["1j", "(0.5-1.5j)", "2", "-0.5", "np.complex64(1-0.5j)"]
-COMPLEX_SCALARS = ["np.complex64(-0.5+2j)", "np.complex128(0.25-1j)"]
+COMPLEX_SCALARS = ["np.complex64(-0.5+2j)", "np.complex128(0.25-1j)", "(1.5+0.25j)"]
 
 
 class ComplexGenerator(Generator):

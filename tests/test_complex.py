@@ -253,3 +253,24 @@ def test_where_of_a_complex128_constant_and_bools_keeps_float64_parts():
     got, want = pyasc.operator(f)(a, b), f(a, b)
     assert got.dtype == want.dtype
     np.testing.assert_allclose(got, want, rtol=1e-15)
+
+
+def test_a_ufunc_of_a_python_complex_is_strongly_typed():
+    z = np.ones(2, np.complex64)
+    got = pyasc.operator(lambda z, c: (np.positive(c) + z, c + z))(z, 1.5 + 0.25j)
+    for g, w in zip(got, (np.positive(1.5 + 0.25j) + z, (1.5 + 0.25j) + z)):
+        _close(g, w)
+
+
+def test_numpy_functions_of_a_python_complex_are_strongly_typed():
+    z = np.ones(2, np.complex64)
+    f = pyasc.operator(lambda z, c: (np.angle(c, deg=True) + z, np.real(c) + z, np.conj(c) + z))
+    for g, w in zip(f(z, 1.5 + 0.25j), (np.angle(1.5 + 0.25j, deg=True) + z, np.real(1.5 + 0.25j) + z,
+                                         np.conj(1.5 + 0.25j) + z)):
+        _close(g, w)
+
+
+def test_power_of_a_python_complex_by_a_numpy_float32_scalar():
+    got = pyasc.operator(lambda a, b: np.power(a, np.float32(1.5)) + b * 0)(1.5 + 0.25j, np.zeros(2, np.complex64))
+    want = np.power(1.5 + 0.25j, np.float32(1.5)) + np.zeros(2, np.complex64) * 0
+    _close(got, want, 64)

@@ -34,14 +34,15 @@ def _complex_dtype(part: Any) -> np.dtype:
 
 def _unify(re: Any, im: Any) -> Tuple[Any, Any]:
     """Give both parts one float dtype (the promotion of both, at least float32)."""
-    dts = [x.dtype for x in (re, im) if isinstance(x, _pyasc.Tensor)]
+    dts = [x.dtype for x in (re, im) if isinstance(x, (_pyasc.Tensor, np.generic))]
     if not dts:
         return float(re), float(im)
     dt = np.result_type(*dts, np.float32) if all(d.kind in "biu" for d in dts) else np.result_type(*dts)
     if dt.kind != "f":
         dt = np.dtype(np.float64)
-    re = re.astype(dt) if isinstance(re, _pyasc.Tensor) and re.dtype != dt else re
-    im = im.astype(dt) if isinstance(im, _pyasc.Tensor) and im.dtype != dt else im
+    typed = (_pyasc.Tensor, np.generic)
+    re = re.astype(dt) if isinstance(re, typed) and re.dtype != dt else re
+    im = im.astype(dt) if isinstance(im, typed) and im.dtype != dt else im
     if isinstance(re, _pyasc.Tensor) and isinstance(im, _pyasc.Tensor) and re.shape != im.shape:
         # Both parts have the value's shape (a real (4, 3) plus a complex (3,) has a (3,) imag).
         re, im = re + np.zeros_like(im), im + np.zeros_like(re)
@@ -50,6 +51,24 @@ def _unify(re: Any, im: Any) -> Tuple[Any, Any]:
 
 def _zeros(like: Any) -> Any:
     return np.zeros_like(like) if isinstance(like, _pyasc.Tensor) else 0.0
+
+
+def _u(name: str, x: Any) -> Any:
+    """Apply the real function ``name`` to a part.
+
+    Weak (Python-number) parts stay weak, as inside NumPy's own complex loops (``np.exp`` of a
+    weak tensor would make it a strong NumPy scalar).
+    """
+    if isinstance(x, _pyasc.Tensor):
+        return _pyasc.apply_unary(name, x)
+    return float(getattr(np, name)(x))
+
+
+def _b(name: str, x: Any, y: Any) -> Any:
+    """Apply the real function ``name`` to two parts (see :func:`_u`)."""
+    if isinstance(x, _pyasc.Tensor) or isinstance(y, _pyasc.Tensor):
+        return _pyasc.apply_binary(name, x, y)
+    return float(getattr(np, name)(x, y))
 
 
 class ComplexTensor:
@@ -156,7 +175,7 @@ class ComplexTensor:
         return self
 
     def __abs__(self) -> Any:
-        return np.hypot(self.re, self.im)
+        return _b("hypot", self.re, self.im)
 
     def __add__(self, o: Any) -> Any:
         return binary("add", self, o)
@@ -214,7 +233,11 @@ class ComplexTensor:
         impl = _FUNCTIONS.get(func.__name__)
         if impl is None:
             raise _unsupported(f"np.{func.__name__} of complex values")
-        return impl(*args, **kwargs)
+        result = impl(*args, **kwargs)
+        flat = [a for x in args for a in (x if isinstance(x, (list, tuple)) else (x,))]
+        # NumPy functions make arrays of Python numbers first: the result is strongly typed.
+        weak = func.__name__ in KEEPS_WEAK or not all(_is_weak(x) for x in flat)
+        return result if weak else _strong(result)
 
     def __repr__(self) -> str:
         return f"ComplexTensor({self.dtype}, shape={self.shape})"
@@ -270,7 +293,7 @@ def _div(a: Any, b: Any, c: Any, d: Any) -> Tuple[Any, Any]:
         r = c / d
         den = c * r + d
         return (a * r + b) / den, (b * r - a) / den
-    big = np.abs(c) >= np.abs(d)
+    big = _u("abs", c) >= _u("abs", d)
     # Both branches are computed; each is finite where it is chosen.
     r1 = np.where(big, d / np.where(c == 0, 1.0, c), 0.0)
     den1 = c + d * r1
@@ -387,47 +410,47 @@ def _pow(x: Any, y: Any) -> Any:
 
 def exp(z: ComplexTensor) -> ComplexTensor:
     """``e^a (cos b + i sin b)``."""
-    m = np.exp(z.re)
+    m = _u("exp", z.re)
     # A zero imaginary part stays exactly zero (exp(inf + 0j) is inf + 0j), as in NumPy.
-    return ComplexTensor(m * np.cos(z.im), np.where(z.im == 0, z.im, m * np.sin(z.im)))
+    return ComplexTensor(m * _u("cos", z.im), np.where(z.im == 0, z.im, m * _u("sin", z.im)))
 
 
 def log(z: ComplexTensor) -> ComplexTensor:
     """``log|z| + i arg z``."""
-    return ComplexTensor(np.log(np.hypot(z.re, z.im)), np.arctan2(z.im, z.re))
+    return ComplexTensor(_u("log", _b("hypot", z.re, z.im)), _b("arctan2", z.im, z.re))
 
 
 def sqrt(z: ComplexTensor) -> ComplexTensor:
     """Return the principal square root (branch cut along the negative real axis, as NumPy's)."""
     a, b = z.re, z.im
-    t = np.sqrt((np.abs(a) + np.hypot(a, b)) * 0.5)
+    t = _u("sqrt", (_u("abs", a) + _b("hypot", a, b)) * 0.5)
     safe = np.where(t == 0, 1.0, t)
-    re = np.where(a >= 0, t, np.abs(b) / (2 * safe))
-    im = np.where(a >= 0, b / (2 * safe), np.copysign(t, b))
+    re = np.where(a >= 0, t, _u("abs", b) / (2 * safe))
+    im = np.where(a >= 0, b / (2 * safe), _b("copysign", t, b))
     return ComplexTensor(np.where(t == 0, 0.0, re), np.where(t == 0, b, im))
 
 
 def sin(z: ComplexTensor) -> ComplexTensor:
     """``sin a cosh b + i cos a sinh b``."""
-    return ComplexTensor(np.sin(z.re) * np.cosh(z.im), np.cos(z.re) * np.sinh(z.im))
+    return ComplexTensor(_u("sin", z.re) * _u("cosh", z.im), _u("cos", z.re) * _u("sinh", z.im))
 
 
 def cos(z: ComplexTensor) -> ComplexTensor:
     """``cos a cosh b - i sin a sinh b``."""
-    return ComplexTensor(np.cos(z.re) * np.cosh(z.im), -(np.sin(z.re) * np.sinh(z.im)))
+    return ComplexTensor(_u("cos", z.re) * _u("cosh", z.im), -(_u("sin", z.re) * _u("sinh", z.im)))
 
 
 def tanh(z: ComplexTensor) -> ComplexTensor:
     """Kahan's formula; for ``|a| > 22`` the limit ``±1 + 4i sin b cos b e^(-2|a|)``."""
     a, b = z.re, z.im
-    t = np.tan(b)
+    t = _u("tan", b)
     beta = 1.0 + t * t
-    s = np.sinh(a)
-    rho = np.sqrt(1.0 + s * s)
+    s = _u("sinh", a)
+    rho = _u("sqrt", 1.0 + s * s)
     den = 1.0 + beta * s * s
-    big = np.abs(a) > 22.0
-    re = np.where(big, np.copysign(1.0, a), beta * rho * s / den)
-    im = np.where(big, 4.0 * np.sin(b) * np.cos(b) * np.exp(-2.0 * np.abs(a)), t / den)
+    big = _u("abs", a) > 22.0
+    re = np.where(big, _b("copysign", 1.0, a), beta * rho * s / den)
+    im = np.where(big, 4.0 * _u("sin", b) * _u("cos", b) * _u("exp", -2.0 * _u("abs", a)), t / den)
     return ComplexTensor(re, im)
 
 
@@ -477,15 +500,41 @@ def array_ufunc(ufunc: Any, method: str, inputs: tuple, kwargs: Dict[str, Any]) 
     if method != "__call__" or kwargs:
         raise _unsupported(f"np.{name}.{method} with options on complex values")
     if name in _UNARY and len(inputs) == 1:
-        return _UNARY[name](_lift(inputs[0]))
-    if name in _BINARY and len(inputs) == 2:
-        return binary(_BINARY[name], *inputs)
-    raise _unsupported(f"np.{name} of complex values")
+        result = _UNARY[name](_lift(inputs[0]))
+    elif name in _BINARY and len(inputs) == 2:
+        result = binary(_BINARY[name], *inputs)
+    else:
+        raise _unsupported(f"np.{name} of complex values")
+    # A ufunc of Python numbers alone gives a NumPy scalar: strongly typed, as for reals.
+    return _strong(result) if all(_is_weak(x) for x in inputs) else result
+
+
+def _is_weak(x: Any) -> bool:
+    if isinstance(x, ComplexTensor):
+        return all(not isinstance(p, _pyasc.Tensor) or p.is_weak for p in (x.re, x.im))
+    if isinstance(x, _pyasc.Tensor):
+        return x.is_weak
+    return isinstance(x, (int, float, complex)) and not isinstance(x, np.generic)
+
+
+def _strong(r: Any) -> Any:
+    def part(p: Any) -> Any:
+        if isinstance(p, _pyasc.Tensor):
+            return p.astype(p.dtype) if p.is_weak else p
+        return p
+
+    if isinstance(r, ComplexTensor):
+        return ComplexTensor(part(r.re), part(r.im))
+    return part(r)
+
+
+#: NumPy functions that read a Python number's attribute (``c.real``) and so keep it weak.
+KEEPS_WEAK = {"real", "imag"}
 
 
 def _angle(z: Any, deg: bool = False) -> Any:
     z = _lift(z)
-    a = np.arctan2(z.im, z.re)
+    a = _b("arctan2", z.im, z.re)
     return a * (180.0 / np.pi) if deg else a
 
 

@@ -180,7 +180,10 @@ def array_function(func: Any, types: Any, args: tuple, kwargs: Dict[str, Any]) -
         if impl is None:
             raise at_user_line(UnsupportedError(f"np.{func.__name__} of complex values is not supported inside "
                                                 "operators yet"))
-        return impl(*args, **kwargs)
+        result = impl(*args, **kwargs)
+        # NumPy functions make arrays of Python numbers first: the result is strongly typed.
+        weak = func.__name__ in _complex.KEEPS_WEAK or not all(_complex._is_weak(x) for x in flat)
+        return result if weak else _complex._strong(result)
     impl = _FUNCTIONS.get(func.__name__)
     if impl is None:
         raise at_user_line(UnsupportedError(f"np.{func.__name__} is not supported inside operators yet"))
