@@ -232,6 +232,11 @@ def test_where_of_complex_values_has_numpys_dtype():
         got, want = pyasc.operator(f)(z, b), f(z, b)
         assert got.dtype == want.dtype
         np.testing.assert_allclose(got, want, rtol=1e-6)
+    # A Python complex argument is weak beside a complex64 branch.
+    for f in (lambda z, c: np.where(np.real(z) > 0, c, np.conjugate(z)), lambda z, c: np.imag(np.where(z != 0, z, c))):
+        got, want = pyasc.operator(f)(z, 1.5 + 0.25j), f(z, 1.5 + 0.25j)
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=1e-6)
 
 
 def test_where_with_bools_and_real_parts_of_lifted_values():
@@ -274,3 +279,20 @@ def test_power_of_a_python_complex_by_a_numpy_float32_scalar():
     got = pyasc.operator(lambda a, b: np.power(a, np.float32(1.5)) + b * 0)(1.5 + 0.25j, np.zeros(2, np.complex64))
     want = np.power(1.5 + 0.25j, np.float32(1.5)) + np.zeros(2, np.complex64) * 0
     _close(got, want, 64)
+
+
+def test_cache_info_counts_the_plans_of_complex_calls():
+    op = pyasc.operator(lambda z, x: z * 2 + x)
+    z = np.array([1 + 2j, -1j], np.complex64)
+    x = np.array([0.5, 1.5], np.float32)
+    op(x, x)
+    assert op.cache_info() == (0, 1, 1, 1)
+    for _ in range(3):
+        np.testing.assert_allclose(op(z, x), z * 2 + x)
+    assert op.cache_info() == (2, 2, 2, 2)
+    op(z.astype(np.complex128), x)
+    assert op.cache_info() == (2, 3, 3, 3)
+    op.cache_clear()
+    assert op.cache_info().currsize == 0
+    np.testing.assert_allclose(op(z, x), z * 2 + x)
+    assert op.cache_info().currsize == 1

@@ -297,3 +297,52 @@ def test_a_reduction_of_a_value_uniform_over_each_row():
 
     for got, want in zip(pyasc.operator(f)(y), f(y)):
         assert_matches(got, want, rtol=1e-6)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_a_uniform_value_beside_a_row_reduction():
+    # The mean of an empty axis is a NaN that depends on nothing; beside a row maximum it is
+    # computed once per row, and a fill of a non-row shape stays per element.
+    c, e = np.arange(6.0).reshape(3, 2, 1), np.zeros(0)
+    x = np.random.default_rng(3).standard_normal((3, 2, 3))
+
+    def f(c, e):
+        m = (c + e).mean(axis=-1, keepdims=True)
+        r = (c + np.arange(3.0)).max(axis=-1, keepdims=True)
+        s = (c + e).sum(axis=-1, keepdims=True)
+        return np.minimum(m, r), np.minimum(m * 2 + 1, r) - s, (c + e).prod(-1) + r[..., 0]
+
+    for got, want in zip(pyasc.operator(f)(c, e), f(c, e)):
+        assert_matches(got, want)
+
+    def g(t, z):
+        return np.maximum(np.exp((z * t[..., :0]).sum(-1, keepdims=True)), t.max(-1, keepdims=True)) + t, -np.minimum(
+            np.exp(t[0, :1, :0].sum(-1, keepdims=True) * 2), t.min(-1, keepdims=True))
+
+    for got, want in zip(pyasc.operator(g)(x, np.float64(2.0)), g(x, np.float64(2.0))):
+        assert_matches(got, want)
+
+    def h(t, u):
+        # uint64 floor division is not folded: the quotient of an empty uint64 sum stays an op
+        # on a constant alone, lowered per row.
+        s = ((u[..., :0] + np.uint64(3)).sum(-1, keepdims=True) + np.uint64(9)) // np.uint64(2)
+        return np.minimum(s, t.max(-1, keepdims=True)), s - t.sum(-1, keepdims=True) + t
+
+    u = np.arange(18, dtype=np.uint64).reshape(3, 2, 3)
+    for got, want in zip(pyasc.operator(h)(x, u), h(x, u)):
+        assert_matches(got, want)
+
+
+@pytest.mark.parametrize("dt", [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64])
+def test_integer_reciprocal_of_zero_is_numpys(dt):
+    # NumPy's integer 1/0 on x86 is the "integer indefinite" MIN, wrapped to the dtype: MIN for
+    # int32/int64, 0 for narrower and unsigned dtypes; kernels and constant folding agree.
+    info = np.iinfo(dt)
+    x = np.array([0, 1, 2, info.max, info.min, 0], dt)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        want = np.reciprocal(x)
+        assert_matches(pyasc.operator(np.reciprocal)(x), want)
+        assert_matches(pyasc.operator(lambda t: np.reciprocal(t[::-1]))(x), want[::-1])
+        # The empty sum is a constant fill: its reciprocal is folded at compile time.
+        fold = lambda t: np.reciprocal(np.sum(t[:0], dtype=dt, keepdims=True)) + t  # noqa: E731
+        assert_matches(pyasc.operator(fold)(x), fold(x))

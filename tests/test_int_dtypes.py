@@ -369,6 +369,29 @@ def test_python_int_arguments_are_checked_at_each_call():
         add(np.arange(3), 2**64)
 
 
+def test_python_int_arguments_above_int64_are_weak_uint64_values():
+    # NumPy 2 takes 2**63 <= s < 2**64 beside uint64 and float arrays, and raises beside others.
+    u = np.array([0, 5, 2**63 - 1], np.uint64)
+    add, scale = pyasc.operator(lambda v, s: v + s), pyasc.operator(lambda v, s: v * s - 1)
+    for s in (2**63, 2**64 - 1, 2**63 + 12345, 7):
+        np.testing.assert_array_equal(add(u, s), u + s)
+        got, want = scale(np.array([0.5, -2.0], np.float32), s), np.array([0.5, -2.0], np.float32) * s - 1
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=1e-7)
+    assert add.cache_info().compiles == 2  # one plan for int64-range ints, one above
+    np.testing.assert_array_equal(pyasc.operator(lambda v, s: v + (s - 1))(u, 2**63), u + (2**63 - 1))
+    for x in (np.arange(3), np.arange(3, dtype=np.uint8), np.array([True, False])):
+        with pytest.raises(OverflowError):
+            x + 2**63
+        with pytest.raises(pyasc.IntegerOverflowError):
+            add(x, 2**63)
+    # Python ints computed beyond int64 raise instead of wrapping (NumPy computes them exactly).
+    with pytest.raises(pyasc.IntegerOverflowError):
+        pyasc.operator(lambda v, s: v + s // 2)(np.arange(3), 2**63)
+    with pytest.raises(pyasc.IntegerOverflowError):
+        pyasc.operator(lambda v, s: v + s * s)(np.arange(3.0), 2**40)
+
+
 @pytest.mark.parametrize("t", INTS, ids=_name)
 def test_comparisons_with_out_of_range_ints_are_exact(t):
     x = extremes(t)
@@ -381,8 +404,8 @@ def test_comparisons_with_out_of_range_ints_are_exact(t):
         assert g.dtype == np.bool_
         np.testing.assert_array_equal(g, w, err_msg=f"comparison {i}")
     arg = pyasc.operator(lambda v, s: (v < s, v == s, s > v, v >= s))
-    for s in (neg, -1, 0, 5, int(np.iinfo(t).max), min(big, 2**63 - 1)):
-        if not -(2**63) <= s < 2**63:
+    for s in (neg, -1, 0, 5, int(np.iinfo(t).max), big, 2**63, 2**64 - 1):
+        if not -(2**63) <= s < 2**64:
             continue
         got = arg(x, s)
         want = (x < s, x == s, s > x, x >= s)

@@ -504,3 +504,29 @@ def test_large_reductions_across_tiles_and_cores(shape, axis, view):
     i = (x * 4).astype(np.int64)
     assert_matches(pyasc.operator(_method("sum", axis))(i), np.asarray(i.sum(axis=axis)))
     assert_matches(pyasc.operator(_method("max", axis))(i), np.asarray(i.max(axis=axis)))
+
+
+def test_reduction_methods_take_numpys_signatures():
+    x = (np.arange(24).reshape(2, 3, 4) % 7).astype(np.int8)
+    cases = [
+        lambda t: t.sum(1, np.int8), lambda t: t.sum(axis=0, dtype=np.float32, keepdims=True),
+        lambda t: t.mean(None, np.float32), lambda t: t.prod(-1, np.int16, None, True),
+        lambda t: t.max(1, None, True), lambda t: t.min(axis=(0, 2)), lambda t: t.argmax(1),
+        lambda t: t.argmin(axis=0, keepdims=True), lambda t: t.any(0), lambda t: t.all(-1, keepdims=True),
+        lambda t: np.sum(t, initial=5), lambda t: np.max(t, axis=1, initial=7), lambda t: t.min(initial=-3),
+        lambda t: np.prod(t, axis=2, initial=2, dtype=np.int64), lambda t: np.sum(t, dtype=np.uint8),
+    ]
+    for i, f in enumerate(cases):
+        got, want = pyasc.operator(f)(x), f(x)
+        assert got.dtype == want.dtype, i
+        np.testing.assert_array_equal(got, want, err_msg=str(i))
+    with pytest.raises(TypeError):
+        pyasc.operator(lambda t: t.sum(1, True))(x)  # NumPy's second parameter is the dtype
+    with pytest.raises(OverflowError):
+        pyasc.operator(lambda t: np.max(t, initial=1000))(x)
+    def bad(t):
+        return t.sum(0, out=t)
+
+    with pytest.raises(pyasc.UnsupportedError) as e:
+        pyasc.operator(bad)(x)
+    assert e.value.lineno == line_of(bad, "t.sum(0, out=t)")

@@ -541,7 +541,7 @@ def _angle(z: Any, deg: bool = False) -> Any:
 def _strong_dtype(v: Any) -> Any:
     """Return the dtype ``v`` takes part in promotion with (``None`` for a weak Python number)."""
     if isinstance(v, ComplexTensor):
-        return v.dtype
+        return None if _is_weak(v) else v.dtype
     if isinstance(v, _pyasc.Tensor):
         return None if getattr(v, "is_weak", False) else v.dtype
     if isinstance(v, (np.ndarray, np.generic)):
@@ -668,6 +668,30 @@ class ComplexResult(Exception):
 
 _RUNNERS: weakref.WeakKeyDictionary[Any, _Runner] = weakref.WeakKeyDictionary()
 _PINNED: Dict[int, _Runner] = {}  # functions without weak references (NumPy ufuncs)
+
+
+def _runner_of(op: Any) -> Optional[_Runner]:
+    func = op.__wrapped__
+    try:
+        runner = _RUNNERS.get(func)
+    except TypeError:
+        runner = _PINNED.get(id(func))
+    return runner if runner is not None and runner.op is op else None
+
+
+def companion_cache_info(op: Any) -> Tuple[int, int, int, int]:
+    """Return the summed cache statistics (hits, misses, compiles, entries) of ``op``'s companions."""
+    runner = _runner_of(op)
+    infos = [c.cache_info() for c in runner.ops.values()] if runner is not None else []
+    return tuple(sum(i[f] for i in infos) for f in range(4))  # type: ignore[return-value]
+
+
+def companion_cache_clear(op: Any) -> None:
+    """Drop the compiled plans of ``op``'s companion operators."""
+    runner = _runner_of(op)
+    if runner is not None:
+        for c in runner.ops.values():
+            c.cache_clear()
 
 
 def call(op: Any, args: tuple) -> Any:

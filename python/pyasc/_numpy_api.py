@@ -104,16 +104,47 @@ def _astype(x: Any, dtype: Any, copy: bool = True, **kw: Any) -> Any:
     return ops.cast(x, dtype)
 
 
+_INITIAL = {"sum": "add", "prod": "multiply", "max": "maximum", "min": "minimum"}
+
+
 def _reduce(name: str) -> Callable[..., Any]:
-    def impl(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Any:
+    def impl(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
+             initial: Any = None, where: Any = True) -> Any:
         from . import reductions
 
-        if out is not None or kw.get("where") is not None:
+        if out is not None or where is not True:
             raise at_user_line(UnsupportedError(f"np.{name}(..., out=/where=) is not supported inside operators"))
+        if initial is not None and name not in _INITIAL:
+            raise at_user_line(TypeError(f"np.{name}() got an unexpected keyword argument 'initial'"))
         r = getattr(reductions, name)(a if dtype is None else ops.cast(a, dtype), axis, keepdims)
+        if dtype is not None and np.dtype(r.dtype) != np.dtype(dtype):
+            r = ops.cast(r, dtype)  # an explicit accumulator dtype is the result's (sums wrap in it)
+        if initial is not None:
+            # The initial value joins every reduction: NumPy casts it to the result's dtype.
+            r = getattr(np, _INITIAL[name])(r, np.asarray(initial, dtype=r.dtype)[()])
         return r
 
     return impl
+
+
+#: NumPy's method signatures of the reductions (after ``self``).
+_METHOD_PARAMS = {
+    **{n: ("axis", "dtype", "out", "keepdims") for n in ("sum", "prod", "mean")},
+    **{n: ("axis", "out", "keepdims") for n in ("max", "min", "any", "all", "argmax", "argmin")},
+}
+
+
+def reduce_method(name: str, a: Any, args: tuple, kwargs: Any) -> Any:
+    """``a.<name>(*args, **kwargs)`` for a traced tensor, with the NumPy method's signature."""
+    params = _METHOD_PARAMS[name]
+    if len(args) > len(params) or (name.startswith("arg") and len(args) > 2):
+        raise at_user_line(TypeError(f"{name}() takes at most {len(params)} positional arguments"))
+    kw = dict(zip(params, args))
+    for k, v in (kwargs or {}).items():
+        if k in kw:
+            raise at_user_line(TypeError(f"{name}() got multiple values for argument '{k}'"))
+        kw[k] = v
+    return _FUNCTIONS[name](a, **kw)
 
 
 def _arg(name: str) -> Callable[..., Any]:

@@ -1,7 +1,7 @@
 //! Constant folding and algebraic identities.
 //!
 //! Needs: promoted operands (see `promote`). Guarantees: no elementwise node has only
-//! constant operands (it became a constant computed with NumPy's semantics for its
+//! constant or fill operands (it became a constant, or a fill of its shape, computed with NumPy's semantics for its
 //! dtype: wrapping integers, Python floor division and modulo, IEEE floats rounded to
 //! the node's dtype); `x*1`, `1*x`, `x/1`, `x-0`, `x**1` become `x` and `x**2` becomes
 //! `square(x)` when that keeps the node's dtype and shape. `x+0` is kept: it turns
@@ -43,7 +43,7 @@ impl Pass for FoldPass {
                 let consts: Option<Vec<Scalar>> = ops
                     .iter()
                     .map(|o| match g.node(*o).op {
-                        Op::Const(v) => Some(v),
+                        Op::Const(v) | Op::Fill(v) => Some(v),
                         _ => None,
                     })
                     .collect();
@@ -51,7 +51,13 @@ impl Pass for FoldPass {
                     let operand_dtype = g.node(ops[0]).dtype();
                     if let Some(v) = eval(&n.op, &vals, operand_dtype, n.dtype()) {
                         folded += 1;
-                        return Ok(g.constant(v, n.vtype, n.loc.clone()));
+                        // An operand filling an array makes the result fill the node's shape.
+                        let filled = ops.iter().any(|o| matches!(g.node(*o).op, Op::Fill(_)));
+                        return Ok(if filled {
+                            g.fill(v, n.dtype(), n.shape.clone(), n.loc.clone())
+                        } else {
+                            g.constant(v, n.vtype, n.loc.clone())
+                        });
                     }
                 }
                 if let Some(id) = simplify(g, n, &ops) {
@@ -125,6 +131,10 @@ fn eval_unary(u: UnaryOp, x: Scalar, dt: DType) -> Option<Scalar> {
             UnaryOp::Abs | UnaryOp::Square => Some(Scalar::Bool(b)),
             _ => None,
         };
+    }
+    if u == UnaryOp::Reciprocal && x.as_i64() == 0 {
+        // As the kernels: the register dtype's MIN, which narrower dtypes wrap to 0.
+        return Some(Scalar::Int(if dt.compute() == DType::I32 { i32::MIN.into() } else { i64::MIN }));
     }
     Some(Scalar::Int(u.eval_i64(x.as_i64())?))
 }

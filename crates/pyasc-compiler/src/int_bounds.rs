@@ -42,6 +42,13 @@ impl IntExpr {
             return Some(*at);
         }
         let node = g.node(x);
+        if let (Op::Cast(DType::I64 | DType::U64), [inner]) = (node.op, node.inputs.as_slice()) {
+            // A Python int moved between int64 and uint64 registers by promotion keeps its
+            // exact value (a step beyond the registers' range is caught by `eval`).
+            if g.node(*inner).vtype.weak == Some(WeakKind::Int) {
+                return Self::build(g, *inner, steps, memo);
+            }
+        }
         if node.vtype.weak != Some(WeakKind::Int) || memo.len() > 64 {
             return None;
         }
@@ -67,18 +74,18 @@ impl IntExpr {
         }
     }
 
-    /// The value, from `arg(i)` (argument `i`'s int64 value), computed exactly as Python does:
+    /// The value, from `arg(i)` (argument `i`'s value), computed exactly as Python does:
     /// `Err(BeyondInt64)` when a step leaves `[-2**63, 2**64)` (no int64 or uint64 holds it), `Ok(None)`
     /// when an argument is missing or an op cannot be evaluated.
-    pub fn eval(&self, arg: impl Fn(usize) -> Option<i64>) -> Result<Option<i128>, BeyondInt64> {
+    pub fn eval(&self, arg: impl Fn(usize) -> Option<i128>) -> Result<Option<i128>, BeyondInt64> {
         if let Some(i) = self.arg() {
-            return Ok(arg(i as usize).map(i128::from));
+            return Ok(arg(i as usize));
         }
         let mut vals: Vec<i128> = Vec::with_capacity(self.0.len());
         for s in &self.0 {
             let v = match s {
                 Step::Arg(i) => match arg(*i as usize) {
-                    Some(v) => i128::from(v),
+                    Some(v) => v,
                     None => return Ok(None),
                 },
                 Step::Const(c) => *c,

@@ -262,12 +262,27 @@ impl Builder<'_> {
         };
         let rows_kernel = row_len > 0;
         // Levels: reductions give per-row values; an op on per-row values and constants only
-        // (at least one per-row value) stays per row; anything touching elements is per
-        // element, and so is an op on constants alone (a uniform value a reduction may read),
-        // or a value a reduction reads (`(x.mean(-1, keepdims=True) + zeros).sum(-1)`: the
-        // reduction runs over its elements).
+        // stays per row; anything touching elements is per element, and so is a value a
+        // reduction reads (`(x.mean(-1, keepdims=True) + zeros).sum(-1)`: the reduction runs
+        // over its elements). An op on constants alone is uniform: per row when its shape is
+        // a row shape (it may then meet per-row values, as the NaN mean of an empty axis meets
+        // a row maximum), per element otherwise.
         let reduced: std::collections::HashSet<NodeId> =
             order.iter().filter(|id| g.node(**id).op.is_reduce()).map(|id| g.node(*id).inputs[0]).collect();
+        let row_shape = |s: &Shape| match &group.space {
+            Space::Rows { shape, axes } => {
+                s.rank() <= shape.rank()
+                    && (0..shape.rank()).all(|a| {
+                        let e = (a + s.rank()).checked_sub(shape.rank()).map_or(1, |i| s.0[i]);
+                        if axes.contains(a) {
+                            e == 1
+                        } else {
+                            e == shape.0[a]
+                        }
+                    })
+            }
+            _ => false,
+        };
         for &id in &order {
             let n = g.node(id);
             let row = rows_kernel
@@ -275,10 +290,9 @@ impl Builder<'_> {
                     Op::Reduce { .. } => true,
                     _ if reduced.contains(&id) => false,
                     _ => {
-                        n.inputs.iter().any(|x| self.is_row(*x))
-                            && n.inputs
-                                .iter()
-                                .all(|x| self.is_row(*x) || matches!(g.node(*x).op, Op::Const(_) | Op::Fill(_)))
+                        let constant = |x: &NodeId| matches!(g.node(*x).op, Op::Const(_) | Op::Fill(_));
+                        n.inputs.iter().all(|x| self.is_row(*x) || constant(x))
+                            && (n.inputs.iter().any(|x| self.is_row(*x)) || row_shape(&n.shape))
                     }
                 };
             self.level_row.insert(id, row);

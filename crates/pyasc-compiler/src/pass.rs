@@ -87,7 +87,7 @@ pub struct Compiled {
 impl Compiled {
     /// Check the Python ints of [`Compiled::int_bounds`]; `value(i)` reads argument `i`'s int64
     /// value.
-    pub fn check_int_bounds(&self, value: impl Fn(usize) -> Option<i64>) -> Result<()> {
+    pub fn check_int_bounds(&self, value: impl Fn(usize) -> Option<i128>) -> Result<()> {
         for (e, dt) in &self.int_bounds {
             let overflow = |v: String| {
                 Err(pyasc_ir::IrError::new(
@@ -132,6 +132,9 @@ pub fn compile(graph: Graph, options: &CompileOptions) -> Result<Compiled> {
     for pass in pipeline() {
         let before = st.graph.len();
         let t = Instant::now();
+        if std::env::var("PYASC_DBG").is_ok() {
+            eprintln!("before {}:\n{}", pass.name(), pyasc_ir::print::graph_to_string(&st.graph));
+        }
         pass.run(&mut st)?;
         let end = Instant::now();
         if st.options.verify_each_pass {

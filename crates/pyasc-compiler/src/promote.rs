@@ -105,10 +105,10 @@ fn check_fits(g: &Graph, operands: &[NodeId], dt: DType, n: &Node, cx: &mut Cx) 
                 return Err(IrError::new(ErrorKind::Overflow, format!("Python integer {v} out of bounds for {dt}"))
                     .at(n.loc.as_ref()));
             }
-            // A plain argument is an int64 value: it needs a check only against narrower
-            // dtypes and uint64. A computed one always: Python computes it exactly (`s + 1` may
-            // leave int64 even beside a float array).
-            (Some(WeakInt::Computed(e)), _) if e.arg().is_none() || (range.is_some() && dt != DType::I64) => {
+            // A plain argument is an int64 value (uint64 above int64's range): it needs a
+            // check only against other integer dtypes. A computed one always: Python computes
+            // it exactly (`s + 1` may leave int64 even beside a float array).
+            (Some(WeakInt::Computed(e)), _) if e.arg().is_none() || (range.is_some() && dt != g.node(x).dtype()) => {
                 cx.bounds.push((e, dt))
             }
             _ => {}
@@ -232,7 +232,8 @@ fn rewrite(g: &mut Graph, n: &Node, ops: Vec<NodeId>, cx: &mut Cx) -> Result<Nod
 /// A comparison, computed in the operands' promoted register dtype. A Python int constant
 /// outside the other operand's integer dtype compares by its true value: the result is the
 /// same for every element. A Python int argument meeting a narrower integer dtype compares
-/// in int64; one meeting uint64 compares as uint64 where it is not negative.
+/// in int64 (or, above int64's range, as a constant); one meeting uint64 compares as
+/// uint64 where it is not negative.
 fn compare(g: &mut Graph, n: &Node, b: BinaryOp, a: NodeId, c: NodeId, cx: &mut Cx) -> Result<NodeId> {
     let promoted = promote_v(g.node(a).vtype, g.node(c).vtype).dtype;
     let mut compute = promoted.compute();
@@ -246,6 +247,17 @@ fn compare(g: &mut Graph, n: &Node, b: BinaryOp, a: NodeId, c: NodeId, cx: &mut 
                     let truth = constant_truth(b, below, left);
                     let op = if truth { BinaryOp::Eq } else { BinaryOp::Ne };
                     return Ok(g.push(Node { op: Op::Binary(op), inputs: vec![other, other], ..n.clone() }));
+                }
+                // A Python int argument above int64's range (held as uint64) is above every
+                // element of a signed or narrower array, and a uint64 value beside uint64.
+                Some(WeakInt::Computed(e)) if e.arg().is_some() && g.node(w).dtype() == DType::U64 => {
+                    if promoted == DType::U64 {
+                        compute = DType::U64;
+                    } else {
+                        let other = cast_to(g, other, compute, n, cx);
+                        let op = if constant_truth(b, true, left) { BinaryOp::Eq } else { BinaryOp::Ne };
+                        return Ok(g.push(Node { op: Op::Binary(op), inputs: vec![other, other], ..n.clone() }));
+                    }
                 }
                 Some(WeakInt::Computed(_)) if promoted != DType::U64 => compute = DType::I64,
                 Some(WeakInt::Computed(_)) => {

@@ -437,9 +437,15 @@ impl Operator {
         record: bool,
     ) -> Result<Launched> {
         entry.compiled.check_int_bounds(|i| {
-            let v = inputs.get(i).filter(|v| v.dtype == DType::I64 && v.shape.is_empty())?;
-            // SAFETY: a Python int argument's view addresses its one int64 value (caller's contract).
-            Some(unsafe { *(v.ptr as *const i64) })
+            let v = inputs.get(i).filter(|v| v.shape.is_empty())?;
+            match v.dtype {
+                // SAFETY: a Python int argument's view addresses its one int64 value (caller's
+                // contract).
+                DType::I64 => Some(i128::from(unsafe { *(v.ptr as *const i64) })),
+                // SAFETY: as above; a Python int above int64's range is held as uint64.
+                DType::U64 => Some(i128::from(unsafe { *(v.ptr as *const u64) })),
+                _ => None,
+            }
         })?;
         let opts = RunOptions { record, check_finite: self.config.debug };
         let all = entry.with_extras(inputs)?;

@@ -22,8 +22,9 @@ pub enum ArgType {
         shape: Vec<usize>,
     },
     /// A Python `bool`, `int` or `float`: weakly typed and 0-d, its value is not part of
-    /// the signature (a new value never recompiles).
-    Weak(WeakKind),
+    /// the signature (a new value never recompiles). Its storage dtype is int64, float64 or
+    /// bool, or uint64 for a Python int in `[2**63, 2**64)`.
+    Weak(VType),
 }
 
 impl ArgType {
@@ -31,7 +32,7 @@ impl ArgType {
     pub fn vtype(&self) -> VType {
         match self {
             ArgType::Array { dtype, .. } => VType::strong(*dtype),
-            ArgType::Weak(k) => VType::weak(*k),
+            ArgType::Weak(v) => *v,
         }
     }
 
@@ -48,7 +49,14 @@ impl fmt::Display for ArgType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ArgType::Array { dtype, shape } => write!(f, "{dtype}{shape:?}"),
-            ArgType::Weak(k) => write!(f, "{}", format!("{k:?}").to_lowercase()),
+            ArgType::Weak(v) => {
+                let kind = format!("{:?}", v.weak.unwrap_or(WeakKind::Int)).to_lowercase();
+                if v.dtype == DType::U64 {
+                    write!(f, "{kind}[uint64]")
+                } else {
+                    write!(f, "{kind}")
+                }
+            }
         }
     }
 }
@@ -94,7 +102,12 @@ impl Signature {
 
     /// Append a Python scalar argument.
     pub fn push_weak(&mut self, kind: WeakKind) {
-        self.put(ArgType::Weak(kind));
+        self.put(ArgType::Weak(VType::weak(kind)));
+    }
+
+    /// Append a Python int in `[2**63, 2**64)`: weakly typed, held as uint64.
+    pub fn push_weak_u64(&mut self) {
+        self.put(ArgType::Weak(VType { dtype: DType::U64, weak: Some(WeakKind::Int) }));
     }
 
     fn put(&mut self, a: ArgType) {
@@ -135,7 +148,7 @@ impl Signature {
                     ArgType::Array { dtype, shape } => {
                         DynArg::Array { dtype: *dtype, ones: shape.iter().map(|d| *d == 1).collect() }
                     }
-                    ArgType::Weak(k) => DynArg::Weak(*k),
+                    ArgType::Weak(v) => DynArg::Weak(*v),
                 })
                 .collect(),
         )
@@ -181,7 +194,7 @@ pub enum DynArg {
         ones: Vec<bool>,
     },
     /// A Python scalar.
-    Weak(WeakKind),
+    Weak(VType),
 }
 
 /// What a dynamic-shape trace is valid for: per argument its type, rank and unit axes.

@@ -176,8 +176,9 @@ macro_rules! int_unary {
                     UnaryOp::Square => map1(x, y, |v: $t| v.wrapping_mul(v)),
                     UnaryOp::Not => map1(x, y, |v: $t| !v),
                     UnaryOp::Relu => map1(x, y, |v: $t| if v > 0 { v } else { 0 }),
-                    // NumPy's truncated `1 / v`: 1, -1 or 0 (0 for `1 / 0`).
-                    UnaryOp::Reciprocal => map1(x, y, |v: $t| if v == 0 { 0 } else { 1 / v }),
+                    // NumPy's truncated `1 / v`: 1, -1 or 0, and for `1 / 0` the value x86
+                    // NumPy gives (the integer "indefinite" MIN; narrower dtypes wrap it to 0).
+                    UnaryOp::Reciprocal => map1(x, y, |v: $t| if v == 0 { <$t>::MIN } else { 1 / v }),
                     UnaryOp::Positive | UnaryOp::Conjugate => y.copy_from_slice(x),
                     op => unreachable!("{} has no integer kernel", op.name()),
                 }

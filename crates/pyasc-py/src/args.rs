@@ -167,19 +167,22 @@ pub fn parse<'py>(py: Python<'py>, args: &Bound<'py, PyTuple>, names: &[String])
             keep.push(arr);
             continue;
         }
+        let mut wide = false;
         let (kind, bits) = if obj.is_instance_of::<PyBool>() {
             (WeakKind::Bool, obj.extract::<bool>()? as u64)
         } else if obj.is_instance_of::<PyInt>() {
-            match obj.extract::<i64>() {
-                Ok(v) => (WeakKind::Int, v as u64),
-                Err(_) => {
+            match (obj.extract::<i64>(), obj.extract::<u64>()) {
+                (Ok(v), _) => (WeakKind::Int, v as u64),
+                // Above int64: held as uint64, still a weakly typed Python int.
+                (_, Ok(v)) => {
+                    wide = true;
+                    (WeakKind::Int, v)
+                }
+                _ => {
                     return Err(user_error(
                         py,
                         ErrorKind::Overflow,
-                        format!(
-                        "{}: Python integer {obj} out of bounds for int64 (pass np.uint64({obj}) for a uint64 value)",
-                        label()
-                    ),
+                        format!("{}: Python integer {obj} is out of bounds for every integer dtype", label()),
                     ))
                 }
             }
@@ -203,10 +206,16 @@ pub fn parse<'py>(py: Python<'py>, args: &Bound<'py, PyTuple>, names: &[String])
             ));
         };
         b.scalars[i] = bits;
-        b.sig.push_weak(kind);
+        let vtype = if wide {
+            b.sig.push_weak_u64();
+            VType { dtype: DType::U64, weak: Some(kind) }
+        } else {
+            b.sig.push_weak(kind);
+            VType::weak(kind)
+        };
         // Points into `scalars`, which is not resized before the launch.
         let p = &b.scalars[i] as *const u64 as *const u8;
-        b.next_view(p, VType::weak(kind).dtype);
+        b.next_view(p, vtype.dtype);
     }
     parsed.buf = Some(buf);
     Ok(parsed)

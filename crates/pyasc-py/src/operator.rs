@@ -486,16 +486,23 @@ impl Operator {
         })
     }
 
-    /// Cache statistics: hits, misses, compiles and entries.
-    fn cache_info(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let info = self.core.cache_info();
+    /// Cache statistics: hits, misses, compiles and entries, the plans of calls with complex
+    /// arguments (run by companion operators) included.
+    fn cache_info(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        let py = slf.py();
+        let info = slf.borrow().core.cache_info();
+        let companions = py.import("pyasc._complex")?.getattr("companion_cache_info")?.call1((slf,))?;
+        let (h, m, c, s): (u64, u64, u64, u64) = companions.extract()?;
         let cls = py.import("pyasc._types")?.getattr("CacheInfo")?;
-        Ok(cls.call1((info.hits, info.misses, info.compiles, info.size))?.unbind())
+        Ok(cls.call1((info.hits + h, info.misses + m, info.compiles + c, info.size as u64 + s))?.unbind())
     }
 
-    /// Drop every compiled plan (statistics are kept).
-    fn cache_clear(&self) {
-        self.core.clear();
+    /// Drop every compiled plan, those of calls with complex arguments included (statistics
+    /// are kept).
+    fn cache_clear(slf: &Bound<'_, Self>) -> PyResult<()> {
+        slf.borrow().core.clear();
+        slf.py().import("pyasc._complex")?.getattr("companion_cache_clear")?.call1((slf,))?;
+        Ok(())
     }
 
     /// The user's function.

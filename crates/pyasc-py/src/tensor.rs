@@ -14,7 +14,7 @@ use pyasc_ir::{DType, NodeId, Scalar, SourceLoc};
 use pyo3::basic::CompareOp;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyTuple};
 use std::sync::Arc;
 
 pub use pyasc_engine::trace::{Captured, Trace, TraceRef};
@@ -288,14 +288,15 @@ fn movement(slf: &Bound<'_, Tensor>, name: &str, args: &Bound<'_, PyTuple>) -> P
     Ok(py.import("pyasc.movement")?.getattr(format!("_method_{name}"))?.call1((slf, args))?.unbind())
 }
 
+/// A reduction method with NumPy's signature for it (`x.sum(axis, dtype, out, keepdims)`).
 fn reduce_method(
     slf: &Bound<'_, Tensor>,
     name: &str,
-    axis: Option<&Bound<'_, PyAny>>,
-    keepdims: bool,
+    args: &Bound<'_, PyTuple>,
+    kwargs: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Py<PyAny>> {
     let py = slf.py();
-    Ok(py.import("pyasc.reductions")?.getattr(name)?.call1((slf, axis, keepdims))?.unbind())
+    Ok(numpy_api(py)?.getattr("reduce_method")?.call1((name, slf, args, kwargs))?.unbind())
 }
 
 fn numpy_api(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
@@ -357,49 +358,85 @@ impl Tensor {
         self.shape.iter().product()
     }
     /// Sum over `axis` (None: all axes).
-    #[pyo3(signature = (axis = None, keepdims = false))]
-    fn sum(slf: &Bound<'_, Self>, axis: Option<&Bound<'_, PyAny>>, keepdims: bool) -> PyResult<Py<PyAny>> {
-        reduce_method(slf, "sum", axis, keepdims)
+    #[pyo3(signature = (*args, **kwargs))]
+    fn sum(
+        slf: &Bound<'_, Self>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        reduce_method(slf, "sum", args, kwargs)
     }
     /// Mean over `axis` (None: all axes).
-    #[pyo3(signature = (axis = None, keepdims = false))]
-    fn mean(slf: &Bound<'_, Self>, axis: Option<&Bound<'_, PyAny>>, keepdims: bool) -> PyResult<Py<PyAny>> {
-        reduce_method(slf, "mean", axis, keepdims)
+    #[pyo3(signature = (*args, **kwargs))]
+    fn mean(
+        slf: &Bound<'_, Self>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        reduce_method(slf, "mean", args, kwargs)
     }
     /// Maximum over `axis` (None: all axes).
-    #[pyo3(signature = (axis = None, keepdims = false))]
-    fn max(slf: &Bound<'_, Self>, axis: Option<&Bound<'_, PyAny>>, keepdims: bool) -> PyResult<Py<PyAny>> {
-        reduce_method(slf, "max", axis, keepdims)
+    #[pyo3(signature = (*args, **kwargs))]
+    fn max(
+        slf: &Bound<'_, Self>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        reduce_method(slf, "max", args, kwargs)
     }
     /// Minimum over `axis` (None: all axes).
-    #[pyo3(signature = (axis = None, keepdims = false))]
-    fn min(slf: &Bound<'_, Self>, axis: Option<&Bound<'_, PyAny>>, keepdims: bool) -> PyResult<Py<PyAny>> {
-        reduce_method(slf, "min", axis, keepdims)
+    #[pyo3(signature = (*args, **kwargs))]
+    fn min(
+        slf: &Bound<'_, Self>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        reduce_method(slf, "min", args, kwargs)
     }
     /// Product over `axis` (None: all axes).
-    #[pyo3(signature = (axis = None, keepdims = false))]
-    fn prod(slf: &Bound<'_, Self>, axis: Option<&Bound<'_, PyAny>>, keepdims: bool) -> PyResult<Py<PyAny>> {
-        reduce_method(slf, "prod", axis, keepdims)
+    #[pyo3(signature = (*args, **kwargs))]
+    fn prod(
+        slf: &Bound<'_, Self>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        reduce_method(slf, "prod", args, kwargs)
     }
     /// Index of the maximum along `axis`.
-    #[pyo3(signature = (axis = None, keepdims = false))]
-    fn argmax(slf: &Bound<'_, Self>, axis: Option<&Bound<'_, PyAny>>, keepdims: bool) -> PyResult<Py<PyAny>> {
-        reduce_method(slf, "argmax", axis, keepdims)
+    #[pyo3(signature = (*args, **kwargs))]
+    fn argmax(
+        slf: &Bound<'_, Self>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        reduce_method(slf, "argmax", args, kwargs)
     }
     /// Index of the minimum along `axis`.
-    #[pyo3(signature = (axis = None, keepdims = false))]
-    fn argmin(slf: &Bound<'_, Self>, axis: Option<&Bound<'_, PyAny>>, keepdims: bool) -> PyResult<Py<PyAny>> {
-        reduce_method(slf, "argmin", axis, keepdims)
+    #[pyo3(signature = (*args, **kwargs))]
+    fn argmin(
+        slf: &Bound<'_, Self>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        reduce_method(slf, "argmin", args, kwargs)
     }
     /// True where any element along `axis` is non-zero.
-    #[pyo3(signature = (axis = None, keepdims = false))]
-    fn any(slf: &Bound<'_, Self>, axis: Option<&Bound<'_, PyAny>>, keepdims: bool) -> PyResult<Py<PyAny>> {
-        reduce_method(slf, "any", axis, keepdims)
+    #[pyo3(signature = (*args, **kwargs))]
+    fn any(
+        slf: &Bound<'_, Self>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        reduce_method(slf, "any", args, kwargs)
     }
     /// True where every element along `axis` is non-zero.
-    #[pyo3(signature = (axis = None, keepdims = false))]
-    fn all(slf: &Bound<'_, Self>, axis: Option<&Bound<'_, PyAny>>, keepdims: bool) -> PyResult<Py<PyAny>> {
-        reduce_method(slf, "all", axis, keepdims)
+    #[pyo3(signature = (*args, **kwargs))]
+    fn all(
+        slf: &Bound<'_, Self>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        reduce_method(slf, "all", args, kwargs)
     }
 
     /// Convert to another dtype (NumPy `astype`).
