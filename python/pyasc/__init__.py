@@ -77,6 +77,7 @@ from .reductions import (
     softmax,
     sum,
 )
+from .scans import cummax, cummin, cumprod, cumsum, logcumsumexp
 from .streams import (
     DeviceArray,
     Event,
@@ -147,6 +148,10 @@ __all__ = [
     "cast",
     "clip",
     "concatenate",
+    "cummax",
+    "cummin",
+    "cumprod",
+    "cumsum",
     "current_stream",
     "device_info",
     "divide",
@@ -159,6 +164,7 @@ __all__ = [
     "get_context",
     "layer_norm",
     "log_softmax",
+    "logcumsumexp",
     "logsumexp",
     "matmul",
     "max",

@@ -575,6 +575,7 @@ _FUNCTIONS = {
     "sum": lambda z, axis=None, keepdims=False: _lift(z).sum(axis, keepdims),
     "mean": lambda z, axis=None, keepdims=False: _lift(z).mean(axis, keepdims),
     "prod": lambda z, axis=None, keepdims=False: _lift(z).prod(axis, keepdims),
+    "cumsum": lambda z, axis=None, dtype=None, out=None: _scans().numpy_cumsum(_lift(z), axis, dtype, out),
     "matmul": lambda a, b: binary("matmul", a, b),
     "dot": lambda a, b: binary("matmul", a, b),
     "transpose": lambda z, axes=None: _lift(z)._map(lambda p: np.transpose(p, axes)),
@@ -586,6 +587,12 @@ _FUNCTIONS = {
 
 
 # -- running an operator on complex arguments ---------------------------------------------
+
+
+def _scans() -> Any:
+    from . import scans
+
+    return scans
 
 
 def has_complex(args: tuple) -> bool:
