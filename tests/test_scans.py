@@ -341,6 +341,25 @@ def test_python_scalars_and_lists():
     np.testing.assert_array_equal(got, np.cumsum(2.5) + np.ones(1))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int16", "bool"])
+def test_nan_cumulative_functions(dtype):
+    x = np.array([[1.5, np.nan, 2.0, -1.0], [np.nan, np.nan, 3.0, 0.5]])
+    x = x.astype(dtype) if dtype.startswith("float") else np.nan_to_num(x, nan=4.0).astype(dtype)
+    for axis in (None, 0, 1):
+        for f in (np.nancumsum, np.nancumprod):
+            want = f(x, axis=axis)
+            got = pyasc.operator(lambda a, f=f, axis=axis: f(a, axis=axis))(x)
+            assert got.dtype == want.dtype and got.shape == want.shape
+            np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_jax_name_and_pyasc_functions_agree():
+    x = np.random.default_rng(2).standard_normal((3, 50)).astype(np.float32)
+    np.testing.assert_array_equal(pyasc.cumlogsumexp(x, 1), pyasc.logcumsumexp(x, 1))
+    np.testing.assert_allclose(pyasc.cumlogsumexp(x, 1), np.logaddexp.accumulate(x.astype(np.float64), 1),
+                               rtol=1e-6)
+
+
 def test_complex_cumsum_and_typed_complex_errors():
     z = (np.arange(6) + 1j * np.arange(6)[::-1]).astype(np.complex64).reshape(2, 3)
     got = pyasc.operator(lambda a: np.cumsum(a, axis=1))(z)

@@ -77,7 +77,7 @@ from .reductions import (
     softmax,
     sum,
 )
-from .scans import cummax, cummin, cumprod, cumsum, logcumsumexp
+from .scans import cumlogsumexp, cummax, cummin, cumprod, cumsum, logcumsumexp
 from .streams import (
     DeviceArray,
     Event,
@@ -148,6 +148,7 @@ __all__ = [
     "cast",
     "clip",
     "concatenate",
+    "cumlogsumexp",
     "cummax",
     "cummin",
     "cumprod",

@@ -178,6 +178,8 @@ _FUNCTIONS: Dict[str, Callable[..., Any]] = {
     "cumprod": _scan("cumprod"),
     "cumulative_sum": _scan("cumulative_sum"),
     "cumulative_prod": _scan("cumulative_prod"),
+    "nancumsum": _scan("nancumsum"),
+    "nancumprod": _scan("nancumprod"),
     "where": _where,
     "clip": _clip,
     "round": _round,

@@ -2,7 +2,8 @@
 
 ``cumsum cumprod cummax cummin logcumsumexp`` (JAX's ``lax.cumsum ... cumlogsumexp``), and
 inside operators ``np.cumsum``, ``np.cumprod``, ``np.cumulative_sum``, ``np.cumulative_prod``,
-``x.cumsum()``, ``x.cumprod()`` and ``np.add/multiply/maximum/minimum/logaddexp.accumulate``.
+``np.nancumsum``, ``np.nancumprod``, ``x.cumsum()``, ``x.cumprod()`` and
+``np.add/multiply/maximum/minimum/logaddexp.accumulate``.
 Result dtypes are NumPy's (asked of NumPy itself: ``np.cumsum`` of bool or int8 is int64, of
 uint8 uint64; ``maximum.accumulate`` keeps the dtype; ``dtype=`` casts first, as NumPy does).
 Each scan is one library kernel, parallel over lines and within long lines, and elementwise
@@ -20,7 +21,7 @@ from . import _pyasc
 from .errors import DTypeError, InvalidArgumentError, ShapeError, UnsupportedError, at_user_line
 from .ops import _eager_op, _is_traced
 
-__all__ = ["cumsum", "cumprod", "cummax", "cummin", "logcumsumexp"]
+__all__ = ["cumsum", "cumprod", "cummax", "cummin", "logcumsumexp", "cumlogsumexp"]
 
 #: Scan name -> the NumPy call whose result dtype the scan takes (``f(array, dtype=)``).
 _NUMPY: dict = {
@@ -135,6 +136,9 @@ logcumsumexp = _public("logcumsumexp", """Running ``log(sum(exp(x)))`` along ``a
 
 ``np.logaddexp.accumulate`` (JAX's ``lax.cumlogsumexp``), computed stably in float64 per step.""")
 
+#: JAX's name (``jax.lax.cumlogsumexp``).
+cumlogsumexp = logcumsumexp
+
 
 def _complex_cumsum(z: Any, axis: Any, dtype: Any) -> Any:
     """Scan a complex traced value: running sums of its parts, each on its own."""
@@ -157,6 +161,23 @@ def numpy_cumprod(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) 
     """``np.cumprod`` inside operators."""
     _no_out("np.cumprod", out)
     return cumprod(a, axis, dtype)
+
+
+def _nan_to(a: Any, value: float) -> Any:
+    """Return ``a`` with NaN replaced by ``value`` (only floats hold NaN)."""
+    return np.where(np.isnan(a), value, a) if np.dtype(a.dtype).kind == "f" else a
+
+
+def numpy_nancumsum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
+    """``np.nancumsum`` inside operators: NaN counts as zero."""
+    _no_out("np.nancumsum", out)
+    return cumsum(_nan_to(a, 0.0), axis, dtype)
+
+
+def numpy_nancumprod(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
+    """``np.nancumprod`` inside operators: NaN counts as one."""
+    _no_out("np.nancumprod", out)
+    return cumprod(_nan_to(a, 1.0), axis, dtype)
 
 
 def _cumulative(name: str, f: Callable[..., Any]) -> Callable[..., Any]:
