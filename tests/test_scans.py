@@ -365,8 +365,15 @@ def test_complex_cumsum_and_typed_complex_errors():
     got = pyasc.operator(lambda a: np.cumsum(a, axis=1))(z)
     assert got.dtype == np.complex64
     np.testing.assert_allclose(got, np.cumsum(z, axis=1), rtol=1e-6)
+    got = pyasc.operator(lambda a: a.cumsum(0) * 2)(z.astype(np.complex128))
+    assert got.dtype == np.complex128
+    np.testing.assert_allclose(got, z.astype(np.complex128).cumsum(0) * 2, rtol=1e-12)
     with pytest.raises(pyasc.UnsupportedError):
         pyasc.operator(lambda a: np.cumprod(a, axis=1))(z)
+    with pytest.raises(pyasc.UnsupportedError):
+        pyasc.operator(lambda a: a.cumprod(1))(z)
+    with pytest.raises(pyasc.UnsupportedError):
+        pyasc.operator(lambda a: np.add.accumulate(a, axis=1))(z)
 
 
 # -- errors --------------------------------------------------------------------------------

@@ -154,6 +154,14 @@ class ComplexTensor:
         """Mean of the parts."""
         return self._map(lambda p: p.mean(axis=axis, keepdims=keepdims))
 
+    def cumsum(self, axis: Any = None, dtype: Any = None, out: Any = None) -> ComplexTensor:
+        """Return the running sums of the parts (NumPy ``cumsum``)."""
+        return _scans().numpy_cumsum(self, axis, dtype, out)
+
+    def cumprod(self, axis: Any = None, dtype: Any = None, out: Any = None) -> ComplexTensor:
+        """Raise ``UnsupportedError``: running products of complex values are not supported."""
+        raise _unsupported("cumprod of complex values")
+
     def prod(self, axis: Any = None, keepdims: bool = False) -> ComplexTensor:
         """Product: complex multiplications in a balanced tree along each axis."""
         z = self._map(lambda p: p)
