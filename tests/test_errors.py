@@ -115,8 +115,8 @@ def test_escaped_tensors_cannot_be_used_later():
 
 
 def test_unsupported_numpy_calls_are_typed():
-    with pytest.raises(pyasc.UnsupportedError, match="np.cumsum"):
-        pyasc.operator(lambda x: np.cumsum(x))(np.ones(3))
+    with pytest.raises(pyasc.UnsupportedError, match="np.fft"):
+        pyasc.operator(lambda x: np.fft.fft(x))(np.ones(3))
     with pytest.raises(pyasc.UnsupportedError):
         pyasc.operator(lambda x: np.add.reduce(x))(np.ones(3))
 

@@ -77,6 +77,7 @@ from .reductions import (
     softmax,
     sum,
 )
+from .scans import cumlogsumexp, cummax, cummin, cumprod, cumsum, logcumsumexp
 from .streams import (
     DeviceArray,
     Event,
@@ -147,6 +148,11 @@ __all__ = [
     "cast",
     "clip",
     "concatenate",
+    "cumlogsumexp",
+    "cummax",
+    "cummin",
+    "cumprod",
+    "cumsum",
     "current_stream",
     "device_info",
     "divide",
@@ -159,6 +165,7 @@ __all__ = [
     "get_context",
     "layer_norm",
     "log_softmax",
+    "logcumsumexp",
     "logsumexp",
     "matmul",
     "max",

@@ -154,6 +154,14 @@ class ComplexTensor:
         """Mean of the parts."""
         return self._map(lambda p: p.mean(axis=axis, keepdims=keepdims))
 
+    def cumsum(self, axis: Any = None, dtype: Any = None, out: Any = None) -> ComplexTensor:
+        """Return the running sums of the parts (NumPy ``cumsum``)."""
+        return _scans().numpy_cumsum(self, axis, dtype, out)
+
+    def cumprod(self, axis: Any = None, dtype: Any = None, out: Any = None) -> ComplexTensor:
+        """Raise ``UnsupportedError``: running products of complex values are not supported."""
+        raise _unsupported("cumprod of complex values")
+
     def prod(self, axis: Any = None, keepdims: bool = False) -> ComplexTensor:
         """Product: complex multiplications in a balanced tree along each axis."""
         z = self._map(lambda p: p)
@@ -575,6 +583,7 @@ _FUNCTIONS = {
     "sum": lambda z, axis=None, keepdims=False: _lift(z).sum(axis, keepdims),
     "mean": lambda z, axis=None, keepdims=False: _lift(z).mean(axis, keepdims),
     "prod": lambda z, axis=None, keepdims=False: _lift(z).prod(axis, keepdims),
+    "cumsum": lambda z, axis=None, dtype=None, out=None: _scans().numpy_cumsum(_lift(z), axis, dtype, out),
     "matmul": lambda a, b: binary("matmul", a, b),
     "dot": lambda a, b: binary("matmul", a, b),
     "transpose": lambda z, axes=None: _lift(z)._map(lambda p: np.transpose(p, axes)),
@@ -586,6 +595,12 @@ _FUNCTIONS = {
 
 
 # -- running an operator on complex arguments ---------------------------------------------
+
+
+def _scans() -> Any:
+    from . import scans
+
+    return scans
 
 
 def has_complex(args: tuple) -> bool:

@@ -43,6 +43,10 @@ def array_ufunc(ufunc: Any, method: str, inputs: tuple, kwargs: Dict[str, Any]) 
 
         return _complex.array_ufunc(ufunc, method, inputs, dict(kwargs or {}))
     name = ufunc.__name__
+    if method == "accumulate":
+        from . import scans
+
+        return scans.accumulate(ufunc, *inputs, **(kwargs or {}))
     if method != "__call__":
         raise at_user_line(UnsupportedError(f"np.{name}.{method} is not supported inside operators yet"))
     kwargs = dict(kwargs or {})
@@ -158,6 +162,15 @@ def _arg(name: str) -> Callable[..., Any]:
     return impl
 
 
+def _scan(name: str) -> Callable[..., Any]:
+    def impl(*args: Any, **kwargs: Any) -> Any:
+        from . import scans
+
+        return getattr(scans, f"numpy_{name}")(*args, **kwargs)
+
+    return impl
+
+
 def _movement(name: str) -> Callable[..., Any]:
     def impl(*args: Any, **kwargs: Any) -> Any:
         from . import movement
@@ -192,6 +205,12 @@ _FUNCTIONS: Dict[str, Callable[..., Any]] = {
     "all": _reduce("all"),
     "argmax": _arg("argmax"),
     "argmin": _arg("argmin"),
+    "cumsum": _scan("cumsum"),
+    "cumprod": _scan("cumprod"),
+    "cumulative_sum": _scan("cumulative_sum"),
+    "cumulative_prod": _scan("cumulative_prod"),
+    "nancumsum": _scan("nancumsum"),
+    "nancumprod": _scan("nancumprod"),
     "where": _where,
     "clip": _clip,
     "round": _round,

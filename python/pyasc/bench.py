@@ -243,6 +243,46 @@ def bench_long_row(n: int, repeat: int) -> List[Row]:
     return rows
 
 
+def bench_cumsum(shape: Tuple[int, int], axis: int, repeat: int) -> List[Row]:
+    """``np.cumsum`` of a float32 matrix along rows (``axis=-1``) or down columns (``axis=0``)."""
+    x = np.random.default_rng(7).standard_normal(shape).astype(np.float32)
+    op = pyasc.operator(lambda v: np.cumsum(v, axis=axis))
+    rows: List[Row] = [("pyasc", "operator", best_time(lambda: op(x), repeat)),
+                       ("numpy", f"np.cumsum(x, axis={axis})", best_time(lambda: np.cumsum(x, axis=axis), repeat))]
+    numba = _peer("numba")
+    if numba is not None:
+        if axis == 0:
+            @numba.njit(parallel=True)
+            def nb_cumsum(v):
+                out = np.empty_like(v)
+                for j in numba.prange(v.shape[1]):
+                    acc = np.float32(0)
+                    for i in range(v.shape[0]):
+                        acc += v[i, j]
+                        out[i, j] = acc
+                return out
+        else:
+            @numba.njit(parallel=True)
+            def nb_cumsum(v):
+                out = np.empty_like(v)
+                for i in numba.prange(v.shape[0]):
+                    acc = np.float32(0)
+                    for j in range(v.shape[1]):
+                        acc += v[i, j]
+                        out[i, j] = acc
+                return out
+
+        rows.append(("numba", "njit(parallel=True)", best_time(lambda: nb_cumsum(x), repeat)))
+    jax = _peer("jax")
+    if jax is not None:
+        import jax.numpy as jnp
+
+        f = jax.jit(lambda v: jnp.cumsum(v, axis=axis))
+        xj = jnp.asarray(x)
+        rows.append(("jax", "jax.jit(jnp.cumsum)", best_time(lambda: f(xj).block_until_ready(), repeat)))
+    return rows
+
+
 def bench_matmul(n: int, repeat: int) -> List[Row]:
     """Square float32 matrix product."""
     rng = np.random.default_rng(5)
@@ -326,7 +366,7 @@ def run(quick: bool = False, only: Optional[List[str]] = None) -> int:
         if var in os.environ:
             print(f"  note: {var}={os.environ[var]} is set (it only matters for matmul peers)")
     want = set(only or ["gelu", "normalize", "first_call", "cached_call", "launch", "copy_from", "softmax",
-                        "layer_norm", "matmul", "dynamic", "long_row"])
+                        "layer_norm", "matmul", "dynamic", "long_row", "cumsum_rows", "cumsum_cols"])
     repeat = 3 if quick else 7
     summary: List[str] = []
     if "gelu" in want:
@@ -376,6 +416,12 @@ def run(quick: bool = False, only: Optional[List[str]] = None) -> int:
         n = 1 << 22 if quick else 1 << 24
         t = _report(f"long row: exp(x).sum() over one row of {n:,} float32", bench_long_row(n, repeat))
         summary.append("long row: " + ", ".join(f"{t[p] / t['pyasc']:.2f}x {p}" for p in ("numpy", "jax") if p in t))
+    for key, axis, along in (("cumsum_rows", -1, "along rows"), ("cumsum_cols", 0, "down columns")):
+        if key in want:
+            shape = (512, 1024) if quick else (4096, 1024)
+            t = _report(f"cumsum {along}: {shape[0]}x{shape[1]} float32", bench_cumsum(shape, axis, repeat))
+            peers = ", ".join(f"{t[p] / t['pyasc']:.2f}x {p}" for p in ("numpy", "numba", "jax") if p in t)
+            summary.append(f"{key}: {peers} (target >= 2x numpy)")
     print("\nsummary")
     for line in summary:
         print(f"  {line}")

@@ -2,6 +2,7 @@
 //! carry inline (view specs, pad widths, axes of library kernels). An op names its
 //! attribute by [`AttrId`]; passes that rebuild a graph copy the arena as is.
 
+use crate::library::ScanKind;
 use crate::view::{PadSpec, ViewSpec};
 
 /// Index of an attribute in its graph's arena.
@@ -19,6 +20,8 @@ pub enum Attr {
     View(ViewSpec),
     /// `np.pad` widths, mode and constant.
     Pad(PadSpec),
+    /// A scan's operation and axis.
+    Scan(ScanKind, usize),
 }
 
 impl Attr {

@@ -17,6 +17,8 @@ pub mod isa;
 mod math;
 pub mod reduce;
 mod reduce_avx512;
+pub mod scan;
+mod scan_simd;
 mod src;
 pub mod unary;
 

@@ -439,6 +439,29 @@ impl Tensor {
         reduce_method(slf, "all", args, kwargs)
     }
 
+    /// Running sums along `axis` (None: over the flattened tensor), NumPy `cumsum`.
+    #[pyo3(signature = (axis = None, dtype = None, out = None))]
+    fn cumsum(
+        slf: &Bound<'_, Self>,
+        axis: Option<&Bound<'_, PyAny>>,
+        dtype: Option<&Bound<'_, PyAny>>,
+        out: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let f = slf.py().import("pyasc.scans")?.getattr("_method_cumsum")?;
+        Ok(f.call1((slf, axis, dtype, out))?.unbind())
+    }
+    /// Running products along `axis` (None: over the flattened tensor), NumPy `cumprod`.
+    #[pyo3(signature = (axis = None, dtype = None, out = None))]
+    fn cumprod(
+        slf: &Bound<'_, Self>,
+        axis: Option<&Bound<'_, PyAny>>,
+        dtype: Option<&Bound<'_, PyAny>>,
+        out: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let f = slf.py().import("pyasc.scans")?.getattr("_method_cumprod")?;
+        Ok(f.call1((slf, axis, dtype, out))?.unbind())
+    }
+
     /// Convert to another dtype (NumPy `astype`).
     fn astype(slf: &Bound<'_, Self>, dtype: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
         apply_cast(slf.py(), slf.as_any(), dtype)

@@ -8,6 +8,7 @@ use crate::frames::user_loc;
 use crate::tensor::{apply, node_of, parse_dtype, trace_of, Tensor};
 use numpy::{PyUntypedArray, PyUntypedArrayMethods};
 use pyasc_ir::error::ErrorKind;
+use pyasc_ir::library::ScanKind;
 use pyasc_ir::op::{Axes, Op, ReduceOp};
 use pyasc_ir::view::{PadMode, PadSpec, SliceDim, ViewSpec};
 use pyasc_ir::{Attr, LibId, NodeId, Scalar};
@@ -236,4 +237,15 @@ pub fn apply_reduce(
         ));
     }
     apply(py, &trace, Op::Reduce { op, axes, keepdims }, &[id])
+}
+
+/// A scan by name (`cumsum cumprod cummax cummin logcumsumexp`) of a traced tensor along
+/// `axis` (already in range); the tensor has the result's dtype.
+#[pyfunction]
+pub fn apply_scan(py: Python<'_>, name: &str, x: &Bound<'_, PyAny>, axis: usize) -> PyResult<Py<Tensor>> {
+    let kind = ScanKind::from_name(name).ok_or_else(|| PyTypeError::new_err(format!("unknown scan {name}")))?;
+    let trace = trace_of(&[x]).ok_or_else(|| PyTypeError::new_err("no traced tensor among the operands"))?;
+    let id = node_of(py, &trace, x)?;
+    let attr = trace.lock().expect("trace lock poisoned").graph.add_attr(Attr::Scan(kind, axis));
+    apply(py, &trace, Op::Library(LibId::SCAN, attr), &[id])
 }

@@ -1,0 +1,120 @@
+//! Scans along one axis (`np.cumsum`, `np.cumprod`, `np.maximum.accumulate`,
+//! `np.minimum.accumulate`, `np.logaddexp.accumulate`): the result has the operand's shape
+//! and dtype (the front end casts to NumPy's result dtype first). Elementwise epilogues
+//! (`np.cumsum(x, -1) / n`) run in the scan's kernel.
+
+use super::{bad_call, LibCall, LibId, LibraryOp};
+use crate::attr::Attr;
+use crate::dtype::{DType, VType};
+use crate::error::{IrError, Result};
+use crate::shape::Shape;
+use crate::tile::BufferDecl;
+
+/// The combining operation of a scan.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ScanKind {
+    /// Running sums (`cumsum`; logical or for bool).
+    Sum,
+    /// Running products (`cumprod`; logical and for bool).
+    Prod,
+    /// Running maxima (`maximum.accumulate`; NaN propagates).
+    Max,
+    /// Running minima (`minimum.accumulate`; NaN propagates).
+    Min,
+    /// Running `log(sum(exp))` (`logaddexp.accumulate`), floats only.
+    LogSumExp,
+}
+
+impl ScanKind {
+    /// The name used in printed graphs and by the front end.
+    pub fn name(self) -> &'static str {
+        match self {
+            ScanKind::Sum => "cumsum",
+            ScanKind::Prod => "cumprod",
+            ScanKind::Max => "cummax",
+            ScanKind::Min => "cummin",
+            ScanKind::LogSumExp => "logcumsumexp",
+        }
+    }
+
+    /// The kind named `name` (one of [`ScanKind::name`]'s).
+    pub fn from_name(name: &str) -> Option<ScanKind> {
+        [ScanKind::Sum, ScanKind::Prod, ScanKind::Max, ScanKind::Min, ScanKind::LogSumExp]
+            .into_iter()
+            .find(|k| k.name() == name)
+    }
+}
+
+/// A scan along one axis.
+pub struct Scan;
+
+fn parts(attr: &Attr) -> Result<(ScanKind, usize)> {
+    match attr {
+        Attr::Scan(kind, axis) => Ok((*kind, *axis)),
+        _ => Err(IrError::internal("a scan needs a scan attribute")),
+    }
+}
+
+impl LibraryOp for Scan {
+    fn id(&self) -> LibId {
+        LibId::SCAN
+    }
+    fn name(&self) -> &'static str {
+        "scan"
+    }
+    fn describe(&self, attr: &Attr) -> String {
+        match parts(attr) {
+            Ok((kind, axis)) => format!("{}[{axis}]", kind.name()),
+            Err(_) => "scan".into(),
+        }
+    }
+    fn arity_ok(&self, n: usize) -> bool {
+        n == 1
+    }
+    fn infer(&self, attr: &Attr, operands: &[(VType, &Shape)]) -> Result<(VType, Shape)> {
+        let (kind, axis) = parts(attr)?;
+        let (t, shape) = operands[0];
+        if axis >= shape.rank() {
+            return Err(IrError::shape(format!(
+                "{}: axis {axis} is out of bounds for a tensor of rank {}",
+                kind.name(),
+                shape.rank()
+            )));
+        }
+        if (!t.dtype.is_float() && kind == ScanKind::LogSumExp) || matches!(t.dtype, DType::F16 | DType::BF16) {
+            return Err(IrError::dtype(format!("{} of {} is not supported", kind.name(), t.dtype)));
+        }
+        Ok((VType::strong(t.dtype), shape.clone()))
+    }
+    fn operand_dtype(&self, _i: usize, result: DType) -> Option<DType> {
+        Some(result)
+    }
+    fn fuses_epilogue(&self) -> bool {
+        true
+    }
+    fn verify_call(&self, call: &LibCall, operands: &[&BufferDecl], out: &BufferDecl) -> Result<()> {
+        let (_, axis) = parts(&call.attr)?;
+        match operands {
+            [x] if x.dtype == out.dtype && x.shape == out.shape && axis < out.shape.rank() => Ok(()),
+            _ => bad_call(self, "needs one operand of its output's dtype and shape"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_axes_are_checked() {
+        for k in [ScanKind::Sum, ScanKind::Prod, ScanKind::Max, ScanKind::Min, ScanKind::LogSumExp] {
+            assert_eq!(ScanKind::from_name(k.name()), Some(k));
+        }
+        let s = Shape(vec![2, 3]);
+        let ok = Scan.infer(&Attr::Scan(ScanKind::Sum, 1), &[(VType::strong(DType::F32), &s)]).unwrap();
+        assert_eq!(ok, (VType::strong(DType::F32), s.clone()));
+        assert!(Scan.infer(&Attr::Scan(ScanKind::Sum, 2), &[(VType::strong(DType::F32), &s)]).is_err());
+        assert!(Scan.infer(&Attr::Scan(ScanKind::LogSumExp, 0), &[(VType::strong(DType::I32), &s)]).is_err());
+        assert_eq!(Scan.describe(&Attr::Scan(ScanKind::Max, 1)), "cummax[1]");
+    }
+}
