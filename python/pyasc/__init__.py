@@ -77,6 +77,22 @@ from .reductions import (
     softmax,
     sum,
 )
+from .sorting import (
+    argpartition,
+    argsort,
+    median,
+    nanmedian,
+    nanpercentile,
+    nanquantile,
+    partition,
+    percentile,
+    quantile,
+    searchsorted,
+    sort,
+    take_along_axis,
+    topk,
+    unique,
+)
 from .streams import (
     DeviceArray,
     Event,
@@ -196,6 +212,8 @@ __all__ = [
     "zeros",
 ]
 __all__ += list(_ops.UNARY_API)
+__all__ += ["argpartition", "argsort", "median", "nanmedian", "nanpercentile", "nanquantile", "partition",
+            "percentile", "quantile", "searchsorted", "sort", "take_along_axis", "topk", "unique"]
 
 _init_from_env()
 _env.warn_problems()

@@ -2,6 +2,7 @@
 //! carry inline (view specs, pad widths, axes of library kernels). An op names its
 //! attribute by [`AttrId`]; passes that rebuild a graph copy the arena as is.
 
+use crate::library::SortSpec;
 use crate::view::{PadSpec, ViewSpec};
 
 /// Index of an attribute in its graph's arena.
@@ -19,6 +20,8 @@ pub enum Attr {
     View(ViewSpec),
     /// `np.pad` widths, mode and constant.
     Pad(PadSpec),
+    /// What a sort call computes, along which axis.
+    Sort(SortSpec),
 }
 
 impl Attr {

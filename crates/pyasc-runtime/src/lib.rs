@@ -39,6 +39,7 @@ pub mod opaque;
 pub mod pad;
 pub mod pool;
 pub mod program;
+pub mod sort;
 pub mod stream;
 pub mod team;
 pub mod view;

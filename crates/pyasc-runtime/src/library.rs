@@ -20,8 +20,13 @@ pub trait LibraryKernel: Sync {
 }
 
 /// Every library routine.
-pub static KERNELS: [&dyn LibraryKernel; 4] =
-    [&crate::gemm::MatMulKernel, &crate::pad::PadKernel, &crate::pad::ConcatKernel, &crate::pad::TakeKernel];
+pub static KERNELS: [&dyn LibraryKernel; 5] = [
+    &crate::gemm::MatMulKernel,
+    &crate::pad::PadKernel,
+    &crate::pad::ConcatKernel,
+    &crate::pad::TakeKernel,
+    &crate::sort::SortKernel,
+];
 
 /// The routine of library op `id`.
 pub fn kernel(id: LibId) -> Result<&'static dyn LibraryKernel> {

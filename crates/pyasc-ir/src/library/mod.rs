@@ -13,6 +13,7 @@
 mod concat;
 mod matmul;
 mod pad;
+mod sort;
 mod take;
 
 use crate::attr::Attr;
@@ -24,6 +25,7 @@ use crate::tile::BufferDecl;
 pub use concat::Concat;
 pub use matmul::MatMul;
 pub use pad::Pad;
+pub use sort::{SortMode, SortOp, SortSpec};
 pub use take::Take;
 
 /// Identity of a library op: its index in [`REGISTRY`].
@@ -39,6 +41,8 @@ impl LibId {
     pub const CONCAT: LibId = LibId(2);
     /// `np.take`.
     pub const TAKE: LibId = LibId(3);
+    /// Sorting and selection (`np.sort`, `np.argsort`, top-k, quantiles, ...).
+    pub const SORT: LibId = LibId(4);
 
     /// The registered op, or an error naming the unknown id.
     pub fn op(self) -> Result<&'static dyn LibraryOp> {
@@ -47,7 +51,7 @@ impl LibId {
 }
 
 /// Every library op, indexed by [`LibId`].
-pub static REGISTRY: [&dyn LibraryOp; 4] = [&MatMul, &Pad, &Concat, &Take];
+pub static REGISTRY: [&dyn LibraryOp; 5] = [&MatMul, &Pad, &Concat, &Take, &SortOp];
 
 /// The library op with id `id`.
 pub fn lookup(id: LibId) -> Result<&'static dyn LibraryOp> {
