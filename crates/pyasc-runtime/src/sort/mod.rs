@@ -7,6 +7,8 @@
 //! index order) or selected (`select`, whose top-k scan has AVX-512 and AVX2 paths chosen at
 //! run time in `simd`) on keys, and written to the C-contiguous output.
 
+#[cfg(target_arch = "x86_64")]
+pub mod avx512;
 pub mod keys;
 pub mod radix;
 pub mod rows;

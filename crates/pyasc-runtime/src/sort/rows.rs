@@ -4,7 +4,7 @@
 
 use super::keys::Elem;
 use super::radix::{sort_keys, sort_pairs, Pair};
-use super::select;
+use super::{select, simd};
 use crate::view::InputView;
 use pyasc_ir::error::{ErrorKind, IrError, Result};
 use pyasc_ir::library::{SortMode, SortSpec};
@@ -225,6 +225,7 @@ pub struct Scratch<T: Elem> {
     row: Vec<T>,
     keys: Vec<T::K>,
     tmp: Vec<T::K>,
+    tmp32: Vec<u32>,
     pairs: Vec<Pair<T::K>>,
     ptmp: Vec<Pair<T::K>>,
     stats: Vec<f64>,
@@ -232,7 +233,7 @@ pub struct Scratch<T: Elem> {
 
 impl<T: Elem> Default for Scratch<T> {
     fn default() -> Self {
-        Scratch { row: vec![], keys: vec![], tmp: vec![], pairs: vec![], ptmp: vec![], stats: vec![] }
+        Scratch { row: vec![], keys: vec![], tmp: vec![], tmp32: vec![], pairs: vec![], ptmp: vec![], stats: vec![] }
     }
 }
 
@@ -240,7 +241,9 @@ impl<T: Elem> Default for Scratch<T> {
 fn sort_values<T: Elem>(s: &mut Scratch<T>) {
     s.keys.clear();
     s.keys.extend(s.row.iter().map(|v| v.key()));
-    sort_keys(&mut s.keys, &mut s.tmp);
+    if !simd::sort_keys(&mut s.keys, &mut s.tmp32) {
+        sort_keys(&mut s.keys, &mut s.tmp);
+    }
 }
 
 /// `s.pairs` = the row's (key, index) pairs in stable sorted order.

@@ -1,6 +1,7 @@
-//! Run-time ISA dispatch of the top-k scan for elements above the current k-th best: the
-//! same loop compiled for AVX-512 and for AVX2, chosen by [`pyasc_kernels::isa::active`],
-//! portable code otherwise (`PYASC_ISA` forces the lower paths).
+//! Run-time ISA dispatch ([`pyasc_kernels::isa::active`]; `PYASC_ISA` forces the lower
+//! paths): the top-k scan for elements above the current k-th best (the same loop compiled
+//! for AVX-512 and for AVX2, portable code otherwise) and the sort of 32-bit keys (the
+//! AVX-512 quicksort of `avx512`, else the caller's radix sort).
 
 use super::keys::{Elem, Key};
 use pyasc_kernels::isa::{active, Isa};
@@ -50,4 +51,22 @@ fn scan<T: Elem>(row: &[T], t: T::K) -> Option<usize> {
         base += chunk.len();
     }
     None
+}
+
+/// Sort keys with the AVX-512 quicksort when they are 32-bit and the active ISA is AVX-512;
+/// false (keys untouched) when the caller must sort them itself.
+pub fn sort_keys<K: Key>(keys: &mut [K], tmp: &mut Vec<u32>) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::any::TypeId::of::<K>() == std::any::TypeId::of::<u32>() && active() == Isa::Avx512 {
+            // SAFETY: K is u32 (same layout); AVX-512 was detected on this CPU.
+            unsafe {
+                let k = std::slice::from_raw_parts_mut(keys.as_mut_ptr() as *mut u32, keys.len());
+                super::avx512::sort_u32(k, tmp);
+            }
+            return true;
+        }
+    }
+    let _ = (keys, tmp);
+    false
 }
