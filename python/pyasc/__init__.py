@@ -78,6 +78,22 @@ from .reductions import (
     sum,
 )
 from .scans import cumlogsumexp, cummax, cummin, cumprod, cumsum, logcumsumexp
+from .sorting import (
+    argpartition,
+    argsort,
+    median,
+    nanmedian,
+    nanpercentile,
+    nanquantile,
+    partition,
+    percentile,
+    quantile,
+    searchsorted,
+    sort,
+    take_along_axis,
+    topk,
+    unique,
+)
 from .streams import (
     DeviceArray,
     Event,
@@ -203,6 +219,8 @@ __all__ = [
     "zeros",
 ]
 __all__ += list(_ops.UNARY_API)
+__all__ += ["argpartition", "argsort", "median", "nanmedian", "nanpercentile", "nanquantile", "partition",
+            "percentile", "quantile", "searchsorted", "sort", "take_along_axis", "topk", "unique"]
 
 _init_from_env()
 _env.warn_problems()

@@ -11,7 +11,7 @@ from typing import Any, Callable, Dict
 
 import numpy as np
 
-from . import _composites, _pyasc, ops
+from . import _composites, _pyasc, ops, sorting
 from .errors import UnsupportedError, at_user_line
 
 # NumPy ufunc name -> op name, from the extension's op table.
@@ -217,6 +217,7 @@ _FUNCTIONS: Dict[str, Callable[..., Any]] = {
     "around": _round,
     "astype": _astype,
     **_composites.FUNCTIONS,
+    **sorting.FUNCTIONS,
 }
 
 

@@ -366,7 +366,8 @@ def run(quick: bool = False, only: Optional[List[str]] = None) -> int:
         if var in os.environ:
             print(f"  note: {var}={os.environ[var]} is set (it only matters for matmul peers)")
     want = set(only or ["gelu", "normalize", "first_call", "cached_call", "launch", "copy_from", "softmax",
-                        "layer_norm", "matmul", "dynamic", "long_row", "cumsum_rows", "cumsum_cols"])
+                        "layer_norm", "matmul", "dynamic", "long_row", "cumsum_rows", "cumsum_cols", "sort",
+                        "topk"])
     repeat = 3 if quick else 7
     summary: List[str] = []
     if "gelu" in want:
@@ -422,6 +423,16 @@ def run(quick: bool = False, only: Optional[List[str]] = None) -> int:
             t = _report(f"cumsum {along}: {shape[0]}x{shape[1]} float32", bench_cumsum(shape, axis, repeat))
             peers = ", ".join(f"{t[p] / t['pyasc']:.2f}x {p}" for p in ("numpy", "numba", "jax") if p in t)
             summary.append(f"{key}: {peers} (target >= 2x numpy)")
+    if "sort" in want or "topk" in want:
+        from .bench_sorting import bench_sort, bench_topk
+
+        shape = (512, 1024) if quick else (4096, 1024)
+        if "sort" in want:
+            t = _report(f"sort rows: {shape[0]}x{shape[1]} float32", bench_sort(shape, repeat))
+            summary.append(f"sort: {t['numpy'] / t['pyasc']:.2f}x np.sort's speed (target >= 1.5x)")
+        if "topk" in want:
+            t = _report(f"top-5 of each row: {shape[0]}x{shape[1]} float32", bench_topk(shape, 5, repeat))
+            summary.append(f"topk: {t['numpy'] / t['pyasc']:.2f}x argpartition + sort (target >= 5x)")
     print("\nsummary")
     for line in summary:
         print(f"  {line}")

@@ -3,6 +3,7 @@
 //! attribute by [`AttrId`]; passes that rebuild a graph copy the arena as is.
 
 use crate::library::ScanKind;
+use crate::library::SortSpec;
 use crate::view::{PadSpec, ViewSpec};
 
 /// Index of an attribute in its graph's arena.
@@ -22,6 +23,8 @@ pub enum Attr {
     Pad(PadSpec),
     /// A scan's operation and axis.
     Scan(ScanKind, usize),
+    /// What a sort call computes, along which axis.
+    Sort(SortSpec),
 }
 
 impl Attr {

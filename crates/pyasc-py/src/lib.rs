@@ -37,6 +37,7 @@ pub mod placement;
 pub mod stream;
 pub mod tensor;
 pub mod trace_ops;
+pub mod trace_sort;
 
 /// The extension module `pyasc._pyasc`.
 #[pymodule]
@@ -70,6 +71,7 @@ fn _pyasc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace_ops::apply_concat, m)?)?;
     m.add_function(wrap_pyfunction!(trace_ops::apply_take, m)?)?;
     m.add_function(wrap_pyfunction!(trace_ops::apply_scan, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_sort::apply_sort, m)?)?;
     m.add_function(wrap_pyfunction!(trace_ops::apply_constant_array, m)?)?;
     m.add_function(wrap_pyfunction!(gears::gears_begin, m)?)?;
     m.add_function(wrap_pyfunction!(gears::gear_flags, m)?)?;

@@ -1,0 +1,238 @@
+//! Sorting and selection along one axis: `np.sort`, `np.argsort`, `np.partition`,
+//! `np.argpartition`, top-k indices, a gather along the axis (top-k values from their
+//! indices), `np.searchsorted`, `np.unique` with a static size, and the order statistics
+//! (`np.median`, `np.nanmedian`, `np.quantile`, `np.percentile`). One library op whose
+//! attribute ([`SortSpec`]) selects what it computes, so each result is one output.
+//!
+//! Floats order as NumPy sorts them: NaN after `+inf`, `-0.0` equal to `0.0` where indices or
+//! comparisons are produced.
+
+use super::{bad_call, LibCall, LibId, LibraryOp};
+use crate::attr::Attr;
+use crate::dtype::{DType, VType};
+use crate::error::{IrError, Result};
+use crate::scalar::Scalar;
+use crate::shape::Shape;
+use crate::tile::BufferDecl;
+
+/// What a sort call computes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SortMode {
+    /// The sorted values.
+    Sort,
+    /// The indices that sort; `stable` keeps equal elements in index order.
+    ArgSort {
+        /// Ties by index.
+        stable: bool,
+    },
+    /// Values partitioned around each of the (ascending, in-range) positions.
+    Partition(Vec<usize>),
+    /// Indices partitioned around each of the positions.
+    ArgPartition(Vec<usize>),
+    /// Indices of the `k` largest, largest first, ties by lower index (`jax.lax.top_k`).
+    TopK(usize),
+    /// `take_along_axis(x, idx)`: two operands, the result has the indices' shape.
+    Gather,
+    /// Insertion points of the second operand's values in the sorted 1-D first operand.
+    SearchSorted {
+        /// `side='right'`.
+        right: bool,
+    },
+    /// The sorted distinct values of the whole array (NaNs as one), cut or filled to `size`.
+    Unique {
+        /// Extent of the result.
+        size: usize,
+        /// Value of the padding; `None` pads with the smallest value.
+        fill: Option<Scalar>,
+    },
+    /// NumPy's linear-method quantiles at `q` (in `[0, 1]`), whose shape `q_shape` leads the
+    /// result; a NaN in a row makes its quantiles NaN unless `skip_nan`.
+    Quantile {
+        /// The quantiles, flattened.
+        q: Vec<f64>,
+        /// Their shape.
+        q_shape: Vec<usize>,
+        /// `nan*` functions: NaNs are dropped from each row.
+        skip_nan: bool,
+        /// `q` was a Python number: a float32 input computes (and returns) float32.
+        weak_q: bool,
+    },
+    /// `np.median` (the mean of the middle pair, in the input's float dtype).
+    Median {
+        /// `np.nanmedian`.
+        skip_nan: bool,
+    },
+}
+
+/// The attribute of a sort call: what it computes, along which axis.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SortSpec {
+    /// The computation.
+    pub mode: SortMode,
+    /// The axis (ignored by `Unique`, which reads the whole array, and by `SearchSorted`).
+    pub axis: usize,
+}
+
+impl SortSpec {
+    /// The dtype of an order statistic of `x` (NumPy: float32 stays, others are float64).
+    pub fn stat_dtype(x: DType) -> DType {
+        if x == DType::F32 {
+            DType::F32
+        } else {
+            DType::F64
+        }
+    }
+
+    /// Result dtype and shape for operands of these types.
+    pub fn result(&self, operands: &[(VType, &Shape)]) -> Result<(DType, Shape)> {
+        let (xt, xs) = operands[0];
+        let dt = xt.dtype;
+        if !(dt.is_int() || dt.is_float() || dt == DType::Bool) || matches!(dt, DType::F16 | DType::BF16) {
+            return Err(IrError::dtype(format!("sorting {dt} arrays is not supported")));
+        }
+        let rank = xs.rank();
+        let needs_axis = !matches!(self.mode, SortMode::Unique { .. } | SortMode::SearchSorted { .. });
+        if needs_axis && self.axis >= rank {
+            return Err(IrError::shape(format!("axis {} is out of bounds for an array of rank {rank}", self.axis)));
+        }
+        let n = if needs_axis { xs.0[self.axis] } else { 0 };
+        let kth_ok = |ks: &[usize]| match ks.iter().find(|&&k| k >= n) {
+            Some(k) => Err(IrError::shape(format!("kth {k} is out of bounds for an axis of length {n}"))),
+            None => Ok(()),
+        };
+        match &self.mode {
+            SortMode::Sort => Ok((dt, xs.clone())),
+            SortMode::ArgSort { .. } => Ok((DType::I64, xs.clone())),
+            SortMode::Partition(ks) => kth_ok(ks).map(|_| (dt, xs.clone())),
+            SortMode::ArgPartition(ks) => kth_ok(ks).map(|_| (DType::I64, xs.clone())),
+            SortMode::TopK(k) => {
+                if *k > n {
+                    return Err(IrError::shape(format!("top_k: k={k} is larger than the axis length {n}")));
+                }
+                let mut d = xs.0.clone();
+                d[self.axis] = *k;
+                Ok((DType::I64, Shape(d)))
+            }
+            SortMode::Gather => {
+                let (it, is) = operands
+                    .get(1)
+                    .copied()
+                    .ok_or_else(|| IrError::internal("a gather along an axis needs indices"))?;
+                let off = |s: &Shape| {
+                    s.0.iter().enumerate().filter(|(i, _)| *i != self.axis).map(|(_, d)| *d).collect::<Vec<_>>()
+                };
+                if it.dtype != DType::I64 || is.rank() != rank || off(is) != off(xs) {
+                    return Err(IrError::shape(format!(
+                        "gather along axis {}: indices {is} do not fit {xs}",
+                        self.axis
+                    )));
+                }
+                Ok((dt, is.clone()))
+            }
+            SortMode::SearchSorted { .. } => {
+                let (vt, vs) =
+                    operands.get(1).copied().ok_or_else(|| IrError::internal("searchsorted needs values"))?;
+                if rank != 1 {
+                    return Err(IrError::shape(format!("searchsorted: the sorted array must be 1-D, not {xs}")));
+                }
+                if vt.dtype != dt {
+                    return Err(IrError::dtype(format!("searchsorted: values of {} in an array of {dt}", vt.dtype)));
+                }
+                Ok((DType::I64, vs.clone()))
+            }
+            SortMode::Unique { size, .. } => Ok((dt, Shape(vec![*size]))),
+            SortMode::Quantile { q, q_shape, weak_q, .. } => {
+                if q.len() != q_shape.iter().product::<usize>() {
+                    return Err(IrError::internal("quantiles do not fill their shape"));
+                }
+                if n == 0 {
+                    return Err(IrError::shape("quantile of an empty axis"));
+                }
+                let mut d = q_shape.clone();
+                d.extend(xs.0.iter().enumerate().filter(|(i, _)| *i != self.axis).map(|(_, d)| *d));
+                let out = if *weak_q { Self::stat_dtype(dt) } else { DType::F64 };
+                Ok((out, Shape(d)))
+            }
+            SortMode::Median { .. } => {
+                let d = xs.0.iter().enumerate().filter(|(i, _)| *i != self.axis).map(|(_, d)| *d).collect();
+                Ok((Self::stat_dtype(dt), Shape(d)))
+            }
+        }
+    }
+}
+
+/// Sorting and selection.
+pub struct SortOp;
+
+fn spec(attr: &Attr) -> Result<&SortSpec> {
+    match attr {
+        Attr::Sort(s) => Ok(s),
+        _ => Err(IrError::internal("a sort op needs a sort attribute")),
+    }
+}
+
+impl LibraryOp for SortOp {
+    fn id(&self) -> LibId {
+        LibId::SORT
+    }
+    fn name(&self) -> &'static str {
+        "sort"
+    }
+    fn describe(&self, attr: &Attr) -> String {
+        match spec(attr) {
+            Ok(s) => format!("sort[{:?}, axis={}]", s.mode, s.axis),
+            Err(_) => "sort".into(),
+        }
+    }
+    fn arity_ok(&self, n: usize) -> bool {
+        n == 1 || n == 2
+    }
+    fn infer(&self, attr: &Attr, operands: &[(VType, &Shape)]) -> Result<(VType, Shape)> {
+        let s = spec(attr)?;
+        let two = matches!(s.mode, SortMode::Gather | SortMode::SearchSorted { .. });
+        if operands.len() != 1 + two as usize {
+            return Err(IrError::internal(format!("sort {:?} takes {} operands", s.mode, 1 + two as usize)));
+        }
+        let (dt, shape) = s.result(operands)?;
+        Ok((VType::strong(dt), shape))
+    }
+    fn operand_dtype(&self, _i: usize, _result: DType) -> Option<DType> {
+        None
+    }
+    fn verify_call(&self, call: &LibCall, operands: &[&BufferDecl], out: &BufferDecl) -> Result<()> {
+        let s = spec(&call.attr)?;
+        let ops: Vec<(VType, &Shape)> = operands.iter().map(|d| (VType::strong(d.dtype), &d.shape)).collect();
+        if ops.is_empty() {
+            return bad_call(self, "has no operand");
+        }
+        let (dt, shape) = s.result(&ops)?;
+        if dt != out.dtype || shape != out.shape {
+            return bad_call(self, "has an output of another type or shape");
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn infer(mode: SortMode, axis: usize, shape: &[usize], dt: DType) -> Result<(VType, Shape)> {
+        let s = Shape(shape.to_vec());
+        SortOp.infer(&Attr::Sort(SortSpec { mode, axis }), &[(VType::strong(dt), &s)])
+    }
+
+    #[test]
+    fn result_types() {
+        let (t, s) = infer(SortMode::TopK(3), 1, &[4, 10], DType::F32).unwrap();
+        assert_eq!((t.dtype, s.0), (DType::I64, vec![4, 3]));
+        let (t, s) = infer(SortMode::Median { skip_nan: false }, 0, &[4, 10], DType::I16).unwrap();
+        assert_eq!((t.dtype, s.0), (DType::F64, vec![10]));
+        let q = SortMode::Quantile { q: vec![0.1, 0.5], q_shape: vec![2], skip_nan: false, weak_q: true };
+        let (t, s) = infer(q, 1, &[4, 10], DType::F32).unwrap();
+        assert_eq!((t.dtype, s.0), (DType::F32, vec![2, 4]));
+        assert!(infer(SortMode::TopK(11), 1, &[4, 10], DType::F32).is_err());
+        assert!(infer(SortMode::Partition(vec![10]), 1, &[4, 10], DType::F32).is_err());
+        assert!(infer(SortMode::Sort, 2, &[4, 10], DType::F32).is_err());
+    }
+}
