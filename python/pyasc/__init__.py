@@ -6,8 +6,11 @@ ops into tile kernels and runs them on all cores with run-time selected SIMD.
 
 from __future__ import annotations
 
-from . import _env, _pyasc
+from . import _env, _pyasc, linalg
+from . import contractions as _contractions
+from . import matrices as _matrices
 from . import ops as _ops
+from . import statistics as _statistics
 from ._log import _init_from_env, set_log_level
 from ._types import CacheInfo
 from .classes import AscendOperatorBase
@@ -221,6 +224,12 @@ __all__ = [
 __all__ += list(_ops.UNARY_API)
 __all__ += ["argpartition", "argsort", "median", "nanmedian", "nanpercentile", "nanquantile", "partition",
             "percentile", "quantile", "searchsorted", "sort", "take_along_axis", "topk", "unique"]
+
+# Statistics, contractions, matrix parts and norms, one module each.
+for _mod in (_statistics, _contractions, _matrices, linalg):
+    globals().update({_name: getattr(_mod, _name) for _name in _mod.__all__})
+    __all__ += list(_mod.__all__)
+__all__ += ["linalg"]
 
 _init_from_env()
 _env.warn_problems()

@@ -11,7 +11,7 @@ from typing import Any, Callable, Dict
 
 import numpy as np
 
-from . import _composites, _pyasc, ops, sorting
+from . import _composites, _numpy_more, _pyasc, ops, sorting
 from .errors import UnsupportedError, at_user_line
 
 # NumPy ufunc name -> op name, from the extension's op table.
@@ -90,12 +90,6 @@ def _where(condition: Any, x: Any = None, y: Any = None) -> Any:
         raise at_user_line(
             UnsupportedError("np.where with one argument (nonzero indices) is not supported inside operators"))
     return ops.where(condition, x, y)
-
-
-def _clip(a: Any, a_min: Any = None, a_max: Any = None, out: Any = None, **kw: Any) -> Any:
-    if out is not None or kw:
-        raise at_user_line(UnsupportedError("np.clip(..., out=/keywords) is not supported inside operators"))
-    return ops.clip(a, a_min, a_max)
 
 
 def _round(a: Any, decimals: int = 0, out: Any = None) -> Any:
@@ -212,12 +206,12 @@ _FUNCTIONS: Dict[str, Callable[..., Any]] = {
     "nancumsum": _scan("nancumsum"),
     "nancumprod": _scan("nancumprod"),
     "where": _where,
-    "clip": _clip,
     "round": _round,
     "around": _round,
     "astype": _astype,
     **_composites.FUNCTIONS,
     **sorting.FUNCTIONS,
+    **_numpy_more.FUNCTIONS,
 }
 
 

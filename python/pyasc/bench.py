@@ -293,6 +293,27 @@ def bench_matmul(n: int, repeat: int) -> List[Row]:
             ("numpy", "a @ b (OpenBLAS)", best_time(lambda: a @ b, repeat))]
 
 
+def bench_einsum(subscripts: str, a_shape: Tuple[int, ...], b_shape: Tuple[int, ...], repeat: int) -> List[Row]:
+    """Time a GEMM-shaped ``einsum`` in float32 against pyasc's matmul and the peers' einsum."""
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal(a_shape).astype(np.float32)
+    b = rng.standard_normal(b_shape).astype(np.float32)
+    op = pyasc.operator(lambda x, y: np.einsum(subscripts, x, y))
+    mm = pyasc.operator(lambda x, y: x @ y)
+    rows: List[Row] = [("pyasc", f"np.einsum({subscripts!r})", best_time(lambda: op(a, b), repeat)),
+                       ("matmul", "pyasc operator (a @ b)", best_time(lambda: mm(a, b), repeat)),
+                       ("numpy", "np.einsum(optimize=True)",
+                        best_time(lambda: np.einsum(subscripts, a, b, optimize=True), repeat))]
+    jax = _peer("jax")
+    if jax is not None:
+        import jax.numpy as jnp
+
+        f = jax.jit(lambda x, y: jnp.einsum(subscripts, x, y))
+        aj, bj = jnp.asarray(a), jnp.asarray(b)
+        rows.append(("jax", "jax.jit(jnp.einsum)", best_time(lambda: f(aj, bj).block_until_ready(), repeat)))
+    return rows
+
+
 def bench_dynamic(count: int, with_jax: bool) -> List[Row]:
     """Call a dynamic-shape operator on ``count`` new shapes, compile included."""
     rng = np.random.default_rng(6)
@@ -365,9 +386,9 @@ def run(quick: bool = False, only: Optional[List[str]] = None) -> int:
     for var in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
         if var in os.environ:
             print(f"  note: {var}={os.environ[var]} is set (it only matters for matmul peers)")
-    want = set(only or ["gelu", "normalize", "first_call", "cached_call", "launch", "copy_from", "softmax",
-                        "layer_norm", "matmul", "dynamic", "long_row", "cumsum_rows", "cumsum_cols", "sort",
-                        "topk"])
+    from .cli import BENCHMARKS
+
+    want = set(only or BENCHMARKS)
     repeat = 3 if quick else 7
     summary: List[str] = []
     if "gelu" in want:
@@ -410,6 +431,19 @@ def run(quick: bool = False, only: Optional[List[str]] = None) -> int:
         t = _report(f"matmul {n}x{n} float32", bench_matmul(n, 3 if quick else 5))
         gf = 2 * n ** 3 / t["pyasc"] / 1e9
         summary.append(f"matmul: {t['numpy'] / t['pyasc']:.2f}x numpy's speed, {gf:.0f} GFLOP/s (target >= 0.9x)")
+    if "einsum" in want:
+        n = 256 if quick else 1024
+        t = _report(f"einsum 'ij,jk->ik' {n}x{n} float32", bench_einsum("ij,jk->ik", (n, n), (n, n), repeat))
+        summary.append("einsum ij,jk->ik: " + ", ".join(f"{t[p] / t['pyasc']:.2f}x {p}" for p in
+                                                         ("matmul", "numpy", "jax") if p in t)
+                       + " (target: matmul >= 0.9x)")
+    if "einsum_batched" in want:
+        b, n = (4, 128) if quick else (16, 384)
+        t = _report(f"einsum 'bij,bjk->bik' {b}x{n}x{n} float32",
+                    bench_einsum("bij,bjk->bik", (b, n, n), (b, n, n), repeat))
+        summary.append("einsum bij,bjk->bik: " + ", ".join(f"{t[p] / t['pyasc']:.2f}x {p}" for p in
+                                                           ("matmul", "numpy", "jax") if p in t)
+                       + " (target: matmul >= 0.9x)")
     if "dynamic" in want:
         t = _report("dynamic shapes: 50 new shapes of one operator", bench_dynamic(50, not quick))
         summary.append(f"dynamic shapes: {fmt_time(t['pyasc'])} for 50 shapes (target <= 5 ms)")

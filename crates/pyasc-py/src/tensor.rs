@@ -299,6 +299,21 @@ fn reduce_method(
     Ok(numpy_api(py)?.getattr("reduce_method")?.call1((name, slf, args, kwargs))?.unbind())
 }
 
+/// `pyasc.<module>.<name>(slf, *args, **kwargs)`: a method whose body is a Python function.
+fn module_method(
+    slf: &Bound<'_, Tensor>,
+    module: &str,
+    name: &str,
+    args: &Bound<'_, PyTuple>,
+    kwargs: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Py<PyAny>> {
+    let py = slf.py();
+    let mut all = vec![slf.clone().into_any()];
+    all.extend(args.iter());
+    let f = py.import(format!("pyasc.{module}"))?.getattr(name)?;
+    Ok(f.call(PyTuple::new(py, all)?, kwargs)?.unbind())
+}
+
 fn numpy_api(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
     py.import("pyasc._numpy_api")
 }
@@ -460,6 +475,60 @@ impl Tensor {
     ) -> PyResult<Py<PyAny>> {
         let f = slf.py().import("pyasc.scans")?.getattr("_method_cumprod")?;
         Ok(f.call1((slf, axis, dtype, out))?.unbind())
+    }
+    /// Variance over `axis` with `ddof` (NumPy's `ndarray.var`).
+    #[pyo3(signature = (*args, **kwargs))]
+    fn var(
+        slf: &Bound<'_, Self>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        module_method(slf, "statistics", "var", args, kwargs)
+    }
+    /// Standard deviation over `axis` with `ddof` (NumPy's `ndarray.std`).
+    #[pyo3(signature = (*args, **kwargs))]
+    fn std(
+        slf: &Bound<'_, Self>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        module_method(slf, "statistics", "std", args, kwargs)
+    }
+    /// Limit the values to `[min, max]` (NumPy's `ndarray.clip`).
+    #[pyo3(signature = (*args, **kwargs))]
+    fn clip(
+        slf: &Bound<'_, Self>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        module_method(slf, "statistics", "clip", args, kwargs)
+    }
+    /// `np.dot(self, other)`.
+    #[pyo3(signature = (*args, **kwargs))]
+    fn dot(
+        slf: &Bound<'_, Self>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        module_method(slf, "contractions", "dot", args, kwargs)
+    }
+    /// Sum of a diagonal (NumPy's `ndarray.trace`).
+    #[pyo3(signature = (*args, **kwargs))]
+    fn trace(
+        slf: &Bound<'_, Self>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        module_method(slf, "matrices", "trace", args, kwargs)
+    }
+    /// A diagonal as a view (NumPy's `ndarray.diagonal`).
+    #[pyo3(signature = (*args, **kwargs))]
+    fn diagonal(
+        slf: &Bound<'_, Self>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        module_method(slf, "matrices", "diagonal", args, kwargs)
     }
 
     /// Convert to another dtype (NumPy `astype`).
