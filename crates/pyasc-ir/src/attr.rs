@@ -22,6 +22,8 @@ pub enum Attr {
     Pad(PadSpec),
     /// A scan's operation and axis.
     Scan(ScanKind, usize),
+    /// How a scatter combines values.
+    Scatter(crate::library::ScatterMode),
 }
 
 impl Attr {

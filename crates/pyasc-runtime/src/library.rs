@@ -20,12 +20,13 @@ pub trait LibraryKernel: Sync {
 }
 
 /// Every library routine.
-pub static KERNELS: [&dyn LibraryKernel; 5] = [
+pub static KERNELS: [&dyn LibraryKernel; 6] = [
     &crate::gemm::MatMulKernel,
     &crate::pad::PadKernel,
     &crate::pad::ConcatKernel,
     &crate::pad::TakeKernel,
     &crate::scan::ScanKernel,
+    &crate::scatter::ScatterKernel,
 ];
 
 /// The routine of library op `id`.

@@ -14,6 +14,7 @@ mod concat;
 mod matmul;
 mod pad;
 mod scan;
+mod scatter;
 mod take;
 
 use crate::attr::Attr;
@@ -26,6 +27,7 @@ pub use concat::Concat;
 pub use matmul::MatMul;
 pub use pad::Pad;
 pub use scan::{Scan, ScanKind};
+pub use scatter::{Scatter, ScatterMode};
 pub use take::Take;
 
 /// Identity of a library op: its index in [`REGISTRY`].
@@ -43,6 +45,8 @@ impl LibId {
     pub const TAKE: LibId = LibId(3);
     /// Scans: `np.cumsum`, `np.cumprod`, `ufunc.accumulate`.
     pub const SCAN: LibId = LibId(4);
+    /// Functional scatter (`y[idx] = v`, `x.at[idx].add(v)`).
+    pub const SCATTER: LibId = LibId(5);
 
     /// The registered op, or an error naming the unknown id.
     pub fn op(self) -> Result<&'static dyn LibraryOp> {
@@ -51,7 +55,7 @@ impl LibId {
 }
 
 /// Every library op, indexed by [`LibId`].
-pub static REGISTRY: [&dyn LibraryOp; 5] = [&MatMul, &Pad, &Concat, &Take, &Scan];
+pub static REGISTRY: [&dyn LibraryOp; 6] = [&MatMul, &Pad, &Concat, &Take, &Scan, &Scatter];
 
 /// The library op with id `id`.
 pub fn lookup(id: LibId) -> Result<&'static dyn LibraryOp> {
