@@ -47,6 +47,10 @@ def array_ufunc(ufunc: Any, method: str, inputs: tuple, kwargs: Dict[str, Any]) 
         from . import scans
 
         return scans.accumulate(ufunc, *inputs, **(kwargs or {}))
+    if method == "at" or (kwargs or {}).get("out") is not None:
+        from . import updates
+
+        return updates.array_ufunc(ufunc, method, inputs, dict(kwargs or {}))
     if method != "__call__":
         raise at_user_line(UnsupportedError(f"np.{name}.{method} is not supported inside operators yet"))
     kwargs = dict(kwargs or {})
