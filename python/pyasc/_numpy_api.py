@@ -11,7 +11,7 @@ from typing import Any, Callable, Dict
 
 import numpy as np
 
-from . import _composites, _pyasc, ops
+from . import _composites, _pyasc, ops, selection
 from .errors import UnsupportedError, at_user_line
 
 # NumPy ufunc name -> op name, from the extension's op table.
@@ -221,6 +221,7 @@ _FUNCTIONS: Dict[str, Callable[..., Any]] = {
     "around": _round,
     "astype": _astype,
     **_composites.FUNCTIONS,
+    **selection.FUNCTIONS,
 }
 
 

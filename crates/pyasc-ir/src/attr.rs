@@ -24,6 +24,8 @@ pub enum Attr {
     Scan(ScanKind, usize),
     /// How a scatter combines values.
     Scatter(crate::library::ScatterMode),
+    /// A static result length (`nonzero`'s `size=`).
+    Count(usize),
 }
 
 impl Attr {

@@ -1,6 +1,7 @@
 //! Tracing entry points for updates (`y[idx] = v`, augmented assignment, `x.at[idx]`): the
-//! scatter op and the rebinding of a tracer object to its updated value. The rules (which
-//! writes are allowed, index forms, views) live in `python/pyasc/updates.py`.
+//! scatter op, `nonzero` with a static size and the rebinding of a tracer object to its updated
+//! value. The rules (which writes are allowed, index forms, views) live in
+//! `python/pyasc/updates.py`.
 
 use crate::errors::to_py;
 use crate::tensor::{apply, node_of, trace_of, Tensor};
@@ -44,4 +45,14 @@ pub fn rebind(target: &Bound<'_, Tensor>, value: &Bound<'_, Tensor>) -> PyResult
     }
     t.set_id(v.id());
     Ok(())
+}
+
+/// The flat positions (int64, C order) of the first `size` non-zero elements of `x`, padded
+/// with -1 (`nonzero` with a static size, JAX's rule).
+#[pyfunction]
+pub fn apply_nonzero(py: Python<'_>, x: &Bound<'_, PyAny>, size: usize) -> PyResult<Py<Tensor>> {
+    let trace = trace_of(&[x]).ok_or_else(|| PyTypeError::new_err("no traced tensor among the operands"))?;
+    let id = node_of(py, &trace, x)?;
+    let attr = trace.lock().expect("trace lock poisoned").graph.add_attr(Attr::Count(size));
+    apply(py, &trace, pyasc_ir::op::Op::Library(LibId::NONZERO, attr), &[id])
 }

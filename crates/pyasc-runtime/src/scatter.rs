@@ -1,6 +1,7 @@
 //! The scatter routine: copy the base into the output, then combine each value with the
 //! element its flat index names, in C order of the indices (see
-//! [`pyasc_ir::library::Scatter`]).
+//! [`pyasc_ir::library::Scatter`]); and its inverse companion `nonzero` with a static size
+//! ([`pyasc_ir::library::NonZero`]).
 
 use crate::library::LibraryKernel;
 use crate::view::InputView;
@@ -166,6 +167,50 @@ impl LibraryKernel for ScatterKernel {
     }
 }
 
+/// Runs [`pyasc_ir::library::NonZero`].
+pub struct NonZeroKernel;
+
+/// Write the flat positions of the first `out`-length non-zero elements of `mask` (bools),
+/// padded with -1.
+///
+/// # Safety
+/// `mask` must be readable over its view and `out` writable for `size` int64 elements.
+pub unsafe fn run_nonzero(mask: &InputView, out: *mut u8, size: usize) {
+    let out = out as *mut i64;
+    let mut k = 0usize;
+    for (p, off) in offsets(mask).into_iter().enumerate() {
+        if k == size {
+            break;
+        }
+        // SAFETY: `off` addresses an element of the mask.
+        if unsafe { *mask.ptr.offset(off) } != 0 {
+            // SAFETY: `k < size`.
+            unsafe { *out.add(k) = p as i64 };
+            k += 1;
+        }
+    }
+    for j in k..size {
+        // SAFETY: `j < size`.
+        unsafe { *out.add(j) = -1 };
+    }
+}
+
+impl LibraryKernel for NonZeroKernel {
+    fn id(&self) -> LibId {
+        LibId::NONZERO
+    }
+    unsafe fn run(&self, call: &LibCall, operands: &[&InputView], out: *mut u8, _k: &TileKernel) -> Result<()> {
+        match (&call.attr, operands) {
+            (Attr::Count(n), [m]) if m.dtype == DType::Bool => {
+                // SAFETY: per the trait's contract.
+                unsafe { run_nonzero(m, out, *n) };
+                Ok(())
+            }
+            _ => Err(IrError::internal("nonzero takes a size and one bool operand")),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -197,6 +242,19 @@ mod tests {
         assert_eq!(scatter_f64(&base, &idx, &vals, ScatterMode::Max).unwrap(), vec![40.0, 2.0, 30.0]);
         let nan = scatter_f64(&base, &[1], &[f64::NAN], ScatterMode::Min).unwrap();
         assert!(nan[1].is_nan());
+    }
+
+    #[test]
+    fn nonzero_pads_with_minus_one_and_truncates() {
+        let m = [0u8, 1, 1, 0, 1];
+        let mut out = [0i64; 4];
+        // SAFETY: the view covers `m`, the output holds 4 elements.
+        unsafe { run_nonzero(&view(&m, DType::Bool, vec![5]), out.as_mut_ptr() as *mut u8, 4) };
+        assert_eq!(out, [1, 2, 4, -1]);
+        let mut two = [0i64; 2];
+        // SAFETY: as above, with 2 elements.
+        unsafe { run_nonzero(&view(&m, DType::Bool, vec![5]), two.as_mut_ptr() as *mut u8, 2) };
+        assert_eq!(two, [1, 2]);
     }
 
     #[test]

@@ -12,6 +12,7 @@
 
 mod concat;
 mod matmul;
+mod nonzero;
 mod pad;
 mod scan;
 mod scatter;
@@ -25,6 +26,7 @@ use crate::tile::BufferDecl;
 
 pub use concat::Concat;
 pub use matmul::MatMul;
+pub use nonzero::NonZero;
 pub use pad::Pad;
 pub use scan::{Scan, ScanKind};
 pub use scatter::{Scatter, ScatterMode};
@@ -47,6 +49,8 @@ impl LibId {
     pub const SCAN: LibId = LibId(4);
     /// Functional scatter (`y[idx] = v`, `x.at[idx].add(v)`).
     pub const SCATTER: LibId = LibId(5);
+    /// Positions of non-zero elements with a static size.
+    pub const NONZERO: LibId = LibId(6);
 
     /// The registered op, or an error naming the unknown id.
     pub fn op(self) -> Result<&'static dyn LibraryOp> {
@@ -55,7 +59,7 @@ impl LibId {
 }
 
 /// Every library op, indexed by [`LibId`].
-pub static REGISTRY: [&dyn LibraryOp; 6] = [&MatMul, &Pad, &Concat, &Take, &Scan, &Scatter];
+pub static REGISTRY: [&dyn LibraryOp; 7] = [&MatMul, &Pad, &Concat, &Take, &Scan, &Scatter, &NonZero];
 
 /// The library op with id `id`.
 pub fn lookup(id: LibId) -> Result<&'static dyn LibraryOp> {
