@@ -237,6 +237,10 @@ def getitem(x: Any, key: Any) -> Any:
     for k in items:
         if isinstance(k, _pyasc.Tensor) or (isinstance(k, (list, np.ndarray)) and not isinstance(k, str)):
             if any(isinstance(k, _pyasc.Tensor) and k.dtype == np.bool_ for k in items):
+                from . import updates
+
+                if updates.in_augmented_subscript():
+                    return updates.MaskedRead(x, key)  # y[mask] op= v
                 raise _err(TraceError,
                            "boolean-mask indexing gives a data-dependent shape and cannot be traced; use where() "
                            "(or y[mask] = v, or pyasc.nonzero(mask, size=n) for a static size)")

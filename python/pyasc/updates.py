@@ -20,7 +20,9 @@ accumulate every repeated index.
 from __future__ import annotations
 
 import builtins
+import dis
 import operator as _op
+import sys
 import threading
 import weakref
 from typing import Any, Dict, List, Optional, Tuple
@@ -444,7 +446,77 @@ def _write(t: Any, key: Any, value: Any, mode: str = "set", what: str = "y[...] 
 
 def setitem(t: Any, key: Any, value: Any) -> None:
     """``t[key] = value`` on a tracer (see the module's notes)."""
+    if isinstance(value, MaskedRead):
+        if value.value is None:
+            raise value._error()
+        value = value.value
     _write(t, key, value, "set", "`x[...] = v`")
+
+
+# -- y[mask] op= v -------------------------------------------------------------------------------
+
+_AUGMENTED: Dict[Any, frozenset] = {}
+
+
+def _augmented_offsets(code: Any) -> frozenset:
+    """Return the offsets of the subscript reads that start ``y[k] op= v`` in ``code``."""
+    got = _AUGMENTED.get(code)
+    if got is None:
+        ins = list(dis.get_instructions(code))
+        found = set()
+        for i, x in enumerate(ins):
+            if x.opname not in ("BINARY_SUBSCR", "BINARY_OP") or (x.opname == "BINARY_OP" and "[" not in x.argrepr):
+                continue
+            # 3.11 and later: COPY 2, COPY 2, subscript; earlier: DUP_TOP_TWO, subscript.
+            if i >= 2 and ins[i - 1].opname == "COPY" and ins[i - 2].opname == "COPY" and ins[i - 1].arg == 2 \
+                    and ins[i - 2].arg == 2:
+                found.add(x.offset)
+            elif i >= 1 and ins[i - 1].opname == "DUP_TOP_TWO":
+                found.add(x.offset)
+        got = _AUGMENTED[code] = frozenset(found)
+    return got
+
+
+def in_augmented_subscript() -> bool:
+    """Return True when the user's line is evaluating ``y[k]`` as the start of ``y[k] op= v``."""
+    import os
+
+    here = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(here):
+        frame = frame.f_back
+    return frame is not None and frame.f_lasti in _augmented_offsets(frame.f_code)
+
+
+class MaskedRead:
+    """``y[mask]`` for a traced mask inside ``y[mask] op= v``: the only use such a read has.
+
+    The in-place operator computes ``where(mask, y op v, y)`` (NumPy's answer whenever ``v``
+    is a scalar) and the assignment back writes it; any other use raises the usual TraceError.
+    """
+
+    __slots__ = ("base", "mask", "value")
+
+    def __init__(self, base: Any, mask: Any, value: Any = None) -> None:
+        self.base, self.mask, self.value = base, mask, value
+
+    def _error(self) -> Exception:
+        return _err(TraceError, "boolean-mask indexing gives a data-dependent shape and cannot be traced; use "
+                                "where() (y[mask] = v and y[mask] += v work)")
+
+    def _inplace(self, name: str, other: Any) -> MaskedRead:
+        if self.value is not None:
+            raise self._error()
+        result = _INPLACE[name](self.base, other)
+        _check_out(result, self.base, name)
+        return MaskedRead(self.base, self.mask, result)
+
+    def __getattr__(self, name: str) -> Any:
+        raise self._error()
+
+
+for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor", "lshift", "rshift"):
+    setattr(MaskedRead, f"__i{_name}__", lambda self, other, _n=_name: self._inplace(_n, other))
 
 
 _INPLACE = {
