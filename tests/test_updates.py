@@ -539,3 +539,39 @@ def test_flatten_is_a_copy_and_ravel_a_view():
         return a + 0, b + 0
 
     check(f, data((2, 3), np.float32))
+
+
+@pytest.mark.parametrize("opts", [{"dynamic_shape": True}, {"dynamic_shape": True, "gears": "pow2"}])
+def test_updates_under_dynamic_shapes_and_gears(opts):
+    def f(x):
+        y = x * 1
+        y[-1] = 5
+        y[1:] += 1
+        y[::2] *= 3
+        return y
+
+    op = pyasc.operator(**opts)(f)
+    for n in (4, 6, 5, 3, 4):
+        x = np.arange(n, dtype=np.float32)
+        same(np.asarray(op(x))[:n], f(x.copy()))
+
+
+def test_updates_with_device_arrays_on_a_stream():
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+
+    @pyasc.operator
+    def f(x, i):
+        y = x * 2
+        y[i, 1:] += 1
+        return y, x.at[i].set(0)
+
+    s = pyasc.Stream()
+    with pyasc.stream(s):
+        y, z = f(pyasc.to_device(x), pyasc.to_device(np.array([2, 0])))
+    assert isinstance(y, pyasc.DeviceArray)
+    e = x * 2
+    e[np.array([2, 0]), 1:] += 1
+    same(y.numpy(), e)
+    e = x.copy()
+    e[[2, 0]] = 0
+    same(z.numpy(), e)
