@@ -202,3 +202,65 @@ def test_class_form_and_complex_leaves():
     got = pyasc.operator(lambda t: [t[0] * 2, t[1]])((z, X))
     assert isinstance(got, list)
     np.testing.assert_allclose(got[0], z * 2)
+
+
+def test_class_form_takes_and_returns_structures():
+    class Net(pyasc.AscendOperatorBase):
+        def compute(self, inputs):
+            (params, x) = inputs
+            return {"y": x @ params["w"] + params["b"], "aux": (params["b"] * 0,)}
+
+    w, b = np.ones((3, 2), np.float32), np.arange(2, dtype=np.float32)
+    got = Net()({"w": w, "b": b}, X)
+    np.testing.assert_allclose(got["y"], X @ w + b)
+    assert isinstance(got["aux"], tuple)
+
+
+def _trees(leaves):
+    from hypothesis import strategies as st
+
+    return st.recursive(
+        leaves,
+        lambda kids: st.one_of(
+            st.lists(kids, max_size=3),
+            st.lists(kids, max_size=3).map(tuple),
+            st.dictionaries(st.sampled_from("abcd"), kids, max_size=3),
+            st.builds(Pair, kids, kids),
+            st.builds(Params, kids, kids, kids),
+            st.just(None),
+        ),
+        max_leaves=8,
+    )
+
+
+def test_random_structures_round_trip_and_hit_the_cache():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    leaves = st.sampled_from([X, Y, np.float32(2), 3, 1.5, np.arange(3, dtype=np.int64)])
+
+    @settings(max_examples=40, deadline=None)
+    @given(tree=_trees(leaves))
+    def run(tree):
+        tree = [tree]  # a bare None argument is an error (None is an empty node inside containers)
+        op = pyasc.operator(double)
+        got = op(tree)
+        tree_equal(got, _sorted(double(tree)))
+        before = op.cache_info()
+        tree_equal(op(tree), _sorted(double(tree)))
+        after = op.cache_info()
+        assert after.compiles == before.compiles and after.hits >= before.hits + (before.compiles > 0)
+
+    run()
+
+
+def _sorted(tree):
+    if isinstance(tree, dict):
+        return {k: _sorted(tree[k]) for k in sorted(tree)}
+    if isinstance(tree, Pair):
+        return Pair(_sorted(tree.a), _sorted(tree.b))
+    if isinstance(tree, (list, tuple)):
+        return type(tree)(_sorted(t) for t in tree)
+    if isinstance(tree, Params):
+        return Params(_sorted(tree.w), _sorted(tree.scale), _sorted(tree.bias))
+    return tree
