@@ -231,5 +231,10 @@ for _mod in (_statistics, _contractions, _matrices, linalg):
     __all__ += list(_mod.__all__)
 __all__ += ["linalg"]
 
+from .pytree import tree_flatten, tree_leaves, tree_unflatten  # noqa: E402
+from .selection import argwhere, compress, flatnonzero, nonzero  # noqa: E402
+
+__all__ += ["argwhere", "compress", "flatnonzero", "nonzero", "tree_flatten", "tree_leaves", "tree_unflatten"]
+
 _init_from_env()
 _env.warn_problems()

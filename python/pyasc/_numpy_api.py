@@ -11,7 +11,7 @@ from typing import Any, Callable, Dict
 
 import numpy as np
 
-from . import _composites, _numpy_more, _pyasc, ops, sorting
+from . import _composites, _numpy_more, _pyasc, ops, selection, sorting
 from .errors import UnsupportedError, at_user_line
 
 # NumPy ufunc name -> op name, from the extension's op table.
@@ -47,6 +47,10 @@ def array_ufunc(ufunc: Any, method: str, inputs: tuple, kwargs: Dict[str, Any]) 
         from . import scans
 
         return scans.accumulate(ufunc, *inputs, **(kwargs or {}))
+    if method == "at" or (kwargs or {}).get("out") is not None:
+        from . import updates
+
+        return updates.array_ufunc(ufunc, method, inputs, dict(kwargs or {}))
     if method != "__call__":
         raise at_user_line(UnsupportedError(f"np.{name}.{method} is not supported inside operators yet"))
     kwargs = dict(kwargs or {})
@@ -212,6 +216,7 @@ _FUNCTIONS: Dict[str, Callable[..., Any]] = {
     **_composites.FUNCTIONS,
     **sorting.FUNCTIONS,
     **_numpy_more.FUNCTIONS,
+    **selection.FUNCTIONS,
 }
 
 

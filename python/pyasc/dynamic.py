@@ -23,9 +23,12 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _pyasc
+from . import _pyasc, updates
 from ._binding import bind
 from .errors import InvalidArgumentError, ShapeError
+from .pytree import call as pytree_call
+from .pytree import clear as clear_companions
+from .pytree import companion_infos, has_structure, tree_leaves
 
 __all__ = ["get_context", "Context", "GearedOperator"]
 
@@ -42,10 +45,12 @@ def _stack(name: str) -> List[Any]:
 
 def _enter_trace(tensors: tuple) -> None:
     _stack("traces").append(tensors)
+    updates.begin(tensors)
 
 
 def _exit_trace() -> None:
     _stack("traces").pop()
+    updates.end()
 
 
 class Context:
@@ -169,7 +174,7 @@ class GearedOperator:
                     raise _GearFallback(str(e)) from None
                 finally:
                     _stack("valid").pop()
-                outs = list(result) if isinstance(result, (tuple, list)) else [result]
+                outs = tree_leaves(result)
                 why = _pyasc.gears_unsupported(outs) if valid else None
                 if why:
                     raise _GearFallback(why)
@@ -208,7 +213,14 @@ class GearedOperator:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Pad the geared dimensions, then run the operator for that gear."""
+        if has_structure(args) or has_structure(tuple(kwargs.values())):
+            # Nested arguments: a geared companion over the flat leaves (see `pyasc.pytree`).
+            return pytree_call(self, bind(self._func, args, kwargs) if kwargs else args)
         return self._run("__call__", args, kwargs)
+
+    def _with_function(self, func: Callable[..., Any]) -> GearedOperator:
+        """Return a geared operator of ``func`` with the same options."""
+        return GearedOperator(func, self._make, self._gears)
 
     def get_compiled_op(self, *args: Any, **kwargs: Any) -> Any:
         """Return the plan for the gear these example arguments fall in.
@@ -229,7 +241,7 @@ class GearedOperator:
         """Cache statistics of the geared operator (one compile per gear), summed over its plans."""
         from ._types import CacheInfo
 
-        infos = [op.cache_info() for op in self._ops()]
+        infos = [op.cache_info() for op in self._ops()] + companion_infos(self)
         return CacheInfo(*(sum(getattr(i, f) for i in infos) for f in CacheInfo._fields))
 
     def cache_clear(self) -> None:
@@ -237,6 +249,7 @@ class GearedOperator:
         for op in self._ops():
             op.cache_clear()
         self._fallback.clear()
+        clear_companions(self)
 
     @property
     def options(self) -> Dict[str, Any]:

@@ -236,14 +236,23 @@ def getitem(x: Any, key: Any) -> Any:
     items = key if isinstance(key, tuple) else (key,)
     for k in items:
         if isinstance(k, _pyasc.Tensor) or (isinstance(k, (list, np.ndarray)) and not isinstance(k, str)):
-            arr = np.asarray(k) if not isinstance(k, _pyasc.Tensor) else None
-            if arr is not None and arr.dtype == np.bool_ or (isinstance(k, _pyasc.Tensor) and k.dtype == np.bool_):
+            if any(isinstance(k, _pyasc.Tensor) and k.dtype == np.bool_ for k in items):
+                from . import updates
+
+                if updates.in_augmented_subscript():
+                    return updates.MaskedRead(x, key)  # y[mask] op= v
                 raise _err(TraceError,
-                           "boolean-mask indexing gives a data-dependent shape and cannot be traced; use where()")
+                           "boolean-mask indexing gives a data-dependent shape and cannot be traced; use where() "
+                           "(or y[mask] = v, or pyasc.nonzero(mask, size=n) for a static size)")
             arrays = [i for i, k in enumerate(items) if isinstance(k, (_pyasc.Tensor, list, np.ndarray))]
             rest = [k for i, k in enumerate(items) if i not in arrays]
-            if len(arrays) != 1 or any(not (isinstance(k, slice) and k == slice(None)) for k in rest):
-                raise _err(UnsupportedError, "integer-array indexing takes one index array and full slices ':' only")
+            if (len(arrays) != 1 or any(not (isinstance(k, slice) and k == slice(None)) for k in rest)
+                    or (not isinstance(items[arrays[0]], _pyasc.Tensor)
+                        and np.asarray(items[arrays[0]]).dtype == np.bool_)):
+                from . import updates
+
+                # Several index arrays, arrays mixed with other indices, masks known when traced.
+                return updates.gather(x, key)
             return take(x, items[arrays[0]], arrays[0])
     n_real = builtins.sum(1 for k in items if k is not None and k is not Ellipsis)
     if builtins.sum(1 for k in items if k is Ellipsis) > 1:

@@ -25,6 +25,10 @@ pub enum Attr {
     Scan(ScanKind, usize),
     /// What a sort call computes, along which axis.
     Sort(SortSpec),
+    /// How a scatter combines values.
+    Scatter(crate::library::ScatterMode),
+    /// A static result length (`nonzero`'s `size=`).
+    Count(usize),
 }
 
 impl Attr {

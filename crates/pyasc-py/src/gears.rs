@@ -15,8 +15,8 @@ use std::collections::HashMap;
 pub fn gears_begin(valid: Vec<Bound<'_, Tensor>>, inputs: Vec<(Bound<'_, Tensor>, Flags)>) -> PyResult<()> {
     let first = valid.first().ok_or_else(|| PyTypeError::new_err("gears need at least one valid extent"))?;
     let trace = first.get().trace.clone();
-    let valid = valid.iter().map(|t| t.get().id).collect();
-    let inputs: HashMap<_, _> = inputs.into_iter().map(|(t, f)| (t.get().id, f)).collect();
+    let valid = valid.iter().map(|t| t.get().id()).collect();
+    let inputs: HashMap<_, _> = inputs.into_iter().map(|(t, f)| (t.get().id(), f)).collect();
     Trace::lock(&trace).gears = Some(Gears::new(valid, inputs));
     Ok(())
 }
@@ -26,7 +26,7 @@ pub fn gears_begin(valid: Vec<Bound<'_, Tensor>>, inputs: Vec<(Bound<'_, Tensor>
 #[pyfunction]
 pub fn gear_flags(x: &Bound<'_, PyAny>) -> Option<Flags> {
     let trace = trace_of(&[x])?;
-    let id = x.cast::<Tensor>().ok()?.get().id;
+    let id = x.cast::<Tensor>().ok()?.get().id();
     let mut t = Trace::lock(&trace);
     let t = &mut *t;
     let gears = t.gears.as_mut()?;
@@ -50,7 +50,7 @@ pub fn gears_unsupported(outputs: Vec<Bound<'_, PyAny>>) -> Option<String> {
     let gears = t.gears.as_mut()?;
     for o in &outputs {
         if let Ok(x) = o.cast::<Tensor>() {
-            if let Err(why) = gears.flags(&t.graph, x.get().id) {
+            if let Err(why) = gears.flags(&t.graph, x.get().id()) {
                 gears.unsupported.get_or_insert(why);
             }
         }

@@ -38,6 +38,7 @@ pub mod stream;
 pub mod tensor;
 pub mod trace_ops;
 pub mod trace_sort;
+pub mod update_ops;
 
 /// The extension module `pyasc._pyasc`.
 #[pymodule]
@@ -73,6 +74,9 @@ fn _pyasc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace_ops::apply_scan, m)?)?;
     m.add_function(wrap_pyfunction!(trace_sort::apply_sort, m)?)?;
     m.add_function(wrap_pyfunction!(trace_ops::apply_constant_array, m)?)?;
+    m.add_function(wrap_pyfunction!(update_ops::apply_scatter, m)?)?;
+    m.add_function(wrap_pyfunction!(update_ops::rebind, m)?)?;
+    m.add_function(wrap_pyfunction!(update_ops::apply_nonzero, m)?)?;
     m.add_function(wrap_pyfunction!(gears::gears_begin, m)?)?;
     m.add_function(wrap_pyfunction!(gears::gear_flags, m)?)?;
     m.add_function(wrap_pyfunction!(gears::gears_unsupported, m)?)?;

@@ -18,7 +18,7 @@ use pyasc_ir::print::plan_to_string;
 use pyasc_runtime::buffer::DeviceBuffer;
 use pyasc_runtime::{device_for, DeviceKind, InputView, OutputPtr, RunStats};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::types::{PyDict, PyTuple};
 use std::sync::Arc;
 
 /// A traced, compiled operator (what the `pyasc.operator` decorator returns).
@@ -26,6 +26,10 @@ use std::sync::Arc;
 pub struct Operator {
     /// Set once the function returned a complex value: calls then run through `pyasc._complex`.
     complex: std::sync::atomic::AtomicBool,
+    /// Set once the function returned nested containers: calls then run through `pyasc.pytree`.
+    tree_out: std::sync::atomic::AtomicBool,
+    /// Set once a call took containers: `cache_info` then adds the companions' statistics.
+    tree_used: std::sync::atomic::AtomicBool,
     func: Py<PyAny>,
     params: Vec<String>,
     settings: Py<PyDict>,
@@ -107,7 +111,14 @@ impl Operator {
                 return Err(e);
             }
         };
-        let (items, tuple_out) = if result.is_instance_of::<PyTuple>() || result.is_instance_of::<PyList>() {
+        if !result.is_instance_of::<Tensor>()
+            && py.import("pyasc.pytree")?.call_method1("needs_tree", (&result,))?.is_truthy()?
+        {
+            // Nested results: the call runs again over flat leaves (see `pyasc.pytree`).
+            Trace::abort(&trace);
+            return Err(PyErr::from_value(py.import("pyasc.pytree")?.getattr("StructuredResult")?.call0()?));
+        }
+        let (items, tuple_out) = if result.is_instance_of::<PyTuple>() {
             (result.try_iter()?.collect::<PyResult<Vec<_>>>()?, true)
         } else {
             (vec![result], false)
@@ -407,6 +418,8 @@ impl Operator {
         }
         Ok(Operator {
             complex: std::sync::atomic::AtomicBool::new(false),
+            tree_out: std::sync::atomic::AtomicBool::new(false),
+            tree_used: std::sync::atomic::AtomicBool::new(false),
             func,
             params,
             settings,
@@ -428,8 +441,15 @@ impl Operator {
             let complex = || -> PyResult<Py<PyAny>> {
                 Ok(py.import("pyasc._complex")?.call_method1("call", (slf, &args))?.unbind())
             };
+            let tree = || -> PyResult<Py<PyAny>> {
+                me.tree_used.store(true, std::sync::atomic::Ordering::Relaxed);
+                Ok(py.import("pyasc.pytree")?.call_method1("call", (slf, &args))?.unbind())
+            };
             if me.complex.load(std::sync::atomic::Ordering::Relaxed) {
                 return complex();
+            }
+            if me.tree_out.load(std::sync::atomic::Ordering::Relaxed) {
+                return tree();
             }
             let mut parsed = match parse(py, &args, &me.params) {
                 Ok(p) => p,
@@ -437,6 +457,10 @@ impl Operator {
                     // Complex arguments run as pairs of real ones (see `pyasc._complex`).
                     if py.import("pyasc._complex")?.call_method1("has_complex", (&args,))?.is_truthy()? {
                         return complex();
+                    }
+                    // Nested arguments run as flat leaves (see `pyasc.pytree`).
+                    if py.import("pyasc.pytree")?.call_method1("has_structure", (&args,))?.is_truthy()? {
+                        return tree();
                     }
                     return Err(e);
                 }
@@ -447,6 +471,11 @@ impl Operator {
                     me.complex.store(true, std::sync::atomic::Ordering::Relaxed);
                     drop(parsed);
                     return complex();
+                }
+                Err(e) if e.is_instance(py, &py.import("pyasc.pytree")?.getattr("StructuredResult")?) => {
+                    me.tree_out.store(true, std::sync::atomic::Ordering::Relaxed);
+                    drop(parsed);
+                    return tree();
                 }
                 Err(e) => return Err(e),
             };
@@ -463,45 +492,70 @@ impl Operator {
     /// arguments, the plan compiled most recently.
     #[pyo3(signature = (*args, **kwargs))]
     fn get_compiled_op(
-        &self,
+        slf: &Bound<'_, Self>,
         py: Python<'_>,
         args: &Bound<'_, PyTuple>,
         kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<CompiledOp> {
+    ) -> PyResult<Py<PyAny>> {
+        let me = slf.get();
         crate::boundary::guard(|| {
-            if args.is_empty() && kwargs.is_none_or(|k| k.is_empty()) && !self.params.is_empty() {
-                return match self.core.last() {
-                    Some(entry) => Ok(CompiledOp::new(entry, self.device())),
+            if args.is_empty() && kwargs.is_none_or(|k| k.is_empty()) && !me.params.is_empty() {
+                return match me.core.last() {
+                    Some(entry) => Ok(Py::new(py, CompiledOp::new(entry, me.device()))?.into_any()),
                     None => Err(user_error(
                         py,
                         ErrorKind::InvalidArgument,
-                        format!("{} has not been compiled yet: call it once or pass example arguments", self.name()),
+                        format!("{} has not been compiled yet: call it once or pass example arguments", me.name()),
                     )),
                 };
             }
-            let args = self.positional(py, args, kwargs)?;
-            let mut parsed = parse(py, &args, &self.params)?;
-            let entry = self.entry_with_captured(py, &mut parsed)?;
-            Ok(CompiledOp::new(entry, self.device()))
+            let args = me.positional(py, args, kwargs)?;
+            let pytree = py.import("pyasc.pytree")?;
+            if me.tree_out.load(std::sync::atomic::Ordering::Relaxed)
+                || pytree.call_method1("has_structure", (&args,))?.is_truthy()?
+            {
+                me.tree_used.store(true, std::sync::atomic::Ordering::Relaxed);
+                return Ok(pytree.call_method1("compiled", (slf, &args))?.unbind());
+            }
+            let mut parsed = parse(py, &args, &me.params)?;
+            let entry = me.entry_with_captured(py, &mut parsed)?;
+            Ok(Py::new(py, CompiledOp::new(entry, me.device()))?.into_any())
         })
     }
 
     /// Cache statistics: hits, misses, compiles and entries, the plans of calls with complex
-    /// arguments (run by companion operators) included.
+    /// or nested arguments (run by companion operators) included.
     fn cache_info(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
         let py = slf.py();
-        let info = slf.borrow().core.cache_info();
+        let info = slf.get().core.cache_info();
         let companions = py.import("pyasc._complex")?.getattr("companion_cache_info")?.call1((slf,))?;
         let (h, m, c, s): (u64, u64, u64, u64) = companions.extract()?;
+        let mut totals = [info.hits + h, info.misses + m, info.compiles + c, info.size as u64 + s];
+        if slf.get().tree_used.load(std::sync::atomic::Ordering::Relaxed)
+            || slf.get().tree_out.load(std::sync::atomic::Ordering::Relaxed)
+        {
+            // Calls with nested arguments run companion operators, one per structure.
+            for c in py.import("pyasc.pytree")?.call_method1("companion_infos", (slf,))?.try_iter()? {
+                let c = c?;
+                for (t, f) in totals.iter_mut().zip(["hits", "misses", "compiles", "currsize"]) {
+                    *t += c.getattr(f)?.extract::<u64>()?;
+                }
+            }
+        }
         let cls = py.import("pyasc._types")?.getattr("CacheInfo")?;
-        Ok(cls.call1((info.hits + h, info.misses + m, info.compiles + c, info.size as u64 + s))?.unbind())
+        Ok(cls.call1((totals[0], totals[1], totals[2], totals[3]))?.unbind())
     }
 
-    /// Drop every compiled plan, those of calls with complex arguments included (statistics
-    /// are kept).
+    /// Drop every compiled plan, those of calls with complex or nested arguments included
+    /// (statistics are kept).
     fn cache_clear(slf: &Bound<'_, Self>) -> PyResult<()> {
-        slf.borrow().core.clear();
+        slf.get().core.clear();
         slf.py().import("pyasc._complex")?.getattr("companion_cache_clear")?.call1((slf,))?;
+        if slf.get().tree_used.load(std::sync::atomic::Ordering::Relaxed)
+            || slf.get().tree_out.load(std::sync::atomic::Ordering::Relaxed)
+        {
+            slf.py().import("pyasc.pytree")?.call_method1("clear", (slf,))?;
+        }
         Ok(())
     }
 

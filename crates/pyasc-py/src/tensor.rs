@@ -20,12 +20,13 @@ use std::sync::Arc;
 pub use pyasc_engine::trace::{Captured, Trace, TraceRef};
 
 /// A traced tensor: a node of the operator's graph, with static dtype and shape.
-#[pyclass(module = "pyasc._pyasc", frozen)]
+#[pyclass(module = "pyasc._pyasc", frozen, weakref)]
 pub struct Tensor {
     /// The trace the node belongs to.
     pub trace: TraceRef,
-    /// The node.
-    pub id: NodeId,
+    /// The node: replaced when the array is updated in place (`y[i] = v`, `y += 1`), so the
+    /// Python object follows NumPy's semantics while the graph stays functional.
+    node: std::sync::atomic::AtomicU32,
     dtype: DType,
     shape: Vec<usize>,
 }
@@ -39,7 +40,27 @@ impl Tensor {
 
     /// A tensor for node `id` of `trace`.
     pub fn new(trace: TraceRef, id: NodeId, dtype: DType, shape: Vec<usize>) -> Self {
-        Tensor { trace, id, dtype, shape }
+        Tensor { trace, node: std::sync::atomic::AtomicU32::new(id.0), dtype, shape }
+    }
+
+    /// The node the tensor holds now.
+    pub fn id(&self) -> NodeId {
+        NodeId(self.node.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
+    /// Make the tensor hold node `id` (an updated value of the same dtype and shape).
+    pub fn set_id(&self, id: NodeId) {
+        self.node.store(id.0, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The static shape.
+    pub fn dims(&self) -> &[usize] {
+        &self.shape
+    }
+
+    /// The dtype.
+    pub fn dt(&self) -> DType {
+        self.dtype
     }
 }
 
@@ -54,7 +75,7 @@ pub fn apply(py: Python<'_>, trace: &TraceRef, op: Op, operands: &[NodeId]) -> P
         crate::boundary::test_panic(crate::boundary::PANIC_IN_TRACE);
         Trace::apply(trace, op, operands, loc).map_err(to_py)
     })?;
-    Py::new(py, Tensor { trace: trace.clone(), id: n.id, dtype: n.dtype, shape: n.shape })
+    Py::new(py, Tensor::new(trace.clone(), n.id, n.dtype, n.shape))
 }
 
 /// The node for an operand: a tensor of this trace, or a constant (Python scalar,
@@ -65,7 +86,7 @@ pub fn node_of(py: Python<'_>, trace: &TraceRef, obj: &Bound<'_, PyAny>) -> PyRe
         if !Arc::ptr_eq(&t.trace, trace) {
             return Err(trace_error(py, "a tensor from another operator's trace was used here"));
         }
-        return Ok(t.id);
+        return Ok(t.id());
     }
     let loc = user_loc(py);
     let np_scalar = is_numpy_scalar(py, obj)?;
@@ -314,6 +335,14 @@ fn module_method(
     Ok(f.call(PyTuple::new(py, all)?, kwargs)?.unbind())
 }
 
+/// `pyasc.updates.<name>(slf, *rest)`.
+fn updates_call(slf: &Bound<'_, Tensor>, name: &str, rest: &[&Bound<'_, PyAny>]) -> PyResult<Py<PyAny>> {
+    let py = slf.py();
+    let mut all = vec![slf.clone().into_any()];
+    all.extend(rest.iter().map(|o| (*o).clone()));
+    Ok(py.import("pyasc.updates")?.getattr(name)?.call1(PyTuple::new(py, all)?)?.unbind())
+}
+
 fn numpy_api(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
     py.import("pyasc._numpy_api")
 }
@@ -341,7 +370,7 @@ impl Tensor {
     #[getter]
     fn is_weak(&self) -> PyResult<bool> {
         let t = self.trace.lock().map_err(|_| pyo3::exceptions::PyRuntimeError::new_err("trace lock poisoned"))?;
-        Ok(t.graph.node(self.id).vtype.weak.is_some())
+        Ok(t.graph.node(self.id()).vtype.weak.is_some())
     }
     /// The real part: the tensor itself for real dtypes.
     #[getter]
@@ -536,7 +565,7 @@ impl Tensor {
         apply_cast(slf.py(), slf.as_any(), dtype)
     }
     fn __repr__(&self) -> String {
-        format!("Tensor(shape={:?}, dtype={}, node=%{})", self.shape, self.dtype, self.id.0)
+        format!("Tensor(shape={:?}, dtype={}, node=%{})", self.shape, self.dtype, self.id().0)
     }
     fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
         self.note_shape_read();
@@ -590,9 +619,10 @@ impl Tensor {
     fn ravel(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
         movement(slf, "ravel", &PyTuple::empty(slf.py()))
     }
-    /// The elements as one axis.
+    /// The elements as one axis, a copy (later updates of this array do not change it).
     fn flatten(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
-        movement(slf, "ravel", &PyTuple::empty(slf.py()))
+        let flat = movement(slf, "ravel", &PyTuple::empty(slf.py()))?;
+        Ok(slf.py().import("pyasc.updates")?.getattr("copy")?.call1((flat,))?.unbind())
     }
     /// Drop axes of extent 1.
     #[pyo3(signature = (*axis))]
@@ -607,6 +637,60 @@ impl Tensor {
     fn __getitem__(slf: &Bound<'_, Self>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let py = slf.py();
         Ok(py.import("pyasc.movement")?.getattr("getitem")?.call1((slf, key))?.unbind())
+    }
+    /// `y[key] = value`: a functional update of an array made in the function (NumPy's
+    /// semantics; arguments are never written).
+    fn __setitem__(slf: &Bound<'_, Self>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        updates_call(slf, "setitem", &[key, value]).map(|_| ())
+    }
+    /// JAX's functional updates: `x.at[idx].set(v)`, `.add(v)`, `.multiply(v)`, `.min(v)`,
+    /// `.max(v)`, `.get()`.
+    #[getter]
+    fn at(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        updates_call(slf, "At", &[])
+    }
+    /// A copy (a new array that later updates of this one do not change).
+    fn copy(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        updates_call(slf, "copy", &[])
+    }
+    fn __iadd__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        updates_call(slf, "inplace", &[&pyo3::types::PyString::new(slf.py(), "add").into_any(), o]).map(|_| ())
+    }
+    fn __isub__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        updates_call(slf, "inplace", &[&pyo3::types::PyString::new(slf.py(), "sub").into_any(), o]).map(|_| ())
+    }
+    fn __imul__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        updates_call(slf, "inplace", &[&pyo3::types::PyString::new(slf.py(), "mul").into_any(), o]).map(|_| ())
+    }
+    fn __itruediv__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        updates_call(slf, "inplace", &[&pyo3::types::PyString::new(slf.py(), "truediv").into_any(), o]).map(|_| ())
+    }
+    fn __ifloordiv__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        updates_call(slf, "inplace", &[&pyo3::types::PyString::new(slf.py(), "floordiv").into_any(), o]).map(|_| ())
+    }
+    fn __imod__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        updates_call(slf, "inplace", &[&pyo3::types::PyString::new(slf.py(), "mod").into_any(), o]).map(|_| ())
+    }
+    fn __ipow__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>, _modulo: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        updates_call(slf, "inplace", &[&pyo3::types::PyString::new(slf.py(), "pow").into_any(), o]).map(|_| ())
+    }
+    fn __iand__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        updates_call(slf, "inplace", &[&pyo3::types::PyString::new(slf.py(), "and").into_any(), o]).map(|_| ())
+    }
+    fn __ior__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        updates_call(slf, "inplace", &[&pyo3::types::PyString::new(slf.py(), "or").into_any(), o]).map(|_| ())
+    }
+    fn __ixor__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        updates_call(slf, "inplace", &[&pyo3::types::PyString::new(slf.py(), "xor").into_any(), o]).map(|_| ())
+    }
+    fn __ilshift__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        updates_call(slf, "inplace", &[&pyo3::types::PyString::new(slf.py(), "lshift").into_any(), o]).map(|_| ())
+    }
+    fn __irshift__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        updates_call(slf, "inplace", &[&pyo3::types::PyString::new(slf.py(), "rshift").into_any(), o]).map(|_| ())
+    }
+    fn __imatmul__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        updates_call(slf, "inplace", &[&pyo3::types::PyString::new(slf.py(), "matmul").into_any(), o]).map(|_| ())
     }
     fn __iter__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         Err(trace_error(py, "iterating over a traced tensor is not supported; use vectorised operations"))

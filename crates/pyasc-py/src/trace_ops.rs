@@ -93,7 +93,10 @@ pub fn apply_view(py: Python<'_>, x: &Bound<'_, PyAny>, kind: &str, params: &Bou
     let n = t.graph.node(vid);
     let tensor = Tensor::new(trace.clone(), vid, n.dtype(), n.shape.0.clone());
     drop(t);
-    Py::new(py, tensor)
+    let tensor = Py::new(py, tensor)?;
+    // Views follow updates of the array they view (NumPy's semantics, `pyasc.updates`).
+    py.import("pyasc.updates")?.call_method1("note_view", (x, &tensor, kind, params))?;
+    Ok(tensor)
 }
 
 /// `np.pad` of a traced tensor: `widths` one `(before, after)` per axis, `mode` one of
@@ -158,7 +161,7 @@ pub fn apply_take(py: Python<'_>, x: &Bound<'_, PyAny>, indices: &Bound<'_, PyAn
         node_of(py, &trace, indices)?
     } else {
         let arr = numpy(py)?.call_method1("asarray", (indices,))?;
-        apply_constant_array(py, x, &arr)?.get().id
+        apply_constant_array(py, x, &arr)?.get().id()
     };
     let xid = node_of(py, &trace, x)?;
     let attr = trace.lock().expect("trace lock poisoned").graph.add_attr(Attr::Axis(axis as usize));

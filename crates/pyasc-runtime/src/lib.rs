@@ -40,6 +40,7 @@ pub mod pad;
 pub mod pool;
 pub mod program;
 pub mod scan;
+pub mod scatter;
 pub mod sort;
 pub mod stream;
 pub mod team;

@@ -20,13 +20,15 @@ pub trait LibraryKernel: Sync {
 }
 
 /// Every library routine.
-pub static KERNELS: [&dyn LibraryKernel; 6] = [
+pub static KERNELS: [&dyn LibraryKernel; 8] = [
     &crate::gemm::MatMulKernel,
     &crate::pad::PadKernel,
     &crate::pad::ConcatKernel,
     &crate::pad::TakeKernel,
     &crate::scan::ScanKernel,
     &crate::sort::SortKernel,
+    &crate::scatter::ScatterKernel,
+    &crate::scatter::NonZeroKernel,
 ];
 
 /// The routine of library op `id`.

@@ -12,8 +12,10 @@
 
 mod concat;
 mod matmul;
+mod nonzero;
 mod pad;
 mod scan;
+mod scatter;
 mod sort;
 mod take;
 
@@ -25,8 +27,10 @@ use crate::tile::BufferDecl;
 
 pub use concat::Concat;
 pub use matmul::MatMul;
+pub use nonzero::NonZero;
 pub use pad::Pad;
 pub use scan::{Scan, ScanKind};
+pub use scatter::{Scatter, ScatterMode};
 pub use sort::{SortMode, SortOp, SortSpec};
 pub use take::Take;
 
@@ -47,6 +51,10 @@ impl LibId {
     pub const SCAN: LibId = LibId(4);
     /// Sorting and selection (`np.sort`, `np.argsort`, top-k, quantiles, ...).
     pub const SORT: LibId = LibId(5);
+    /// Functional scatter (`y[idx] = v`, `x.at[idx].add(v)`).
+    pub const SCATTER: LibId = LibId(6);
+    /// Positions of non-zero elements with a static size.
+    pub const NONZERO: LibId = LibId(7);
 
     /// The registered op, or an error naming the unknown id.
     pub fn op(self) -> Result<&'static dyn LibraryOp> {
@@ -55,7 +63,7 @@ impl LibId {
 }
 
 /// Every library op, indexed by [`LibId`].
-pub static REGISTRY: [&dyn LibraryOp; 6] = [&MatMul, &Pad, &Concat, &Take, &Scan, &SortOp];
+pub static REGISTRY: [&dyn LibraryOp; 8] = [&MatMul, &Pad, &Concat, &Take, &Scan, &SortOp, &Scatter, &NonZero];
 
 /// The library op with id `id`.
 pub fn lookup(id: LibId) -> Result<&'static dyn LibraryOp> {
