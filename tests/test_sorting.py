@@ -383,6 +383,20 @@ def test_errors_are_typed_and_name_the_line():
         pyasc.operator(f3)(x)
 
 
+def test_dynamic_shapes_trace_again_for_new_extents():
+    @pyasc.operator(dynamic_shape=True)
+    def f(t):
+        return np.partition(t, -1), pyasc.topk(t, 2)[1], np.median(t, axis=-1)
+
+    rng = np.random.default_rng(13)
+    for n in (9, 30, 4):
+        x = rng.standard_normal((3, n))
+        p, i, m = f(x)
+        _check_partition(x, p, [n - 1], -1)
+        _same(i, _ref_topk(x, 2, -1)[1])
+        _same(m, np.median(x, axis=-1))
+
+
 def test_gather_index_out_of_range_raises():
     x = np.arange(12.0).reshape(3, 4)
     with pytest.raises(pyasc.ShapeError, match="out of bounds"):
