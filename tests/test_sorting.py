@@ -383,6 +383,20 @@ def test_errors_are_typed_and_name_the_line():
         pyasc.operator(f3)(x)
 
 
+def test_dynamic_shapes_trace_again_for_new_extents():
+    @pyasc.operator(dynamic_shape=True)
+    def f(t):
+        return np.partition(t, -1), pyasc.topk(t, 2)[1], np.median(t, axis=-1)
+
+    rng = np.random.default_rng(13)
+    for n in (9, 30, 4):
+        x = rng.standard_normal((3, n))
+        p, i, m = f(x)
+        _check_partition(x, p, [n - 1], -1)
+        _same(i, _ref_topk(x, 2, -1)[1])
+        _same(m, np.median(x, axis=-1))
+
+
 def test_gather_index_out_of_range_raises():
     x = np.arange(12.0).reshape(3, 4)
     with pytest.raises(pyasc.ShapeError, match="out of bounds"):
@@ -390,15 +404,18 @@ def test_gather_index_out_of_range_raises():
 
 
 def test_every_isa_path_gives_the_same_results():
-    """The top-k scan has AVX-512, AVX2 and portable paths; each forced path must agree."""
+    """Forced ISAs (AVX-512 quicksort and scan, AVX2 and portable paths) give NumPy's results."""
     code = (
         "import numpy as np, pyasc\n"
         "x = np.random.default_rng(0).standard_normal((64, 3000)).astype(np.float32)\n"
         "x[:, ::7] = 1.5\n"
         "v, i = pyasc.operator(lambda t: pyasc.topk(t, 5))(x)\n"
         "s = pyasc.operator(lambda t: np.sort(t))(x)\n"
+        "a = pyasc.operator(lambda t: np.argsort(t, axis=0))(x)\n"
+        "j = pyasc.operator(lambda t: np.sort(t))((x * 1000).astype(np.int32))\n"
         "import sys\n"
-        "sys.stdout.buffer.write(np.concatenate([i.ravel().astype(np.float64), v.ravel(), s.ravel()]).tobytes())\n"
+        "parts = [i.ravel().astype(np.float64), v.ravel(), s.ravel(), a.ravel(), j.ravel()]\n"
+        "sys.stdout.buffer.write(np.concatenate(parts).astype(np.float64).tobytes())\n"
     )
     outs = []
     for isa in ("scalar", "sse2", "avx2", "avx512"):
@@ -409,4 +426,6 @@ def test_every_isa_path_gives_the_same_results():
     x[:, ::7] = 1.5
     wv, wi = _ref_topk(x, 5, -1)
     got = np.frombuffer(outs[0], np.float64)
-    np.testing.assert_array_equal(got[: wi.size], wi.ravel())
+    want = [wi.ravel(), wv.ravel(), np.sort(x).ravel(), np.argsort(x, axis=0, kind="stable").ravel(),
+            np.sort((x * 1000).astype(np.int32)).ravel()]
+    np.testing.assert_array_equal(got, np.concatenate(want).astype(np.float64))

@@ -199,6 +199,10 @@ impl LibraryOp for SortOp {
     fn operand_dtype(&self, _i: usize, _result: DType) -> Option<DType> {
         None
     }
+    fn reinfers(&self) -> bool {
+        // Positions (kth from the end, k, quantile neighbours) are resolved for one extent.
+        false
+    }
     fn verify_call(&self, call: &LibCall, operands: &[&BufferDecl], out: &BufferDecl) -> Result<()> {
         let s = spec(&call.attr)?;
         let ops: Vec<(VType, &Shape)> = operands.iter().map(|d| (VType::strong(d.dtype), &d.shape)).collect();

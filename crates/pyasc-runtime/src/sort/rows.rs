@@ -125,6 +125,12 @@ pub unsafe fn run<T: Elem>(spec: &SortSpec, operands: &[&InputView], out: *mut u
         }
         _ => None,
     };
+    if g.n > u32::MAX as usize {
+        return Err(IrError::new(
+            ErrorKind::Unsupported,
+            format!("sorting rows of {} elements (at most 2^32 - 1)", g.n),
+        ));
+    }
     let m = out_extent(&spec.mode, g.n, gi.as_ref().map_or(0, |gi| gi.n));
     let rows = g.rows();
     if rows == 0 || m == 0 {
@@ -147,10 +153,7 @@ pub unsafe fn run<T: Elem>(spec: &SortSpec, operands: &[&InputView], out: *mut u
             // SAFETY: each row writes its own elements of the output.
             unsafe {
                 match &spec.mode {
-                    SortMode::Sort => {
-                        sort_values(&mut s);
-                        write(op.0 as *mut T, base, step, s.keys.iter().map(|k| T::from_key(*k)));
-                    }
+                    SortMode::Sort => sort_row(&mut s, op.0 as *mut T, base, step),
                     SortMode::ArgSort { .. } => {
                         argsort(&mut s);
                         write(op.0 as *mut i64, base, step, s.pairs.iter().map(|p| p.idx as i64));
@@ -237,12 +240,62 @@ impl<T: Elem> Default for Scratch<T> {
     }
 }
 
-/// `s.keys` = the row's keys, sorted.
-fn sort_values<T: Elem>(s: &mut Scratch<T>) {
+/// Sort the row in `s` and write it at `out + base`, `step` apart. The key maps around the
+/// sort are compiled for AVX-512 and AVX2 too (the compiler vectorises them), chosen at run
+/// time.
+///
+/// # Safety
+/// The output positions must be writable.
+unsafe fn sort_row<T: Elem>(s: &mut Scratch<T>, out: *mut T, base: isize, step: isize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use pyasc_kernels::isa::{active, Isa};
+        match active() {
+            // SAFETY: the ISA was detected on this CPU; per the contract.
+            Isa::Avx512 => return unsafe { sort_row_avx512(s, out, base, step) },
+            // SAFETY: as above.
+            Isa::Avx2Fma => return unsafe { sort_row_avx2(s, out, base, step) },
+            _ => {}
+        }
+    }
+    // SAFETY: per the contract.
+    unsafe { sort_row_body(s, out, base, step) }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl")]
+unsafe fn sort_row_avx512<T: Elem>(s: &mut Scratch<T>, out: *mut T, base: isize, step: isize) {
+    // SAFETY: per the caller.
+    unsafe { sort_row_body(s, out, base, step) }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn sort_row_avx2<T: Elem>(s: &mut Scratch<T>, out: *mut T, base: isize, step: isize) {
+    // SAFETY: per the caller.
+    unsafe { sort_row_body(s, out, base, step) }
+}
+
+#[inline(always)]
+unsafe fn sort_row_body<T: Elem>(s: &mut Scratch<T>, out: *mut T, base: isize, step: isize) {
+    let n = s.row.len();
     s.keys.clear();
-    s.keys.extend(s.row.iter().map(|v| v.key()));
+    s.keys.resize(n, T::K::default());
+    for (k, v) in s.keys.iter_mut().zip(&s.row) {
+        *k = v.key();
+    }
     if !simd::sort_keys(&mut s.keys, &mut s.tmp32) {
         sort_keys(&mut s.keys, &mut s.tmp);
+    }
+    if step == 1 {
+        // SAFETY: per the contract: n writable elements at out + base.
+        let dst = unsafe { std::slice::from_raw_parts_mut(out.offset(base), n) };
+        for (d, k) in dst.iter_mut().zip(&s.keys) {
+            *d = T::from_key(*k);
+        }
+    } else {
+        // SAFETY: per the contract.
+        unsafe { write(out, base, step, s.keys.iter().map(|k| T::from_key(*k))) };
     }
 }
 

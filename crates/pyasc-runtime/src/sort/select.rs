@@ -183,3 +183,67 @@ pub unsafe fn store_stat<T: Elem>(out: *mut u8, f32_out: bool, at: usize, v: f64
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lcg(s: &mut u64) -> u64 {
+        *s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        *s >> 33
+    }
+
+    #[test]
+    fn top_k_matches_a_stable_sort_by_descending_key() {
+        let mut s = 5;
+        for n in [1usize, 2, 10, 63, 64, 65, 500, 3000] {
+            for modulo in [3u64, 1000] {
+                let row: Vec<i32> = (0..n).map(|_| (lcg(&mut s) % modulo) as i32 - 500).collect();
+                let mut want: Vec<usize> = (0..n).collect();
+                // std's sort_by_key is stable: ties keep the lower index first.
+                want.sort_by_key(|&j| std::cmp::Reverse(row[j]));
+                for k in [0, 1, 5, n / 2, n].into_iter().filter(|&k| k <= n) {
+                    let mut out = Vec::new();
+                    top_k(&row, k, &mut out, &mut Vec::new());
+                    let got: Vec<usize> = out.iter().map(|p| p.idx as usize).collect();
+                    assert_eq!(got, want[..k], "n={n} k={k}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn top_k_orders_floats_by_total_order() {
+        let row = [1.0f32, f32::NAN, 0.0, -0.0, f32::INFINITY, 0.0, -f32::NAN];
+        let mut out = Vec::new();
+        top_k(&row, 7, &mut out, &mut Vec::new());
+        let got: Vec<u32> = out.iter().map(|p| p.idx).collect();
+        assert_eq!(got, [1, 4, 0, 2, 5, 3, 6]);
+    }
+
+    #[test]
+    fn order_statistics_match_a_sorted_row() {
+        let mut s = 9;
+        for n in [1usize, 2, 3, 10, 11, 200] {
+            let row: Vec<f64> = (0..n).map(|_| lcg(&mut s) as f64 / 7.0).collect();
+            let mut sorted = row.clone();
+            sorted.sort_by(f64::total_cmp);
+            let want = if n % 2 == 1 { sorted[n / 2] } else { (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0 };
+            assert_eq!(median(&row, false, &mut Vec::new()), want);
+            let mut out = Vec::new();
+            quantiles(&row, &[0.0, 0.25, 1.0], false, false, &mut Vec::new(), &mut out);
+            assert_eq!(out[0], sorted[0]);
+            assert_eq!(out[2], sorted[n - 1]);
+            let v = (n as f64 - 1.0) * 0.25;
+            let (p, g) = (v.floor() as usize, v - v.floor());
+            let (a, b) = (sorted[p], sorted[(p + 1).min(n - 1)]);
+            let want = if g >= 0.5 { b - (b - a) * (1.0 - g) } else { a + (b - a) * g };
+            assert_eq!(out[1], want);
+        }
+        let mut nan = vec![1.0, f64::NAN, 3.0];
+        assert!(median(&nan, false, &mut Vec::new()).is_nan());
+        assert_eq!(median(&nan, true, &mut Vec::new()), 2.0);
+        nan.truncate(0);
+        assert!(median(&nan, true, &mut Vec::new()).is_nan());
+    }
+}
