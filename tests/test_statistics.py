@@ -314,3 +314,14 @@ def test_bad_arguments_raise_typed_errors_at_the_user_line():
     with pytest.raises(pyasc.UnsupportedError) as e:
         pyasc.operator(out_arg)(x)
     assert e.value.lineno == line_of(out_arg, "out= refused")
+
+
+def test_nan_functions_take_dtype():
+    x = np.array([[1.5, np.nan, 2.25], [np.nan, np.nan, 4.0]], np.float32)
+    for name in ("nansum", "nanmean", "nanvar", "nanstd"):
+        fn = getattr(np, name)
+        got = _op(fn, axis=1, dtype=np.float64)(x)
+        assert_matches(got, _np(fn, x, axis=1, dtype=np.float64), rtol=1e-15)
+    xi = np.array([[1, 2, 4], [7, 7, 7]], np.int8)
+    assert_matches(_op(np.nansum, axis=1, dtype=np.int8)(xi), np.nansum(xi, axis=1, dtype=np.int8))
+    assert_matches(_op(np.nanmean, axis=0)(xi), np.nanmean(xi, axis=0))

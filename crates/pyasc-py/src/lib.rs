@@ -70,6 +70,7 @@ fn _pyasc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace_ops::apply_concat, m)?)?;
     m.add_function(wrap_pyfunction!(trace_ops::apply_take, m)?)?;
     m.add_function(wrap_pyfunction!(trace_ops::apply_constant_array, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_ops::apply_capture, m)?)?;
     m.add_function(wrap_pyfunction!(gears::gears_begin, m)?)?;
     m.add_function(wrap_pyfunction!(gears::gear_flags, m)?)?;
     m.add_function(wrap_pyfunction!(gears::gears_unsupported, m)?)?;
