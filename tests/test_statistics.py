@@ -206,6 +206,15 @@ def test_average_weights_as_argument_and_errors():
     got = pyasc.operator(lambda v, ww: np.average(v, axis=0, weights=ww))(x, w)
     assert_matches(got, np.average(x, axis=0, weights=w))
 
+    x3 = np.random.default_rng(0).standard_normal((2, 3, 4))
+    w2 = np.random.default_rng(1).uniform(1, 2, (4, 2))
+
+    def tuple_axis(v, ww):
+        return np.average(v, axis=(2, 0), weights=ww, returned=True, keepdims=True)
+
+    for g, e in zip(pyasc.operator(tuple_axis)(x3, w2), tuple_axis(x3, w2)):
+        assert_matches(g, e, rtol=1e-14, atol=1e-14)
+
     def bad(v):
         return np.average(v, weights=np.ones(3))  # weights of another shape
 
