@@ -256,3 +256,29 @@ def test_complex_and_out_are_refused():
     with pytest.raises(pyasc.UnsupportedError):
         pyasc.operator(lambda x: np.einsum("ij->i", x, out=x))(np.ones((2, 2)))
     assert_matches(pyasc.operator(lambda x: np.einsum("ij->ji", x))(np.eye(2)), np.eye(2))
+
+
+def test_captured_operands_are_read_live():
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((5, 4))
+    w = rng.standard_normal((4, 3))
+    weights = np.arange(1.0, 5.0)
+    op = pyasc.operator(lambda v: np.einsum("ij,jk->ik", v, w))
+    avg = pyasc.operator(lambda v: np.average(v, axis=1, weights=weights))
+    _check(op(x), lambda v, ww: v @ ww, [x, w.copy()], 4)
+    _check(avg(x), lambda v: np.average(v, axis=1, weights=weights), [x], 4)
+    w[:] = rng.standard_normal((4, 3))
+    weights[:] = [4.0, 1.0, 0.5, 2.0]
+    _check(op(x), lambda v, ww: v @ ww, [x, w.copy()], 4)
+    _check(avg(x), lambda v: np.average(v, axis=1, weights=weights), [x], 4)
+    assert "matmul(%0, %1)" in op.get_compiled_op(x).graph_ir()
+
+
+def test_greedy_order_contracts_the_small_pair_first():
+    rng = np.random.default_rng(3)
+    a, b, c = rng.standard_normal((40, 3)), rng.standard_normal((40,)), rng.standard_normal((3, 40))
+    op = pyasc.operator(lambda x, y, z: np.einsum("ij,k,jk->i", x, y, z))
+    _check(op(a, b, c), lambda x, y, z: np.einsum("ij,k,jk->i", x, y, z), [a, b, c], 120)
+    ir = op.get_compiled_op(a, b, c).graph_ir()
+    # y and z meet first (a 3-vector), never the 40x3x40 outer product of x and y.
+    assert "(40, 3, 40)" not in ir and "(40, 40)" not in ir, ir

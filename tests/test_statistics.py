@@ -206,6 +206,15 @@ def test_average_weights_as_argument_and_errors():
     got = pyasc.operator(lambda v, ww: np.average(v, axis=0, weights=ww))(x, w)
     assert_matches(got, np.average(x, axis=0, weights=w))
 
+    x3 = np.random.default_rng(0).standard_normal((2, 3, 4))
+    w2 = np.random.default_rng(1).uniform(1, 2, (4, 2))
+
+    def tuple_axis(v, ww):
+        return np.average(v, axis=(2, 0), weights=ww, returned=True, keepdims=True)
+
+    for g, e in zip(pyasc.operator(tuple_axis)(x3, w2), tuple_axis(x3, w2)):
+        assert_matches(g, e, rtol=1e-14, atol=1e-14)
+
     def bad(v):
         return np.average(v, weights=np.ones(3))  # weights of another shape
 
@@ -314,3 +323,14 @@ def test_bad_arguments_raise_typed_errors_at_the_user_line():
     with pytest.raises(pyasc.UnsupportedError) as e:
         pyasc.operator(out_arg)(x)
     assert e.value.lineno == line_of(out_arg, "out= refused")
+
+
+def test_nan_functions_take_dtype():
+    x = np.array([[1.5, np.nan, 2.25], [np.nan, np.nan, 4.0]], np.float32)
+    for name in ("nansum", "nanmean", "nanvar", "nanstd"):
+        fn = getattr(np, name)
+        got = _op(fn, axis=1, dtype=np.float64)(x)
+        assert_matches(got, _np(fn, x, axis=1, dtype=np.float64), rtol=1e-15)
+    xi = np.array([[1, 2, 4], [7, 7, 7]], np.int8)
+    assert_matches(_op(np.nansum, axis=1, dtype=np.int8)(xi), np.nansum(xi, axis=1, dtype=np.int8))
+    assert_matches(_op(np.nanmean, axis=0)(xi), np.nanmean(xi, axis=0))

@@ -32,7 +32,4 @@ def lift(like: Any, v: Any) -> Any:
     """Return ``v`` as a traced value of ``like``'s trace (arrays are read live at each call)."""
     if traced(v):
         return v
-    from .creation import full
-
-    arr = v if isinstance(v, np.ndarray) else np.asarray(v)
-    return _pyasc.apply_where(True, arr, full((), 0, arr.dtype))
+    return _pyasc.apply_capture(like, v if isinstance(v, (np.ndarray, _pyasc.DeviceArray)) else np.asarray(v))

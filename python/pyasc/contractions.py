@@ -2,7 +2,8 @@
 
 Every contraction is a list of labelled operands reduced to one. Repeated labels within an
 operand take its diagonal (a strided view), labels no other operand or the output needs are
-summed out first, and the operands are then contracted pairwise, left to right. A pair
+summed out first, and the operands are then contracted pairwise in a greedy order (the pair
+with the smallest result first, the leftmost among equals). A pair
 whose float contraction has free axes on either side is one batched GEMM (``matmul``) between
 views: the operands transposed to ``batch + free + contracted`` and reshaped to matrices, so
 ``einsum("bij,bjk->bik")`` is exactly ``a @ b``. Other pairs (integers and bools, contractions
@@ -116,9 +117,9 @@ def contract(operands: Sequence[Any], ins: Sequence[Labels], out: Labels, dtype:
     items: List[Tuple[Any, Labels]] = []
     for x, labels in zip(ops, ins):
         x, labels = _collapse(x, labels)
-        # An extent-1 axis whose label is longer elsewhere is broadcast: the operand does not
+        # An extent-1 axis whose label has another extent elsewhere is broadcast: the operand does not
         # depend on that label.
-        bcast = [i for i, lab in enumerate(labels) if x.shape[i] == 1 and size[lab] > 1]
+        bcast = [i for i, lab in enumerate(labels) if x.shape[i] == 1 and size[lab] != 1]
         if bcast:
             x = _reshape(x, [s for i, s in enumerate(x.shape) if i not in bcast])
             labels = [lab for i, lab in enumerate(labels) if i not in bcast]
@@ -131,11 +132,19 @@ def contract(operands: Sequence[Any], ins: Sequence[Labels], out: Labels, dtype:
         keep = needed([i])
         items[i] = _sum_out(x, labels, [lab for lab in labels if lab not in keep])
     while len(items) > 1:
-        (a, la), (b, lb) = items[0], items[1]
-        items = items[1:]
-        items[0] = (None, [])
-        keep = needed([0])
-        items[0] = _pair(a, la, b, lb, keep, list(out))
+        # Greedy order: the pair whose result is smallest, the leftmost among equals.
+        best = None
+        for i in range(len(items)):
+            for j in range(i + 1, len(items)):
+                keep = needed([i, j])
+                labels = set(items[i][1]) | set(items[j][1])
+                cost = math.prod(size[lab] for lab in labels if lab in keep)
+                if best is None or cost < best[0]:
+                    best = (cost, i, j, keep)
+        _, i, j, keep = best
+        (a, la), (b, lb) = items[i], items[j]
+        items[i] = _pair(a, la, b, lb, keep, list(out))
+        del items[j]
     x, labels = items[0]
     x, labels = _sum_out(x, labels, [lab for lab in labels if lab not in out])
     missing = [lab for lab in out if lab not in labels]

@@ -52,7 +52,9 @@ def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
 
 def _trace(x: Any, *, offset: int, axis1: Any, axis2: Any, dtype: Any) -> Any:
     d = _diagonal(x, offset=offset, axis1=axis1, axis2=axis2)
-    return reductions.sum(d if dtype is None else d.astype(dtype), -1, False)
+    if dtype is None:
+        return reductions.sum(d, -1, False)
+    return reductions.sum(d.astype(dtype), -1, False).astype(dtype)
 
 
 def trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None, out: Any = None) -> Any:

@@ -180,7 +180,10 @@ def _nansum(x: Any, *, axis: Any, dtype: Any, keepdims: bool) -> Any:
     ax = _axis_arg(x, axis)
     if _is_float(x):
         x = ops.where(ops.isnan(x), 0, x)
-    return reductions.sum(x if dtype is None else x.astype(dtype), ax, keepdims)
+    if dtype is None:
+        return reductions.sum(x, ax, keepdims)
+    # Sums of small integers are int64 by default; an explicit dtype is kept (wrapping as NumPy).
+    return reductions.sum(x.astype(dtype), ax, keepdims).astype(dtype)
 
 
 def nansum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, initial: Any = None,

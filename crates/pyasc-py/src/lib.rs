@@ -77,6 +77,7 @@ fn _pyasc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(update_ops::apply_scatter, m)?)?;
     m.add_function(wrap_pyfunction!(update_ops::rebind, m)?)?;
     m.add_function(wrap_pyfunction!(update_ops::apply_nonzero, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_ops::apply_capture, m)?)?;
     m.add_function(wrap_pyfunction!(gears::gears_begin, m)?)?;
     m.add_function(wrap_pyfunction!(gears::gear_flags, m)?)?;
     m.add_function(wrap_pyfunction!(gears::gears_unsupported, m)?)?;

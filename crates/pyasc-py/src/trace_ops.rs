@@ -34,6 +34,19 @@ pub fn apply_constant_array(py: Python<'_>, like: &Bound<'_, PyAny>, array: &Bou
     Py::new(py, Tensor::new(trace.clone(), n.id, n.dtype, n.shape))
 }
 
+/// `array` (a NumPy array, DeviceArray or number) as a node of the trace of `like`: arrays
+/// are captured inputs, read live at every call, as when they meet a tensor in arithmetic.
+#[pyfunction]
+pub fn apply_capture(py: Python<'_>, like: &Bound<'_, PyAny>, array: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
+    let trace = trace_of(&[like]).ok_or_else(|| PyTypeError::new_err("no traced tensor among the operands"))?;
+    let id = node_of(py, &trace, array)?;
+    let t = trace.lock().expect("trace lock poisoned");
+    let n = t.graph.node(id);
+    let tensor = Tensor::new(trace.clone(), id, n.dtype(), n.shape.0.clone());
+    drop(t);
+    Py::new(py, tensor)
+}
+
 /// A constant filling `shape` in the trace of `like` (`zeros`, `ones`, `full` inside operators).
 #[pyfunction]
 pub fn apply_fill(
