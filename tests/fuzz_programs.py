@@ -4,7 +4,7 @@ A program is Python source over the inputs ``a``, ``b``, ``c`` written with NumP
 (``np.exp(a)``, ``np.maximum(a, b)``, ``a.sum(axis=1, keepdims=True)``, ``np.where``, ``np.clip``,
 ``.T``, ``.reshape(-1)``, slicing), so the same text is NumPy's reference and, inside
 ``@pyasc.operator``, pyasc's trace. Every unary and binary op of pyasc's op table that NumPy has
-as a ufunc appears, with reductions, where/clip and movement ops, on inputs of dtypes bool,
+as a ufunc appears, with reductions, scans (cumsum, cumprod), where/clip and movement ops, on inputs of dtypes bool,
 int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32 and float64 (8- and 16-bit
 inputs sometimes over their whole range, so that arithmetic wraps; Python int constants in
 range of every integer input) with 0-d, empty and size-1 dims, broadcast (zero-stride),
@@ -261,10 +261,12 @@ class Generator:
             return f"np.{u}({x}, {y})", None
         if pick < 0.7:
             x, _ = self.expr(depth - 1)
-            red = r.choice(["sum", "mean", "max", "min", "prod"])
+            red = r.choice(["sum", "mean", "max", "min", "prod", "cumsum", "cumprod"])
             self.p.ops += 1
-            if red == "prod":
+            if red in ("prod", "cumprod"):
                 x = f"np.tanh(np.multiply({x}, 1.0))"
+            if red.startswith("cum"):
+                return f"np.{red}({x}, axis={r.choice([None, 0, -1])})", None
             return f"np.{red}({x}, axis={self.axis()}, keepdims={r.random() < 0.5})", None
         if pick < 0.8:
             cond = f"({r.choice(self.leaves).src} > {r.choice(self.leaves).src})"
@@ -458,8 +460,8 @@ def _scale(src: str, env: Dict[str, object]) -> Tuple[float, float, bool]:
                         m = _magnitude(a)
                         m = m[np.isfinite(m)]
                         if m.size:
-                            seen.append(float(m.max()) if name not in ("sum", "mean") else float(m.sum()))
-                if name in ("sum", "mean") and np.asarray(args[0]).size:
+                            seen.append(float(m.max()) if name not in ("sum", "mean", "cumsum") else float(m.sum()))
+                if name in ("sum", "mean", "cumsum") and np.asarray(args[0]).size:
                     seen.append(float(np.nansum(_magnitude(np.asarray(args[0])))))
                 if name == "matmul" and arr.size:
                     seen.append(float(np.nanmax(np.matmul(*(_magnitude(np.asarray(a)) for a in args)))))

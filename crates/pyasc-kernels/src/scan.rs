@@ -9,7 +9,7 @@
 //!
 //! float32 sums accumulate in float64 (each output is rounded once: more accurate than NumPy's
 //! float32 loop), and on AVX-512 or AVX2 a vector of inputs is prefix-summed in registers
-//! (`scan_simd`); float32 log-sum-exps compute in float64; products, maxima and minima keep the
+//! (`scan_simd`; float32 maxima and minima too, on AVX-512); float32 log-sum-exps compute in float64; products, maxima and minima keep the
 //! element type, as NumPy's loops do. Integer sums and products wrap; max/min propagate NaN
 //! and keep the first of equal values (NumPy's `maximum`/`minimum`). Bools are scanned as
 //! 0/1 bytes by [`Max`] (or) and [`Min`] (and).
@@ -154,7 +154,7 @@ pub fn logaddexp(x: f64, y: f64) -> f64 {
 }
 
 macro_rules! float_ops {
-    ($($t:ty, $sum_run:expr),*) => {$(
+    ($($t:ty, $sum_run:expr, $max_run:expr, $min_run:expr),*) => {$(
         impl ScanOp for Sum<$t> {
             type T = $t;
             type A = f64;
@@ -195,6 +195,10 @@ macro_rules! float_ops {
             fn combine(self, a: $t, b: $t) -> $t { if a >= b || a.is_nan() { a } else { b } }
             #[inline(always)]
             fn store(self, a: $t) -> $t { a }
+            #[inline]
+            fn run(self, x: &[$t], out: Option<&mut [$t]>, carry: Option<$t>, r: $t) -> $t {
+                ($max_run)(x, out, carry, r)
+            }
         }
         impl ScanOp for Min<$t> {
             type T = $t;
@@ -207,6 +211,10 @@ macro_rules! float_ops {
             fn combine(self, a: $t, b: $t) -> $t { if a <= b || a.is_nan() { a } else { b } }
             #[inline(always)]
             fn store(self, a: $t) -> $t { a }
+            #[inline]
+            fn run(self, x: &[$t], out: Option<&mut [$t]>, carry: Option<$t>, r: $t) -> $t {
+                ($min_run)(x, out, carry, r)
+            }
         }
         impl ScanOp for LogSumExp<$t> {
             type T = $t;
@@ -223,7 +231,16 @@ macro_rules! float_ops {
     )*};
 }
 
-float_ops!(f32, crate::scan_simd::sum_f32, f64, crate::scan_simd::sum_f64);
+float_ops!(
+    f32,
+    crate::scan_simd::sum_f32,
+    crate::scan_simd::extreme_f32::<true>,
+    crate::scan_simd::extreme_f32::<false>,
+    f64,
+    crate::scan_simd::sum_f64,
+    |x, o, c, r| run_scalar(Max::<f64>::default(), x, o, c, r),
+    |x, o, c, r| run_scalar(Min::<f64>::default(), x, o, c, r)
+);
 
 /// One step of a column scan: for each column `c`, `acc[c] = acc[c] ⊕ x[c]` and
 /// `out[c] = acc[c]`, over `rows` consecutive rows.

@@ -2,10 +2,12 @@
 //! prefix-sums eight float64 lanes per step (three shifted adds), AVX2 four (two); the running
 //! value is one broadcast add per step, so the loop is bound by memory, not by the add
 //! latency of a sequential loop. float32 inputs are widened to float64 on load and each
-//! output is rounded once. Other ISAs take the portable loop of [`run_scalar`].
+//! output is rounded once. float32 running maxima and minima take the same in-register prefix
+//! on AVX-512 (sixteen lanes, NumPy's compare-and-keep-the-first rule). Other ISAs take the
+//! portable loop of [`run_scalar`].
 
 use crate::isa::{self, Isa};
-use crate::scan::{run_scalar, Sum};
+use crate::scan::{run_scalar, Max, Min, Sum};
 
 /// The float32 segment scan of [`Sum<f32>`](crate::scan::ScanOp::run).
 pub(crate) fn sum_f32(x: &[f32], out: Option<&mut [f32]>, carry: Option<f64>, r: f64) -> f64 {
@@ -44,6 +46,23 @@ pub(crate) fn sum_f64(x: &[f64], out: Option<&mut [f64]>, carry: Option<f64>, r:
             avx2::pick::<false>(x.as_ptr().cast(), out.map(|o| o.as_mut_ptr().cast()), x.len(), carry, r)
         },
         _ => run_scalar(Sum::<f64>::default(), x, out, carry, r),
+    }
+}
+
+/// The float32 segment scan of [`Max<f32>`](crate::scan::Max) (`MAX`) or
+/// [`Min<f32>`](crate::scan::Min).
+pub(crate) fn extreme_f32<const MAX: bool>(x: &[f32], out: Option<&mut [f32]>, carry: Option<f32>, r: f32) -> f32 {
+    if let Some(o) = &out {
+        assert_eq!(o.len(), x.len(), "a scan's output is as long as its input");
+    }
+    match isa::active() {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `active()` only reports ISAs the CPU supports; the lengths agree.
+        Isa::Avx512 => unsafe {
+            avx512_extreme::extreme::<MAX>(x.as_ptr(), out.map(|o| o.as_mut_ptr()), x.len(), carry, r)
+        },
+        _ if MAX => run_scalar(Max::<f32>::default(), x, out, carry, r),
+        _ => run_scalar(Min::<f32>::default(), x, out, carry, r),
     }
 }
 
@@ -182,6 +201,88 @@ mod avx512 {
         }
         // SAFETY: the rest of the segment.
         unsafe { tail::<F32, STORE, CARRY>(x, out, i, n, carry, _mm512_cvtsd_f64(rv)) }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx512_extreme {
+    use crate::scan::{Max, Min, ScanOp};
+    use std::arch::x86_64::*;
+
+    /// `a ⊕ b` lane by lane, `a` first in the line: NumPy's `maximum`/`minimum` (the first
+    /// of equal values, NaN propagates).
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn pick<const MAX: bool>(a: __m512, b: __m512) -> __m512 {
+        let keep = if MAX { _mm512_cmp_ps_mask::<_CMP_GE_OQ>(a, b) } else { _mm512_cmp_ps_mask::<_CMP_LE_OQ>(a, b) };
+        _mm512_mask_blend_ps(keep | _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(a, a), b, a)
+    }
+
+    /// Lanes of `v` moved up by `16 - IMM`, the lowest filled from `fill`.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn up<const IMM: i32>(v: __m512, fill: __m512) -> __m512 {
+        _mm512_castsi512_ps(_mm512_alignr_epi32::<IMM>(_mm512_castps_si512(v), _mm512_castps_si512(fill)))
+    }
+
+    #[inline(always)]
+    fn scalar<const MAX: bool>(a: f32, b: f32) -> f32 {
+        if MAX {
+            Max::<f32>::default().combine(a, b)
+        } else {
+            Min::<f32>::default().combine(a, b)
+        }
+    }
+
+    /// The segment scan.
+    ///
+    /// # Safety
+    /// AVX-512F; `x` (and `out`, when given) hold `n` elements.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn extreme<const MAX: bool>(
+        x: *const f32,
+        out: Option<*mut f32>,
+        n: usize,
+        carry: Option<f32>,
+        r: f32,
+    ) -> f32 {
+        let id = if MAX { f32::NEG_INFINITY } else { f32::INFINITY };
+        let fill = _mm512_set1_ps(id);
+        let last = _mm512_set1_epi32(15);
+        let cv = _mm512_set1_ps(carry.unwrap_or(id));
+        let mut rv = _mm512_set1_ps(r);
+        let mut i = 0;
+        while i + 16 <= n {
+            // SAFETY: elements i..i + 16 are inside the segment.
+            let v = unsafe { _mm512_loadu_ps(x.add(i)) };
+            let v = pick::<MAX>(up::<15>(v, fill), v);
+            let v = pick::<MAX>(up::<14>(v, fill), v);
+            let v = pick::<MAX>(up::<12>(v, fill), v);
+            let v = pick::<MAX>(up::<8>(v, fill), v);
+            let lanes = pick::<MAX>(rv, v);
+            rv = _mm512_permutexvar_ps(last, lanes);
+            if let Some(o) = out {
+                let w = if carry.is_some() { pick::<MAX>(cv, lanes) } else { lanes };
+                // SAFETY: as for the load.
+                unsafe { _mm512_storeu_ps(o.add(i), w) };
+            }
+            i += 16;
+        }
+        let mut r = _mm512_cvtss_f32(rv);
+        while i < n {
+            // SAFETY: `i < n`.
+            unsafe {
+                r = scalar::<MAX>(r, *x.add(i));
+                if let Some(o) = out {
+                    *o.add(i) = match carry {
+                        Some(c) => scalar::<MAX>(c, r),
+                        None => r,
+                    };
+                }
+            }
+            i += 1;
+        }
+        r
     }
 }
 

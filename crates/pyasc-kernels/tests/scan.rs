@@ -111,3 +111,40 @@ fn column_scans_equal_line_scans() {
         columns_match(Min::<u8>::default(), &xb, rows, w);
     });
 }
+
+/// `op.run` against the portable loop, bit for bit, with and without a carry and stores.
+fn same_as_portable<S: ScanOp<T = f32, A = f32>>(op: S, x: &[f32], carry: Option<f32>) {
+    let mut got = vec![0f32; x.len()];
+    let mut want = vec![0f32; x.len()];
+    let r = op.run(x, Some(&mut got), carry, op.identity());
+    let rw = run_scalar(op, x, Some(&mut want), carry, op.identity());
+    let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&got), bits(&want), "n={} carry={carry:?}", x.len());
+    assert_eq!(r.to_bits(), rw.to_bits());
+    assert_eq!(op.run(x, None, carry, op.identity()).to_bits(), r.to_bits());
+}
+
+#[test]
+fn float32_maxima_and_minima_match_numpys_rule_on_every_isa() {
+    for_each_isa(|_| {
+        let mut rng = Rng::new(5);
+        for n in (0..40).chain([64, 100, 1000]) {
+            // Few distinct values (ties, signed zeros), infinities and NaN at random places.
+            let pool = [-0.0f32, 0.0, 1.0, -1.0, 2.5, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, 3.0, -7.0];
+            for nan_ok in [false, true] {
+                let x: Vec<f32> = (0..n)
+                    .map(|_| loop {
+                        let v = pool[(rng.next_u32() % pool.len() as u32) as usize];
+                        if nan_ok || !v.is_nan() {
+                            break v;
+                        }
+                    })
+                    .collect();
+                for carry in [None, Some(0.0), Some(-0.0), Some(2.5), Some(f32::NAN)] {
+                    same_as_portable(Max::<f32>::default(), &x, carry);
+                    same_as_portable(Min::<f32>::default(), &x, carry);
+                }
+            }
+        }
+    });
+}

@@ -27,7 +27,7 @@ use pyasc_kernels::scan::{columns, LogSumExp, Max, Min, Prod, ScanOp, Sum};
 pub const BLOCK: usize = 1 << 16;
 /// Elements of a strided line moved through the buffer at a time (a multiple of the SIMD width).
 const CHUNK: usize = 2048;
-/// Columns scanned together.
+/// Columns scanned together (at most).
 const COLUMNS: usize = 256;
 /// Below this many elements a scan runs on the calling thread alone.
 const PARALLEL_MIN: usize = 1 << 15;
@@ -197,11 +197,14 @@ unsafe fn drive<S: ScanOp>(op: S, x: &InputView, out: *mut S::T, axis: usize, sp
 /// # Safety
 /// As for [`drive`], with the inner axes contiguous.
 unsafe fn by_columns<S: ScanOp>(op: S, l: &Layout<'_>, src: Addr, dst: Addr, helpers: usize) {
-    let per_outer = l.inner.div_ceil(COLUMNS);
+    // Narrower blocks (down to 16 columns) when there are too few for every worker.
+    let wanted = 4 * (helpers + 1);
+    let width = l.inner.div_ceil(wanted.div_ceil(l.outer)).next_multiple_of(16).clamp(16, COLUMNS);
+    let per_outer = l.inner.div_ceil(width);
     let units = l.outer * per_outer;
     let _ = for_blocks(units, helpers, |u| -> std::result::Result<(), ()> {
-        let (o, c0) = (u / per_outer, (u % per_outer) * COLUMNS);
-        let w = COLUMNS.min(l.inner - c0);
+        let (o, c0) = (u / per_outer, (u % per_outer) * width);
+        let w = width.min(l.inner - c0);
         let mut acc = vec![op.identity(); w];
         let xo = offset(o, l.outer_dims, l.outer_strides) + c0 as isize;
         let oo = (o * l.n * l.inner + c0) as isize;
