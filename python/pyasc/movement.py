@@ -214,13 +214,25 @@ def stack(arrays: Sequence[Any], axis: int = 0) -> Any:
     return concatenate([expand_dims(a, ax) if _is_traced(a) else np.expand_dims(a, ax) for a in arrays], ax)
 
 
-def take(x: Any, indices: Any, axis: Optional[int] = None) -> Any:
-    """Elements of ``x`` at integer ``indices`` along ``axis`` (flattened when None); bad indices raise."""
+def take(x: Any, indices: Any, axis: Optional[int] = None, out: Any = None, mode: str = "raise") -> Any:
+    """Elements of ``x`` at integer ``indices`` along ``axis`` (flattened when None).
+
+    ``mode``: ``'raise'`` (bad indices raise), ``'wrap'`` or ``'clip'``, as in NumPy.
+    """
+    if out is not None:
+        raise at_user_line(UnsupportedError("np.take(..., out=) is not supported inside operators"))
+    if mode not in ("raise", "wrap", "clip"):
+        raise at_user_line(InvalidArgumentError(f"np.take: mode must be 'raise', 'wrap' or 'clip', not {mode!r}"))
     if not _is_traced(x):
-        return _eager_op(f"take:{axis!r}", lambda t, i: take(t, i, axis))(x, np.asarray(indices))
+        return _eager_op(f"take:{axis!r}:{mode}", lambda t, i: take(t, i, axis, mode=mode))(x, np.asarray(indices))
     if axis is None:
         x, axis = reshape(x, (-1,)), 0
     axis = _norm_axis(axis, x.ndim)
+    if mode != "raise":
+        n = x.shape[axis]
+        if n == 0:
+            raise at_user_line(ShapeError("cannot do a non-empty take from an empty axis"))
+        indices = np.mod(indices, n) if mode == "wrap" else np.clip(indices, 0, n - 1)
     scalar = (getattr(indices, "ndim", None) == 0) or isinstance(indices, (int, np.integer))
     if scalar:
         # A single index drops the axis, as in NumPy: take a one-element index, then squeeze.

@@ -200,6 +200,7 @@ def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None) -> Any:
         from .movement import take
 
         a = take(a, sorter if _is_traced(sorter) else np.asarray(sorter), 0)
+    scalar_v = not _is_traced(v) and np.ndim(v) == 0
     if not _is_traced(v):
         v = _pyasc.apply_constant_array(like, np.asarray(v))
     vdt = np.dtype(v.dtype)
@@ -208,7 +209,9 @@ def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None) -> Any:
     _check_dtype(v, "searchsorted")
     a = a if np.dtype(a.dtype) == common else ops.cast(a, common)
     v = ops.cast(v, common) if (vdt != common or v.is_weak) else v
-    return _pyasc.apply_sort("searchsorted", a, v, right=side == "right")
+    r = _pyasc.apply_sort("searchsorted", a, v, right=side == "right")
+    # A constant scalar `v` gives a 0-d result, as in NumPy.
+    return _pyasc.apply_view(r, "reshape", []) if scalar_v and r.ndim else r
 
 
 def unique(ar: Any, return_index: bool = False, return_inverse: bool = False, return_counts: bool = False,

@@ -560,6 +560,124 @@ impl Tensor {
         module_method(slf, "matrices", "diagonal", args, kwargs)
     }
 
+    /// Indices that sort along `axis` (NumPy's `ndarray.argsort`).
+    #[pyo3(signature = (*args, **kwargs))]
+    fn argsort(
+        slf: &Bound<'_, Self>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        module_method(slf, "_methods", "argsort", args, kwargs)
+    }
+    /// Indices that partition around `kth` (NumPy's `ndarray.argpartition`).
+    #[pyo3(signature = (*args, **kwargs))]
+    fn argpartition(
+        slf: &Bound<'_, Self>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        module_method(slf, "_methods", "argpartition", args, kwargs)
+    }
+    /// Insertion points of `v` in this sorted 1-D array (NumPy's `ndarray.searchsorted`).
+    #[pyo3(signature = (*args, **kwargs))]
+    fn searchsorted(
+        slf: &Bound<'_, Self>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        module_method(slf, "_methods", "searchsorted", args, kwargs)
+    }
+    /// Sort in place along `axis` (a functional update of an array made in the operator).
+    #[pyo3(signature = (*args, **kwargs))]
+    fn sort(
+        slf: &Bound<'_, Self>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        module_method(slf, "_methods", "sort", args, kwargs)
+    }
+    /// Partition in place around `kth` (a functional update of an array made in the operator).
+    #[pyo3(signature = (*args, **kwargs))]
+    fn partition(
+        slf: &Bound<'_, Self>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        module_method(slf, "_methods", "partition", args, kwargs)
+    }
+    /// Set every element to `value` in place (a functional update).
+    #[pyo3(signature = (*args, **kwargs))]
+    fn fill(
+        slf: &Bound<'_, Self>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        module_method(slf, "_methods", "fill", args, kwargs)
+    }
+    /// Set the elements at flat indices in place (a functional update, NumPy's `np.put`).
+    #[pyo3(signature = (*args, **kwargs))]
+    fn put(
+        slf: &Bound<'_, Self>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        module_method(slf, "_methods", "put", args, kwargs)
+    }
+    /// Round to `decimals` (NumPy's `ndarray.round`).
+    #[pyo3(signature = (*args, **kwargs))]
+    fn round(
+        slf: &Bound<'_, Self>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        module_method(slf, "_methods", "round", args, kwargs)
+    }
+    /// Elements at `indices` along `axis` (NumPy's `ndarray.take`).
+    #[pyo3(signature = (*args, **kwargs))]
+    fn take(
+        slf: &Bound<'_, Self>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        module_method(slf, "_methods", "take", args, kwargs)
+    }
+    /// Slices where a static `condition` holds (NumPy's `ndarray.compress`).
+    #[pyo3(signature = (*args, **kwargs))]
+    fn compress(
+        slf: &Bound<'_, Self>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        module_method(slf, "_methods", "compress", args, kwargs)
+    }
+    /// Data-dependent: raises with the hint to use `pyasc.nonzero(..., size=)`.
+    #[pyo3(signature = (*args, **kwargs))]
+    fn nonzero(
+        slf: &Bound<'_, Self>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        module_method(slf, "_methods", "nonzero", args, kwargs)
+    }
+    /// Bytes per element.
+    #[getter]
+    fn itemsize(&self) -> usize {
+        self.dt().size()
+    }
+    /// Bytes of all elements.
+    #[getter]
+    fn nbytes(&self) -> usize {
+        self.note_shape_read();
+        self.dt().size() * self.dims().iter().product::<usize>()
+    }
+    /// The transpose of the last two axes (NumPy's `ndarray.mT`).
+    #[getter]
+    #[allow(non_snake_case)]
+    fn mT(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        let py = slf.py();
+        Ok(py.import("numpy")?.getattr("swapaxes")?.call1((slf, -1, -2))?.unbind())
+    }
+
     /// Convert to another dtype (NumPy `astype`).
     fn astype(slf: &Bound<'_, Self>, dtype: &Bound<'_, PyAny>) -> PyResult<Py<Tensor>> {
         apply_cast(slf.py(), slf.as_any(), dtype)
