@@ -8,8 +8,12 @@ transposes, reshapes NumPy would not copy) follow it as in NumPy: writing throug
 writes ``y``, and a view read after a write to ``y`` sees the write. Indices: ints, slices
 with steps, negative indices, ``...``, ``None``, integer arrays (NumPy's rule for repeated
 indices: the last write wins, ``y[idx] += v`` adds once per distinct index) and boolean
-masks (``y[mask] = v`` is ``where(mask, v, y)``). Values broadcast and are cast as NumPy's
-setitem casts them (unsafely); augmented assignment enforces NumPy's ``same_kind`` rule.
+masks (``y[mask] = v`` is ``where(mask, v, y)``, and ``y[mask] += v`` is
+``where(mask, y + v, y)``: the read that starts an augmented assignment is recognised from the
+caller's bytecode; any other read of ``y[mask]`` raises). Values broadcast and are cast as
+NumPy's setitem casts them (unsafely); augmented assignment enforces NumPy's ``same_kind`` rule.
+Writes run the ``scatter`` library kernel (a whole-array write is just the new value); element
+positions are computed when tracing from views of a virtual array, never from an ``arange``.
 
 Arguments are never modified: writing into an argument or a view of one raises
 :class:`pyasc.TraceError` naming the line. ``x.at[idx].set(v)`` (and ``.add .multiply .min
