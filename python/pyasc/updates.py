@@ -8,8 +8,12 @@ transposes, reshapes NumPy would not copy) follow it as in NumPy: writing throug
 writes ``y``, and a view read after a write to ``y`` sees the write. Indices: ints, slices
 with steps, negative indices, ``...``, ``None``, integer arrays (NumPy's rule for repeated
 indices: the last write wins, ``y[idx] += v`` adds once per distinct index) and boolean
-masks (``y[mask] = v`` is ``where(mask, v, y)``). Values broadcast and are cast as NumPy's
-setitem casts them (unsafely); augmented assignment enforces NumPy's ``same_kind`` rule.
+masks (``y[mask] = v`` is ``where(mask, v, y)``, and ``y[mask] += v`` is
+``where(mask, y + v, y)``: the read that starts an augmented assignment is recognised from the
+caller's bytecode; any other read of ``y[mask]`` raises). Values broadcast and are cast as
+NumPy's setitem casts them (unsafely); augmented assignment enforces NumPy's ``same_kind`` rule.
+Writes run the ``scatter`` library kernel (a whole-array write is just the new value); element
+positions are computed when tracing from views of a virtual array, never from an ``arange``.
 
 Arguments are never modified: writing into an argument or a view of one raises
 :class:`pyasc.TraceError` naming the line. ``x.at[idx].set(v)`` (and ``.add .multiply .min
@@ -53,7 +57,6 @@ class _State:
         self.args: Dict[int, Any] = {id(t): t for t in args if isinstance(t, _pyasc.Tensor)}
         self.views: Dict[int, _View] = {}
         self.by_root: Dict[int, set] = {}
-        self.positions: Dict[int, Tuple[Any, np.ndarray]] = {}
         self.quiet = 0
 
 
@@ -106,40 +109,92 @@ def note_view(x: Any, v: Any, kind: str, params: Any) -> None:
 # -- positions: which element of the root each element of a view is --------------------
 
 
-def _root_positions(st: _State, root: Any) -> np.ndarray:
-    got = st.positions.get(id(root))
-    if got is None or got[0] is not root:
-        got = st.positions[id(root)] = (root, np.arange(root.size, dtype=np.int64).reshape(root.shape))
-    return got[1]
+_ANCHOR = np.zeros(1, dtype=np.int8)
+_ANCHOR_ADDR = _ANCHOR.__array_interface__["data"][0]
 
 
-def _apply(pos: np.ndarray, kind: str, params: Any) -> np.ndarray:
+def _virtual(shape: tuple) -> np.ndarray:
+    """Return an int8 array of ``shape`` whose byte offsets are its C-order flat positions.
+
+    Its memory is never read: only views are taken of it (basic indexing, transposes, reshapes
+    NumPy does without copying, broadcasts) and their offsets and strides are read back by
+    :func:`_materialize`, so positions cost the size of a selection, not of the array.
+    """
+    strides, step = [], 1
+    for d in reversed(shape):
+        strides.append(step)
+        step *= max(int(d), 1)
+    return np.lib.stride_tricks.as_strided(_ANCHOR, shape=tuple(shape), strides=tuple(reversed(strides)))
+
+
+def _materialize(v: np.ndarray) -> np.ndarray:
+    """Return the flat positions (int64) a view of a :func:`_virtual` array stands for."""
+    pos = np.full(v.shape, v.__array_interface__["data"][0] - _ANCHOR_ADDR, dtype=np.int64)
+    for d, (n, step) in enumerate(zip(v.shape, v.strides)):
+        if n > 1 and step:
+            pos += (np.arange(n, dtype=np.int64) * step).reshape([1] * d + [n] + [1] * (v.ndim - d - 1))
+    return pos
+
+
+def _is_basic(key: Any) -> bool:
+    items = key if isinstance(key, tuple) else (key,)
+    return all(k is None or k is Ellipsis or isinstance(k, slice)
+               or (isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_))) for k in items)
+
+
+def _select(v: np.ndarray, key: Any) -> np.ndarray:
+    """Return the flat positions ``key`` selects in the virtual view ``v``."""
+    try:
+        if _is_basic(key):
+            items = key if isinstance(key, tuple) else (key,)
+            # With `...` basic indexing always gives a view, never a scalar read from memory.
+            return _materialize(v[items if Ellipsis in items else items + (Ellipsis,)])
+        return np.asarray(_materialize(v)[key])
+    except IndexError as e:
+        raise _err(ShapeError, str(e)) from None
+
+
+def _reshape_view(v: np.ndarray, shape: Any) -> Optional[np.ndarray]:
+    """Return ``v`` reshaped as a view, or None where NumPy would copy."""
+    try:
+        return np.reshape(v, shape, copy=False)
+    except TypeError:  # NumPy 2.0: no copy= keyword
+        w = v.view()
+        try:
+            w.shape = shape
+        except AttributeError:
+            return None
+        return w
+    except ValueError:
+        return None
+
+
+def _apply(v: np.ndarray, kind: str, params: Any) -> Optional[np.ndarray]:
     if kind == "transpose":
-        return np.transpose(pos, params)
+        return np.transpose(v, params)
     if kind == "reshape":
-        return np.reshape(pos, params)
+        return _reshape_view(v, params)
     if kind == "broadcast_to":
-        return np.broadcast_to(pos, params)
+        return np.broadcast_to(v, params)
     sl = []
     for start, step, length in params:
         stop = start + step * length
         sl.append(slice(start, stop if stop >= 0 else None, step))
-    return pos[tuple(sl)]
+    return v[tuple(sl)]
 
 
 def _resolve(st: _State, t: Any) -> Tuple[Any, Optional[np.ndarray]]:
-    """Return the root array of ``t`` and ``t``'s positions in it (None: ``t`` is a root)."""
+    """Return the root array of ``t`` and ``t`` as a virtual view of it (None: ``t`` is a root)."""
     v = st.views.get(id(t))
     if v is None or v.ref() is not t:
         return t, None
-    rootpos = _root_positions(st, v.root)
-    pos = rootpos
+    pos: Optional[np.ndarray] = _virtual(tuple(v.root.shape))
     for kind, params in v.chain:
         pos = _apply(pos, kind, params)
-    if not np.shares_memory(pos, rootpos):
-        # NumPy would have copied here (a reshape of a non-contiguous view): t is its own array.
-        st.views.pop(id(t), None)
-        return t, None
+        if pos is None:
+            # NumPy would have copied here (a reshape of a non-contiguous view): t is its own array.
+            st.views.pop(id(t), None)
+            return t, None
     return v.root, pos
 
 
@@ -243,11 +298,7 @@ def _traced_mask(t: Any, key: Any) -> Optional[Any]:
 
 def static_positions(shape: tuple, key: Any) -> np.ndarray:
     """Return the flat positions (C order) of the elements ``key`` selects in ``shape``."""
-    pos = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)
-    try:
-        return np.asarray(pos[key])
-    except IndexError as e:
-        raise _err(ShapeError, str(e)) from None
+    return _select(_virtual(shape), key)
 
 
 def traced_positions(like: Any, shape: tuple, key: Any) -> Any:
@@ -382,12 +433,12 @@ def _scatter(base: Any, sel: Any, vals: Any, mode: str) -> Any:
         if mode == "set" and sel.size == base.size and np.array_equal(sel.ravel(), np.arange(base.size)):
             # Every element, in order: the values are the new array.
             return vals if vals.ndim == base.ndim and tuple(vals.shape) == tuple(base.shape) else \
-                _pyasc.apply_view(_flat(_materialize(vals)), "reshape", list(base.shape))
+                _pyasc.apply_view(_flat(_copy_of(vals)), "reshape", list(base.shape))
         sel = _const(base, sel)
     return _pyasc.apply_scatter(base, sel, vals, mode)
 
 
-def _materialize(v: Any) -> Any:
+def _copy_of(v: Any) -> Any:
     return _pyasc.apply_unary("positive", v) if v.dtype != np.bool_ else v | False
 
 
@@ -399,21 +450,23 @@ def _commit(st: _State, root: Any, new: Any, written: Optional[np.ndarray]) -> N
         if new.dtype != root.dtype or new.is_weak:
             new = _pyasc.apply_cast(new, root.dtype)
         _pyasc.rebind(root, new)
-    hit = None
-    if written is not None:
-        hit = np.zeros(root.size, dtype=bool)
-        hit[written.ravel()] = True
+    hit: Optional[np.ndarray] = None
     for key in list(st.by_root.get(id(root), ())):
         v = st.views.get(key)
         view = v.ref() if v is not None else None
         if view is None:
             continue
-        _, pos = _resolve(st, view)
-        if pos is None:
+        _, vpos = _resolve(st, view)
+        if vpos is None:
             continue
-        if hit is not None and not hit[pos.ravel()].any():
-            continue
-        fresh = _pyasc.apply_take(_flat(root), _const(root, pos.ravel()), 0)
+        pos = _materialize(vpos).ravel()
+        if written is not None:
+            if hit is None:
+                hit = np.zeros(root.size, dtype=bool)
+                hit[written.ravel()] = True
+            if not hit[pos].any():
+                continue
+        fresh = _pyasc.apply_take(_flat(root), _const(root, pos), 0)
         _pyasc.rebind(view, _quiet_view(fresh, "reshape", list(view.shape)) if view.ndim != 1 else fresh)
 
 
@@ -426,22 +479,35 @@ def _write(t: Any, key: Any, value: Any, mode: str = "set", what: str = "y[...] 
     if pos is not None and not pos.flags.writeable:
         raise _err(TraceError, f"{what}: the destination is a broadcast view, which NumPy makes read-only")
     mask = _traced_mask(t, key)
+    vt = pos
     if mask is not None:
-        v = _broadcast(t, _value(t, value, t.dtype), tuple(t.shape))
-        new_t = _pyasc.apply_where(mask, v, t)
-        sel_t: Any = np.arange(t.size, dtype=np.int64).reshape(t.shape)
-        vals = new_t
+        vals = _pyasc.apply_where(mask, _broadcast(t, _value(t, value, t.dtype), tuple(t.shape)), t)
+        if vt is None:
+            # A root written everywhere: the values are the new array.
+            _commit(st, root, vals, None)
+            return
+        sel: Any = _materialize(vt)
+    elif vt is None and _is_full(key, t.ndim) and mode == "set":
+        _commit(st, root, _broadcast(t, _value(t, value, t.dtype), tuple(t.shape)), None)
+        return
+    elif not _has_traced(key):
+        sel = _select(vt if vt is not None else _virtual(tuple(t.shape)), key)
+        vals = _broadcast(t, _value(t, value, t.dtype), tuple(sel.shape))
     else:
-        sel_t = positions(t, key)
+        sel_t = traced_positions(t, tuple(t.shape), key)
         vals = _broadcast(t, _value(t, value, t.dtype), tuple(sel_t.shape))
-    if pos is None:
-        sel = sel_t
-    elif isinstance(sel_t, np.ndarray):
-        sel = pos.ravel()[sel_t]
-    else:
-        sel = _pyasc.apply_take(_const(t, pos.ravel()), sel_t, 0)
+        sel = sel_t if vt is None else _pyasc.apply_take(_const(t, _materialize(vt).ravel()), sel_t, 0)
     new = _scatter(root, sel, vals, mode)
     _commit(st, root, new, sel if isinstance(sel, np.ndarray) else None)
+
+
+def _is_full(key: Any, ndim: int) -> bool:
+    """Return True for keys that select every element in order (``...``, ``()``, ``:``s)."""
+    items = key if isinstance(key, tuple) else (key,)
+    if builtins.sum(1 for k in items if k is Ellipsis) > 1:
+        return False
+    full = [k for k in items if k is not Ellipsis]
+    return len(full) <= ndim and all(isinstance(k, slice) and k == slice(None) for k in full)
 
 
 def setitem(t: Any, key: Any, value: Any) -> None:
@@ -567,7 +633,7 @@ def inplace(t: Any, name: str, other: Any) -> None:
 
 def copy(t: Any) -> Any:
     """``t.copy()``: a new array holding ``t``'s current values."""
-    return _materialize(t)
+    return _copy_of(t)
 
 
 # -- ufunc.at and out= ---------------------------------------------------------------------
@@ -650,7 +716,7 @@ class AtIndex:
         sel = positions(x, self._idx)
         vals = _broadcast(x, _value(x, v, x.dtype), tuple(sel.shape))
         new = _scatter(x, sel, vals, mode)
-        return _materialize(x) if new is x else new
+        return _copy_of(x) if new is x else new
 
     def set(self, v: Any) -> Any:
         """Return ``x`` with ``x[idx] = v``."""
