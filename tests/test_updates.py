@@ -575,3 +575,20 @@ def test_updates_with_device_arrays_on_a_stream():
     e = x.copy()
     e[[2, 0]] = 0
     same(z.numpy(), e)
+
+
+def test_unary_plus_makes_a_new_array():
+    # NumPy's `+x` is np.positive: a copy, so writing into it leaves the argument alone.
+    x = np.arange(4.0)
+
+    def f(t):
+        y = +t
+        y[0] = 9
+        return y, +t
+
+    got, want = pyasc.operator(f)(x), f(x.copy())
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    np.testing.assert_array_equal(x, np.arange(4.0))
+    with pytest.raises(TypeError):
+        pyasc.operator(lambda t: +t)(np.array([True]))

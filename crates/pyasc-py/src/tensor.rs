@@ -837,8 +837,9 @@ impl Tensor {
     fn __neg__(slf: &Bound<'_, Self>) -> PyResult<Py<Tensor>> {
         apply_unary(slf.py(), "neg", slf.as_any())
     }
-    fn __pos__(slf: &Bound<'_, Self>) -> Py<Tensor> {
-        slf.clone().unbind()
+    /// `+x`: a new array, as NumPy's `np.positive` (writes into it never reach `x`).
+    fn __pos__(slf: &Bound<'_, Self>) -> PyResult<Py<Tensor>> {
+        apply_unary(slf.py(), "positive", slf.as_any())
     }
     fn __abs__(slf: &Bound<'_, Self>) -> PyResult<Py<Tensor>> {
         apply_unary(slf.py(), "abs", slf.as_any())
