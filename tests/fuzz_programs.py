@@ -537,9 +537,12 @@ def check(p: Program) -> None:
                        f"{i}: got {g.ravel()[i]!r}, want {w.ravel()[i]!r}\n\n{p.source()}")
 
 
-def run(seed: int, count: int, stop: bool = False) -> List[str]:
-    """Check ``count`` programs from ``seed``; returns the failures' reports."""
-    gen = Generator(seed)
+def run(seed: int, count: int, stop: bool = False, complex_share: Optional[float] = None) -> List[str]:
+    """Check ``count`` programs from ``seed``; returns the failures' reports.
+
+    ``complex_share``: the share of programs over complex inputs (default ``COMPLEX_SHARE``).
+    """
+    gen = Generator(seed, complex_share)
     failures = []
     for i in range(count):
         p = gen.program()
@@ -560,8 +563,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--count", type=int, default=1000)
     ap.add_argument("--stop", action="store_true", help="stop at the first failure")
+    ap.add_argument("--complex-share", type=float, default=None,
+                    help=f"share of programs over complex inputs (default {COMPLEX_SHARE})")
     args = ap.parse_args(argv)
-    failures = run(args.seed, args.count, args.stop)
+    failures = run(args.seed, args.count, args.stop, args.complex_share)
     for f in failures:
         print(f, end="\n\n")
     print(f"{args.count} programs, {len(failures)} failures")
