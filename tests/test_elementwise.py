@@ -214,3 +214,17 @@ def test_python_operators_and_numpy_ufuncs_on_tensors():
     got = f(a, b)
     for k, (g, w) in enumerate(zip(got, want)):
         assert_matches(g, np.asarray(w), rtol=1e-6, atol=1e-7), k
+
+
+def test_python_scalar_arguments_do_not_split_chained_arithmetic():
+    # The casts of Python float arguments to float32 are computed once per launch and come
+    # first, so `(x - b) * s` stays one chained instruction, as with float32 arguments.
+    x = np.linspace(-3, 3, 10_000, dtype=np.float32)
+    op = pyasc.operator(lambda v, s, b: (v - b) * s)
+    weak = op.get_compiled_op(x, 1.5, 0.25).kernels()
+    strong = op.get_compiled_op(x, np.float32(1.5), np.float32(0.25)).kernels()
+    assert len(weak) == len(strong) == 1
+    assert weak[0]["instructions"] == strong[0]["instructions"] + 2  # the two casts, then one chain
+    got = op(x, 1.5, 0.25)
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, (x - np.float32(0.25)) * np.float32(1.5))

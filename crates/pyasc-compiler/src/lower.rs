@@ -250,6 +250,7 @@ impl Builder<'_> {
             }
         }
         let order: Vec<NodeId> = (0..g.len()).filter(|i| inside[*i]).map(|i| NodeId(i as u32)).collect();
+        let order = scalars_first(g, order, &inside);
         let (shape, perm, row_len) = match &group.space {
             Space::Elem(s) => (s.clone(), (0..s.rank()).collect::<Vec<_>>(), 0),
             Space::Library(_) => unreachable!("lowered above"),
@@ -432,4 +433,19 @@ pub(crate) fn choose_tile(k: &TileKernel, buffers: &[BufferDecl], budget: usize)
         let tile = (budget / per_elem).clamp(TILE_MIN, TILE_MAX) / 256 * 256;
         tile.min(numel).max(1)
     }
+}
+
+/// `order` with the one-element ops whose operands are leaves or such ops first (the casts
+/// of Python scalar arguments): the VM computes them once, and moved out of the way they no
+/// longer split the chains of tile arithmetic that the `chain` pass fuses. Still topological.
+fn scalars_first(g: &Graph, order: Vec<NodeId>, inside: &[bool]) -> Vec<NodeId> {
+    let mut hoisted = vec![false; g.len()];
+    for &id in &order {
+        let n = g.node(id);
+        hoisted[id.index()] = !n.op.is_reduce()
+            && n.shape.numel() == 1
+            && n.inputs.iter().all(|x| !inside[x.index()] || hoisted[x.index()]);
+    }
+    let (first, rest): (Vec<NodeId>, Vec<NodeId>) = order.into_iter().partition(|id| hoisted[id.index()]);
+    first.into_iter().chain(rest).collect()
 }
