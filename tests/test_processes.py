@@ -290,6 +290,29 @@ def test_sigint_interrupts_a_long_synchronous_kernel(tmp_path):
     print(out)
 
 
+def test_sigint_interrupts_long_sorts_scans_and_top_k(tmp_path):
+    # Library routines check the cancellation between pieces of rows: a sort or scan of 2**32
+    # broadcast elements (tens of seconds) stops as promptly as a tile kernel.
+    out = run_script(
+        tmp_path,
+        prefix=SIGINT_HELPERS,
+        body="""
+        huge = np.broadcast_to(np.float32(1.5), (1 << 16, 1 << 16))
+        sort_op = pyasc.operator(lambda t: np.sort(t, axis=1)[:, :2])
+        scan_op = pyasc.operator(lambda t: np.cumsum(t, axis=1)[:, -1:])
+        topk_op = pyasc.operator(lambda t: pyasc.topk(t, 3)[0])
+        for name, op in (("sort", sort_op), ("cumsum", scan_op), ("topk", topk_op)):
+            expect_interrupt(name, lambda: op(huge))
+        row = np.arange(8, dtype=np.float32)[::-1].copy()
+        close(sort_op(np.broadcast_to(row, (3, 8))), np.sort(np.broadcast_to(row, (3, 8)), axis=1)[:, :2])
+        close(scan_op(np.broadcast_to(row, (3, 8))), np.cumsum(np.broadcast_to(row, (3, 8)), axis=1)[:, -1:])
+        print("ok")
+        """,
+    )
+    assert out.strip().endswith("ok")
+    print(out)
+
+
 def test_sigint_interrupts_stream_and_event_waits(tmp_path):
     out = run_script(
         tmp_path,

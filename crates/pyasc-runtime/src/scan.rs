@@ -186,23 +186,30 @@ unsafe fn drive<S: ScanOp>(op: S, x: &InputView, out: *mut S::T, axis: usize, sp
     let (src, dst) = (Addr(x.ptr as usize), Addr(out as usize));
     if l.inner >= 16 && l.inner_linear == Some(1) {
         // SAFETY: per this function's contract.
-        unsafe { by_columns(op, &l, src, dst, helpers) };
+        unsafe { by_columns(op, &l, src, dst, helpers) }
     } else {
         // SAFETY: as above.
-        unsafe { by_lines(op, &l, src, dst, helpers, split) };
+        unsafe { by_lines(op, &l, src, dst, helpers, split) }
     }
-    Ok(())
+}
+
+/// Fails once the launch running this scan is cancelled (Ctrl-C): checked before each unit
+/// of work, so a long scan stops within one unit.
+fn check(token: &Option<std::sync::Arc<crate::interrupt::Token>>) -> Result<()> {
+    token.as_ref().map_or(Ok(()), |t| t.check())
 }
 
 /// # Safety
 /// As for [`drive`], with the inner axes contiguous.
-unsafe fn by_columns<S: ScanOp>(op: S, l: &Layout<'_>, src: Addr, dst: Addr, helpers: usize) {
+unsafe fn by_columns<S: ScanOp>(op: S, l: &Layout<'_>, src: Addr, dst: Addr, helpers: usize) -> Result<()> {
+    let token = crate::interrupt::current();
     // Narrower blocks (down to 16 columns) when there are too few for every worker.
     let wanted = 4 * (helpers + 1);
     let width = l.inner.div_ceil(wanted.div_ceil(l.outer)).next_multiple_of(16).clamp(16, COLUMNS);
     let per_outer = l.inner.div_ceil(width);
     let units = l.outer * per_outer;
-    let _ = for_blocks(units, helpers, |u| -> std::result::Result<(), ()> {
+    for_blocks(units, helpers, |u| -> Result<()> {
+        check(&token)?;
         let (o, c0) = (u / per_outer, (u % per_outer) * width);
         let w = width.min(l.inner - c0);
         let mut acc = vec![op.identity(); w];
@@ -221,7 +228,7 @@ unsafe fn by_columns<S: ScanOp>(op: S, l: &Layout<'_>, src: Addr, dst: Addr, hel
             )
         };
         Ok(())
-    });
+    })
 }
 
 /// One line: where it starts in the input and the output, and their strides.
@@ -313,7 +320,8 @@ fn fold<S: ScanOp>(op: S, c: Option<S::A>, t: S::A) -> Option<S::A> {
 
 /// # Safety
 /// As for [`drive`].
-unsafe fn by_lines<S: ScanOp>(op: S, l: &Layout<'_>, src: Addr, dst: Addr, helpers: usize, split: Split) {
+unsafe fn by_lines<S: ScanOp>(op: S, l: &Layout<'_>, src: Addr, dst: Addr, helpers: usize, split: Split) -> Result<()> {
+    let token = crate::interrupt::current();
     let lines = l.outer * l.inner;
     let nb = l.n.div_ceil(BLOCK);
     let blocks = match split {
@@ -324,7 +332,8 @@ unsafe fn by_lines<S: ScanOp>(op: S, l: &Layout<'_>, src: Addr, dst: Addr, helpe
     if !blocks {
         // Whole lines per unit, enough of them that a unit is worth a claim.
         let per = (BLOCK / l.n.max(1)).clamp(1, lines);
-        let _ = for_blocks(lines.div_ceil(per), helpers, |u| -> std::result::Result<(), ()> {
+        return for_blocks(lines.div_ceil(per), helpers, |u| -> Result<()> {
+            check(&token)?;
             let mut buf = Vec::new();
             for i in u * per..((u + 1) * per).min(lines) {
                 let ln = line(l, i);
@@ -337,11 +346,11 @@ unsafe fn by_lines<S: ScanOp>(op: S, l: &Layout<'_>, src: Addr, dst: Addr, helpe
             }
             Ok(())
         });
-        return;
     }
     // Totals of every block but each line's last, in parallel.
     let totals: Vec<std::sync::Mutex<Option<S::A>>> = (0..lines * nb).map(|_| std::sync::Mutex::new(None)).collect();
-    let _ = for_blocks(lines * nb, helpers, |u| -> std::result::Result<(), ()> {
+    for_blocks(lines * nb, helpers, |u| -> Result<()> {
+        check(&token)?;
         let (i, b) = (u / nb, u % nb);
         if b + 1 < nb {
             let mut buf = Vec::new();
@@ -350,7 +359,7 @@ unsafe fn by_lines<S: ScanOp>(op: S, l: &Layout<'_>, src: Addr, dst: Addr, helpe
             *totals[u].lock().expect("scan totals") = Some(t);
         }
         Ok(())
-    });
+    })?;
     // Each block's carry: the totals before it, folded in order.
     let mut carries: Vec<Option<S::A>> = Vec::with_capacity(lines * nb);
     for i in 0..lines {
@@ -363,12 +372,13 @@ unsafe fn by_lines<S: ScanOp>(op: S, l: &Layout<'_>, src: Addr, dst: Addr, helpe
             }
         }
     }
-    let _ = for_blocks(lines * nb, helpers, |u| -> std::result::Result<(), ()> {
+    for_blocks(lines * nb, helpers, |u| -> Result<()> {
+        check(&token)?;
         let mut buf = Vec::new();
         // SAFETY: per this function's contract.
         unsafe { block(op, l, src, dst, line(l, u / nb), u % nb, carries[u], true, &mut buf) };
         Ok(())
-    });
+    })
 }
 
 /// Scans as a library routine.

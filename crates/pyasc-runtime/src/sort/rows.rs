@@ -89,15 +89,30 @@ pub unsafe fn read_row<T: Copy>(p: *const T, n: usize, stride: isize, buf: &mut 
     }
 }
 
-/// Run `f` over row ranges, in parallel when the work is large enough.
+/// Run `f` over row ranges, in parallel when the work is large enough. Each range is run in
+/// pieces of about 64 Ki elements, with the launch's cancellation (Ctrl-C) checked before each.
 fn par_rows(rows: usize, per_row: usize, f: impl Fn(std::ops::Range<usize>) -> Result<()> + Sync) -> Result<()> {
     let threads = crate::pool::num_threads();
     let work = rows.saturating_mul(per_row.max(1));
+    let token = crate::interrupt::current();
+    let piece = ((1usize << 16) / per_row.max(1)).max(1);
+    let run = |range: std::ops::Range<usize>| -> Result<()> {
+        let mut start = range.start;
+        while start < range.end {
+            if let Some(t) = &token {
+                t.check()?;
+            }
+            let end = (start + piece).min(range.end);
+            f(start..end)?;
+            start = end;
+        }
+        Ok(())
+    };
     let blocks = if threads == 1 || work < 1 << 15 { 1 } else { rows.min(threads * 8) };
     if blocks <= 1 {
-        return f(0..rows);
+        return run(0..rows);
     }
-    crate::pool::for_blocks(blocks, threads - 1, |b| f(b * rows / blocks..(b + 1) * rows / blocks))
+    crate::pool::for_blocks(blocks, threads - 1, |b| run(b * rows / blocks..(b + 1) * rows / blocks))
 }
 
 /// Output extent along the axis of a row mode (the order statistics drop it).
