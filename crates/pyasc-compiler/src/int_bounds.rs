@@ -3,10 +3,10 @@
 //! Python int arguments and constants alone (`x_int8 + (s + 1)`). The value is an
 //! [`IntExpr`], evaluated from the arguments at every call.
 
-use crate::fold;
+use crate::int_exact as exact;
 use pyasc_ir::dtype::WeakKind;
 use pyasc_ir::op::Op;
-use pyasc_ir::{DType, Graph, NodeId, Scalar};
+use pyasc_ir::{DType, Graph, NodeId};
 
 /// One step of an [`IntExpr`].
 #[derive(Clone, Debug, PartialEq)]
@@ -19,9 +19,9 @@ pub enum Step {
     Apply(Op, Vec<usize>),
 }
 
-/// A step of an [`IntExpr`] left `[-2**63, 2**64)`: no int64 or uint64 register holds it.
+/// A step of an [`IntExpr`] left the 128-bit range the host computes Python ints in.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct BeyondInt64;
+pub struct TooLarge;
 
 /// A Python int computed from Python int arguments: steps in order, the last is the value.
 #[derive(Clone, Debug, PartialEq)]
@@ -75,9 +75,8 @@ impl IntExpr {
     }
 
     /// The value, from `arg(i)` (argument `i`'s value), computed exactly as Python does:
-    /// `Err(BeyondInt64)` when a step leaves `[-2**63, 2**64)` (no int64 or uint64 holds it), `Ok(None)`
-    /// when an argument is missing or an op cannot be evaluated.
-    pub fn eval(&self, arg: impl Fn(usize) -> Option<i128>) -> Result<Option<i128>, BeyondInt64> {
+    /// `Err(TooLarge)` when a step leaves 128 bits, `Ok(None)` when an argument is missing.
+    pub fn eval(&self, arg: impl Fn(usize) -> Option<i128>) -> Result<Option<i128>, TooLarge> {
         if let Some(i) = self.arg() {
             return Ok(arg(i as usize));
         }
@@ -89,37 +88,11 @@ impl IntExpr {
                     None => return Ok(None),
                 },
                 Step::Const(c) => *c,
-                Step::Apply(op, args) => match Self::apply(op, args.iter().map(|a| vals[*a]).collect())? {
-                    Some(v) => v,
-                    None => return Ok(None),
-                },
+                Step::Apply(op, args) => exact::apply(op, &args.iter().map(|a| vals[*a]).collect::<Vec<_>>())?,
             };
-            if !(-(1i128 << 63)..1i128 << 64).contains(&v) {
-                return Err(BeyondInt64);
-            }
             vals.push(v);
         }
         Ok(vals.last().copied())
-    }
-
-    fn apply(op: &Op, x: Vec<i128>) -> Result<Option<i128>, BeyondInt64> {
-        use pyasc_ir::op::{BinaryOp, UnaryOp};
-        let exact = match (op, x.as_slice()) {
-            (Op::Binary(BinaryOp::Add), [a, b]) => a.checked_add(*b),
-            (Op::Binary(BinaryOp::Sub), [a, b]) => a.checked_sub(*b),
-            (Op::Binary(BinaryOp::Mul), [a, b]) => a.checked_mul(*b),
-            (Op::Unary(UnaryOp::Neg), [a]) => Some(-a),
-            (Op::Unary(UnaryOp::Abs), [a]) => Some(a.abs()),
-            (Op::Unary(UnaryOp::Square), [a]) => a.checked_mul(*a),
-            (Op::Unary(UnaryOp::Positive), [a]) => Some(*a),
-            _ => {
-                // Other ops on int64 values, as the kernels compute them.
-                let ins: Option<Vec<Scalar>> = x.iter().map(|v| i64::try_from(*v).ok().map(Scalar::Int)).collect();
-                let Some(ins) = ins else { return Err(BeyondInt64) };
-                return Ok(fold::eval(op, &ins, DType::I64, DType::I64).map(|s| i128::from(s.as_i64())));
-            }
-        };
-        exact.map(Some).ok_or(BeyondInt64)
     }
 }
 

@@ -5,7 +5,7 @@
 //! [`CompileOptions::verify_each_pass`] is set (always in tests and debug builds).
 //!
 //! ```text
-//! verify → promote → fold → cse → dce → fuse → lower (tiles, registers, tile sizes)
+//! verify → promote → host_ints → fold → cse → dce → fuse → lower (tiles, registers, tile sizes)
 //! ```
 
 pub mod chain;
@@ -13,7 +13,9 @@ pub mod cse;
 pub mod dce;
 pub mod fold;
 pub mod fuse;
+pub mod host_ints;
 pub mod int_bounds;
+pub mod int_exact;
 pub mod lower;
 pub mod pass;
 pub mod promote;

@@ -47,13 +47,23 @@ pub struct CompileState {
     /// Messages of the running pass (decisions worth a log line).
     pub notes: Vec<String>,
     /// Python int arguments and the integer dtype each must fit in (set by promotion).
-    pub int_bounds: Vec<(crate::int_bounds::IntExpr, DType)>,
+    pub int_bounds: Vec<(crate::int_bounds::IntExpr, DType, Option<pyasc_ir::error::SourceLoc>)>,
+    /// Hidden inputs computed on the host at each call (set by `host_ints`).
+    pub host_ints: Vec<crate::host_ints::HostInt>,
 }
 
 impl CompileState {
     /// The state before the first pass.
     pub fn new(graph: Graph, options: CompileOptions) -> Self {
-        CompileState { graph, options, fusion: None, plan: None, notes: Vec::new(), int_bounds: Vec::new() }
+        CompileState {
+            graph,
+            options,
+            fusion: None,
+            plan: None,
+            notes: Vec::new(),
+            int_bounds: Vec::new(),
+            host_ints: Vec::new(),
+        }
     }
 }
 
@@ -81,33 +91,47 @@ pub struct Compiled {
     pub reports: Vec<PassReport>,
     /// Python int arguments and the integer dtype each must fit in: a value outside is an
     /// `Overflow` error at the call (NumPy 2's `OverflowError`).
-    pub int_bounds: Vec<(crate::int_bounds::IntExpr, DType)>,
+    pub int_bounds: Vec<(crate::int_bounds::IntExpr, DType, Option<pyasc_ir::error::SourceLoc>)>,
+    /// Inputs the launch computes from the arguments and passes after all others, in order.
+    pub host_ints: Vec<crate::host_ints::HostInt>,
 }
 
 impl Compiled {
-    /// Check the Python ints of [`Compiled::int_bounds`]; `value(i)` reads argument `i`'s int64
-    /// value.
+    /// Check the Python ints of [`Compiled::int_bounds`]; `value(i)` reads argument `i`'s
+    /// Python int value.
     pub fn check_int_bounds(&self, value: impl Fn(usize) -> Option<i128>) -> Result<()> {
-        for (e, dt) in &self.int_bounds {
+        for (e, dt, loc) in &self.int_bounds {
             let overflow = |v: String| {
                 Err(pyasc_ir::IrError::new(
                     pyasc_ir::error::ErrorKind::Overflow,
                     format!("Python integer {v} ({e}) out of bounds for {dt}"),
-                ))
+                )
+                .at(loc.as_ref()))
             };
             match e.eval(&value) {
-                Err(crate::int_bounds::BeyondInt64) => return overflow("arithmetic beyond int64".into()),
-                Ok(Some(v)) => {
-                    // Beside floats the value is computed in int64 registers.
-                    let (lo, hi) = dt.int_range().filter(|_| dt.is_int()).unwrap_or((i64::MIN.into(), i64::MAX.into()));
+                Err(crate::int_bounds::TooLarge) => return overflow("beyond 128 bits".into()),
+                // Beside floats the value is converted as Python converts it: no bound.
+                Ok(Some(v)) if dt.is_int() => {
+                    let (lo, hi) = dt.int_range().unwrap_or((i64::MIN.into(), i64::MAX.into()));
                     if v < lo || v > hi {
                         return overflow(v.to_string());
                     }
                 }
-                Ok(None) => {}
+                _ => {}
             }
         }
         Ok(())
+    }
+
+    /// The bits of each of [`Compiled::host_ints`] for this call (one element each);
+    /// `value(i)` reads argument `i`'s Python int value.
+    pub fn host_values(&self, value: impl Fn(usize) -> Option<i128>) -> Result<Vec<u64>> {
+        self.host_ints
+            .iter()
+            .map(|h| {
+                h.bits(&value)?.ok_or_else(|| pyasc_ir::IrError::internal("a Python int argument could not be read"))
+            })
+            .collect()
     }
 }
 
@@ -115,6 +139,7 @@ impl Compiled {
 pub fn pipeline() -> Vec<Box<dyn Pass>> {
     vec![
         Box::new(crate::promote::PromotePass),
+        Box::new(crate::host_ints::HostIntsPass),
         Box::new(crate::fold::FoldPass),
         Box::new(crate::cse::CsePass),
         Box::new(crate::dce::DcePass),
@@ -153,5 +178,5 @@ pub fn compile(graph: Graph, options: &CompileOptions) -> Result<Compiled> {
         reports.push(report);
     }
     let plan = st.plan.take().ok_or_else(|| pyasc_ir::IrError::internal("lowering produced no plan"))?;
-    Ok(Compiled { graph: st.graph, plan, reports, int_bounds: st.int_bounds })
+    Ok(Compiled { graph: st.graph, plan, reports, int_bounds: st.int_bounds, host_ints: st.host_ints })
 }

@@ -39,7 +39,7 @@ impl Pass for PromotePass {
             st.notes.push(format!("inserted {} casts", cx.casts));
         }
         for b in cx.bounds {
-            if !st.int_bounds.contains(&b) {
+            if !st.int_bounds.iter().any(|(e, dt, _)| (e, dt) == (&b.0, &b.1)) {
                 st.notes.push(format!("{} must fit in {}", b.0, b.1));
                 st.int_bounds.push(b);
             }
@@ -52,7 +52,7 @@ impl Pass for PromotePass {
 struct Cx {
     casts: usize,
     /// Python ints computed from the arguments and the integer dtype each must fit in.
-    bounds: Vec<(IntExpr, DType)>,
+    bounds: Vec<(IntExpr, DType, Option<pyasc_ir::error::SourceLoc>)>,
 }
 
 fn cast_to(g: &mut Graph, x: NodeId, to: DType, n: &Node, cx: &mut Cx) -> NodeId {
@@ -109,7 +109,7 @@ fn check_fits(g: &Graph, operands: &[NodeId], dt: DType, n: &Node, cx: &mut Cx) 
             // check only against other integer dtypes. A computed one always: Python computes
             // it exactly (`s + 1` may leave int64 even beside a float array).
             (Some(WeakInt::Computed(e)), _) if e.arg().is_none() || (range.is_some() && dt != g.node(x).dtype()) => {
-                cx.bounds.push((e, dt))
+                cx.bounds.push((e, dt, n.loc.clone()))
             }
             _ => {}
         }
@@ -384,7 +384,7 @@ mod tests {
         g.outputs.push(s);
         let mut st = state(g);
         PromotePass.run(&mut st).unwrap();
-        assert_eq!(st.int_bounds, vec![(IntExpr(vec![Step::Arg(1)]), DType::U16)]);
+        assert_eq!(st.int_bounds, vec![(IntExpr(vec![Step::Arg(1)]), DType::U16, None)]);
     }
 
     #[test]

@@ -436,7 +436,7 @@ impl Operator {
         order: Order<'_>,
         record: bool,
     ) -> Result<Launched> {
-        entry.compiled.check_int_bounds(|i| {
+        let int_arg = |i: usize| {
             let v = inputs.get(i).filter(|v| v.shape.is_empty())?;
             match v.dtype {
                 // SAFETY: a Python int argument's view addresses its one int64 value (caller's
@@ -446,12 +446,25 @@ impl Operator {
                 DType::U64 => Some(i128::from(unsafe { *(v.ptr as *const u64) })),
                 _ => None,
             }
-        })?;
+        };
+        entry.compiled.check_int_bounds(int_arg)?;
         let opts = RunOptions { record, check_finite: self.config.debug };
-        let all = entry.with_extras(inputs)?;
+        // Python ints computed from the arguments, one 8-byte slot each, after all other inputs.
+        let host = entry.compiled.host_values(int_arg)?;
+        let mut all = entry.with_extras(inputs)?;
+        if !host.is_empty() {
+            let all = all.to_mut();
+            for (h, slot) in entry.compiled.host_ints.iter().zip(&host) {
+                all.push(InputView::contiguous(slot as *const u64 as *const u8, h.dtype, Vec::new()));
+            }
+        }
         match order {
             Order::Now => self.device.execute(&entry.compiled.plan, &all, &outputs, opts).map(Launched::Done),
-            Order::Stream { stream, reads, writes, keep } => {
+            Order::Stream { stream, reads, writes, mut keep } => {
+                if !host.is_empty() {
+                    // The slots' heap storage stays where the views point until the task ran.
+                    keep = Some(Box::new((keep, host)));
+                }
                 let on_done: Option<pyasc_runtime::device::OnDone> = record.then(|| {
                     Box::new(|stats: &RunStats| {
                         pyasc_ir::forksafe::lock(&PENDING).extend(stats.kernels.iter().cloned());
