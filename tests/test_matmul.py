@@ -218,3 +218,18 @@ def test_scalar_operands_are_a_shape_error():
         pyasc.operator(lambda x, y: x @ y)(np.ones((2, 3)), np.float64(2.0))
     with pytest.raises(pyasc.ShapeError):
         pyasc.operator(lambda x: np.matmul(x, 2.0))(np.ones(3))
+
+
+def test_large_products_run_in_pieces_with_the_same_values():
+    # Above about 2e10 flops a product runs in blocks of rows and columns (a cancellation check
+    # between them); transposed operands and a broadcast batch take the same path.
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((2, 2208, 2240)).astype(np.float32)
+    b = rng.standard_normal((2240, 2304)).astype(np.float32).T.copy().T  # column-major view
+    got = pyasc.operator(lambda x, y: x @ y)(a, b)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    assert got.shape == want.shape and got.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-3)
+    at = a[0].T  # strided left operand
+    got = pyasc.operator(lambda x, y: x @ y)(at, a[1])
+    np.testing.assert_allclose(got, at.astype(np.float64) @ a[1], rtol=2e-3, atol=2e-3)

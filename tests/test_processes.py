@@ -290,9 +290,10 @@ def test_sigint_interrupts_a_long_synchronous_kernel(tmp_path):
     print(out)
 
 
-def test_sigint_interrupts_long_sorts_scans_and_top_k(tmp_path):
-    # Library routines check the cancellation between pieces of rows: a sort or scan of 2**32
-    # broadcast elements (tens of seconds) stops as promptly as a tile kernel.
+def test_sigint_interrupts_long_sorts_scans_top_k_and_matmul(tmp_path):
+    # Library routines check the cancellation between pieces of work: a sort or scan of 2**32
+    # broadcast elements (tens of seconds) or one 6000x6000 product stops as promptly as a tile
+    # kernel.
     out = run_script(
         tmp_path,
         prefix=SIGINT_HELPERS,
@@ -303,6 +304,12 @@ def test_sigint_interrupts_long_sorts_scans_and_top_k(tmp_path):
         topk_op = pyasc.operator(lambda t: pyasc.topk(t, 3)[0])
         for name, op in (("sort", sort_op), ("cumsum", scan_op), ("topk", topk_op)):
             expect_interrupt(name, lambda: op(huge))
+        # One large product (seconds on a few cores) stops between pieces of it.
+        square = np.broadcast_to(np.float32(1.5), (6000, 6000))
+        mm_op = pyasc.operator(lambda a: a @ a)
+        expect_interrupt("matmul 6000x6000", lambda: mm_op(square), delay=0.5)
+        sq = rng.standard_normal((50, 50)).astype(np.float32)
+        close(mm_op(sq), sq.astype(np.float64) @ sq.astype(np.float64), rtol=1e-4, atol=1e-4)
         row = np.arange(8, dtype=np.float32)[::-1].copy()
         close(sort_op(np.broadcast_to(row, (3, 8))), np.sort(np.broadcast_to(row, (3, 8)), axis=1)[:, :2])
         close(scan_op(np.broadcast_to(row, (3, 8))), np.cumsum(np.broadcast_to(row, (3, 8)), axis=1)[:, -1:])

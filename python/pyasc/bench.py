@@ -431,6 +431,12 @@ def run(quick: bool = False, only: Optional[List[str]] = None) -> int:
         t = _report(f"matmul {n}x{n} float32", bench_matmul(n, 3 if quick else 5))
         gf = 2 * n ** 3 / t["pyasc"] / 1e9
         summary.append(f"matmul: {t['numpy'] / t['pyasc']:.2f}x numpy's speed, {gf:.0f} GFLOP/s (target >= 0.9x)")
+    if "matmul_large" in want:
+        # Large enough to run in cancellable pieces (a Ctrl-C check between them).
+        n = 1024 if quick else 4096
+        t = _report(f"matmul {n}x{n} float32 (in pieces)", bench_matmul(n, 2 if quick else 3))
+        gf = 2 * n ** 3 / t["pyasc"] / 1e9
+        summary.append(f"matmul_large: {t['numpy'] / t['pyasc']:.2f}x numpy's speed, {gf:.0f} GFLOP/s")
     if "einsum" in want:
         n = 256 if quick else 1024
         t = _report(f"einsum 'ij,jk->ik' {n}x{n} float32", bench_einsum("ij,jk->ik", (n, n), (n, n), repeat))

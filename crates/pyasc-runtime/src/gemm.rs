@@ -80,50 +80,104 @@ pub fn run_gemm(a: &InputView, b: &InputView, out: *mut u8) -> Result<()> {
     let dtype = a.dtype;
     let (pa, pb, pc) = (SendPtr(a.ptr as *mut u8), SendPtr(b.ptr as *mut u8), SendPtr(out));
     let threads = num_threads();
-    let one = |bi: usize, workers: usize| {
+    // Rows `r0..r0+rows` and columns `c0..c0+cols` of product `bi`.
+    let piece = |bi: usize, (r0, rows): (usize, usize), (c0, cols): (usize, usize), workers: usize| {
         // Capture the whole Send wrappers, not their raw-pointer fields.
         let (pa, pb, pc) = (&pa, &pb, &pc);
-        let (offa, offb) = (batch_offset(&oa, &dims, bi), batch_offset(&ob, &dims, bi));
-        let offc = (bi * n * m) as isize;
-        // SAFETY: offsets stay inside the operands (their views cover the broadcast batch) and
-        // each batch writes its own block of the output.
+        let offa = batch_offset(&oa, &dims, bi) + r0 as isize * oa.rs;
+        let offb = batch_offset(&ob, &dims, bi) + c0 as isize * ob.cs;
+        let offc = (bi * n * m + r0 * m + c0) as isize;
+        // SAFETY: offsets stay inside the operands (their views cover the broadcast batch and
+        // the piece lies inside the product) and each piece writes its own block of the output.
         unsafe {
             match dtype {
                 DType::F32 => matmul_f32(
-                    MatMut { ptr: (pc.0 as *mut f32).offset(offc), rows: n, cols: m, rs: m as isize, cs: 1 },
-                    MatRef { ptr: (pa.0 as *const f32).offset(offa), rows: n, cols: k, rs: oa.rs, cs: oa.cs },
-                    MatRef { ptr: (pb.0 as *const f32).offset(offb), rows: k, cols: m, rs: ob.rs, cs: ob.cs },
+                    MatMut { ptr: (pc.0 as *mut f32).offset(offc), rows, cols, rs: m as isize, cs: 1 },
+                    MatRef { ptr: (pa.0 as *const f32).offset(offa), rows, cols: k, rs: oa.rs, cs: oa.cs },
+                    MatRef { ptr: (pb.0 as *const f32).offset(offb), rows: k, cols, rs: ob.rs, cs: ob.cs },
                     workers,
                 ),
                 _ => matmul_f64(
-                    MatMut { ptr: (pc.0 as *mut f64).offset(offc), rows: n, cols: m, rs: m as isize, cs: 1 },
-                    MatRef { ptr: (pa.0 as *const f64).offset(offa), rows: n, cols: k, rs: oa.rs, cs: oa.cs },
-                    MatRef { ptr: (pb.0 as *const f64).offset(offb), rows: k, cols: m, rs: ob.rs, cs: ob.cs },
+                    MatMut { ptr: (pc.0 as *mut f64).offset(offc), rows, cols, rs: m as isize, cs: 1 },
+                    MatRef { ptr: (pa.0 as *const f64).offset(offa), rows, cols: k, rs: oa.rs, cs: oa.cs },
+                    MatRef { ptr: (pb.0 as *const f64).offset(offb), rows: k, cols, rs: ob.rs, cs: ob.cs },
                     workers,
                 ),
             }
         }
     };
+    let one = |bi: usize, workers: usize| piece(bi, (0, n), (0, m), workers);
     let flops = 2.0 * (batches * n * m * k) as f64;
     if batches >= 2 * threads && flops > 1e6 {
         crate::pool::install(|| (0..batches).into_par_iter().for_each(|bi| one(bi, 1)));
     } else {
         let workers = if flops > 4e6 { threads } else { 1 };
-        // A long batch of products stops between products once cancelled.
+        // A long batch of products stops between products once cancelled, and a large product
+        // between pieces of it.
         let token = crate::interrupt::current();
+        let (rows, cols) = match &token {
+            Some(_) => piece_shape(n, m, k, workers),
+            None => (n, m),
+        };
         for bi in 0..batches {
-            if let Some(t) = &token {
-                t.check()?;
-            }
-            if workers > 1 {
-                // `gemm` spreads the product over the pool it runs in.
-                crate::pool::install(|| one(bi, workers));
-            } else {
-                one(bi, 1);
+            for r0 in (0..n).step_by(rows) {
+                for c0 in (0..m).step_by(cols) {
+                    if let Some(t) = &token {
+                        t.check()?;
+                    }
+                    let (r, c) = ((r0, rows.min(n - r0)), (c0, cols.min(m - c0)));
+                    if workers > 1 {
+                        // `gemm` spreads the product over the pool it runs in.
+                        crate::pool::install(|| piece(bi, r, c, workers));
+                    } else {
+                        piece(bi, r, c, 1);
+                    }
+                }
             }
         }
     }
     Ok(())
+}
+
+/// Floating-point operations one worker does between two cancellation checks: about 50 ms
+/// of one AVX-512 core's FMA throughput (on slower cores the pieces take longer).
+const PIECE_FLOPS_PER_WORKER: f64 = 5e9;
+
+/// Rows and columns of the pieces an `n x k @ k x m` product runs in, between which a
+/// cancelled launch stops: the whole product when it is small, else near-square blocks of
+/// about [`PIECE_FLOPS_PER_WORKER`] per worker. `gemm` packs operand panels per call either
+/// way (its panels are smaller than such blocks), so the pieces cost no measurable time.
+fn piece_shape(n: usize, m: usize, k: usize, workers: usize) -> (usize, usize) {
+    let budget = PIECE_FLOPS_PER_WORKER * workers.max(1) as f64;
+    if 2.0 * (n * m * k) as f64 <= 2.0 * budget {
+        return (n, m);
+    }
+    // Output elements per piece, at least one 64 x 64 block.
+    let elems = (budget / (2.0 * k.max(1) as f64)).max(4096.0);
+    let round = |v: f64, unit: usize| ((v as usize) / unit).max(1) * unit;
+    let cols = round(elems.sqrt() * 2.0, 64).min(m);
+    let rows = round(elems / cols as f64, 16).min(n);
+    (rows, cols)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::piece_shape;
+
+    #[test]
+    fn small_products_are_one_piece_and_large_ones_bounded_pieces() {
+        assert_eq!(piece_shape(512, 512, 512, 2), (512, 512));
+        let (r, c) = piece_shape(6000, 6000, 6000, 2);
+        assert!(r < 6000 && c < 6000 && r % 16 == 0 && c % 64 == 0, "{r}x{c}");
+        let flops = 2.0 * (r * c * 6000) as f64;
+        assert!((5e9..=2.5e10).contains(&flops), "{flops}");
+        // A very deep product still gets pieces of at least 4,096 output elements.
+        assert_eq!(piece_shape(6000, 6000, 1 << 30, 2), (32, 128));
+        // Thin products keep their extent.
+        let (r, c) = piece_shape(100_000, 8, 100_000, 2);
+        assert_eq!(c, 8);
+        assert!(r < 100_000);
+    }
 }
 
 /// `a @ b` as a library routine.
