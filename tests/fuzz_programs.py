@@ -9,8 +9,9 @@ int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32 and float64 (8
 inputs sometimes over their whole range, so that arithmetic wraps; Python int constants in
 range of every integer input) with 0-d, empty and size-1 dims, broadcast (zero-stride),
 reversed, stepped and transposed views. Where NumPy computes a value in float16 (float
-functions of bools and 8-bit integers), pyasc must raise its DTypeError naming float16; most
-such operands enter as numbers instead. A quarter of the programs (``ComplexGenerator``) are
+functions of bools and 8-bit integers), pyasc computes it in float32 lanes and rounds where it
+stores it (or raises a typed error naming float16 for the ops it does not compute in float16 yet);
+most such operands enter as numbers instead. A quarter of the programs (``ComplexGenerator``) are
 over complex64/complex128 inputs with real operands: ``+ - * /``, ``**``, ``==``/``!=``,
 ``abs exp log sqrt sin cos tanh conj real imag angle square reciprocal``, ``sum mean prod``,
 matmul and ``np.where``.
@@ -495,8 +496,8 @@ def check(p: Program) -> None:
     try:
         got = pyasc.operator(fn)(*args)
     except Exception as e:  # noqa: BLE001 - compared below
-        if half and isinstance(e, pyasc.DTypeError) and "float16" in str(e):
-            return  # NumPy computes a value in float16, which pyasc does not have yet
+        if half and isinstance(e, (pyasc.UnsupportedError, pyasc.DTypeError)) and "float16" in str(e):
+            return  # an op pyasc does not compute in float16 yet (scans, sorts, spacing, nextafter)
         # Where NumPy raises TypeError, ValueError or OverflowError, pyasc must raise a PyAscError of that kind.
         base = next((t for t in (TypeError, ValueError, OverflowError) if isinstance(want, t)), None)
         if base is not None and isinstance(e, pyasc.PyAscError) and isinstance(e, base):
@@ -511,9 +512,6 @@ def check(p: Program) -> None:
             raise Mismatch(f"pyasc modified an input\n\n{p.source()}")
     if isinstance(want, Exception):
         raise Mismatch(f"NumPy raised {type(want).__name__}: {want}; pyasc returned {got!r}\n\n{p.source()}")
-    if half:
-        raise Mismatch(f"NumPy computes in float16 and pyasc did not raise its DTypeError; it returned {got!r}"
-                       f"\n\n{p.source()}")
     if not isinstance(got, np.ndarray) or got.dtype != want.dtype or got.shape != want.shape:
         raise Mismatch(f"got {type(got).__name__} {getattr(got, 'dtype', '')}{getattr(got, 'shape', '')}, "
                        f"want {want.dtype}{want.shape}\n\n{p.source()}")
@@ -531,6 +529,11 @@ def check(p: Program) -> None:
     w = want.astype(g.dtype)
     with np.errstate(all="ignore"):
         ok = (g == w) | (np.isnan(g) & np.isnan(w)) | (np.abs(g - w) <= tol)
+        if half:
+            # pyasc keeps float16 values in float32 between ops and rounds once where it stores
+            # them: where NumPy's rounding after every op overflowed (inf, then NaN), pyasc's
+            # value may be finite.
+            ok |= ~np.isfinite(w)
     if not ok.all():
         i = int(np.argmin(ok.ravel()))
         raise Mismatch(f"values differ beyond {tol:.3g} (16 * {p.ops} ops * eps * scale {scale:.3g}) at flat index "

@@ -173,7 +173,7 @@ def test_device_array_call_snapshots_the_captured_array():
 
 
 def test_unsupported_captures_are_typed_errors_at_the_users_line():
-    c = np.ones(3, dtype=np.float16)
+    c = np.ones(3, dtype=np.longdouble)
     m = np.ma.masked_array([1.0, 2.0, 3.0], mask=[0, 1, 0])
 
     @pyasc.operator

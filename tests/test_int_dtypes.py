@@ -411,11 +411,17 @@ def test_comparisons_with_out_of_range_ints_are_exact(t):
 
 
 @pytest.mark.parametrize("t", [np.bool_, np.int8, np.uint8], ids=_name)
-def test_float16_results_are_dtype_errors(t):
-    x = np.array([1, 0, 1]).astype(t)
-    for fn in (np.sqrt, np.exp, lambda v: np.hypot(v, v), lambda v: pyasc.sin(v)):
-        with pytest.raises(pyasc.DTypeError, match="float16"):
-            pyasc.operator(fn)(x)
+def test_float16_results_are_computed_as_numpy(t):
+    # NumPy computes float functions of bools and 8-bit integers in float16: so does pyasc
+    # (in float32 lanes, rounded to float16 once, which for one op is NumPy's value).
+    x = np.array([1, 0, 1, 7] if t is np.bool_ else [1, 0, 10, 7]).astype(t)
+    pairs = ((np.sqrt, np.sqrt), (np.exp, np.exp), (lambda v: np.hypot(v, v), lambda v: np.hypot(v, v)),
+             (lambda v: pyasc.sin(v), np.sin))
+    for fn, ref in pairs:
+        got = pyasc.operator(fn)(x)
+        want = ref(x)
+        assert got.dtype == np.float16 == want.dtype
+        np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.parametrize("t", [np.int16, np.uint16, np.uint32, np.uint64], ids=_name)
@@ -430,7 +436,7 @@ def test_float_functions_of_integers_have_numpy_dtype(t):
 
 def test_float_ufuncs_of_mixed_integer_pairs_use_numpys_loop():
     """A float ufunc of two integer dtypes computes in the first float loop both cast to safely,
-    not in the float of their promoted dtype: uint8 with int8 is float16 (a DTypeError),
+    not in the float of their promoted dtype: uint8 with int8 is float16,
     int16 with uint16 and uint16 with int8 are float32, int32 with uint16 float64."""
     fns = (np.hypot, np.arctan2, np.copysign, np.logaddexp, np.heaviside, np.nextafter)
     for ta, tb in itertools.product([np.bool_] + INTS, repeat=2):
@@ -439,8 +445,9 @@ def test_float_ufuncs_of_mixed_integer_pairs_use_numpys_loop():
         for fn in fns:
             want = fn(a, b)
             op = pyasc.operator(lambda p, q, fn=fn: fn(p, q))
-            if want.dtype == np.float16:
-                with pytest.raises(pyasc.DTypeError, match="float16"):
+            if want.dtype == np.float16 and fn is np.nextafter:
+                # Its value depends on float16's own precision.
+                with pytest.raises(pyasc.UnsupportedError, match="float16"):
                     op(a, b)
                 continue
             got = op(a, b)

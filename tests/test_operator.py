@@ -167,7 +167,7 @@ def test_non_array_arguments_are_typed_errors():
         with pytest.raises(TypeError):
             f(tree)
     with pytest.raises(pyasc.DTypeError):
-        f(np.ones(3, np.float16))
+        f(np.ones(3, np.longdouble))
     # As NumPy, a Python int past every integer dtype is an OverflowError.
     with pytest.raises(pyasc.IntegerOverflowError, match="argument 0"):
         f(2**70)

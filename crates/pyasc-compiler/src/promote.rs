@@ -34,7 +34,9 @@ impl Pass for PromotePass {
     }
     fn run(&self, st: &mut CompileState) -> Result<()> {
         let mut cx = Cx { casts: 0, bounds: Vec::new() };
-        st.graph = rebuild(&st.graph, |g, n, ops| rewrite(g, n, ops, &mut cx))?;
+        let mut graph = rebuild(&st.graph, |g, n, ops| rewrite(g, n, ops, &mut cx))?;
+        half_results(&st.graph, &mut graph, &mut cx);
+        st.graph = graph;
         if cx.casts > 0 {
             st.notes.push(format!("inserted {} casts", cx.casts));
         }
@@ -64,11 +66,12 @@ fn cast_to(g: &mut Graph, x: NodeId, to: DType, n: &Node, cx: &mut Cx) -> NodeId
     g.push(Node { op: Op::Cast(to), inputs: vec![x], vtype: VType::strong(to), shape, loc: n.loc.clone() })
 }
 
-/// Push `n` computing in `compute` over `inputs`, cast back to `n`'s dtype.
+/// Push `n` computing in `compute` over `inputs`, cast back to `n`'s dtype (a 16-bit float
+/// stays in float32 until it is stored: [`half_results`]).
 fn widened(g: &mut Graph, n: &Node, op: Op, inputs: Vec<NodeId>, compute: DType, cx: &mut Cx) -> NodeId {
     let dt = n.dtype();
-    if compute == dt {
-        return g.push(Node { op, inputs, ..n.clone() });
+    if compute == dt || dt.is_half() {
+        return g.push(Node { op, inputs, vtype: VType { dtype: compute, ..n.vtype }, ..n.clone() });
     }
     let id = g.push(Node { op, inputs, vtype: VType::strong(compute), ..n.clone() });
     cast_to(g, id, dt, n, cx)
@@ -117,10 +120,36 @@ fn check_fits(g: &Graph, operands: &[NodeId], dt: DType, n: &Node, cx: &mut Cx) 
     Ok(())
 }
 
+/// 16-bit float values are computed in float32 and rounded once where they are stored: each
+/// result of `old` traced as float16 or bfloat16 gets its cast back in `new`.
+fn half_results(old: &Graph, new: &mut Graph, cx: &mut Cx) {
+    for i in 0..new.outputs.len() {
+        let (was, o) = (old.node(old.outputs[i]), new.outputs[i]);
+        if was.dtype().is_half() && new.node(o).dtype() != was.dtype() {
+            new.outputs[i] = cast_to(new, o, was.dtype(), was, cx);
+        }
+    }
+}
+
+/// A 16-bit float operand read in float32 (its conversion happens once, at the load).
+fn widen_half(g: &mut Graph, x: NodeId, n: &Node, cx: &mut Cx) -> NodeId {
+    let d = g.node(x).dtype();
+    if d.is_half() {
+        cast_to(g, x, DType::F32, n, cx)
+    } else {
+        x
+    }
+}
+
 fn rewrite(g: &mut Graph, n: &Node, ops: Vec<NodeId>, cx: &mut Cx) -> Result<NodeId> {
     let dt = n.dtype();
     let bool_result = dt == DType::Bool;
     match n.op {
+        Op::Unary(UnaryOp::Spacing) | Op::Binary(BinaryOp::NextAfter) if dt.is_half() => {
+            // Their value depends on the storage precision, which float32 lanes do not have.
+            Err(IrError::new(ErrorKind::Unsupported, format!("{} of {dt} is not computed yet", n.op.name()))
+                .at(n.loc.as_ref()))
+        }
         Op::Unary(u) => {
             let x = ops[0];
             let xd = g.node(x).dtype();
@@ -136,7 +165,10 @@ fn rewrite(g: &mut Graph, n: &Node, ops: Vec<NodeId>, cx: &mut Cx) -> Result<Nod
                     let cmp = if u == UnaryOp::IsFinite { BinaryOp::Eq } else { BinaryOp::Ne };
                     return g.apply(Op::Binary(cmp), &[x, x], n.loc.clone());
                 }
-                UnaryKind::Classify => return Ok(copy_node(g, n, vec![x])),
+                UnaryKind::Classify => {
+                    let x = widen_half(g, x, n, cx);
+                    return Ok(copy_node(g, n, vec![x]));
+                }
                 _ => {}
             }
             let compute = dt.compute();
@@ -180,30 +212,44 @@ fn rewrite(g: &mut Graph, n: &Node, ops: Vec<NodeId>, cx: &mut Cx) -> Result<Nod
             Ok(widened(g, n, Op::Where, vec![cond, a, b], compute, cx))
         }
         Op::Cast(to) => {
-            if g.node(ops[0]).dtype() == to {
+            let from = g.node(ops[0]).dtype();
+            if from == to {
                 Ok(ops[0])
+            } else if (from.is_half() && !to.is_float()) || (to.is_half() && !from.is_float()) {
+                // 16-bit floats convert to and from floats only: other dtypes go through float32
+                // (exact: every value a 16-bit float holds is a float32, and an integer beyond
+                // float32's exact range is beyond float16's too).
+                let x = cast_to(g, ops[0], DType::F32, n, cx);
+                Ok(cast_to(g, x, to, n, cx))
             } else {
                 Ok(copy_node(g, n, ops))
             }
         }
         Op::Library(id, _) => {
-            // Each operand in the dtype the routine computes in.
+            // Each operand in the dtype the routine computes in; routines over 16-bit floats run
+            // on float32 values (rounded where stored).
             let lib = id.op()?;
+            let compute = if dt.is_half() { DType::F32 } else { dt };
             let ops: Vec<NodeId> = ops
                 .iter()
                 .enumerate()
-                .map(|(i, x)| match lib.operand_dtype(i, dt) {
+                .map(|(i, x)| match lib.operand_dtype(i, compute) {
                     Some(to) => cast_to(g, *x, to, n, cx),
-                    None => *x,
+                    None => widen_half(g, *x, n, cx),
                 })
                 .collect();
-            Ok(copy_node(g, n, ops))
+            Ok(g.push(Node { inputs: ops, vtype: VType { dtype: compute, ..n.vtype }, ..n.clone() }))
         }
         Op::Reduce { op, .. } => {
             // Sums and products accumulate in the result dtype (int64 for signed integers and
             // bools, uint64 for unsigned ones); any/all look at truth values; the others run
             // in the operand's register dtype.
             match op {
+                ReduceOp::Sum | ReduceOp::Prod if dt.is_half() => {
+                    // float32 accumulation.
+                    let x = cast_to(g, ops[0], DType::F32, n, cx);
+                    Ok(g.push(Node { inputs: vec![x], vtype: VType { dtype: DType::F32, ..n.vtype }, ..n.clone() }))
+                }
                 ReduceOp::Sum | ReduceOp::Prod => {
                     let x = cast_to(g, ops[0], dt, n, cx);
                     Ok(copy_node(g, n, vec![x]))
@@ -225,6 +271,10 @@ fn rewrite(g: &mut Graph, n: &Node, ops: Vec<NodeId>, cx: &mut Cx) -> Result<Nod
             }
         }
         Op::Const(v) => Ok(g.push(Node { op: Op::Const(v.cast(dt)), ..n.clone() })),
+        // A view of a 16-bit value computed in float32 views the float32 value.
+        Op::View(_) if dt.is_half() && ops.first().is_some_and(|x| g.node(*x).dtype() == DType::F32) => {
+            Ok(g.push(Node { inputs: ops, vtype: VType { dtype: DType::F32, ..n.vtype }, ..n.clone() }))
+        }
         Op::Input(_) | Op::Fill(_) | Op::View(_) => Ok(copy_node(g, n, ops)),
     }
 }

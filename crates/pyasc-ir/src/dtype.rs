@@ -173,17 +173,24 @@ impl DType {
 
     /// True for the dtypes arrays may hold on the CPU executor (storage dtypes).
     pub fn is_executable(self) -> bool {
-        !matches!(self, DType::F16 | DType::BF16)
+        self != DType::BF16
     }
 
     /// The dtype arithmetic on this dtype is computed in: 8- and 16-bit integers in int32 and
-    /// uint32 in int64 (the result is wrapped back after each op), every other dtype in itself.
+    /// uint32 in int64 (the result is wrapped back after each op), 16-bit floats in float32
+    /// (rounded back once, where the value is stored), every other dtype in itself.
     pub fn compute(self) -> DType {
         match self {
             DType::I8 | DType::U8 | DType::I16 | DType::U16 => DType::I32,
             DType::U32 => DType::I64,
+            DType::F16 | DType::BF16 => DType::F32,
             d => d,
         }
+    }
+
+    /// True for the 16-bit floats (float16, bfloat16).
+    pub fn is_half(self) -> bool {
+        matches!(self, DType::F16 | DType::BF16)
     }
 
     /// True when this dtype is computed in a wider one (see [`DType::compute`]).

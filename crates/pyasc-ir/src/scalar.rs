@@ -25,6 +25,8 @@ impl Scalar {
             let v = self.as_f64();
             return Scalar::Float(match to {
                 DType::F32 => v as f32 as f64,
+                DType::F16 => half::f16::from_f64(v).to_f64(),
+                DType::BF16 => half::bf16::from_f64(v).to_f64(),
                 _ => v,
             });
         }

@@ -160,26 +160,6 @@ fn piece_shape(n: usize, m: usize, k: usize, workers: usize) -> (usize, usize) {
     (rows, cols)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::piece_shape;
-
-    #[test]
-    fn small_products_are_one_piece_and_large_ones_bounded_pieces() {
-        assert_eq!(piece_shape(512, 512, 512, 2), (512, 512));
-        let (r, c) = piece_shape(6000, 6000, 6000, 2);
-        assert!(r < 6000 && c < 6000 && r % 16 == 0 && c % 64 == 0, "{r}x{c}");
-        let flops = 2.0 * (r * c * 6000) as f64;
-        assert!((5e9..=2.5e10).contains(&flops), "{flops}");
-        // A very deep product still gets pieces of at least 4,096 output elements.
-        assert_eq!(piece_shape(6000, 6000, 1 << 30, 2), (32, 128));
-        // Thin products keep their extent.
-        let (r, c) = piece_shape(100_000, 8, 100_000, 2);
-        assert_eq!(c, 8);
-        assert!(r < 100_000);
-    }
-}
-
 /// `a @ b` as a library routine.
 pub struct MatMulKernel;
 
@@ -198,5 +178,25 @@ impl crate::library::LibraryKernel for MatMulKernel {
             [a, b] => run_gemm(a, b, out),
             _ => Err(IrError::internal("matmul takes two operands")),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::piece_shape;
+
+    #[test]
+    fn small_products_are_one_piece_and_large_ones_bounded_pieces() {
+        assert_eq!(piece_shape(512, 512, 512, 2), (512, 512));
+        let (r, c) = piece_shape(6000, 6000, 6000, 2);
+        assert!(r < 6000 && c < 6000 && r % 16 == 0 && c % 64 == 0, "{r}x{c}");
+        let flops = 2.0 * (r * c * 6000) as f64;
+        assert!((5e9..=2.5e10).contains(&flops), "{flops}");
+        // A very deep product still gets pieces of at least 4,096 output elements.
+        assert_eq!(piece_shape(6000, 6000, 1 << 30, 2), (32, 128));
+        // Thin products keep their extent.
+        let (r, c) = piece_shape(100_000, 8, 100_000, 2);
+        assert_eq!(c, 8);
+        assert!(r < 100_000);
     }
 }

@@ -214,6 +214,9 @@ pub unsafe fn exec(ins: &Instr, decls: &[RegDecl], vals: &[Val], len: usize) -> 
                 select::<T>(src::<u8>(val(cond), len), src::<T>(val(a), len), src::<T>(val(b), len), dst::<T>(val(d), len)?);
                 Ok(())
             }),
+            Instr::Cast { dst: d, src: s } if dt(s).is_half() || dt(d).is_half() => {
+                crate::half_cast::cast(dt(s), dt(d), val(s), val(d), len)
+            }
             Instr::Cast { dst: d, src: s } => with_dtype!(dt(s), S => with_dtype!(dt(d), D => {
                 map1(src::<S>(val(s), len), dst::<D>(val(d), len)?, cast::<S, D>);
                 Ok(())
@@ -222,6 +225,13 @@ pub unsafe fn exec(ins: &Instr, decls: &[RegDecl], vals: &[Val], len: usize) -> 
                 exec_chain(op1, op2, swap, dt(d), [val(a), val(b), val(c)], val(d), len)
             }
             Instr::Reduce { .. } => Err(IrError::internal("reductions run row by row in the VM")),
+            Instr::Copy { dst: d, src: s } if dt(d).is_half() => match val(s) {
+                Val::Ptr(p) => {
+                    dst::<u16>(val(d), len)?.copy_from_slice(slice::from_raw_parts(p as *const u16, len));
+                    Ok(())
+                }
+                v @ Val::Scalar(_) => crate::half_cast::cast(DType::F64, dt(d), v, val(d), len),
+            },
             Instr::Copy { dst: d, src: s } => with_dtype!(dt(d), T => {
                 let out = dst::<T>(val(d), len)?;
                 match src::<T>(val(s), len) {

@@ -27,6 +27,7 @@ pub mod check;
 pub mod device;
 pub mod fork;
 pub mod gemm;
+pub mod half_cast;
 mod hostmem;
 pub mod instr;
 pub mod interrupt;
