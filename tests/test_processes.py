@@ -303,9 +303,13 @@ def test_sigint_interrupts_long_sorts_scans_and_top_k(tmp_path):
         topk_op = pyasc.operator(lambda t: pyasc.topk(t, 3)[0])
         for name, op in (("sort", sort_op), ("cumsum", scan_op), ("topk", topk_op)):
             expect_interrupt(name, lambda: op(huge))
+        # Rows short enough for a tile scan inside a fused row kernel, checked tile by tile.
+        rows_op = pyasc.operator(lambda t: np.cumsum(t * 2, axis=1)[:, -1:])
+        expect_interrupt("fused cumsum", lambda: rows_op(np.broadcast_to(np.float32(1.5), (1 << 18, 1 << 14))))
         row = np.arange(8, dtype=np.float32)[::-1].copy()
         close(sort_op(np.broadcast_to(row, (3, 8))), np.sort(np.broadcast_to(row, (3, 8)), axis=1)[:, :2])
         close(scan_op(np.broadcast_to(row, (3, 8))), np.cumsum(np.broadcast_to(row, (3, 8)), axis=1)[:, -1:])
+        close(rows_op(np.broadcast_to(row, (3, 8))), np.cumsum(np.broadcast_to(row, (3, 8)) * 2, axis=1)[:, -1:])
         print("ok")
         """,
     )
