@@ -36,6 +36,13 @@ FUSED = {
     "two scans": lambda x: np.cumsum(x, axis=-1) - np.maximum.accumulate(x, axis=-1),
     "with a reduction": lambda x: np.cumsum(x, axis=-1) / x.sum(axis=-1, keepdims=True),
     "scan then reduction": lambda x: np.cumsum(x * x, axis=-1).max(axis=-1),
+    "scan of a scan": lambda x: np.cumsum(np.cumsum(x, axis=-1) * 0.5, axis=-1),
+    "row value spread": lambda x: np.cumsum(x.max(axis=-1, keepdims=True) + np.zeros_like(x), axis=-1),
+    "comparison producer": lambda x: np.cumsum(x > 0.5, axis=-1) * 2,
+    "where consumer": lambda x: np.where(x > 0.5, np.cumsum(x, axis=-1), np.maximum.accumulate(x, axis=-1)),
+    "two results": lambda x: (lambda s: (s * s, s - 1))(np.cumsum(x, axis=-1)),
+    "broadcast row operand": lambda x: np.cumsum(x + x[0], axis=-1),
+    "nancumsum": lambda x: np.nancumsum(np.where(x > 0.9, np.nan, x), axis=-1),
 }
 
 

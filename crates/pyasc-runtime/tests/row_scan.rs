@@ -1,6 +1,7 @@
 //! Scans along the rows inside fused row kernels: every kind and dtype gives the bits of the
-//! scan routine on the same rows (tiles of several rows, many tiles, many threads), with an
-//! elementwise producer computed in the kernel and a broadcast (constant) operand.
+//! scan routine on the same rows (tiles of several rows, many tiles, many threads) under every
+//! ISA the machine has, with an elementwise producer computed in the kernel and a broadcast
+//! (constant) operand.
 
 use pyasc_compiler::{compile, CompileOptions};
 use pyasc_ir::dtype::VType;
@@ -8,6 +9,7 @@ use pyasc_ir::library::ScanKind;
 use pyasc_ir::op::BinaryOp;
 use pyasc_ir::tile::Instr;
 use pyasc_ir::{Attr, DType, Graph, LibId, Scalar, Shape};
+use pyasc_kernels::isa;
 use pyasc_runtime::scan::run_scan;
 use pyasc_runtime::{device_for, DeviceKind, InputView, OutputPtr, RunOptions};
 
@@ -48,7 +50,15 @@ fn data(dtype: DType, n: usize) -> Vec<u8> {
 }
 
 #[test]
-fn row_scans_in_row_kernels_equal_the_scan_routine() {
+fn row_scans_in_row_kernels_equal_the_scan_routine_on_every_isa() {
+    for i in isa::available() {
+        isa::force(Some(i));
+        row_scans_equal_the_routine();
+    }
+    isa::force(None);
+}
+
+fn row_scans_equal_the_routine() {
     let (rows, n) = (301, 129);
     let kinds = [ScanKind::Sum, ScanKind::Prod, ScanKind::Max, ScanKind::Min, ScanKind::LogSumExp];
     for dtype in [DType::Bool, DType::I8, DType::U8, DType::I16, DType::I32, DType::U64, DType::F32, DType::F64] {
