@@ -216,3 +216,15 @@ def test_inputs_are_not_modified_and_results_do_not_alias_them():
     got = pyasc.operator(lambda a: np.cumsum(a, axis=-1))(x)
     np.testing.assert_array_equal(x, keep)
     assert not np.shares_memory(got, x)
+
+
+def test_dynamic_shapes_across_the_row_length_limit():
+    # Each new shape is planned again: rows of up to 16384 fuse, longer, single and empty rows
+    # run the routine, with the same results.
+    op = pyasc.operator(lambda a: np.cumsum(a * 2 + 1, axis=-1) / 3, dynamic_shape=True)
+    for shape, kernels in [((4, 100), 1), ((2, 16385), 2), ((7, 16384), 1), ((4, 1), 2), ((4, 0), 2),
+                           ((3, 5, 7), 1)]:
+        x = np.random.default_rng(9).random(shape).astype(np.float32)
+        got = op(x)
+        np.testing.assert_allclose(got, np.cumsum(x.astype(np.float64) * 2 + 1, axis=-1) / 3, rtol=1e-6)
+        assert _kernels(op, x)[0] == kernels, shape
