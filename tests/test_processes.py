@@ -310,9 +310,13 @@ def test_sigint_interrupts_long_sorts_scans_top_k_and_matmul(tmp_path):
         expect_interrupt("matmul 6000x6000", lambda: mm_op(square), delay=0.5)
         sq = rng.standard_normal((50, 50)).astype(np.float32)
         close(mm_op(sq), sq.astype(np.float64) @ sq.astype(np.float64), rtol=1e-4, atol=1e-4)
+        # Rows short enough for a tile scan inside a fused row kernel, checked tile by tile.
+        rows_op = pyasc.operator(lambda t: np.cumsum(t * 2, axis=1)[:, -1:])
+        expect_interrupt("fused cumsum", lambda: rows_op(np.broadcast_to(np.float32(1.5), (1 << 18, 1 << 14))))
         row = np.arange(8, dtype=np.float32)[::-1].copy()
         close(sort_op(np.broadcast_to(row, (3, 8))), np.sort(np.broadcast_to(row, (3, 8)), axis=1)[:, :2])
         close(scan_op(np.broadcast_to(row, (3, 8))), np.cumsum(np.broadcast_to(row, (3, 8)), axis=1)[:, -1:])
+        close(rows_op(np.broadcast_to(row, (3, 8))), np.cumsum(np.broadcast_to(row, (3, 8)) * 2, axis=1)[:, -1:])
         print("ok")
         """,
     )

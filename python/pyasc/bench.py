@@ -283,6 +283,40 @@ def bench_cumsum(shape: Tuple[int, int], axis: int, repeat: int) -> List[Row]:
     return rows
 
 
+def bench_cumsum_fused(shape: Tuple[int, int], repeat: int) -> List[Row]:
+    """``np.cumsum(x * 2 + 1, -1) / n`` of a float32 matrix: a row scan with its producer and consumer."""
+    x = np.random.default_rng(8).standard_normal(shape).astype(np.float32)
+    n = shape[1]
+
+    def np_fused() -> np.ndarray:
+        return np.cumsum(x * 2 + 1, axis=-1) / n
+
+    op = pyasc.operator(lambda v: np.cumsum(v * 2 + 1, axis=-1) / n)
+    rows: List[Row] = [("pyasc", "operator", best_time(lambda: op(x), repeat)),
+                       ("numpy", "np.cumsum(x * 2 + 1, -1) / n", best_time(np_fused, repeat))]
+    numba = _peer("numba")
+    if numba is not None:
+        @numba.njit(parallel=True)
+        def nb_fused(v):
+            out = np.empty_like(v)
+            for i in numba.prange(v.shape[0]):
+                acc = np.float32(0)
+                for j in range(v.shape[1]):
+                    acc += v[i, j] * np.float32(2) + np.float32(1)
+                    out[i, j] = acc / np.float32(n)
+            return out
+
+        rows.append(("numba", "njit(parallel=True)", best_time(lambda: nb_fused(x), repeat)))
+    jax = _peer("jax")
+    if jax is not None:
+        import jax.numpy as jnp
+
+        f = jax.jit(lambda v: jnp.cumsum(v * 2 + 1, axis=-1) / n)
+        xj = jnp.asarray(x)
+        rows.append(("jax", "jax.jit", best_time(lambda: f(xj).block_until_ready(), repeat)))
+    return rows
+
+
 def bench_matmul(n: int, repeat: int) -> List[Row]:
     """Square float32 matrix product."""
     rng = np.random.default_rng(5)
@@ -463,6 +497,12 @@ def run(quick: bool = False, only: Optional[List[str]] = None) -> int:
             t = _report(f"cumsum {along}: {shape[0]}x{shape[1]} float32", bench_cumsum(shape, axis, repeat))
             peers = ", ".join(f"{t[p] / t['pyasc']:.2f}x {p}" for p in ("numpy", "numba", "jax") if p in t)
             summary.append(f"{key}: {peers} (target >= 2x numpy)")
+    if "cumsum_fused" in want:
+        shape = (512, 1024) if quick else (4096, 1024)
+        t = _report(f"cumsum with producer and consumer, np.cumsum(x * 2 + 1, -1) / n: {shape[0]}x{shape[1]} float32",
+                    bench_cumsum_fused(shape, repeat))
+        peers = ", ".join(f"{t[p] / t['pyasc']:.2f}x {p}" for p in ("numpy", "numba", "jax") if p in t)
+        summary.append(f"cumsum_fused: {peers} (target >= 2x numpy)")
     if "sort" in want or "topk" in want:
         from .bench_sorting import bench_sort, bench_topk
 

@@ -6,8 +6,10 @@ inside operators ``np.cumsum``, ``np.cumprod``, ``np.cumulative_sum``, ``np.cumu
 ``np.add/multiply/maximum/minimum/logaddexp.accumulate``.
 Result dtypes are NumPy's (asked of NumPy itself: ``np.cumsum`` of bool or int8 is int64, of
 uint8 uint64; ``maximum.accumulate`` keeps the dtype; ``dtype=`` casts first, as NumPy does).
-Each scan is one library kernel, parallel over lines and within long lines, and elementwise
-consumers of its result (``np.cumsum(x, -1) / n``) run inside that kernel.
+A scan along the last axis of rows of up to 16384 elements runs inside a fused row kernel with
+its elementwise producers and consumers (``np.cumsum(x * 2 + 1, -1) / n`` is one pass over
+memory); other scans are one library kernel, parallel over lines and within long lines, with
+elementwise consumers of the result run inside that kernel.
 """
 
 from __future__ import annotations

@@ -263,6 +263,8 @@ impl Checker<'_> {
                     let top = levels.iter().copied().max().unwrap_or(0);
                     let ok = match ins {
                         Instr::Reduce { .. } => depth >= 1 && levels[0] == depth && dst + 1 == depth,
+                        // Row scans run in flat row kernels only.
+                        Instr::Scan { .. } => false,
                         _ => dst >= top,
                     };
                     if !ok {

@@ -11,7 +11,7 @@
 
 use crate::dtype::DType;
 use crate::error::{IrError, Result, SourceLoc};
-use crate::library::{lookup, LibCall};
+use crate::library::{lookup, LibCall, ScanKind};
 use crate::op::{BinaryOp, ReduceOp, UnaryKind, UnaryOp};
 use crate::scalar::Scalar;
 use crate::shape::Shape;
@@ -131,6 +131,16 @@ pub enum Instr {
         /// Element register holding the rows.
         src: Reg,
     },
+    /// `dst[r, :k+1] = kind(src[r, :k+1])` for every row `r` of the tile and every `k`: the
+    /// running values along each row (row kernels only; both element registers of one dtype).
+    Scan {
+        /// The combining operation.
+        kind: ScanKind,
+        /// Element register receiving the running values.
+        dst: Reg,
+        /// Element register holding the rows.
+        src: Reg,
+    },
 }
 
 impl Instr {
@@ -143,7 +153,8 @@ impl Instr {
             | Instr::Cast { dst, .. }
             | Instr::Copy { dst, .. }
             | Instr::Chain { dst, .. }
-            | Instr::Reduce { dst, .. } => dst,
+            | Instr::Reduce { dst, .. }
+            | Instr::Scan { dst, .. } => dst,
         }
     }
     /// The registers read (one to three), without allocating.
@@ -152,7 +163,8 @@ impl Instr {
             Instr::Unary { src, .. }
             | Instr::Cast { src, .. }
             | Instr::Copy { src, .. }
-            | Instr::Reduce { src, .. } => Srcs([src, src, src], 1),
+            | Instr::Reduce { src, .. }
+            | Instr::Scan { src, .. } => Srcs([src, src, src], 1),
             Instr::Binary { a, b, .. } => Srcs([a, b, b], 2),
             Instr::Select { cond, a, b, .. } => Srcs([cond, a, b], 3),
             Instr::Chain { a, b, c, .. } => Srcs([a, b, c], 3),
@@ -392,6 +404,10 @@ fn verify_kernel(k: &TileKernel, buffers: &[BufferDecl], ready: &[bool]) -> Resu
                     let s = reg(*src).expect("checked above");
                     dst.row && !s.row && k.row_len > 0
                 }
+                Instr::Scan { src, .. } => {
+                    let s = reg(*src).expect("checked above");
+                    !dst.row && !s.row && k.row_len > 0 && k.perm.iter().enumerate().all(|(i, p)| i == *p)
+                }
                 _ => true,
             };
         if !ok {
@@ -430,6 +446,25 @@ pub(crate) fn dtypes_ok(ins: &Instr, dst: DType, srcs: &[DType]) -> bool {
             };
             dst == want
         }
+        Instr::Scan { kind, .. } => srcs[0] == dst && scans(*kind, dst),
+    }
+}
+
+/// True when a row scan of `kind` runs on `dtype` tiles: bools, integers and floats of 32 and
+/// 64 bits (log-sum-exp: floats only), the dtypes the scan routines compute in.
+pub fn scans(kind: ScanKind, dtype: DType) -> bool {
+    match dtype {
+        DType::F32 | DType::F64 => true,
+        DType::Bool
+        | DType::I8
+        | DType::U8
+        | DType::I16
+        | DType::U16
+        | DType::I32
+        | DType::U32
+        | DType::I64
+        | DType::U64 => kind != ScanKind::LogSumExp,
+        _ => false,
     }
 }
 

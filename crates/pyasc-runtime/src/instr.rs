@@ -232,6 +232,7 @@ pub unsafe fn exec(ins: &Instr, decls: &[RegDecl], vals: &[Val], len: usize) -> 
                 }
                 v @ Val::Scalar(_) => crate::half_cast::cast(DType::F64, dt(d), v, val(d), len),
             },
+            Instr::Scan { .. } => Err(IrError::internal("scans run row by row in the VM")),
             Instr::Copy { dst: d, src: s } => with_dtype!(dt(d), T => {
                 let out = dst::<T>(val(d), len)?;
                 match src::<T>(val(s), len) {
@@ -375,6 +376,40 @@ pub(crate) unsafe fn write_scalar(p: *mut u8, dtype: DType, v: Scalar) -> Result
             *(p as *mut T) = T::from_scalar(v);
             Ok(())
         })
+    }
+}
+
+/// `dst[r, :] = kind(src[r, :])` (running values) for `rows` rows of `row_len` elements; a
+/// broadcast source is first spread over one row (each row then scans the same values).
+///
+/// # Safety
+/// `src` (unless a scalar) and `dst` must address `rows * row_len` elements of `dtype`.
+pub unsafe fn exec_scan(
+    kind: pyasc_ir::library::ScanKind,
+    dtype: DType,
+    input: Val,
+    dst: Val,
+    rows: usize,
+    row_len: usize,
+) -> Result<()> {
+    let Val::Ptr(dp) = dst else { return Err(IrError::internal("scan into a scalar register")) };
+    match input {
+        // SAFETY: per this function's contract.
+        Val::Ptr(sp) => unsafe { crate::scan::scan_rows(kind, dtype, sp, dp, rows, row_len) },
+        Val::Scalar(v) => {
+            let size = dtype.size();
+            let mut row = vec![0u64; (row_len * size).div_ceil(8)];
+            let rp = row.as_mut_ptr() as *mut u8;
+            for i in 0..row_len {
+                // SAFETY: `row` holds `row_len` elements of `dtype`.
+                unsafe { write_scalar(rp.add(i * size), dtype, v)? };
+            }
+            for r in 0..rows {
+                // SAFETY: row `r` of the destination holds `row_len` elements.
+                unsafe { crate::scan::scan_rows(kind, dtype, rp, dp.add(r * row_len * size), 1, row_len)? };
+            }
+            Ok(())
+        }
     }
 }
 

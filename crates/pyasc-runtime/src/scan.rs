@@ -13,6 +13,9 @@
 //!   the totals are folded in order into each block's carry, and the blocks are scanned in
 //!   parallel from their carries. A line gives the same bits either way, so results never
 //!   depend on the thread count.
+//!
+//! [`scan_rows`] runs the same segment primitives over the rows of one tile: the row scan
+//! instruction of fused row kernels (a row gives the same bits there as here).
 
 use crate::library::LibraryKernel;
 use crate::pool::{for_blocks, num_threads};
@@ -60,10 +63,79 @@ pub unsafe fn run_scan_with(x: &InputView, out: *mut u8, kind: ScanKind, axis: u
     if axis >= x.shape.len() {
         return Err(IrError::internal("scan axis out of range"));
     }
+    struct Whole<'a> {
+        x: &'a InputView,
+        out: *mut u8,
+        axis: usize,
+        split: Split,
+    }
+    impl WithOp for Whole<'_> {
+        unsafe fn run<S: ScanOp>(self, op: S) -> Result<()> {
+            // SAFETY: per `run_scan_with`'s contract; the dtype matches the op's element type.
+            unsafe { drive(op, self.x, self.out.cast(), self.axis, self.split) }
+        }
+    }
+    // SAFETY: per this function's contract.
+    unsafe { with_op(kind, x.dtype, Whole { x, out, axis, split }) }
+}
+
+/// `out[r, :] = scan(x[r, :])` for `rows` rows of `len` elements, both C-contiguous: the row
+/// scan instruction of a fused row kernel, on the tile it computes.
+///
+/// # Safety
+/// `x` must hold `rows * len` elements of `dtype` and `out` be writable for as many, not
+/// overlapping `x`.
+pub unsafe fn scan_rows(
+    kind: ScanKind,
+    dtype: DType,
+    x: *const u8,
+    out: *mut u8,
+    rows: usize,
+    len: usize,
+) -> Result<()> {
+    struct Rows {
+        x: *const u8,
+        out: *mut u8,
+        rows: usize,
+        len: usize,
+    }
+    impl WithOp for Rows {
+        unsafe fn run<S: ScanOp>(self, op: S) -> Result<()> {
+            let (x, out) = (self.x as *const S::T, self.out as *mut S::T);
+            for r in 0..self.rows {
+                // SAFETY: row `r` of both tiles lies inside them (the caller's contract).
+                unsafe {
+                    let xs = std::slice::from_raw_parts(x.add(r * self.len), self.len);
+                    let os = std::slice::from_raw_parts_mut(out.add(r * self.len), self.len);
+                    op.run(xs, Some(os), None, op.identity());
+                }
+            }
+            Ok(())
+        }
+    }
+    // SAFETY: per this function's contract.
+    unsafe { with_op(kind, dtype, Rows { x, out, rows, len }) }
+}
+
+/// Work generic over the scan operation, run by [`with_op`] with the op of a kind and dtype.
+trait WithOp {
+    /// Run with `op`.
+    ///
+    /// # Safety
+    /// The memory the work touches holds `S::T` elements.
+    unsafe fn run<S: ScanOp>(self, op: S) -> Result<()>;
+}
+
+/// Run `work` with the scan op of `kind` on `dtype` elements (bools as 0/1 bytes: sums are
+/// running ors, products running ands); the one match on dtypes of the scan routines.
+///
+/// # Safety
+/// As for [`WithOp::run`], with elements of `dtype`.
+unsafe fn with_op<W: WithOp>(kind: ScanKind, dtype: DType, work: W) -> Result<()> {
     macro_rules! go {
         ($op:expr) => {
             // SAFETY: per this function's contract; the dtype matches the op's element type.
-            unsafe { drive($op, x, out.cast(), axis, split) }
+            unsafe { work.run($op) }
         };
     }
     macro_rules! num {
@@ -73,15 +145,15 @@ pub unsafe fn run_scan_with(x: &InputView, out: *mut u8, kind: ScanKind, axis: u
                 ScanKind::Prod => go!(Prod::<$t>::default()),
                 ScanKind::Max => go!(Max::<$t>::default()),
                 ScanKind::Min => go!(Min::<$t>::default()),
-                ScanKind::LogSumExp => unsupported(kind, x.dtype),
+                ScanKind::LogSumExp => unsupported(kind, dtype),
             }
         };
     }
-    match x.dtype {
+    match dtype {
         DType::Bool => match kind {
             ScanKind::Sum | ScanKind::Max => go!(Max::<u8>::default()),
             ScanKind::Prod | ScanKind::Min => go!(Min::<u8>::default()),
-            ScanKind::LogSumExp => unsupported(kind, x.dtype),
+            ScanKind::LogSumExp => unsupported(kind, dtype),
         },
         DType::I8 => num!(i8),
         DType::U8 => num!(u8),
@@ -99,7 +171,7 @@ pub unsafe fn run_scan_with(x: &InputView, out: *mut u8, kind: ScanKind, axis: u
             ScanKind::LogSumExp => go!(LogSumExp::<f64>::default()),
             _ => num!(f64),
         },
-        _ => unsupported(kind, x.dtype),
+        _ => unsupported(kind, dtype),
     }
 }
 

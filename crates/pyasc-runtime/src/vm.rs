@@ -9,7 +9,7 @@
 //! instruction, each a SIMD loop over the whole tile, while the next tile's memory is
 //! prefetched. Very large outputs are computed in scratch and written with streaming stores.
 
-use crate::instr::{exec, exec_reduce, Val};
+use crate::instr::{exec, exec_reduce, exec_scan, Val};
 use crate::layout::{broadcast_strides, classify, collapse, gather_elems, Access};
 use crate::pool::num_threads;
 use crate::view::{read_scalar, InputView, OutputPtr, SendPtr};
@@ -517,7 +517,7 @@ unsafe fn run_tile(
         // A reduction of a uniform value is not uniform (a sum depends on the row length): it
         // runs row by row below.
         let uniform = k.regs[d].kind == RegKind::Tile
-            && !matches!(ins, Instr::Reduce { .. })
+            && !matches!(ins, Instr::Reduce { .. } | Instr::Scan { .. })
             && ins.srcs().iter().all(|r| matches!(scratch.vals[r.0 as usize], Val::Scalar(_)));
         if uniform {
             // Every operand is one broadcast value (a constant or a broadcast argument):
@@ -611,6 +611,10 @@ unsafe fn exec_level(k: &TileKernel, ins: &Instr, vals: &[Val], local: &mut [Val
         let s = src.0 as usize;
         // SAFETY: the source holds `rows` rows of `c` elements; the destination `rows` values.
         return unsafe { exec_reduce(op, k.regs[s].dtype, vals[s], vals[dst.0 as usize], rows, c) };
+    }
+    if let Instr::Scan { kind, dst, src } = *ins {
+        // SAFETY: source and destination hold `rows` rows of `c` elements.
+        return unsafe { exec_scan(kind, k.regs[d].dtype, vals[src.0 as usize], vals[dst.0 as usize], rows, c) };
     }
     if k.regs[d].row {
         // SAFETY: per-row registers hold one value per row of the tile.

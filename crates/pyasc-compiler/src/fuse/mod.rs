@@ -17,6 +17,11 @@
 //!   (`x - x.max(-1, keepdims=True)`) or computed per row (`x.sum(-1) / n`), so softmax,
 //!   layer_norm and friends are one pass over each row.
 //!
+//! A scan along the last axis of rows short enough for a tile ([`row_scan`]) is a row group
+//! too (its result has one value per element, not per row): its producers are computed in
+//! its kernel and, at levels 2 and 3, its consumers too, so `np.cumsum(x * 2 + 1, -1) / n`
+//! is one pass over memory. Other scans are library kernels reading their operand from memory.
+//!
 //! Which anchor may join which group is decided by the fusion rules, one per file
 //! (`elem.rs`, `rows.rs`, `epilogue.rs`); an anchor no rule admits starts a kernel of its own.
 //! Every op has an explicit iteration space ([`space_of`]); a library op that is not
@@ -28,8 +33,9 @@ mod rows;
 
 use crate::pass::{CompileState, Pass};
 use pyasc_ir::error::Result;
+use pyasc_ir::library::ScanKind;
 use pyasc_ir::op::{Axes, Op};
-use pyasc_ir::{Graph, LibId, NodeId, Shape};
+use pyasc_ir::{Attr, Graph, LibId, NodeId, Shape};
 
 /// Rows longer than this are not fused with consumers that broadcast back over them (the
 /// row would not fit a tile).
@@ -134,7 +140,7 @@ impl Pass for FusePass {
             if level == 0 || n.op.is_reduce() || library {
                 mat[i] = true;
             }
-            if library {
+            if library && row_scan(g, NodeId(i as u32)).is_none() {
                 // Library routines read their operands from memory.
                 for &x in &n.inputs {
                     let b = view_base(g, x);
@@ -261,6 +267,8 @@ fn per_row(g: &Graph, mat: &[bool], group_of: &[Option<usize>], k: usize, id: No
         Op::Const(_) | Op::Fill(_) => true,
         Op::Input(_) | Op::View(_) => false,
         Op::Reduce { .. } => group_of[id.index()] == Some(k),
+        // A scan (or another routine) gives one value per element.
+        Op::Library(..) => false,
         _ if mat[id.index()] && group_of[id.index()] != Some(k) => false,
         _ => n.inputs.iter().all(|x| per_row(g, mat, group_of, k, *x)),
     }
@@ -274,12 +282,27 @@ pub fn space_of(g: &Graph, id: NodeId) -> Result<Space> {
         Op::Reduce { axes, .. } => Space::Rows { shape: g.node(n.inputs[0]).shape.clone(), axes },
         Op::Library(lib, _) => {
             lib.op()?;
-            Space::Library(lib)
+            match row_scan(g, id) {
+                Some(_) => Space::Rows { shape: n.shape.clone(), axes: Axes(1 << (n.shape.rank() - 1)) },
+                None => Space::Library(lib),
+            }
         }
         Op::Unary(_) | Op::Binary(_) | Op::Where | Op::Cast(_) => Space::Elem(n.shape.clone()),
         // Leaves and views returned as they are: copied by an element kernel.
         Op::Input(_) | Op::Const(_) | Op::Fill(_) | Op::View(_) => Space::Elem(n.shape.clone()),
     })
+}
+
+/// The kind of scan node `id` when it runs as a row instruction of a tile kernel: a scan along
+/// the last axis, rows of 2 to [`ROW_FUSE_MAX`] elements, of a dtype the instruction computes.
+/// Other scans (other axes, longer rows: a blocked scan) run as library kernels.
+pub fn row_scan(g: &Graph, id: NodeId) -> Option<ScanKind> {
+    let n = g.node(id);
+    let Op::Library(LibId::SCAN, attr) = n.op else { return None };
+    let Ok(Attr::Scan(kind, axis)) = g.attr(attr) else { return None };
+    let rank = n.shape.rank();
+    let fits = rank > 0 && *axis + 1 == rank && (2..=ROW_FUSE_MAX).contains(&n.shape.0[*axis]);
+    (fits && pyasc_ir::tile::scans(*kind, n.dtype())).then_some(*kind)
 }
 
 /// What a fusion rule sees when an anchor looks for a group to join.

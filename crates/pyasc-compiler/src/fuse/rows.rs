@@ -38,12 +38,17 @@ impl FusionRule for Rows {
 /// read per row: either it does not come from the group's reductions (an element operand,
 /// broadcast or not, read from memory), or its shape, aligned to the right as NumPy
 /// broadcasts it, keeps every unreduced axis and has extent 1 on the reduced ones. A
-/// `(n,)` mean of an `n x n` array broadcasts along the columns, not the rows. An operand
-/// computed inside the kernel from both kinds (`x + cast(x.max(-1))`, the cast that narrow
-/// integers put between them) is read elementwise only when its own operands are fit.
+/// `(n,)` mean of an `n x n` array broadcasts along the columns, not the rows. A constant
+/// fits either way. An operand computed inside the kernel from both kinds
+/// (`x + cast(x.max(-1))`, the cast that narrow integers put between them) is read
+/// elementwise only when its own operands are fit.
 fn broadcast_per_row(c: &Candidate, x: NodeId, shape: &Shape, axes: Axes) -> bool {
     let n = c.g.node(x);
     let xs = &n.shape;
+    if matches!(n.op, Op::Const(_) | Op::Fill(_)) {
+        // One value everywhere (`cumsum(x, -1) / n`): read per element or per row alike.
+        return true;
+    }
     if !per_row(c.g, c.mat, c.group_of, c.k, x) {
         return c.mat[x.index()]
             || n.op.is_leaf()

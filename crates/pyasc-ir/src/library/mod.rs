@@ -5,10 +5,12 @@
 //! [`REGISTRY`]. Everything the graph and the compiler need to know about it goes through
 //! the trait: name and printed form, operand count, result type, the operand dtypes its
 //! routine computes in (promotion casts to them), whether a re-specialised graph may re-infer
-//! it, which elementwise prologues/epilogues fusion may run in its kernel, its lowering into
-//! a [`LibCall`] and the check of the lowered kernel. The executing half lives in the
-//! runtime, keyed by [`LibId`]. An id without a registered op is an error everywhere, never
-//! a silent default.
+//! it, whether fusion may run elementwise epilogues in its kernel, its lowering into a
+//! [`LibCall`] and the check of the lowered kernel. Routines read their operands from memory;
+//! an op whose common case fits a tile can have a tile instruction as well (scans along short
+//! rows are `Instr::Scan`, fused with producers and consumers like any instruction). The
+//! executing half lives in the runtime, keyed by [`LibId`]. An id without a registered op is
+//! an error everywhere, never a silent default.
 
 mod concat;
 mod matmul;
@@ -99,11 +101,6 @@ pub trait LibraryOp: Sync {
     /// True when elementwise ops over the result (bias, activation) may run in the same
     /// kernel, on each tile of the result while it is in cache.
     fn fuses_epilogue(&self) -> bool {
-        false
-    }
-    /// True when elementwise producers of the operands may be computed inside the routine.
-    /// No routine does yet: operands are read from memory.
-    fn fuses_prologue(&self) -> bool {
         false
     }
     /// The call a kernel makes for a node with this attribute and `operands` operands.

@@ -1,7 +1,9 @@
 //! Scans along one axis (`np.cumsum`, `np.cumprod`, `np.maximum.accumulate`,
 //! `np.minimum.accumulate`, `np.logaddexp.accumulate`): the result has the operand's shape
-//! and dtype (the front end casts to NumPy's result dtype first). Elementwise epilogues
-//! (`np.cumsum(x, -1) / n`) run in the scan's kernel.
+//! and dtype (the front end casts to NumPy's result dtype first). Along the last axis of short
+//! enough rows a scan is a row instruction of a fused kernel (`Instr::Scan`, chosen by the
+//! compiler's fusion pass); otherwise it is this routine, with elementwise epilogues
+//! (`np.cumsum(x, 0) / n`) run in its kernel.
 
 use super::{bad_call, LibCall, LibId, LibraryOp};
 use crate::attr::Attr;

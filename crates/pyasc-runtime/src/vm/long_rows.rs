@@ -34,6 +34,8 @@ pub(super) fn chunkable(k: &TileKernel) -> bool {
     k.regs.iter().all(|r| !(r.row && matches!(r.kind, RegKind::Arg(_))))
         && k.body.iter().all(|ins| match ins {
             Instr::Reduce { dst, src, .. } => !row(src) && row(dst) && plain(k.regs[src.0 as usize].dtype),
+            // A running value would have to carry from chunk to chunk.
+            Instr::Scan { .. } => false,
             _ if row(&ins.dst()) => {
                 ins.srcs().iter().all(|s| row(s) || matches!(k.regs[s.0 as usize].kind, RegKind::Scalar(_)))
             }
