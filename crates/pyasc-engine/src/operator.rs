@@ -447,7 +447,9 @@ impl Operator {
                 _ => None,
             }
         })?;
-        let opts = RunOptions { record, check_finite: self.config.debug };
+        // Intermediates are kept only for launches that run now, while capture is on.
+        let keep_outputs = self.config.debug && matches!(order, Order::Now) && pyasc_runtime::capture::active();
+        let opts = RunOptions { record, check_finite: self.config.debug, keep_outputs };
         let all = entry.with_extras(inputs)?;
         match order {
             Order::Now => self.device.execute(&entry.compiled.plan, &all, &outputs, opts).map(Launched::Done),
