@@ -171,3 +171,31 @@ def test_nested_captures_each_see_the_runs_inside_them():
     assert len(outer.runs) == 2 and len(inner.runs) == 1
     assert inner.runs[0] is outer.runs[1]
     assert not pyasc.debug.active()
+
+
+def test_every_dtype_and_rank_is_summarised():
+    @pyasc.operator(debug=True)
+    def mixed(x):
+        total = x.sum()
+        mask = x > 0.5
+        scaled = x.astype(np.int32) * 3
+        return total, mask, scaled
+
+    x = (np.arange(15, dtype=np.float32).reshape(5, 3) / 7.0)
+    with pyasc.debug.capture() as cap:
+        total, mask, scaled = mixed(x)
+    its = cap.runs[0].intermediates
+    assert [(it.op, it.shape, it.dtype) for it in its] == [
+        ("reduce_sum", (), "float32"), ("gt", (5, 3), "bool"), ("cast<int32>", (5, 3), "int32"),
+        ("mul", (5, 3), "int32")]
+    assert its[0].array == pytest.approx(x.astype(np.float64).sum(), rel=1e-6) and its[0].stats["heatmap"] is None
+    np.testing.assert_array_equal(its[1].array, x > 0.5)
+    assert its[1].stats["mean"] == pytest.approx((x > 0.5).mean())
+    np.testing.assert_array_equal(its[3].array, x.astype(np.int32) * 3)
+    assert its[3].stats["max"] == 6.0
+    assert its[3].stats["heatmap"]["cells"] == (x.astype(np.int32) * 3).astype(float).tolist()
+    with pyasc.debug.capture() as cap:
+        mixed(np.zeros((0, 3), np.float32))
+    empty = cap.runs[0].intermediates[1]
+    assert empty.shape == (0, 3) and empty.stats["size"] == 0 and empty.stats["min"] is None
+    assert empty.stats["histogram"] == {"counts": [], "edges": []}

@@ -211,3 +211,52 @@ def test_a_port_in_use_is_a_clear_cli_error(server):
     assert run.returncode == 1 and f"cannot serve on 127.0.0.1:{server.port}" in run.stderr
     time.sleep(0)  # the server of the fixture still answers
     assert fetch(server.url)[0] == 200
+
+
+def test_a_foreign_host_header_gets_403(server):
+    assert fetch(server.url, {"Host": "evil.example:80"})[0] == 403
+    assert fetch(server.url, {"Host": f"localhost:{server.port}"})[0] == 200
+
+
+def test_the_store_keeps_at_most_max_bytes_but_always_the_newest_run(server, monkeypatch):
+    from pyasc.debug import _store
+
+    x, w = np.ones((16, 32), np.float32), np.ones((32, 8), np.float32)
+    page_steps(x, w)
+    one = pyasc.debug.runs()[0].nbytes
+    assert one == 4 * (4 * 16 * 32 + 16 + 16 * 8)  # mul, sub, exp, div: 16x32; the row sums; the product
+    monkeypatch.setattr(_store, "MAX_BYTES", 2 * one + 1)
+    for _ in range(3):
+        page_steps(x, w)
+    assert len(pyasc.debug.runs()) == 2
+    monkeypatch.setattr(_store, "MAX_BYTES", 1)
+    page_steps(x, w)
+    (kept,) = pyasc.debug.runs()
+    assert kept.id == max(r.id for r in pyasc.debug.runs())
+    assert api(server, "/api/runs")["runs"][0]["nbytes"] == one
+
+
+def test_choosing_a_run_in_the_browser_shows_its_results(server):
+    @pyasc.operator(debug=True)
+    def halve(x):
+        return x * 0.5
+
+    page_steps(np.ones((3, 4), np.float32), np.ones((4, 2), np.float32))
+    halve(np.arange(4, dtype=np.float32))
+    first, second = (r.id for r in pyasc.debug.runs())
+    click = f"""(async () => {{
+        document.querySelector('#runs li[data-run="{first}"]').click();
+        for (let i = 0; i < 100 && document.querySelector('#run-head').dataset.run !== '{first}'; i++)
+            await new Promise(r => setTimeout(r, 50));
+        return [document.querySelector('#run-head h2').textContent, location.search.includes('run={first}'),
+                document.querySelectorAll('.intermediate').length];
+    }})()"""
+    r = open_page(server.url, wait_for="document.body.dataset.loaded === '1'",
+                  evaluate=["document.querySelector('#run-head h2').textContent",
+                            "document.querySelector('.intermediate [data-stat=max]').textContent", click])
+    assert r["console_errors"] == []
+    assert r["evaluate"][0] == f"Run #{second}: halve" and r["evaluate"][1] == "1.5"
+    assert r["evaluate"][2] == [f"Run #{first}: page_steps", True, 6]
+    deep = open_page(f"{server.url}&run={first}", wait_for="document.body.dataset.loaded === '1'",
+                     evaluate=["document.querySelector('#run-head h2').textContent"])
+    assert deep["evaluate"] == [f"Run #{first}: page_steps"] and deep["console_errors"] == []

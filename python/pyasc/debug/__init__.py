@@ -32,9 +32,9 @@ from __future__ import annotations
 from typing import Any, List, Optional, Tuple
 
 from ._server import DebugServer
-from ._store import MAX_RUNS, Capture, Intermediate, Run, active, register
+from ._store import Capture, Intermediate, Run, active, register
 
-__all__ = ["MAX_RUNS", "Capture", "DebugServer", "Intermediate", "Run", "active", "capture", "runs", "serve"]
+__all__ = ["Capture", "DebugServer", "Intermediate", "Run", "active", "capture", "runs", "serve"]
 
 
 def serve(port: int = 9090, token: Optional[str] = None) -> DebugServer:
@@ -59,7 +59,7 @@ def capture() -> Capture:
 
 
 def runs() -> List[Run]:
-    """Return the runs the active debug servers hold (the last ``MAX_RUNS``), oldest first."""
+    """Return the runs the active debug servers hold (the last 200, at most 1 GiB of results), oldest first."""
     from ._store import runs as _runs
 
     return _runs()

@@ -68,8 +68,9 @@ def serve_command(port: int, command: List[str], exit_after: bool = False) -> in
             from ._demo import run_demo
 
             demo = run_demo()  # noqa: F841 - keeps the demo's operators alive while serving
-        print(f"pyasc debugger: {len(server_runs())} debug runs captured; serving {server.url} "
-              "until Ctrl-C", flush=True)
+        count = len(server_runs())
+        hint = "" if count else " (only operators made with debug=True are captured)"
+        print(f"pyasc debugger: {count} debug runs captured{hint}; serving {server.url} until Ctrl-C", flush=True)
         if not exit_after:
             threading.Event().wait()
     except KeyboardInterrupt:

@@ -2,7 +2,8 @@
 
 It listens on 127.0.0.1 only. Every request must carry the server's token, as Jupyter's do:
 ``?token=...`` in the URL (the page passes it on to its own requests) or an
-``Authorization: token ...`` header; anything else is answered 403.
+``Authorization: token ...`` header, and name the server as ``127.0.0.1:<port>`` or
+``localhost:<port>`` in its Host header; anything else is answered 403.
 
 Endpoints: ``/`` the page; ``/api/operators``; ``/api/runs``; ``/api/runs/<id>`` (a run with
 every intermediate's statistics, histogram and heatmap); ``/api/runs/<id>/<index>/values``
@@ -101,6 +102,10 @@ class _Handler(BaseHTTPRequestHandler):
         """Serve the page and the JSON endpoints."""
         url = urlparse(self.path)
         query = parse_qs(url.query)
+        host = self.headers.get("Host", "")
+        if host not in self.server.hosts:  # another name resolving here (DNS rebinding)
+            self._send(HTTPStatus.FORBIDDEN, b"403 Forbidden: unexpected Host header\n", "text/plain; charset=utf-8")
+            return
         if not self._authorized(query):
             self._send(HTTPStatus.FORBIDDEN, b"403 Forbidden: open the URL with its token (see the console)\n",
                        "text/plain; charset=utf-8")
@@ -144,6 +149,7 @@ class _Handler(BaseHTTPRequestHandler):
 class _HttpServer(ThreadingHTTPServer):
     daemon_threads = True
     token: str
+    hosts: Tuple[str, ...]
 
 
 _PAGE: Optional[bytes] = None
@@ -161,7 +167,8 @@ class DebugServer:
     """A running debug server: ``.url`` (with its token), ``.port``, ``.token``, ``.stop()``.
 
     Made by :func:`pyasc.debug.serve`. Usable as a context manager (stops on exit). While it
-    runs, ``debug=True`` operators keep every op's result (the last ``MAX_RUNS`` runs).
+    runs, ``debug=True`` operators keep every op's result (the last 200 runs, at most
+    1 GiB of results: ``_store.MAX_RUNS``, ``_store.MAX_BYTES``).
     """
 
     def __init__(self, port: int = 9090, token: Optional[str] = None) -> None:
@@ -176,6 +183,7 @@ class DebugServer:
             raise InvalidArgumentError(f"cannot serve on 127.0.0.1:{port}: {e.strerror or e}") from None
         self._http.token = self.token
         self.port = int(self._http.server_address[1])
+        self._http.hosts = (f"127.0.0.1:{self.port}", f"localhost:{self.port}")
         self.url = f"http://127.0.0.1:{self.port}/?token={self.token}"
         self._thread = threading.Thread(target=self._http.serve_forever, name="pyasc-debug-server", daemon=True)
         self._stopped = False

@@ -23,6 +23,9 @@ from ._stats import summarize
 
 #: Runs the process-wide store keeps while a debug server is active (oldest dropped first).
 MAX_RUNS = 200
+#: Bytes of intermediate results the process-wide store keeps (oldest runs dropped first; the
+#: newest run is kept whatever its size).
+MAX_BYTES = 1 << 30
 
 _lock = threading.RLock()
 _servers = 0
@@ -66,11 +69,16 @@ class Run:
     intermediates: List[Intermediate]
     error: Optional[str]
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the kept results."""
+        return sum(it.array.nbytes for it in self.intermediates)
+
     def summary(self) -> Dict[str, Any]:
         """Return the run without its arrays (what the server lists)."""
         return {"id": self.id, "operator": self.operator, "time": self.time, "error": self.error,
                 "inputs": [{"dtype": d, "shape": list(s)} for d, s in self.inputs],
-                "intermediates": len(self.intermediates)}
+                "intermediates": len(self.intermediates), "nbytes": self.nbytes}
 
 
 class Capture:
@@ -190,3 +198,6 @@ def record_run(name: str, inputs: List[Tuple[str, List[int]]], records: List[Tup
         if _servers > 0:
             _runs.append(run)
             del _runs[:-MAX_RUNS]
+            total = sum(r.nbytes for r in _runs)
+            while len(_runs) > 1 and total > MAX_BYTES:
+                total -= _runs.pop(0).nbytes
