@@ -199,3 +199,18 @@ def test_every_dtype_and_rank_is_summarised():
     empty = cap.runs[0].intermediates[1]
     assert empty.shape == (0, 3) and empty.stats["size"] == 0 and empty.stats["min"] is None
     assert empty.stats["histogram"] == {"counts": [], "edges": []}
+
+
+def test_a_failure_to_keep_a_run_warns_and_leaves_the_result_alone(monkeypatch):
+    from pyasc.debug import _store
+
+    def broken(arr, dtype):
+        raise RuntimeError("summary failed")
+
+    monkeypatch.setattr(_store, "summarize", broken)
+    x, w = np.ones((2, 3), np.float32), np.ones((3, 2), np.float32)
+    with pyasc.debug.capture() as cap:
+        with pytest.warns(pyasc.PyAscWarning, match="could not keep a run of steps: RuntimeError: summary failed"):
+            y = steps(x, w)
+    np.testing.assert_allclose(y, np.full((2, 2), 1.0), rtol=1e-6)
+    assert cap.runs == []

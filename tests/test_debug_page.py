@@ -260,3 +260,11 @@ def test_choosing_a_run_in_the_browser_shows_its_results(server):
     deep = open_page(f"{server.url}&run={first}", wait_for="document.body.dataset.loaded === '1'",
                      evaluate=["document.querySelector('#run-head h2').textContent"])
     assert deep["evaluate"] == [f"Run #{first}: page_steps"] and deep["console_errors"] == []
+
+
+def test_a_missing_chromium_fails_with_the_install_command(monkeypatch):
+    import browser_support
+
+    monkeypatch.setattr(browser_support.shutil, "which", lambda name: None)
+    with pytest.raises(pytest.fail.Exception, match="chromium not found on PATH.*apt-get install -y chromium"):
+        browser_support.open_page("about:blank")

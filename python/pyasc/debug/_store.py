@@ -12,6 +12,7 @@ import itertools
 import linecache
 import threading
 import time
+import warnings
 import weakref
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
@@ -19,6 +20,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from .. import _pyasc
+from ..errors import PyAscWarning
 from ._stats import summarize
 
 #: Runs the process-wide store keeps while a debug server is active (oldest dropped first).
@@ -183,7 +185,19 @@ def _source_text(locs: List[Tuple[str, int]]) -> str:
 
 def record_run(name: str, inputs: List[Tuple[str, List[int]]], records: List[Tuple[Any, ...]],
                error: Optional[str]) -> None:
-    """Keep a debug run's kernel outputs (called by the core after each captured launch)."""
+    """Keep a debug run's kernel outputs (called by the core after each captured launch).
+
+    A failure here never fails the user's operator call: it becomes a :class:`PyAscWarning`.
+    """
+    try:
+        _record(name, inputs, records, error)
+    except Exception as e:  # noqa: BLE001 - the debugger must not break the computation it watches
+        warnings.warn(f"pyasc.debug could not keep a run of {name}: {type(e).__name__}: {e}", PyAscWarning,
+                      stacklevel=2)
+
+
+def _record(name: str, inputs: List[Tuple[str, List[int]]], records: List[Tuple[Any, ...]],
+            error: Optional[str]) -> None:
     with _lock:
         if not _captures and _servers == 0:
             return
