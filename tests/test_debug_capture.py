@@ -214,3 +214,31 @@ def test_a_failure_to_keep_a_run_warns_and_leaves_the_result_alone(monkeypatch):
             y = steps(x, w)
     np.testing.assert_allclose(y, np.full((2, 2), 1.0), rtol=1e-6)
     assert cap.runs == []
+
+
+def test_calls_queued_on_a_stream_run_but_are_not_captured():
+    x = np.ones((4, 3), np.float32)
+    w = np.ones((3, 2), np.float32)
+    with pyasc.debug.capture() as cap:
+        out = steps(pyasc.to_device(x), pyasc.to_device(w))
+        np.testing.assert_allclose(out.numpy(), np.ones((4, 2)), rtol=1e-6)
+    assert cap.runs == []
+
+
+def test_the_runs_own_error_wins_over_a_failure_to_keep_it(monkeypatch):
+    import warnings
+
+    from pyasc.debug import _store
+
+    def broken(arr, dtype):
+        raise RuntimeError("summary failed")
+
+    @pyasc.operator(debug=True)
+    def log_of(x):
+        return np.log(x)
+
+    monkeypatch.setattr(_store, "summarize", broken)
+    with pyasc.debug.capture(), warnings.catch_warnings():
+        warnings.simplefilter("error")  # the warning becomes an exception inside the debugger
+        with pytest.raises(pyasc.NumericalError, match="produced"):
+            log_of(np.array([1.0, -1.0], np.float32))

@@ -313,10 +313,12 @@ impl Operator {
         let inputs: Vec<(&str, Vec<usize>)> =
             parsed.views().iter().map(|v| (v.dtype.name(), v.shape.clone())).collect();
         let error = stats.error.as_ref().map(|e| e.to_string());
-        py.import("pyasc.debug")?.call_method1("_record_run", (self.name(), inputs, records, error))?;
-        match stats.error {
-            Some(e) => Err(to_py(e)),
-            None => Ok(()),
+        let handed =
+            py.import("pyasc.debug").and_then(|m| m.call_method1("_record_run", (self.name(), inputs, records, error)));
+        // The run's own error wins over a failure to keep its results.
+        match (stats.error, handed) {
+            (Some(e), _) => Err(to_py(e)),
+            (None, r) => r.map(|_| ()),
         }
     }
 
