@@ -135,10 +135,19 @@ def test_page_in_headless_chromium_shows_operators_and_intermediates(server, inp
                       "document.querySelectorAll('.intermediate canvas.heat').length",
                       "document.querySelector('.intermediate [data-stat=shape]').textContent",
                       "document.querySelector('#run-head h2').textContent",
+                      # hover over the first heatmap's cell (row 3, cols 4-5): its title names it
+                      """(() => { const c = document.querySelector('.intermediate canvas.heat');
+                                  const s = c.width / 40, b = c.getBoundingClientRect();
+                                  c.dispatchEvent(new MouseEvent('mousemove', {clientX: b.left + 2.5 * s,
+                                                                               clientY: b.top + 3.5 * s}));
+                                  return c.title; })()""",
                   ])
     assert r["status"] == 200
     assert r["console_errors"] == []
-    operators, ops, code, bars, heatmaps, shape, head = r["evaluate"]
+    operators, ops, code, bars, heatmaps, shape, head, hover = r["evaluate"]
+    cell = (2.0 * x[3, 4:6].astype(np.float64)).mean()
+    assert hover.startswith("row 3, cols 4\u20135: mean ")
+    assert float(hover.rsplit(" ", 1)[1]) == pytest.approx(cell, rel=1e-4)
     assert "page_steps" in operators
     assert ops == ["0. mul", "1. sub", "2. exp", "3. reduce_sum", "4. div", "5. matmul"]
     assert code[0] == "a = x * 2.0" and code[3] == "c = b / b.sum(axis=1, keepdims=True)"
