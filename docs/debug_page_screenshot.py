@@ -1,4 +1,4 @@
-"""Take the README's screenshot of the debugger page: the demo session in headless Chromium.
+"""Take the README's screenshot of the debugger page: the demo in headless Chromium.
 
 Run from the repository root after `pip install '.[test]'` (needs the system's `chromium`):
 `python docs/debug_page_screenshot.py` writes docs/debug-page.png.

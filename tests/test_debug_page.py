@@ -200,7 +200,7 @@ def test_cli_serves_a_scripts_debug_runs(tmp_path):
     assert proc.returncode == 0, err
 
 
-def test_cli_demo_session_and_bad_commands():
+def test_cli_demo_and_bad_commands():
     run = subprocess.run([sys.executable, "-m", "pyasc.cli", "debug", "serve", "--port", "0", "--exit-after"],
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr

@@ -40,7 +40,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     debug = sub.add_parser("debug", help="the operator debugger").add_subparsers(dest="debug_command", required=True)
     serve = debug.add_parser("serve", help="serve the intermediate results of debug=True operators on 127.0.0.1",
                              description="Start the debug page on 127.0.0.1, run the script given after -- in "
-                                         "this process (or a demo session) and serve until Ctrl-C.")
+                                         "this process (or a demo) and serve until Ctrl-C.")
     serve.add_argument("--port", type=int, default=9090, help="port on 127.0.0.1 (0: any free port)")
     serve.add_argument("--exit-after", action="store_true", help="stop once the script or demo has run")
     serve.add_argument("script", nargs=argparse.REMAINDER, help="-- python script.py [args]")

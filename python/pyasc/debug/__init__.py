@@ -21,8 +21,8 @@ counts, a histogram, a heatmap (2-D results) and the user's source line::
     first = cap.runs[0].intermediates[0]      # .array, .shape, .dtype, .source, .stats
 
 From a shell, ``pyasc debug serve --port 9090 -- python script.py`` runs the script in the
-server's process and keeps serving its results until Ctrl-C; with no script it serves a demo
-session. The server listens on 127.0.0.1 only and answers 403 to requests without its token.
+server's process and keeps serving its results until Ctrl-C; with no script it serves a demo.
+The server listens on 127.0.0.1 only and answers 403 to requests without its token.
 When neither a server nor a capture block is active nothing is copied or kept. Operators
 launched with DeviceArray arguments (queued on a stream) are not captured.
 """

@@ -1,9 +1,9 @@
-"""``pyasc debug serve``: the debug server from a shell, serving a script's operators or a demo session.
+"""``pyasc debug serve``: the debug server from a shell, serving a script's operators or a demo.
 
 ``pyasc debug serve --port 9090 -- python script.py args`` starts the server, runs the script
 in this process (as ``python script.py`` would, ``__name__ == "__main__"``) so its
 ``debug=True`` operators are captured, then keeps serving until Ctrl-C. Without a script it
-runs a small demo session of debug operators. The URL (with its token) is printed first.
+runs a small demo of debug operators. The URL (with its token) is printed first.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""The demo session of ``pyasc debug serve`` without a script: a few ``debug=True`` operators, run once.
+"""The demo of ``pyasc debug serve`` without a script: a few ``debug=True`` operators, run once.
 
 It shows a normalisation (the article's ``normalize``), a row softmax followed by a matrix
 product, and a log of a shifted input whose NaN the debug check stops at its source line.
-The session's code runs under the file name ``<pyasc debug demo>`` (its lines registered with
+The demo's code runs under the file name ``<pyasc debug demo>`` (its lines registered with
 ``linecache``) so that the page shows its source lines like a user script's.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import linecache
 from typing import Any, Dict
 
-#: The demo session, as a user would write it.
+#: The demo, as a user would write it.
 DEMO_SOURCE = '''\
 import numpy as np
 import pyasc
@@ -51,7 +51,7 @@ DEMO_FILE = "<pyasc debug demo>"
 
 
 def run_demo() -> Dict[str, Any]:
-    """Run the demo session; returns its namespace (the operators stay alive for the page)."""
+    """Run the demo; returns its namespace (the operators stay alive for the page)."""
     lines = DEMO_SOURCE.splitlines(keepends=True)
     linecache.cache[DEMO_FILE] = (len(DEMO_SOURCE), None, lines, DEMO_FILE)
     namespace: Dict[str, Any] = {"__name__": "__pyasc_debug_demo__"}
