@@ -6,7 +6,7 @@ ops into tile kernels and runs them on all cores with run-time selected SIMD.
 
 from __future__ import annotations
 
-from . import _env, _pyasc, linalg
+from . import _env, _pyasc, debug, linalg
 from . import contractions as _contractions
 from . import matrices as _matrices
 from . import ops as _ops
@@ -229,7 +229,7 @@ __all__ += ["argpartition", "argsort", "median", "nanmedian", "nanpercentile", "
 for _mod in (_statistics, _contractions, _matrices, linalg):
     globals().update({_name: getattr(_mod, _name) for _name in _mod.__all__})
     __all__ += list(_mod.__all__)
-__all__ += ["linalg"]
+__all__ += ["debug", "linalg"]
 
 from .pytree import tree_flatten, tree_leaves, tree_unflatten  # noqa: E402
 from .selection import argwhere, compress, flatnonzero, nonzero  # noqa: E402

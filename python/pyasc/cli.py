@@ -1,4 +1,4 @@
-"""The ``pyasc`` command: ``pyasc demo``, ``pyasc bench``, ``pyasc info``, ``pyasc doctor``."""
+"""The ``pyasc`` command: ``pyasc demo``, ``pyasc bench``, ``pyasc info``, ``pyasc doctor``, ``pyasc debug serve``."""
 
 from __future__ import annotations
 
@@ -38,7 +38,18 @@ def main(argv: Optional[List[str]] = None) -> int:
                        help="run only the named benchmark (repeatable)")
     sub.add_parser("info", help="show the devices pyasc can run on (like npu-smi info)")
     sub.add_parser("doctor", help="check the environment and print a fix for each problem")
+    debug = sub.add_parser("debug", help="the operator debugger").add_subparsers(dest="debug_command", required=True)
+    serve = debug.add_parser("serve", help="serve the intermediate results of debug=True operators on 127.0.0.1",
+                             description="Start the debug page on 127.0.0.1, run the script given after -- in "
+                                         "this process (or a demo) and serve until Ctrl-C.")
+    serve.add_argument("--port", type=int, default=9090, help="port on 127.0.0.1 (0: any free port)")
+    serve.add_argument("--exit-after", action="store_true", help="stop once the script or demo has run")
+    serve.add_argument("script", nargs=argparse.REMAINDER, help="-- python script.py [args]")
     args = parser.parse_args(argv)
+    if args.command == "debug":
+        from .debug._cli import serve_command
+
+        return serve_command(args.port, args.script, exit_after=args.exit_after)
     if args.command == "demo":
         from .demo import run
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, Optional, Union
 
 from . import _pyasc
+from .debug._store import register
 from .errors import InvalidArgumentError
 
 __all__ = ["operator", "OPTION_STATUS"]
@@ -26,7 +27,8 @@ OPTION_STATUS: Dict[str, str] = {
     "atomic_flag": "recorded (elementwise kernels are always bitwise deterministic)",
     "dynamic_shape": "active: one trace per rank/dtype signature, re-planned for new extents",
     "gears": "active with dynamic_shape: geared dims padded up to the next gear, one plan per gear",
-    "debug": "active: NaN/Inf checks after every op (one kernel per op), raised with the op's line",
+    "debug": "active: NaN/Inf checks after every op (one kernel per op), raised with the op's line; each op's "
+             "result is kept while pyasc.debug.capture() or a debug server is active",
 }
 
 
@@ -114,8 +116,9 @@ def operator(
                 opts = dict(settings) if geared else {**settings, "gears": None, "dynamic_shape": False}
                 return _pyasc.Operator(f, name, settings["device_type"], settings["op_break_level"], opts)
 
-            return GearedOperator(func, make, settings["gears"])
-        return _pyasc.Operator(func, name, settings["device_type"], settings["op_break_level"], dict(settings))
+            return register(GearedOperator(func, make, settings["gears"]))
+        return register(_pyasc.Operator(func, name, settings["device_type"], settings["op_break_level"],
+                                        dict(settings)))
 
     if fn is not None:
         return wrap(fn)

@@ -448,7 +448,9 @@ impl Operator {
             }
         };
         entry.compiled.check_int_bounds(int_arg)?;
-        let opts = RunOptions { record, check_finite: self.config.debug };
+        // Intermediates are kept only for launches that run now, while capture is on.
+        let keep_outputs = self.config.debug && matches!(order, Order::Now) && pyasc_runtime::capture::active();
+        let opts = RunOptions { record, check_finite: self.config.debug, keep_outputs };
         // Python ints computed from the arguments, one 8-byte slot each, after all other inputs.
         let host = entry.compiled.host_values(int_arg)?;
         let mut all = entry.with_extras(inputs)?;

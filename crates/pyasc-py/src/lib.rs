@@ -61,6 +61,8 @@ fn _pyasc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(stream::synchronize, m)?)?;
     m.add_function(wrap_pyfunction!(memory_stats, m)?)?;
     m.add_function(wrap_pyfunction!(empty_cache, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_debug_capture, m)?)?;
+    m.add_function(wrap_pyfunction!(_debug_capture_active, m)?)?;
     m.add_function(wrap_pyfunction!(operands::apply_unary, m)?)?;
     m.add_function(wrap_pyfunction!(operands::apply_binary, m)?)?;
     m.add_function(wrap_pyfunction!(operands::apply_where, m)?)?;
@@ -166,4 +168,16 @@ fn memory_stats(py: Python<'_>) -> PyResult<Py<PyAny>> {
 #[pyfunction]
 fn empty_cache() {
     pyasc_runtime::memory::empty_cache();
+}
+
+/// Switch the keeping of debug operators' intermediate results on or off (`pyasc.debug`).
+#[pyfunction]
+fn _set_debug_capture(on: bool) {
+    pyasc_runtime::capture::set_active(on);
+}
+
+/// Whether debug operators keep their intermediate results now.
+#[pyfunction]
+fn _debug_capture_active() -> bool {
+    pyasc_runtime::capture::active()
 }

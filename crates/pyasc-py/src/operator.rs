@@ -22,7 +22,7 @@ use pyo3::types::{PyDict, PyTuple};
 use std::sync::Arc;
 
 /// A traced, compiled operator (what the `pyasc.operator` decorator returns).
-#[pyclass(module = "pyasc._pyasc", frozen)]
+#[pyclass(module = "pyasc._pyasc", frozen, weakref)]
 pub struct Operator {
     /// Set once the function returned a complex value: calls then run through `pyasc._complex`.
     complex: std::sync::atomic::AtomicBool,
@@ -292,7 +292,34 @@ impl Operator {
         if record {
             log_launches(py, &stats.kernels);
         }
+        if !stats.outputs.is_empty() || stats.error.is_some() {
+            self.hand_over_intermediates(py, parsed, stats)?;
+        }
         Ok(())
+    }
+
+    /// Give the intermediate results a debug run kept to `pyasc.debug` (one tuple per kernel
+    /// output: kernel, op names, source lines, dtype, shape, bytes), then raise the run's error if any.
+    fn hand_over_intermediates(&self, py: Python<'_>, parsed: &Args<'_>, stats: RunStats) -> PyResult<()> {
+        let records = stats
+            .outputs
+            .into_iter()
+            .map(|o| {
+                let locs: Vec<(String, u32)> = o.locs.iter().map(|l| (l.file.to_string(), l.line)).collect();
+                let bytes = pyo3::types::PyBytes::new(py, &o.bytes);
+                (o.kernel, o.op, locs, o.dtype.name(), PyTuple::new(py, o.shape)?, bytes).into_pyobject(py)
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let inputs: Vec<(&str, Vec<usize>)> =
+            parsed.views().iter().map(|v| (v.dtype.name(), v.shape.clone())).collect();
+        let error = stats.error.as_ref().map(|e| e.to_string());
+        let handed =
+            py.import("pyasc.debug").and_then(|m| m.call_method1("_record_run", (self.name(), inputs, records, error)));
+        // The run's own error wins over a failure to keep its results.
+        match (stats.error, handed) {
+            (Some(e), _) => Err(to_py(e)),
+            (None, r) => r.map(|_| ()),
+        }
     }
 
     /// The device of the DeviceArray arguments (the first one's), after checking that the

@@ -59,12 +59,13 @@ fn has_non_finite(v: &InputView) -> bool {
     false
 }
 
-/// Check the outputs of kernel `k` (contiguous, `numel` elements each) for NaN/Inf.
-pub fn check_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8], out_dtypes: &[DType]) -> Result<()> {
-    let n = k.shape.numel();
-    for (p, dt) in outs.iter().zip(out_dtypes) {
-        // SAFETY: kernel outputs are contiguous buffers of the kernel's shape.
-        if let Some((i, v)) = unsafe { first_non_finite(*p, *dt, n) } {
+/// Check the outputs of kernel `k` for NaN/Inf: contiguous buffers, each of its dtype and
+/// element count in `out_decls` (a reduction's output has fewer elements than the kernel's
+/// iteration space).
+pub fn check_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8], out_decls: &[(DType, usize)]) -> Result<()> {
+    for (p, (dt, n)) in outs.iter().zip(out_decls) {
+        // SAFETY: kernel outputs are contiguous buffers of their declared element counts.
+        if let Some((i, v)) = unsafe { first_non_finite(*p, *dt, *n) } {
             let what = if v.is_nan() { "NaN" } else { "an infinity" };
             let ops = k.locs.first().map(|l| l.to_string()).unwrap_or_else(|| "an unknown line".into());
             let inputs = if args.iter().any(|a| has_non_finite(a)) {

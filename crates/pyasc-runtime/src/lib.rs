@@ -1,6 +1,7 @@
 //! pyasc-runtime: executes kernel plans.
 //!
 //! * [`buffer`]: device buffers and the ordering of asynchronous work on them.
+//! * [`capture`]: copies of debug operators' intermediate results.
 //! * [`check`]: the NaN/Inf checks of debug operators.
 //! * [`gemm`]: matrix-product kernels.
 //! * [`pad`]: `np.pad`, concatenate and take kernels.
@@ -23,6 +24,7 @@
 //! * [`stream`]: streams and events, the asynchronous work queues.
 
 pub mod buffer;
+pub mod capture;
 pub mod check;
 pub mod device;
 pub mod fork;

@@ -40,6 +40,11 @@ pub type KernelRecord = Event;
 pub struct RunStats {
     /// One record per kernel, in order.
     pub kernels: Vec<KernelRecord>,
+    /// With [`RunOptions::keep_outputs`]: a copy of every buffer each kernel wrote, in order.
+    pub outputs: Vec<crate::capture::KernelOutput>,
+    /// With [`RunOptions::keep_outputs`]: the error that stopped the run after the outputs
+    /// so far were kept (a failed NaN/Inf check), to be raised by the caller.
+    pub error: Option<IrError>,
 }
 
 #[repr(C, align(64))]
@@ -136,6 +141,9 @@ pub struct RunOptions {
     pub record: bool,
     /// After each kernel, fail on the first NaN or infinity it wrote (`debug=True`).
     pub check_finite: bool,
+    /// After each kernel, copy the buffers it wrote into [`RunStats::outputs`]; a failed
+    /// check then ends the run with [`RunStats::error`] instead of an `Err`.
+    pub keep_outputs: bool,
 }
 
 /// Execute a whole plan. `inputs` are the operator's arguments (in order), `outputs` one
@@ -223,9 +231,36 @@ pub fn execute_plan(
             }
             (None, None) => run_kernel(k, &args, &outs)?,
         };
+        if opts.keep_outputs {
+            let op = crate::capture::op_names(k);
+            for (b, p) in k.outs.iter().zip(&outs) {
+                let decl = &plan.buffers[b.0 as usize];
+                let n = decl.shape.numel() * decl.dtype.size();
+                // SAFETY: every buffer holds its declared shape of its dtype, written by now.
+                let bytes = unsafe { std::slice::from_raw_parts(*p as *const u8, n) }.to_vec();
+                stats.outputs.push(crate::capture::KernelOutput {
+                    kernel: k.name.clone(),
+                    op: op.clone(),
+                    locs: k.locs.clone(),
+                    dtype: decl.dtype,
+                    shape: decl.shape.0.clone(),
+                    bytes,
+                });
+            }
+        }
         if opts.check_finite {
-            let dtypes: Vec<_> = k.outs.iter().map(|b| plan.buffers[b.0 as usize].dtype).collect();
-            crate::check::check_kernel(k, &args, &outs, &dtypes)?;
+            let decls: Vec<_> = k
+                .outs
+                .iter()
+                .map(|b| (plan.buffers[b.0 as usize].dtype, plan.buffers[b.0 as usize].shape.numel()))
+                .collect();
+            match crate::check::check_kernel(k, &args, &outs, &decls) {
+                Err(e) if opts.keep_outputs => {
+                    stats.error = Some(e);
+                    return Ok(stats);
+                }
+                r => r?,
+            }
         }
         if let Some(t) = t {
             let collect = event::enabled();
