@@ -399,6 +399,23 @@ def test_layer_norm_with_affine_parameters_is_one_kernel():
     assert len(op.get_compiled_op(x, w, b).kernels()) == 1
 
 
+@pytest.mark.parametrize("shape, wshape", [((4099, 64), (64,)), ((3000, 1024), (1024,)), ((300, 7, 24), (7, 24)),
+                                           ((6, 2000, 16), (2000, 16)), ((513, 3, 33), (1, 33))])
+def test_row_kernels_read_broadcast_operands_right_in_every_tile(shape, wshape):
+    # Many rows per tile, many tiles per block and a last partial tile: the weight and bias
+    # broadcast over the rows are read once per block where every tile holds whole periods
+    # of them, and gathered per tile where it does not.
+    rng = np.random.default_rng(11)
+    x = rng.uniform(-3, 3, shape).astype(np.float32)
+    w, b = rng.uniform(size=wshape).astype(np.float32), rng.uniform(size=wshape).astype(np.float32)
+    op = pyasc.operator(lambda t, w_, b_: (t - t.mean(-1, keepdims=True)) * w_ + b_)
+    x64 = x.astype(np.float64)
+    np.testing.assert_allclose(op(x, w, b), (x64 - x64.mean(-1, keepdims=True)) * w + b, rtol=1e-5, atol=1e-5)
+    assert len(op.get_compiled_op(x, w, b).kernels()) == 1
+    ln = pyasc.operator(lambda t, w_, b_: pyasc.layer_norm(t, w_, b_))
+    np.testing.assert_allclose(ln(x, w, b), _layer_norm64(x64, w, b, 1e-5, -1), rtol=1e-5, atol=1e-5)
+
+
 def test_softmax_without_reduction_fusion_takes_more_kernels():
     x = np.random.default_rng(4).uniform(-3, 3, (8, 40)).astype(np.float32)
     fused = _kernels(lambda t: pyasc.softmax(t), x)

@@ -333,15 +333,14 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
         ArgMode::Strided(_, dims, st) if dims.len() >= 2 && st[0] == 0 => Some(dims[1..].iter().product::<usize>()),
         _ => None,
     };
+    // Row kernels keep their tile (whole rows): it must already hold whole periods (the
+    // weight row of a layer norm, whose period is the row).
     let mut tile = k.tile_elems;
-    let periodic: Vec<bool> = if k.row_len == 0 {
-        let p = modes.iter().filter_map(period).max().unwrap_or(0);
-        if p > 0 && p <= tile && modes.iter().filter_map(period).all(|q| p % q == 0) {
-            tile = tile / p * p;
-            modes.iter().map(|m| period(m).is_some()).collect()
-        } else {
-            vec![false; modes.len()]
-        }
+    let p = modes.iter().filter_map(period).max().unwrap_or(0);
+    let whole_periods = p > 0 && p <= tile && modes.iter().filter_map(period).all(|q| p.is_multiple_of(q));
+    let periodic: Vec<bool> = if whole_periods && (k.row_len == 0 || tile.is_multiple_of(p)) {
+        tile = tile / p * p;
+        modes.iter().map(|m| period(m).is_some()).collect()
     } else {
         vec![false; modes.len()]
     };
