@@ -94,13 +94,7 @@ fn computed(g: &Graph, x: NodeId) -> Option<IntExpr> {
 /// replaced by a hidden input, and those inputs in order.
 fn hoist(g: &Graph) -> Result<(Graph, Vec<HostInt>)> {
     let live = g.live();
-    let mut out = Graph::new();
-    out.attrs = g.attrs.clone();
-    let mut map: Vec<Option<NodeId>> = vec![None; g.len()];
-    for &i in &g.inputs {
-        let n = g.node(i);
-        map[i.index()] = Some(out.add_input(n.vtype, n.shape.clone()));
-    }
+    let (mut out, mut map) = crate::rewrite::with_inputs(g);
     let mut hosted: Vec<HostInt> = Vec::new();
     // Hidden inputs made so far: (old node, new input).
     let mut made: Vec<(NodeId, NodeId)> = Vec::new();
