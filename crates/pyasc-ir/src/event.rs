@@ -1,5 +1,11 @@
-//! One event stream for everything that takes time: compiler passes, kernel launches, the
-//! blocks a kernel is cut into, and tasks run on streams.
+//! One event stream for everything that takes time: tracing and compiling an operator, its
+//! compiler passes, launches and the kernels they run, the blocks a kernel is cut into, tasks
+//! run on streams, copies, synchronisations and memory-pool allocations and frees.
+//!
+//! Launches, kernels and blocks are tied together by ids ([`next_id`]): a kernel event carries
+//! the counter `launch` (its launch's `id`) and its own `id`; a block event carries `kernel`.
+//! The kernel a thread works for is a thread-local ([`set_kernel`]) that the worker pool hands
+//! to the threads sharing a kernel's blocks.
 //!
 //! Each thread appends to its own buffer (an uncontended lock, never a global one), so the
 //! hot path of a launch stays cheap:
@@ -16,7 +22,7 @@
 use crate::forksafe::Locked;
 use std::borrow::Cow;
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -31,6 +37,20 @@ pub enum EventKind {
     Block,
     /// One task run by a stream's worker (a queued launch, an event mark, a wait).
     Task,
+    /// A launch of an operator by the calling thread (counter `id`; label `operator`).
+    Launch,
+    /// Tracing an operator's Python function into a graph.
+    Trace,
+    /// Compiling a traced graph (the passes nest inside it).
+    Compile,
+    /// A copy between host and device memory or between buffers (counter `bytes`).
+    Copy,
+    /// Waiting for a stream's queued work.
+    Sync,
+    /// A memory-pool allocation (counters `bytes`, `reused`).
+    Alloc,
+    /// A memory-pool block given back (counter `bytes`).
+    Free,
 }
 
 impl EventKind {
@@ -41,6 +61,13 @@ impl EventKind {
             EventKind::Kernel => "kernel",
             EventKind::Block => "block",
             EventKind::Task => "task",
+            EventKind::Launch => "launch",
+            EventKind::Trace => "trace",
+            EventKind::Compile => "compile",
+            EventKind::Copy => "copy",
+            EventKind::Sync => "sync",
+            EventKind::Alloc => "alloc",
+            EventKind::Free => "free",
         }
     }
 }
@@ -64,6 +91,8 @@ pub struct Event {
     pub counters: Vec<(&'static str, u64)>,
     /// Free-form remarks (a pass's decisions).
     pub notes: Vec<String>,
+    /// Named text values (a launch's operator, a kernel's op types, shapes and dtypes).
+    pub labels: Vec<(&'static str, String)>,
 }
 
 impl Event {
@@ -79,7 +108,19 @@ impl Event {
             stream: current_stream(),
             counters: Vec::new(),
             notes: Vec::new(),
+            labels: Vec::new(),
         }
+    }
+
+    /// Add a text label.
+    pub fn label(mut self, key: &'static str, value: impl Into<String>) -> Self {
+        self.labels.push((key, value.into()));
+        self
+    }
+
+    /// The label named `key`, if any.
+    pub fn label_of(&self, key: &str) -> Option<&str> {
+        self.labels.iter().find(|(k, _)| *k == key).map(|(_, v)| v.as_str())
     }
 
     /// Add a counter.
@@ -117,6 +158,45 @@ pub fn nanos(t: Instant) -> u64 {
 thread_local! {
     static THREAD: Cell<u32> = const { Cell::new(0) };
     static STREAM: Cell<Option<u64>> = const { Cell::new(None) };
+    static KERNEL: Cell<u64> = const { Cell::new(0) };
+}
+
+/// A fresh id for a launch or a kernel (never 0, which stands for none).
+pub fn next_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Set the kernel the calling thread's blocks belong to (0: none); returns the previous one.
+#[inline]
+pub fn set_kernel(id: u64) -> u64 {
+    KERNEL.with(|k| k.replace(id))
+}
+
+/// While alive, the calling thread's blocks belong to a kernel ([`KernelScope::enter`]); the
+/// previous kernel is restored on drop, also when the kernel fails.
+#[derive(Debug)]
+pub struct KernelScope {
+    outer: u64,
+}
+
+impl KernelScope {
+    /// Attribute the calling thread's blocks to kernel `id` until the scope is dropped.
+    pub fn enter(id: u64) -> KernelScope {
+        KernelScope { outer: set_kernel(id) }
+    }
+}
+
+impl Drop for KernelScope {
+    fn drop(&mut self) {
+        set_kernel(self.outer);
+    }
+}
+
+/// The kernel the calling thread's blocks belong to (0: none).
+#[inline]
+pub fn current_kernel() -> u64 {
+    KERNEL.with(|k| k.get())
 }
 
 /// The calling thread's number (1, 2, ... in order of first use).
@@ -253,6 +333,13 @@ fn with_local(f: impl FnOnce(&mut ThreadBuf)) {
 }
 
 static COLLECTORS: AtomicUsize = AtomicUsize::new(0);
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// Counts collections started so far (1 during the first): lets a recorder describe something
+/// once per collection.
+pub fn generation() -> u64 {
+    GENERATION.load(Ordering::Relaxed)
+}
 
 /// True while someone collects events (one relaxed load: cheap enough for every launch).
 #[inline]
@@ -268,14 +355,15 @@ pub fn record(event: Event) {
 }
 
 /// Record that the calling thread ran a block of a kernel from `start` to `end` (always kept
-/// for the utilization monitor; kept as an event while someone collects).
+/// for the utilization monitor; kept as an event, with the counter `kernel` naming the kernel
+/// of [`set_kernel`], while someone collects).
 pub fn record_block(start: Instant, end: Instant) {
     let (s, e) = (nanos(start), nanos(end));
     let collect = enabled();
     with_local(|b| {
         b.busy.push(s, e);
         if collect {
-            b.events.push(Event::new(EventKind::Block, "block", start, end));
+            b.events.push(Event::new(EventKind::Block, "block", start, end).with("kernel", current_kernel()));
         }
     });
 }
@@ -299,13 +387,14 @@ pub fn busy_percent(window: Duration, cores: usize) -> f64 {
     (100.0 * busy / capacity).clamp(0.0, 100.0)
 }
 
-/// Take every event recorded so far on all threads, ordered by start.
+/// Take every event recorded so far on all threads, ordered by start (then thread; of two
+/// events of one thread starting together, the enclosing one first).
 pub fn drain() -> Vec<Event> {
     let mut all = Vec::new();
     for b in registry().iter() {
         all.append(&mut lock(b).events);
     }
-    all.sort_by_key(|e| (e.start, e.thread));
+    all.sort_by_key(|e| (e.start, e.thread, std::cmp::Reverse(e.end)));
     all
 }
 
@@ -318,6 +407,7 @@ pub struct Collector {
 impl Collector {
     /// Start recording (collectors nest; events are kept while any is alive).
     pub fn start() -> Collector {
+        GENERATION.fetch_add(1, Ordering::Relaxed);
         COLLECTORS.fetch_add(1, Ordering::Relaxed);
         Collector { active: true }
     }
@@ -368,6 +458,35 @@ mod tests {
         assert_eq!(fold.thread, thread_id());
         assert!(fold.start <= fold.end);
         assert_eq!(mine.iter().find(|e| e.name == "k").unwrap().thread, other);
+    }
+
+    #[test]
+    fn enclosing_events_come_first_and_blocks_name_their_kernel() {
+        let c = Collector::start();
+        let outer = Instant::now();
+        let kid = next_id();
+        {
+            let _scope = KernelScope::enter(kid);
+            record_block(outer, Instant::now());
+            let inner = std::thread::spawn(move || {
+                let _scope = KernelScope::enter(kid);
+                let t = Instant::now();
+                record_block(t, Instant::now());
+            });
+            inner.join().unwrap();
+        }
+        assert_eq!(current_kernel(), 0, "the scope restores the outer kernel");
+        record(Event::new(EventKind::Kernel, "nest_k", outer, Instant::now()).with("id", kid));
+        let got = c.finish();
+        let blocks: Vec<_> = got.iter().filter(|e| e.kind == EventKind::Block && e.counter("kernel") == kid).collect();
+        assert_eq!(blocks.len(), 2, "{got:?}");
+        assert_ne!(blocks[0].thread, blocks[1].thread);
+        let k = got.iter().position(|e| e.name == "nest_k").unwrap();
+        let b = got
+            .iter()
+            .position(|e| e.kind == EventKind::Block && e.thread == thread_id() && e.counter("kernel") == kid);
+        assert!(k < b.unwrap(), "the kernel encloses its block and starts with it: listed first");
+        assert!(generation() >= 1 && next_id() > kid);
     }
 
     #[test]
