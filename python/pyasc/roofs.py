@@ -20,6 +20,10 @@ from . import _env, _pyasc
 __all__ = ["peaks", "peaks_path", "bound", "render"]
 
 
+#: Roofs already read or measured by this process, by cache path: (key, roofs).
+_MEMO: Dict[str, Any] = {}
+
+
 def _cpu_model() -> str:
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
@@ -53,11 +57,16 @@ def peaks(refresh: bool = False) -> Dict[str, Any]:
     """
     path = peaks_path()
     key = _key()
+    memo = _MEMO.get(str(path))
+    if not refresh and memo is not None and memo[0] == key:
+        return dict(memo[1])
     if not refresh:
         try:
             saved = json.loads(path.read_text(encoding="utf-8"))
             if saved.get("key") == key:
-                return dict(saved["peaks"], cached=True, path=str(path))
+                found = dict(saved["peaks"], cached=True, path=str(path))
+                _MEMO[str(path)] = (key, found)
+                return dict(found)
         except (OSError, ValueError, KeyError, TypeError):
             pass
     measured = dict(_pyasc.measure_peaks())
@@ -68,6 +77,7 @@ def peaks(refresh: bool = False) -> Dict[str, Any]:
         tmp.replace(path)
     except OSError:
         pass
+    _MEMO[str(path)] = (key, dict(measured, cached=True, path=str(path)))
     return dict(measured, cached=False, path=str(path))
 
 
