@@ -44,20 +44,36 @@
   D.kernels.forEach((k) => { tMax = Math.max(tMax, k.start + k.dur); });
   D.tasks.forEach((t) => { tMax = Math.max(tMax, t.start + t.dur); });
   tMax = tMax > 0 ? tMax * 1.02 : 1;
-  const W = Math.max(900, Math.min(1400, window.innerWidth - 60)), LABEL = 130, LANE = 22, TOP = 24;
-  const H = TOP + lanes.length * LANE + 8;
+  // Host events nest (a compile holds its passes, a launch its allocations): one row per depth.
+  const depthOf = new Map();
+  const open = {};
+  D.host.forEach((h) => {
+    const stack = (open[h.thread] ||= []);
+    while (stack.length && stack[stack.length - 1] <= h.start) stack.pop();
+    depthOf.set(h, stack.length);
+    stack.push(h.start + h.dur);
+    const lane = lanes[laneOf["h" + h.thread]];
+    lane.rows = Math.max(lane.rows || 1, stack.length);
+  });
+  const W = Math.max(900, Math.min(1400, window.innerWidth - 60)), LABEL = 130, LANE = 22, ROW = 14, TOP = 24;
+  const laneY = [];
+  let yAt = TOP;
+  lanes.forEach((l) => { laneY.push(yAt); yAt += l.rows > 1 ? 6 + l.rows * ROW : LANE; });
+  const H = yAt + 8;
   const svg = el("svg", { width: W, height: H, id: "timeline-svg" }, document.getElementById("timeline"));
   const axis = el("g", { class: "axis" }, svg);
   lanes.forEach((l, i) => {
-    el("line", { x1: 0, x2: W, y1: TOP + i * LANE, y2: TOP + i * LANE, class: "grid" }, svg);
-    const t = el("text", { x: 4, y: TOP + i * LANE + 15, class: "lane-label" }, svg);
+    el("line", { x1: 0, x2: W, y1: laneY[i], y2: laneY[i], class: "grid" }, svg);
+    const t = el("text", { x: 4, y: laneY[i] + 15, class: "lane-label" }, svg);
     t.textContent = l.label;
   });
   el("clipPath", { id: "plot-clip" }, svg).appendChild(el("rect", { x: LABEL, y: 0, width: W - LABEL, height: H }));
   const plot = el("g", { "clip-path": "url(#plot-clip)" }, svg);
   const items = [];
-  const add = (laneKey, start, dur, cls, fill, text, data) => {
-    const r = el("rect", { y: TOP + laneOf[laneKey] * LANE + 3, height: LANE - 6, class: cls, fill }, plot);
+  const add = (laneKey, start, dur, cls, fill, text, data, depth) => {
+    const lane = laneOf[laneKey];
+    const box = lanes[lane].rows > 1 ? { y: laneY[lane] + 3 + (depth || 0) * ROW, height: ROW - 2 } : { y: laneY[lane] + 3, height: LANE - 6 };
+    const r = el("rect", { y: box.y, height: box.height, class: cls, fill }, plot);
     for (const k in data || {}) r.dataset[k] = data[k];
     r.addEventListener("mousemove", (ev) => showTip(ev, text));
     r.addEventListener("mouseleave", hideTip);
@@ -65,7 +81,7 @@
   };
   D.tasks.forEach((t) => add("s" + t.stream, t.start, t.dur, "task", "#ccd", `task ${t.name}: ${fmtUs(t.dur)}`));
   D.host.forEach((h) => add("h" + h.thread, h.start, h.dur, "host " + h.kind, hostColor[h.kind] || "#ccc",
-    `${h.kind} ${h.name}: ${fmtUs(h.dur)}` + (h.bytes ? `, ${h.bytes} bytes` : "")));
+    `${h.kind} ${h.name}: ${fmtUs(h.dur)}` + (h.bytes ? `, ${h.bytes} bytes` : ""), {}, depthOf.get(h)));
   D.kernels.forEach((k) => {
     k.blocks.forEach((b, i) => add("c" + b[0], b[1], b[2] - b[1], "block", color(k.operator),
       `block ${i} of ${k.kernel}: ${fmtUs(b[2] - b[1])}`, { kernel: k.id }));
@@ -84,7 +100,7 @@
     D.kernels.forEach((k) => {
       const from = laneOf["h" + k.launchThread], to = laneOf["s" + k.stream];
       if (from === undefined || to === undefined) return;
-      el("line", { x1: x(k.launchAt), y1: TOP + from * LANE + LANE - 3, x2: x(k.start), y2: TOP + to * LANE + 3,
+      el("line", { x1: x(k.launchAt), y1: laneY[from] + 12, x2: x(k.start), y2: laneY[to] + 3,
         stroke: "#c33", "stroke-width": 0.8, class: "flow" }, flows);
     });
     axis.textContent = "";
@@ -93,7 +109,7 @@
     const nice = [1, 2, 5, 10].map((m) => m * step).find((s) => span / s <= 10) || step * 10;
     for (let t = Math.ceil(view[0] / nice) * nice; t <= view[1]; t += nice) {
       el("line", { x1: x(t), x2: x(t), y1: TOP - 4, y2: H, class: "grid" }, axis);
-      el("text", { x: x(t) + 2, y: TOP - 8 }, axis).textContent = fmtUs(t);
+      if (x(t) < W - 60) el("text", { x: x(t) + 2, y: TOP - 8 }, axis).textContent = fmtUs(t);
     }
   };
   draw();
