@@ -7,8 +7,9 @@
 //! The kernel a thread works for is a thread-local ([`set_kernel`]) that the worker pool hands
 //! to the threads sharing a kernel's blocks.
 //!
-//! Each thread appends to its own buffer (an uncontended lock, never a global one), so the
-//! hot path of a launch stays cheap:
+//! Each thread appends to its own buffers without taking a lock (a lock-free FIFO per thread
+//! that [`drain`] empties from the collecting thread, and a ring of atomics), so the hot path of
+//! a launch stays cheap:
 //!
 //! * Kernel, pass and task events are kept only while someone collects
 //!   ([`Collector::start`]); otherwise recording is one relaxed atomic load ([`enabled`]).
@@ -20,9 +21,10 @@
 //! order on one clock.
 
 use crate::forksafe::Locked;
+use crossbeam_deque::{Steal, Stealer, Worker};
 use std::borrow::Cow;
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -223,29 +225,41 @@ pub fn current_stream() -> Option<u64> {
 /// How many block intervals each thread's ring keeps.
 pub const RING_CAPACITY: usize = 8192;
 
-/// A fixed-capacity ring of busy intervals, in nanoseconds since the epoch.
+/// A fixed-capacity ring of busy intervals, in nanoseconds since the epoch, written by one
+/// thread (its owner) without locks and read by any: a reader racing a write may see one slot
+/// half-updated, which moves a utilization estimate by at most one block.
 #[derive(Debug)]
 pub struct BusyRing {
-    intervals: Vec<(u64, u64)>,
-    next: usize,
-    capacity: usize,
+    starts: Box<[AtomicU64]>,
+    ends: Box<[AtomicU64]>,
+    /// Intervals pushed so far (the next slot is `pushed % capacity`).
+    pushed: AtomicUsize,
 }
 
 impl BusyRing {
     /// An empty ring holding at most `capacity` intervals (at least one).
     pub fn new(capacity: usize) -> Self {
-        BusyRing { intervals: Vec::new(), next: 0, capacity: capacity.max(1) }
+        let slots = || (0..capacity.max(1)).map(|_| AtomicU64::new(0)).collect::<Box<[_]>>();
+        BusyRing { starts: slots(), ends: slots(), pushed: AtomicUsize::new(0) }
     }
 
-    /// Add the interval `[start, end)`, replacing the oldest one when full.
-    pub fn push(&mut self, start: u64, end: u64) {
-        let iv = (start, end.max(start));
-        if self.intervals.len() < self.capacity {
-            self.intervals.push(iv);
-        } else {
-            self.intervals[self.next] = iv;
-        }
-        self.next = (self.next + 1) % self.capacity;
+    fn capacity(&self) -> usize {
+        self.starts.len()
+    }
+
+    /// Add the interval `[start, end)`, replacing the oldest one when full. Only the ring's
+    /// owner pushes.
+    pub fn push(&self, start: u64, end: u64) {
+        let n = self.pushed.load(Ordering::Relaxed);
+        let slot = n % self.capacity();
+        self.starts[slot].store(start, Ordering::Relaxed);
+        self.ends[slot].store(end.max(start), Ordering::Relaxed);
+        self.pushed.store(n + 1, Ordering::Release);
+    }
+
+    fn intervals(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        let n = self.len();
+        (0..n).map(|i| (self.starts[i].load(Ordering::Relaxed), self.ends[i].load(Ordering::Relaxed)))
     }
 
     /// Busy nanoseconds inside `[from, to)`: the sum of every interval's overlap with it (blocks on
@@ -254,9 +268,9 @@ impl BusyRing {
         if to <= from {
             return 0.0;
         }
-        let busy: u64 = self.intervals.iter().map(|&(s, e)| e.min(to).saturating_sub(s.max(from))).sum();
-        let full = self.intervals.len() == self.capacity;
-        let oldest = self.intervals.iter().map(|iv| iv.0).min().unwrap_or(from);
+        let busy: u64 = self.intervals().map(|(s, e)| e.min(to).saturating_sub(s.max(from))).sum();
+        let full = self.len() == self.capacity();
+        let oldest = self.intervals().map(|iv| iv.0).min().unwrap_or(from);
         if full && oldest > from && oldest < to {
             // Intervals older than `oldest` were overwritten: extrapolate from the span still covered.
             busy as f64 * (to - from) as f64 / (to - oldest) as f64
@@ -267,45 +281,52 @@ impl BusyRing {
 
     /// Number of intervals held.
     pub fn len(&self) -> usize {
-        self.intervals.len()
+        self.pushed.load(Ordering::Acquire).min(self.capacity())
     }
 
     /// True when no interval was pushed.
     pub fn is_empty(&self) -> bool {
-        self.intervals.is_empty()
+        self.len() == 0
     }
 
     /// End of the latest interval (0 when empty).
     fn latest(&self) -> u64 {
-        self.intervals.iter().map(|iv| iv.1).max().unwrap_or(0)
+        self.intervals().map(|iv| iv.1).max().unwrap_or(0)
     }
 }
 
-/// One thread's buffer.
+/// One thread's buffer as every thread sees it: its busy ring, the far end of its event queue
+/// (events are taken from it by [`drain`]) and whether the thread has exited.
 struct ThreadBuf {
-    events: Vec<Event>,
     busy: BusyRing,
+    events: Stealer<Event>,
     /// Set when the thread has exited (the buffer is dropped once drained and stale).
-    dead: bool,
+    dead: AtomicBool,
 }
 
-type Shared = Arc<Mutex<ThreadBuf>>;
-
-fn lock(b: &Shared) -> Locked<'_, ThreadBuf> {
-    crate::forksafe::lock(b)
+impl ThreadBuf {
+    fn forgettable(&self, before: u64) -> bool {
+        self.dead.load(Ordering::Relaxed) && self.events.is_empty() && self.busy.latest() < before
+    }
 }
+
+type Shared = Arc<ThreadBuf>;
 
 fn registry() -> Locked<'static, Vec<Shared>> {
     static REGISTRY: OnceLock<Mutex<Vec<Shared>>> = OnceLock::new();
     crate::forksafe::lock(REGISTRY.get_or_init(|| Mutex::new(Vec::new())))
 }
 
-/// The calling thread's handle on its buffer; marks the buffer dead when the thread exits.
-struct Local(Shared);
+/// The calling thread's own ends: its shared buffer and the near end of its event queue (a
+/// lock-free FIFO only this thread pushes to); marks the buffer dead when the thread exits.
+struct Local {
+    shared: Shared,
+    events: Worker<Event>,
+}
 
 impl Drop for Local {
     fn drop(&mut self) {
-        lock(&self.0).dead = true;
+        self.shared.dead.store(true, Ordering::Relaxed);
     }
 }
 
@@ -314,22 +335,24 @@ const STALE_NANOS: u64 = 60_000_000_000;
 
 thread_local! {
     static LOCAL: Local = {
-        let buf = Arc::new(Mutex::new(ThreadBuf { events: Vec::new(), busy: BusyRing::new(RING_CAPACITY), dead: false }));
+        let events = Worker::new_fifo();
+        let shared = Arc::new(ThreadBuf {
+            busy: BusyRing::new(RING_CAPACITY),
+            events: events.stealer(),
+            dead: AtomicBool::new(false),
+        });
         let now = nanos(Instant::now());
         let mut reg = registry();
         // A new thread is rare: the moment to forget threads long gone.
-        reg.retain(|b| {
-            let b = lock(b);
-            !(b.dead && b.events.is_empty() && b.busy.latest() + STALE_NANOS < now)
-        });
-        reg.push(buf.clone());
-        Local(buf)
+        reg.retain(|b| !b.forgettable(now.saturating_sub(STALE_NANOS)));
+        reg.push(shared.clone());
+        Local { shared, events }
     };
 }
 
-fn with_local(f: impl FnOnce(&mut ThreadBuf)) {
+fn with_local(f: impl FnOnce(&Local)) {
     // During thread teardown the buffer may be gone already: the record is dropped.
-    let _ = LOCAL.try_with(|l| f(&mut lock(&l.0)));
+    let _ = LOCAL.try_with(f);
 }
 
 static COLLECTORS: AtomicUsize = AtomicUsize::new(0);
@@ -347,10 +370,10 @@ pub fn enabled() -> bool {
     COLLECTORS.load(Ordering::Relaxed) > 0
 }
 
-/// Keep `event` in the calling thread's buffer if someone collects.
+/// Keep `event` in the calling thread's queue if someone collects (no lock is taken).
 pub fn record(event: Event) {
     if enabled() {
-        with_local(|b| b.events.push(event));
+        with_local(|l| l.events.push(event));
     }
 }
 
@@ -360,10 +383,10 @@ pub fn record(event: Event) {
 pub fn record_block(start: Instant, end: Instant) {
     let (s, e) = (nanos(start), nanos(end));
     let collect = enabled();
-    with_local(|b| {
-        b.busy.push(s, e);
+    with_local(|l| {
+        l.shared.busy.push(s, e);
         if collect {
-            b.events.push(Event::new(EventKind::Block, "block", start, end).with("kernel", current_kernel()));
+            l.events.push(Event::new(EventKind::Block, "block", start, end).with("kernel", current_kernel()));
         }
     });
 }
@@ -380,9 +403,8 @@ pub fn busy_percent(window: Duration, cores: usize) -> f64 {
     let mut reg = registry();
     let mut busy = 0.0;
     reg.retain(|b| {
-        let b = lock(b);
         busy += b.busy.busy_in(from, to);
-        !(b.dead && b.events.is_empty() && b.busy.latest() < from)
+        !b.forgettable(from)
     });
     (100.0 * busy / capacity).clamp(0.0, 100.0)
 }
@@ -392,7 +414,13 @@ pub fn busy_percent(window: Duration, cores: usize) -> f64 {
 pub fn drain() -> Vec<Event> {
     let mut all = Vec::new();
     for b in registry().iter() {
-        all.append(&mut lock(b).events);
+        loop {
+            match b.events.steal() {
+                Steal::Success(e) => all.push(e),
+                Steal::Empty => break,
+                Steal::Retry => {}
+            }
+        }
     }
     all.sort_by_key(|e| (e.start, e.thread, std::cmp::Reverse(e.end)));
     all
@@ -502,7 +530,7 @@ mod tests {
 
     #[test]
     fn ring_wraps_and_extrapolates() {
-        let mut r = BusyRing::new(2);
+        let r = BusyRing::new(2);
         r.push(0, 10);
         r.push(10, 20);
         r.push(20, 30);
