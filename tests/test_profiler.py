@@ -16,6 +16,21 @@ MSPROF_COLUMNS = ["Op Name", "OP Type", "Task Type", "Stream ID", "Task Start Ti
                   "Output Data Types"]
 
 
+def _assert_tracks_nest(events):
+    """Slices of one track must nest: Perfetto draws overlapping ones wrongly."""
+    tracks = {}
+    for e in events:
+        if e["ph"] == "X":
+            tracks.setdefault((e["pid"], e["tid"]), []).append(e)
+    for slices in tracks.values():
+        stack = []
+        for e in sorted(slices, key=lambda e: (e["ts"], -e["dur"])):
+            while stack and stack[-1] <= e["ts"] + 1e-3:
+                stack.pop()
+            assert not stack or e["ts"] + e["dur"] <= stack[-1] + 1e-3, e
+            stack.append(e["ts"] + e["dur"])
+
+
 def _within(inner, outer):
     return outer["start_ns"] <= inner["start_ns"] <= inner["end_ns"] <= outer["end_ns"]
 
@@ -95,6 +110,10 @@ def test_launches_from_several_threads_keep_their_threads():
     for k in kernels:
         launch = by_id[k["counters"]["launch"]]
         assert k["thread"] == launch["thread"] and _within(k, launch) and k["stream"] is None
+    trace = p.chrome_trace()["traceEvents"]
+    tracks = {e["tid"] for e in trace if e.get("cat") == "kernel" and e["name"].startswith("pr_thr")}
+    assert len(tracks) == 3
+    _assert_tracks_nest(trace)
 
 
 def test_streams_record_their_kernels_tasks_copies_and_syncs():
@@ -216,7 +235,9 @@ def test_chrome_trace_has_perfetto_fields_and_every_launch_once(tmp_path):
             assert {"ts", "dur", "tid", "cat"} <= set(e) and e["dur"] >= 0 and e["ts"] >= 0
     kernels = [e for e in events if e["ph"] == "X" and e["cat"] == "kernel" and e["name"].startswith("pr_trace")]
     assert len(kernels) == 2 and len({e["args"]["id"] for e in kernels}) == 2
-    assert sorted(e["tid"] for e in kernels) == [0, s.id]
+    sync_track = [e["tid"] for e in kernels if e["args"].get("stream") is None]
+    assert len(sync_track) == 1 and sorted(e["tid"] for e in kernels) == sorted(sync_track + [s.id])
+    _assert_tracks_nest(events)
     launches = [e for e in events if e["ph"] == "X" and e["cat"] == "launch" and e["name"] == "pr_trace"]
     assert len(launches) == 2
     for k in kernels:
@@ -227,5 +248,6 @@ def test_chrome_trace_has_perfetto_fields_and_every_launch_once(tmp_path):
     names = {(e["pid"], e.get("tid")): e["args"]["name"] for e in events
              if e["ph"] == "M" and e["name"] == "thread_name"}
     assert f"stream {s.id}" in names.values() and any(n.startswith("core") for n in names.values())
+    assert any(n.startswith("stream 0 (synchronous, thread") for n in names.values())
     blocks = [e for e in events if e["ph"] == "X" and e["cat"] == "block" and e["name"].startswith("pr_trace")]
     assert blocks and all(("core" in names[(e["pid"], e["tid"])]) for e in blocks)

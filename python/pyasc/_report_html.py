@@ -28,6 +28,7 @@ def report_data(prof: Any) -> Dict[str, Any]:
     for r in prof.records():
         kernels.append({
             "id": r["id"], "operator": r["operator"], "kernel": r["kernel"], "ops": r["ops"], "stream": r["stream"],
+            "thread": r["thread"],
             "start": round(r["start_us"] - t0 / 1e3, 3), "dur": round(r["duration_us"], 3),
             "launchThread": r["launch_thread"], "launchAt": round(r["launch_us"] - t0 / 1e3, 3),
             "blocks": [[b[0], round(b[1] - t0 / 1e3, 3), round(b[2] - t0 / 1e3, 3)] for b in r["blocks"]],

@@ -3,7 +3,7 @@
 Three processes group the tracks: ``host threads`` (one track per Python or stream thread:
 tracing, compiles and their passes, launches, copies, synchronisations, pool allocations),
 ``cores`` (one track per worker thread: the blocks it ran, named by kernel) and ``streams`` (one
-track per stream, stream 0 being synchronous launches: the kernels and stream tasks). A flow
+track per stream, and one per thread for its synchronous launches: the kernels and stream tasks). A flow
 arrow leads from each launch to each kernel it ran. Times are microseconds from the first event.
 """
 
@@ -13,6 +13,15 @@ from typing import Any, Dict, List
 
 HOST, CORES, STREAMS = 1, 2, 3
 _HOST_KINDS = {"trace", "compile", "pass", "launch", "copy", "sync", "alloc", "free"}
+
+
+#: Track ids of synchronous launches start here (one track per launching thread, so kernels run
+#: at once by different threads never overlap on one track); streams keep their own ids.
+SYNC_TRACK = 1 << 20
+
+
+def _stream_track(e: Dict[str, Any]) -> int:
+    return e["stream"] if e["stream"] is not None else SYNC_TRACK + e["thread"]
 
 
 def _meta(pid: int, tid: Any, what: str, name: str) -> Dict[str, Any]:
@@ -55,7 +64,7 @@ def chrome_trace(prof: Any) -> Dict[str, Any]:
             name = kernel_names.get(e["counters"].get("kernel"), "block")
             cores.add(tid)
         elif kind in ("kernel", "task"):
-            pid, tid = STREAMS, e["stream"] or 0
+            pid, tid = STREAMS, _stream_track(e)
             streams.add(tid)
         else:
             pid, tid = HOST, e["thread"]
@@ -74,12 +83,13 @@ def chrome_trace(prof: Any) -> Dict[str, Any]:
         out.append({"name": "launch", "cat": "flow", "ph": "s", "id": fid, "pid": HOST, "tid": launch["thread"],
                     "ts": us(launch["start_ns"])})
         out.append({"name": "launch", "cat": "flow", "ph": "f", "bp": "e", "id": fid, "pid": STREAMS,
-                    "tid": e["stream"] or 0, "ts": us(e["start_ns"])})
+                    "tid": _stream_track(e), "ts": us(e["start_ns"])})
     for t in sorted(host_threads):
         out.append(_meta(HOST, t, "thread_name", f"thread {t}"))
     for t in sorted(cores):
         out.append(_meta(CORES, t, "thread_name", f"core (thread {t})"))
     for s in sorted(streams):
-        out.append(_meta(STREAMS, s, "thread_name", "stream 0 (synchronous)" if s == 0 else f"stream {s}"))
+        name = f"stream 0 (synchronous, thread {s - SYNC_TRACK})" if s >= SYNC_TRACK else f"stream {s}"
+        out.append(_meta(STREAMS, s, "thread_name", name))
     return {"traceEvents": out, "displayTimeUnit": "ns",
             "otherData": {"producer": "pyasc", "epoch_ns": t0}}

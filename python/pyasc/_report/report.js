@@ -35,8 +35,12 @@
   const laneOf = {};
   const addLane = (key, label, group) => { if (!(key in laneOf)) { laneOf[key] = lanes.length; lanes.push({ key, label, group }); } };
   [...new Set(D.host.map((h) => h.thread))].sort((a, b) => a - b).forEach((t) => addLane("h" + t, "thread " + t, "host"));
-  [...new Set(D.kernels.map((k) => k.stream).concat(D.tasks.map((t) => t.stream)))].sort((a, b) => a - b)
-    .forEach((s) => addLane("s" + s, s === 0 ? "stream 0 (sync)" : "stream " + s, "stream"));
+  // Synchronous launches (stream 0) get a lane per launching thread, so they never overlap.
+  const streamKey = (k) => (k.stream === 0 ? "s0t" + k.thread : "s" + k.stream);
+  [...new Set(D.kernels.filter((k) => k.stream === 0).map((k) => k.thread))].sort((a, b) => a - b)
+    .forEach((t) => addLane("s0t" + t, "stream 0 (sync, t" + t + ")", "stream"));
+  [...new Set(D.kernels.map((k) => k.stream).concat(D.tasks.map((t) => t.stream)).filter((s) => s !== 0))]
+    .sort((a, b) => a - b).forEach((s) => addLane("s" + s, "stream " + s, "stream"));
   [...new Set(D.kernels.flatMap((k) => k.blocks.map((b) => b[0])))].sort((a, b) => a - b)
     .forEach((c) => addLane("c" + c, "core (thread " + c + ")", "core"));
   let tMax = 0;
@@ -85,7 +89,7 @@
   D.kernels.forEach((k) => {
     k.blocks.forEach((b, i) => add("c" + b[0], b[1], b[2] - b[1], "block", color(k.operator),
       `block ${i} of ${k.kernel}: ${fmtUs(b[2] - b[1])}`, { kernel: k.id }));
-    add("s" + k.stream, k.start, k.dur, "kernel", color(k.operator), kernelText(k), { id: k.id, kernel: k.kernel });
+    add(streamKey(k), k.start, k.dur, "kernel", color(k.operator), kernelText(k), { id: k.id, kernel: k.kernel });
   });
   const flows = el("g", {}, plot);
   let view = [0, tMax];
@@ -98,7 +102,7 @@
     });
     flows.textContent = "";
     D.kernels.forEach((k) => {
-      const from = laneOf["h" + k.launchThread], to = laneOf["s" + k.stream];
+      const from = laneOf["h" + k.launchThread], to = laneOf[streamKey(k)];
       if (from === undefined || to === undefined) return;
       el("line", { x1: x(k.launchAt), y1: laneY[from] + 12, x2: x(k.start), y2: laneY[to] + 3,
         stroke: "#c33", "stroke-width": 0.8, class: "flow" }, flows);
