@@ -251,3 +251,17 @@ def test_chrome_trace_has_perfetto_fields_and_every_launch_once(tmp_path):
     assert any(n.startswith("stream 0 (synchronous, thread") for n in names.values())
     blocks = [e for e in events if e["ph"] == "X" and e["cat"] == "block" and e["name"].startswith("pr_trace")]
     assert blocks and all(("core" in names[(e["pid"], e["tid"])]) for e in blocks)
+
+
+def test_nested_profiles_each_see_what_ran_inside_them():
+    op = pyasc.operator(lambda v: v * 4.0, kernel_name="pr_nest")
+    x = np.ones(1000, np.float32)
+    op(x)
+    with pyasc.profile() as outer:
+        op(x)
+        with pyasc.profile() as inner:
+            op(x)
+        op(x)
+    inner_ids = [k["counters"]["id"] for k in inner.kernels() if k["name"].startswith("pr_nest")]
+    outer_ids = [k["counters"]["id"] for k in outer.kernels() if k["name"].startswith("pr_nest")]
+    assert len(inner_ids) == 1 and len(outer_ids) == 3 and inner_ids[0] == outer_ids[1]

@@ -95,6 +95,9 @@ pub struct Event {
     pub notes: Vec<String>,
     /// Named text values (a launch's operator, a kernel's op types, shapes and dtypes).
     pub labels: Vec<(&'static str, String)>,
+    /// The latest collection started when it was recorded ([`generation`]; 0 until recorded):
+    /// a collector takes the events of its own collection and later ones.
+    pub collection: u64,
 }
 
 impl Event {
@@ -111,6 +114,7 @@ impl Event {
             counters: Vec::new(),
             notes: Vec::new(),
             labels: Vec::new(),
+            collection: 0,
         }
     }
 
@@ -371,8 +375,9 @@ pub fn enabled() -> bool {
 }
 
 /// Keep `event` in the calling thread's queue if someone collects (no lock is taken).
-pub fn record(event: Event) {
+pub fn record(mut event: Event) {
     if enabled() {
+        event.collection = generation();
         with_local(|l| l.events.push(event));
     }
 }
@@ -386,7 +391,9 @@ pub fn record_block(start: Instant, end: Instant) {
     with_local(|l| {
         l.shared.busy.push(s, e);
         if collect {
-            l.events.push(Event::new(EventKind::Block, "block", start, end).with("kernel", current_kernel()));
+            let mut ev = Event::new(EventKind::Block, "block", start, end).with("kernel", current_kernel());
+            ev.collection = generation();
+            l.events.push(ev);
         }
     });
 }
@@ -426,28 +433,49 @@ pub fn drain() -> Vec<Event> {
     all
 }
 
-/// While alive, events are recorded; [`Collector::finish`] takes them.
+/// Events drained from the threads' queues that a collector still alive may want.
+static ARCHIVE: Mutex<Vec<Event>> = Mutex::new(Vec::new());
+/// The collections ([`generation`]) of the collectors alive.
+static LIVE: Mutex<Vec<u64>> = Mutex::new(Vec::new());
+
+/// While alive, events are recorded; [`Collector::finish`] takes them. Collectors nest: each
+/// gets every event recorded while it was alive, also those an inner one took.
 #[derive(Debug)]
 pub struct Collector {
     active: bool,
+    generation: u64,
 }
 
 impl Collector {
-    /// Start recording (collectors nest; events are kept while any is alive).
+    /// Start recording (events are kept while any collector is alive).
     pub fn start() -> Collector {
-        GENERATION.fetch_add(1, Ordering::Relaxed);
+        let generation = GENERATION.fetch_add(1, Ordering::Relaxed) + 1;
+        crate::forksafe::lock(&LIVE).push(generation);
         COLLECTORS.fetch_add(1, Ordering::Relaxed);
-        Collector { active: true }
+        Collector { active: true, generation }
     }
 
-    /// Stop this collector and take every event recorded on all threads so far.
+    /// Stop this collector and take every event recorded on all threads while it was alive,
+    /// ordered as by [`drain`].
     pub fn finish(mut self) -> Vec<Event> {
+        let mut archive = crate::forksafe::lock(&ARCHIVE);
+        archive.extend(drain());
         self.stop();
-        drain()
+        let mut mine: Vec<Event> = archive.iter().filter(|e| e.collection >= self.generation).cloned().collect();
+        match crate::forksafe::lock(&LIVE).iter().min() {
+            None => archive.clear(),
+            Some(&oldest) => archive.retain(|e| e.collection >= oldest),
+        }
+        mine.sort_by_key(|e| (e.start, e.thread, std::cmp::Reverse(e.end)));
+        mine
     }
 
     fn stop(&mut self) {
         if std::mem::take(&mut self.active) {
+            let mut live = crate::forksafe::lock(&LIVE);
+            if let Some(i) = live.iter().position(|g| *g == self.generation) {
+                live.swap_remove(i);
+            }
             COLLECTORS.fetch_sub(1, Ordering::Relaxed);
         }
     }
@@ -515,6 +543,24 @@ mod tests {
             .position(|e| e.kind == EventKind::Block && e.thread == thread_id() && e.counter("kernel") == kid);
         assert!(k < b.unwrap(), "the kernel encloses its block and starts with it: listed first");
         assert!(generation() >= 1 && next_id() > kid);
+    }
+
+    #[test]
+    fn nested_collectors_each_get_what_ran_while_they_lived() {
+        let at = |name: &'static str| {
+            let t = Instant::now();
+            record(Event::new(EventKind::Task, name, t, t));
+        };
+        let outer = Collector::start();
+        at("nest_before");
+        let inner = Collector::start();
+        at("nest_inside");
+        let got_inner: Vec<_> = inner.finish().into_iter().filter(|e| e.name.starts_with("nest_")).collect();
+        at("nest_after");
+        let got_outer: Vec<_> = outer.finish().into_iter().filter(|e| e.name.starts_with("nest_")).collect();
+        let names = |v: &[Event]| v.iter().map(|e| e.name.to_string()).collect::<Vec<_>>();
+        assert_eq!(names(&got_inner), ["nest_inside"]);
+        assert_eq!(names(&got_outer), ["nest_before", "nest_inside", "nest_after"]);
     }
 
     #[test]
