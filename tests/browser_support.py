@@ -1,11 +1,9 @@
-"""Open a page in headless Chromium (the system's ``chromium``, driven by Playwright) as a user would.
+"""Open a page in headless Chromium (Debian's ``chromium``) and report what a user would see.
 
-``open_page(url_or_path, screenshot=None, evaluate=(), wait_for=None)`` loads a URL (or a
-local file), waits for it to settle, and returns a dict: ``status`` (the HTTP status of the
-main response; None for files), ``console_errors`` (console messages of type error and
-uncaught page errors), ``evaluate`` (the value of each JavaScript expression, in order) and
-``screenshot`` (the PNG path, if one was asked for). Without Chromium or Playwright it fails
-with the command that installs them; it never skips.
+:func:`open_page` loads a URL or a local file with Playwright driving the system's chromium
+(no browser download), collects console errors and uncaught page errors, evaluates JavaScript
+expressions once the page has loaded and can save a screenshot. A missing chromium or
+Playwright fails the test with the command that installs it, never a skip.
 """
 
 from __future__ import annotations
@@ -13,53 +11,71 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from typing import Any, Dict, Iterable, List, Optional
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 import pytest
 
 INSTALL_HINT = ("headless browser tests need Debian's chromium and Playwright for Python: "
-                "`apt-get install -y chromium` and `pip install '.[test]'`")
+                "`apt-get install -y chromium` (.ci/run installs it) and `pip install '.[test]'`")
 
 
 def chromium_path() -> str:
-    """The system Chromium executable; fails the test with the install command when missing."""
+    """Return the path of the system's chromium, or fail with the command that installs it."""
     path = shutil.which("chromium") or shutil.which("chromium-browser")
     if path is None:
         pytest.fail(f"chromium not found on PATH; {INSTALL_HINT}", pytrace=False)
     return path
 
 
-def open_page(url_or_path: str, screenshot: Optional[str] = None, evaluate: Iterable[str] = (),
-              wait_for: Optional[str] = None, timeout_s: float = 30.0) -> Dict[str, Any]:
-    """Load ``url_or_path`` in headless Chromium and report what a user's browser saw.
+def open_page(url_or_path: Union[str, Path], screenshot: Optional[Union[str, Path]] = None,
+              evaluate: Sequence[str] = (), wait_for: Optional[str] = None, timeout_s: float = 30.0,
+              viewport: Sequence[int] = (1280, 900), full_page: bool = False) -> Dict[str, Any]:
+    """Load a page in headless chromium and report on it.
 
-    ``wait_for`` is a JavaScript expression polled until true before evaluating (for pages
-    that fill themselves in with requests of their own).
+    ``url_or_path``: an ``http(s)://`` or ``file://`` URL, or a local file path. ``evaluate``:
+    JavaScript expressions evaluated in order after the page loaded (and, if given, after the
+    expression ``wait_for`` became truthy: polled from here, since a page's content security
+    policy may forbid the browser-side evaluation Playwright's own wait uses). ``screenshot``:
+    a PNG path to write.
+
+    Returns a dict: ``console_errors`` (console messages of type error and uncaught page
+    errors, as text), ``console`` (every console message as ``"type: text"``), ``status``
+    (the HTTP status, or None for files), ``evaluate`` (the results, in order), ``screenshot``,
+    ``title`` and ``url``.
     """
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
         pytest.fail(f"playwright is not installed; {INSTALL_HINT}", pytrace=False)
-    exe = chromium_path()
-    url = url_or_path if "://" in url_or_path else "file://" + os.path.abspath(url_or_path)
+    target = str(url_or_path)
+    if "://" not in target:
+        target = Path(target).resolve().as_uri()
     errors: List[str] = []
+    messages: List[str] = []
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=exe, headless=True, args=["--no-sandbox"])
+        browser = p.chromium.launch(executable_path=chromium_path(), headless=True,
+                                    args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
         try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page = browser.new_page(viewport={"width": int(viewport[0]), "height": int(viewport[1])})
+            page.on("console", lambda m: (messages.append(f"{m.type}: {m.text}"),
+                                          errors.append(m.text) if m.type == "error" else None))
             page.on("pageerror", lambda e: errors.append(f"uncaught: {e}"))
-            response = page.goto(url, wait_until="load", timeout=timeout_s * 1000)
+            response = page.goto(target, wait_until="load", timeout=timeout_s * 1000)
             deadline = time.monotonic() + timeout_s
-            while wait_for and not page.evaluate(wait_for):  # polled here: the page's CSP may forbid eval
+            while wait_for and not page.evaluate(wait_for):
                 if time.monotonic() > deadline:
                     pytest.fail(f"page never satisfied {wait_for!r}; console errors: {errors}", pytrace=False)
                 page.wait_for_timeout(100)
-            page.wait_for_load_state("networkidle", timeout=timeout_s * 1000)
-            values = [page.evaluate(expr) for expr in evaluate]
-            if screenshot:
-                page.screenshot(path=screenshot, full_page=False)
+            if target.startswith("http"):
+                page.wait_for_load_state("networkidle", timeout=timeout_s * 1000)
+            results = [page.evaluate(expr) for expr in evaluate]
+            if screenshot is not None:
+                os.makedirs(Path(screenshot).parent, exist_ok=True)
+                page.screenshot(path=str(screenshot), full_page=full_page)
+            status = response.status if response is not None and target.startswith("http") else None
+            return {"console_errors": errors, "console": messages, "status": status, "evaluate": results,
+                    "screenshot": None if screenshot is None else str(screenshot), "title": page.title(),
+                    "url": page.url}
         finally:
             browser.close()
-    return {"status": None if response is None or url.startswith("file://") else response.status,
-            "console_errors": errors, "evaluate": values, "screenshot": screenshot}

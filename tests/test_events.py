@@ -71,6 +71,6 @@ def test_chrome_trace_export(tmp_path):
     path = tmp_path / "trace.json"
     p.save_chrome_trace(str(path))
     trace = json.loads(path.read_text())["traceEvents"]
-    (k,) = [e for e in trace if e["name"] == "ev_chrome_k0"]
-    assert k["ph"] == "X" and k["cat"] == "kernel" and k["dur"] >= 0 and k["args"]["elements"] == 100
-    assert any(e["cat"] == "pass" and e["name"] == "fuse" for e in trace)
+    (k,) = [e for e in trace if e["name"] == "ev_chrome_k0" and e.get("cat") == "kernel"]
+    assert k["ph"] == "X" and k["dur"] >= 0 and k["args"]["elements"] == 100
+    assert any(e.get("cat") == "pass" and e["name"] == "fuse" for e in trace)

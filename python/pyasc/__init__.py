@@ -238,3 +238,7 @@ __all__ += ["argwhere", "compress", "flatnonzero", "nonzero", "tree_flatten", "t
 
 _init_from_env()
 _env.warn_problems()
+
+from .profiler import start_from_environment as _start_profile  # noqa: E402
+
+_start_profile()

@@ -137,6 +137,29 @@ def bench_first_call(rounds: int) -> List[Row]:
     return rows
 
 
+def bench_profiler(n: int, repeat: int) -> List[Row]:
+    """GELU on ``n`` float32 values with no profile active and inside ``pyasc.profile()``.
+
+    Rounds alternate between the two (each round one call, after a warm-up of both), so drift
+    of the machine's speed hits both alike; each row is the best round.
+    """
+    import time
+
+    x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
+    op = _gelu_op()
+    best_time(lambda: op(x), 1)
+    off, on = float("inf"), float("inf")
+    for _ in range(3 * repeat):
+        t = time.perf_counter()
+        op(x)
+        off = min(off, time.perf_counter() - t)
+        with pyasc.profile():
+            t = time.perf_counter()
+            op(x)
+            on = min(on, time.perf_counter() - t)
+    return [("pyasc", "no profile active", off), ("profiled", "inside pyasc.profile()", on)]
+
+
 def bench_cached_call(repeat: int) -> List[Row]:
     """Time a compiled operator called again on 8-element float32 arrays."""
     x = np.arange(8, dtype=np.float32)
@@ -432,6 +455,10 @@ def run(quick: bool = False, only: Optional[List[str]] = None) -> int:
         summary.append(f"gelu: {gb:.1f} GB/s; {t['pyasc'] / t['limit']:.2f}x the time of np.copyto (target <= 1.5x)")
         if "jax" in t:
             summary.append(f"gelu: {t['jax'] / t['pyasc']:.1f}x faster than jax.jit (target >= 3x)")
+    if "profiler" in want:
+        n = 1 << 20 if quick else 1 << 24
+        t = _report(f"profiler overhead: gelu on {n:,} float32", bench_profiler(n, repeat))
+        summary.append(f"profiler: {t['profiled'] / t['pyasc']:.3f}x the time with a profile active (target <= 1.03x)")
     if "normalize" in want:
         shape = (512, 1024) if quick else (4096, 1024)
         t = _report(f"normalize (X - b) * s: {shape[0]}x{shape[1]} float32", bench_normalize(shape, repeat))

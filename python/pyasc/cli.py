@@ -1,4 +1,4 @@
-"""The ``pyasc`` command: ``pyasc demo``, ``pyasc bench``, ``pyasc info``, ``pyasc doctor``, ``pyasc debug serve``."""
+"""The ``pyasc`` command: ``demo``, ``bench``, ``info``, ``doctor``, ``prof`` and ``debug serve``."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ from typing import List, Optional
 #: The benchmarks ``pyasc bench --only`` can name.
 BENCHMARKS = ("gelu", "normalize", "first_call", "cached_call", "launch", "copy_from", "softmax", "layer_norm",
               "matmul", "matmul_large", "dynamic", "long_row", "cumsum_rows", "cumsum_cols", "cumsum_fused", "sort",
-              "topk", "einsum",
-              "einsum_batched")
+              "topk", "einsum", "einsum_batched", "profiler")
 
 
 def _positive_int(text: str) -> int:
@@ -36,7 +35,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     bench.add_argument("--quick", action="store_true", help="small sizes and few repeats (a smoke test)")
     bench.add_argument("--only", action="append", default=None, choices=BENCHMARKS,
                        help="run only the named benchmark (repeatable)")
-    sub.add_parser("info", help="show the devices pyasc can run on (like npu-smi info)")
+    info = sub.add_parser("info", help="show the devices pyasc can run on (like npu-smi info)")
+    info.add_argument("--peaks", action="store_true",
+                      help="print the measured memory bandwidth and float32 FMA roofs (measured once, then cached)")
+    info.add_argument("--refresh", action="store_true", help="with --peaks: measure again")
     sub.add_parser("doctor", help="check the environment and print a fix for each problem")
     debug = sub.add_parser("debug", help="the operator debugger").add_subparsers(dest="debug_command", required=True)
     serve = debug.add_parser("serve", help="serve the intermediate results of debug=True operators on 127.0.0.1",
@@ -45,11 +47,22 @@ def main(argv: Optional[List[str]] = None) -> int:
     serve.add_argument("--port", type=int, default=9090, help="port on 127.0.0.1 (0: any free port)")
     serve.add_argument("--exit-after", action="store_true", help="stop once the script or demo has run")
     serve.add_argument("script", nargs=argparse.REMAINDER, help="-- python script.py [args]")
+    prof = sub.add_parser("prof", help="profile a whole Python program: pyasc prof [--html] [--csv] [--trace] -- "
+                          "python script.py [args]")
+    prof.add_argument("--html", action="store_true", help="write the HTML report")
+    prof.add_argument("--csv", action="store_true", help="write the op_summary CSV")
+    prof.add_argument("--trace", action="store_true", help="write the Chrome trace JSON (Perfetto)")
+    prof.add_argument("--output", "-o", default=None, help="directory for the files (default: ./PYASC_PROF_<time>)")
+    prof.add_argument("program", nargs=argparse.REMAINDER, help="-- followed by the command to profile")
     args = parser.parse_args(argv)
     if args.command == "debug":
         from .debug._cli import serve_command
 
         return serve_command(args.port, args.script, exit_after=args.exit_after)
+    if args.command == "prof":
+        from .prof_cli import run as run_prof
+
+        return run_prof(args)
     if args.command == "demo":
         from .demo import run
 
@@ -66,6 +79,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         from .doctor import run as run_doctor
 
         return run_doctor()
+    if args.peaks:
+        from .roofs import peaks, render
+
+        print(render(peaks(refresh=args.refresh)))
+        return 0
     from .info import run as run_info
 
     return run_info()

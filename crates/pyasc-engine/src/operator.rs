@@ -6,7 +6,7 @@ use crate::signature::{DynamicKey, Signature};
 use crate::trace::{Captured, Extra, Traced};
 use pyasc_compiler::{compile, CompileOptions, Compiled};
 use pyasc_ir::error::{IrError, Result};
-use pyasc_ir::event::Event;
+use pyasc_ir::event::{Event, EventKind};
 use pyasc_ir::print::graph_to_string;
 use pyasc_ir::tile::KernelPlan;
 use pyasc_ir::{DType, Graph};
@@ -48,6 +48,9 @@ pub struct Entry {
     pub out_slots: Vec<usize>,
     /// The operator's use counter at this entry's latest use (least recently used goes first).
     used: AtomicU64,
+    /// The latest event collection ([`pyasc_ir::event::generation`]) whose launch event carries
+    /// this entry's graph IR, fusion groups and tile programs.
+    described: AtomicU64,
 }
 
 impl Entry {
@@ -79,7 +82,30 @@ impl Entry {
             out_buffers,
             out_slots,
             used: AtomicU64::new(0),
+            described: AtomicU64::new(0),
         }
+    }
+
+    /// Add this entry's graph IR, fusion groups and tile programs to a launch event, once per
+    /// event collection.
+    fn describe_into(&self, ev: Event) -> Event {
+        let generation = pyasc_ir::event::generation();
+        if self.described.swap(generation, Ordering::Relaxed) == generation {
+            return ev;
+        }
+        let kernels = &self.compiled.plan.kernels;
+        let fusion: Vec<String> = kernels
+            .iter()
+            .map(|k| {
+                let lines: Vec<String> = k.locs.iter().map(|l| l.to_string()).collect();
+                format!("{}\t{}\t{}", k.name, k.fused_ops, lines.join(" "))
+            })
+            .collect();
+        let programs: Vec<String> = kernels.iter().map(pyasc_ir::print::kernel_to_string).collect();
+        ev.label("traced_ir", self.traced_text.clone())
+            .label("graph_ir", graph_to_string(&self.compiled.graph))
+            .label("fusion", fusion.join("\n"))
+            .label("tile_programs", programs.join("\n\u{1e}"))
     }
 
     /// Every input of the plan: `views` holds the caller's arguments followed by one view per
@@ -330,6 +356,10 @@ impl Operator {
             None => {
                 let t0 = Instant::now();
                 let traced = trace(sig)?;
+                if pyasc_ir::event::enabled() {
+                    let ev = Event::new(EventKind::Trace, self.config.name.clone(), t0, Instant::now());
+                    pyasc_ir::event::record(ev.label("operator", self.config.name.clone()));
+                }
                 let e = Arc::new(self.compile_traced(traced, t0).map_err(&err)?);
                 if self.config.dynamic {
                     insert_bounded(&mut lock(&self.templates), sig.dynamic_key(), e.clone(), self.capacity());
@@ -348,7 +378,14 @@ impl Operator {
         let Traced { graph, shape_read, extras, tuple_out } = traced;
         let template = self.config.dynamic.then(|| (graph.clone(), shape_read));
         let traced_text = graph_to_string(&graph);
+        let t_compile = Instant::now();
         let compiled = compile(graph, &self.options())?;
+        if pyasc_ir::event::enabled() {
+            let ev = Event::new(EventKind::Compile, self.config.name.clone(), t_compile, Instant::now())
+                .with("kernels", compiled.plan.kernels.len() as u64)
+                .label("operator", self.config.name.clone());
+            pyasc_ir::event::record(ev);
+        }
         self.compiles.fetch_add(1, Ordering::Relaxed);
         let mut e = Entry::new(compiled, &self.config.name);
         e.traced_text = traced_text;
@@ -448,11 +485,48 @@ impl Operator {
             }
         };
         entry.compiled.check_int_bounds(int_arg)?;
-        // Intermediates are kept only for launches that run now, while capture is on.
-        let keep_outputs = self.config.debug && matches!(order, Order::Now) && pyasc_runtime::capture::active();
-        let opts = RunOptions { record, check_finite: self.config.debug, keep_outputs };
         // Python ints computed from the arguments, one 8-byte slot each, after all other inputs.
         let host = entry.compiled.host_values(int_arg)?;
+        let collect = pyasc_ir::event::enabled();
+        let launch = if collect { pyasc_ir::event::next_id() } else { 0 };
+        let began = collect.then(Instant::now);
+        let to_stream = match &order {
+            Order::Now => None,
+            Order::Stream { stream, .. } => Some(stream.id()),
+        };
+        // Intermediates are kept only for launches that run now, while capture is on.
+        let keep_outputs = self.config.debug && matches!(order, Order::Now) && pyasc_runtime::capture::active();
+        let opts = RunOptions { record, check_finite: self.config.debug, keep_outputs, launch };
+        // SAFETY: the caller's contract, passed on.
+        let done = unsafe { self.launch_with(entry, inputs, host, outputs, order, opts) };
+        if let Some(t) = began {
+            let mut ev = Event::new(EventKind::Launch, self.config.name.clone(), t, Instant::now())
+                .with("id", launch)
+                .label("operator", self.config.name.clone());
+            ev = entry.describe_into(ev);
+            if let Some(s) = to_stream {
+                ev = ev.with("to_stream", s);
+            }
+            pyasc_ir::event::record(ev);
+        }
+        done
+    }
+
+    /// [`Operator::launch`] once the argument checks passed and the options are set; `host`
+    /// holds the values of the plan's host-computed inputs.
+    ///
+    /// # Safety
+    /// As for [`Operator::launch`].
+    unsafe fn launch_with(
+        &self,
+        entry: &Arc<Entry>,
+        inputs: &[InputView],
+        host: Vec<u64>,
+        outputs: Cow<'_, [OutputPtr]>,
+        order: Order<'_>,
+        opts: RunOptions,
+    ) -> Result<Launched> {
+        let record = opts.record;
         let mut all = entry.with_extras(inputs)?;
         if !host.is_empty() {
             let all = all.to_mut();

@@ -1,6 +1,6 @@
-//! The event stream seen from Python: a collector that records compiler passes, kernel
-//! launches (synchronous and queued on streams), kernel blocks and stream tasks, and hands
-//! them over as dicts.
+//! The event stream seen from Python: a collector that records tracing, compiles and their
+//! passes, launches and their kernels (synchronous and queued on streams), kernel blocks,
+//! stream tasks, copies, synchronisations and pool allocations, and hands them over as dicts.
 
 use pyasc_engine::event::{Collector, Event};
 use pyo3::prelude::*;
@@ -28,6 +28,11 @@ fn to_dict<'py>(py: Python<'py>, e: &Event) -> PyResult<Bound<'py, PyDict>> {
     }
     d.set_item("counters", counters)?;
     d.set_item("notes", e.notes.clone())?;
+    let labels = PyDict::new(py);
+    for (k, v) in &e.labels {
+        labels.set_item(*k, v)?;
+    }
+    d.set_item("labels", labels)?;
     Ok(d)
 }
 
@@ -40,7 +45,7 @@ impl EventCollector {
     }
 
     /// Stop recording and return every event recorded on all threads, ordered by start, as
-    /// dicts (kind, name, start_ns, end_ns, micros, thread, stream, counters, notes). Work still
+    /// dicts (kind, name, start_ns, end_ns, micros, thread, stream, counters, notes, labels). Work still
     /// queued on streams records nothing more once this returns: synchronise first.
     fn finish<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
         let taken = self.inner.lock().expect("collector lock poisoned").take();

@@ -88,6 +88,7 @@ fn _pyasc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(device_info, m)?)?;
     m.add_function(wrap_pyfunction!(monitor::utilization, m)?)?;
     m.add_function(wrap_pyfunction!(monitor::temperature, m)?)?;
+    m.add_function(wrap_pyfunction!(monitor::measure_peaks, m)?)?;
     m.add_class::<dlpack::DLPackView>()?;
     m.add_function(wrap_pyfunction!(dlpack::_dlpack_selftest, m)?)?;
     m.add_function(wrap_pyfunction!(boundary::_set_test_panic, m)?)?;

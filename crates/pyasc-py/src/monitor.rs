@@ -1,4 +1,5 @@
-//! Monitoring functions: core utilization of the executor and the machine's temperature.
+//! Monitoring functions: core utilization of the executor, the machine's temperature and its
+//! measured roofs (memory bandwidth, float32 FMA throughput).
 
 use pyo3::prelude::*;
 use std::time::Duration;
@@ -24,4 +25,20 @@ pub fn temperature() -> (Option<f64>, Option<String>) {
         Ok(c) => (Some(c), None),
         Err(why) => (None, Some(why)),
     }
+}
+
+/// Measure the machine's roofs: copy and triad bandwidth (GB/s) and float32 FMA throughput
+/// (GFLOP/s) on all worker cores, with the ISA, thread count and buffer and cache sizes used.
+#[pyfunction]
+pub fn measure_peaks(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
+    let p = py.detach(pyasc_runtime::peaks::measure);
+    let d = pyo3::types::PyDict::new(py);
+    d.set_item("copy_gbs", p.copy_gbs)?;
+    d.set_item("triad_gbs", p.triad_gbs)?;
+    d.set_item("fma_gflops", p.fma_gflops)?;
+    d.set_item("isa", p.isa)?;
+    d.set_item("threads", p.threads)?;
+    d.set_item("buffer_bytes", p.buffer_bytes)?;
+    d.set_item("llc_bytes", p.llc_bytes)?;
+    Ok(d)
 }

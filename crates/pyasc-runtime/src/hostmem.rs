@@ -38,13 +38,28 @@ pub(crate) fn check_range(buf: &DeviceBuffer, offset: usize, len: usize) -> Resu
     Ok(())
 }
 
+/// When a copy starts, while someone collects events.
+fn copy_began() -> Option<std::time::Instant> {
+    pyasc_ir::event::enabled().then(std::time::Instant::now)
+}
+
+/// Record a copy event of `bytes` bytes begun at `t`.
+fn copy_done(t: Option<std::time::Instant>, name: &'static str, bytes: usize) {
+    if let Some(t) = t {
+        use pyasc_ir::event::{record, Event, EventKind};
+        record(Event::new(EventKind::Copy, name, t, std::time::Instant::now()).with("bytes", bytes as u64));
+    }
+}
+
 /// Copy `src` into `dst` at byte `offset`, once work writing or reading it is done.
 pub(crate) fn copy_in(at: Resolve, dst: &DeviceBuffer, offset: usize, src: &[u8]) -> Result<()> {
     check_writable(dst)?;
     check_range(dst, offset, src.len())?;
     dst.wait_host(true);
+    let t = copy_began();
     // SAFETY: the range lies inside the buffer (checked) and no queued work uses it (waited).
     unsafe { crate::memory::copy_bytes(at(dst).add(offset), src.as_ptr(), src.len()) };
+    copy_done(t, "copy host to device", src.len());
     if offset == 0 && src.len() == dst.len() {
         dst.heal();
     }
@@ -55,8 +70,10 @@ pub(crate) fn copy_in(at: Resolve, dst: &DeviceBuffer, offset: usize, src: &[u8]
 pub(crate) fn copy_out(at: Resolve, src: &DeviceBuffer, offset: usize, dst: &mut [u8]) -> Result<()> {
     check_range(src, offset, dst.len())?;
     src.wait_host(false);
+    let t = copy_began();
     // SAFETY: as above; `dst` is an exclusive host slice of the same length.
     unsafe { crate::memory::copy_bytes(dst.as_mut_ptr(), at(src).add(offset), dst.len()) };
+    copy_done(t, "copy device to host", dst.len());
     Ok(())
 }
 
@@ -97,9 +114,11 @@ pub(crate) fn copy_async(
                 d.poison(&e);
                 return Err(e);
             }
+            let t = copy_began();
             // SAFETY: both ranges lie inside their buffers (checked), which the task keeps
             // alive; the recorded stream order keeps other work off them meanwhile.
             unsafe { crate::memory::copy_bytes(at(&d).add(dst_offset), at(&s).add(src_offset), bytes) };
+            copy_done(t, "copy device to device", bytes);
             if dst_offset == 0 && bytes == d.len() {
                 d.heal();
             }

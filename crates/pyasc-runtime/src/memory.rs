@@ -118,6 +118,7 @@ pub fn allocate_aligned(bytes: usize, align: usize) -> Result<PoolBlock> {
             empty_cache();
         }
     }
+    let began = pyasc_ir::event::enabled().then(std::time::Instant::now);
     let reused = pyasc_ir::forksafe::lock(&CACHE).as_mut().and_then(|m| m.get_mut(&(class, align))?.pop());
     let ptr = match reused {
         Some(p) => {
@@ -146,6 +147,15 @@ pub fn allocate_aligned(bytes: usize, align: usize) -> Result<PoolBlock> {
     ALLOCS.fetch_add(1, Ordering::Relaxed);
     let now = IN_USE.fetch_add(class, Ordering::Relaxed) + class;
     PEAK.fetch_max(now, Ordering::Relaxed);
+    if let Some(t) = began {
+        use pyasc_ir::event::{record, Event, EventKind};
+        let was_reused = u64::from(reused.is_some());
+        record(
+            Event::new(EventKind::Alloc, "alloc", t, std::time::Instant::now())
+                .with("bytes", class as u64)
+                .with("reused", was_reused),
+        );
+    }
     Ok(PoolBlock { ptr: NonNull::new(ptr).expect("checked above"), class, align })
 }
 
@@ -155,6 +165,7 @@ fn oom(bytes: usize) -> IrError {
 
 impl Drop for PoolBlock {
     fn drop(&mut self) {
+        let began = pyasc_ir::event::enabled().then(std::time::Instant::now);
         IN_USE.fetch_sub(self.class, Ordering::Relaxed);
         if CACHED.load(Ordering::Relaxed) + self.class <= cache_limit() {
             let mut guard = pyasc_ir::forksafe::lock(&CACHE);
@@ -167,6 +178,10 @@ impl Drop for PoolBlock {
         } else {
             // SAFETY: allocated with this class and alignment.
             unsafe { dealloc(self.ptr.as_ptr(), Layout::from_size_align_unchecked(self.class, self.align)) };
+        }
+        if let Some(t) = began {
+            use pyasc_ir::event::{record, Event, EventKind};
+            record(Event::new(EventKind::Free, "free", t, std::time::Instant::now()).with("bytes", self.class as u64));
         }
     }
 }

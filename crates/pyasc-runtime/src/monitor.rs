@@ -85,7 +85,7 @@ mod tests {
 
     #[test]
     fn overlap_is_clipped_to_the_window() {
-        let mut r = BusyRing::new(16);
+        let r = BusyRing::new(16);
         r.push(0, 100 * MS); // before the window
         r.push(900 * MS, 1100 * MS); // 100 ms inside
         r.push(1500 * MS, 1600 * MS); // 100 ms inside
@@ -97,7 +97,7 @@ mod tests {
 
     #[test]
     fn cores_add_up_and_clamp() {
-        let mut r = BusyRing::new(16);
+        let r = BusyRing::new(16);
         for _ in 0..2 {
             r.push(0, 1000 * MS);
         }
@@ -109,7 +109,7 @@ mod tests {
 
     #[test]
     fn wrapped_ring_extrapolates() {
-        let mut r = BusyRing::new(10);
+        let r = BusyRing::new(10);
         // 100 blocks of 5 ms every 10 ms: one core half busy over [0, 1000 ms).
         for i in 0..100u64 {
             r.push(i * 10 * MS, i * 10 * MS + 5 * MS);
@@ -121,7 +121,7 @@ mod tests {
 
     #[test]
     fn inverted_intervals_count_nothing() {
-        let mut r = BusyRing::new(4);
+        let r = BusyRing::new(4);
         r.push(50, 10);
         assert_eq!(r.busy_in(0, 100), 0.0);
         assert_eq!(percent(&r, 100, 100, 1), 0.0);

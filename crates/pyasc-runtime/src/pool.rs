@@ -73,7 +73,10 @@ pub fn for_blocks<E: Send>(blocks: usize, helpers: usize, f: impl Fn(usize) -> R
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
     let error: Mutex<Option<E>> = Mutex::new(None);
+    // The kernel these blocks belong to, for the block events of every thread that runs one.
+    let kernel = pyasc_ir::event::current_kernel();
     let work = || {
+        let outer = pyasc_ir::event::set_kernel(kernel);
         while !failed.load(Ordering::Relaxed) {
             let b = next.fetch_add(1, Ordering::Relaxed);
             if b >= blocks {
@@ -84,6 +87,7 @@ pub fn for_blocks<E: Send>(blocks: usize, helpers: usize, f: impl Fn(usize) -> R
                 error.lock().expect("error slot poisoned").get_or_insert(e);
             }
         }
+        pyasc_ir::event::set_kernel(outer);
     };
     if helpers == 0 || blocks <= 1 {
         work();

@@ -353,7 +353,13 @@ impl Stream {
     /// Wait for every queued task; returns (and clears) the first error since the last sync.
     pub fn synchronize(&self) -> Result<()> {
         let last = self.last_submitted();
+        let t = event::enabled().then(Instant::now);
         self.core.wait_for(last);
+        if let Some(t) = t {
+            event::record(
+                event::Event::new(EventKind::Sync, "synchronize", t, Instant::now()).with("stream", self.id()),
+            );
+        }
         self.take_error()
     }
 
@@ -362,7 +368,14 @@ impl Stream {
     /// (the work goes on unless cancelled with [`Stream::cancel_queued`]).
     pub fn synchronize_polling(&self, poll: &mut dyn FnMut() -> bool) -> Option<Result<()>> {
         let last = self.last_submitted();
-        self.core.wait_for_polling(last, poll).then(|| self.take_error())
+        let t = event::enabled().then(Instant::now);
+        let done = self.core.wait_for_polling(last, poll);
+        if let Some(t) = t {
+            event::record(
+                event::Event::new(EventKind::Sync, "synchronize", t, Instant::now()).with("stream", self.id()),
+            );
+        }
+        done.then(|| self.take_error())
     }
 
     /// Cancel the work queued so far: a kernel running now stops at its next tile, queued

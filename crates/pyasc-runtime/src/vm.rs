@@ -144,6 +144,9 @@ pub struct RunOptions {
     /// After each kernel, copy the buffers it wrote into [`RunStats::outputs`]; a failed
     /// check then ends the run with [`RunStats::error`] instead of an `Err`.
     pub keep_outputs: bool,
+    /// The launch's event id ([`event::next_id`]; 0 when no one collects): kernel events carry
+    /// it as the counter `launch`.
+    pub launch: u64,
 }
 
 /// Execute a whole plan. `inputs` are the operator's arguments (in order), `outputs` one
@@ -188,7 +191,11 @@ pub fn execute_plan(
         if let Some(t) = &token {
             t.check()?;
         }
-        let t = (opts.record || event::enabled()).then(Instant::now);
+        let collect = event::enabled();
+        let t = (opts.record || collect).then(Instant::now);
+        // Blocks of this kernel, on every thread, carry its id while someone collects.
+        let kid = if collect { event::next_id() } else { 0 };
+        let scope = collect.then(|| event::KernelScope::enter(kid));
         let viewed: Vec<Cow<'_, InputView>> = k
             .args
             .iter()
@@ -231,6 +238,7 @@ pub fn execute_plan(
             }
             (None, None) => run_kernel(k, &args, &outs)?,
         };
+        drop(scope);
         if opts.keep_outputs {
             let op = crate::capture::op_names(k);
             for (b, p) in k.outs.iter().zip(&outs) {
@@ -263,13 +271,14 @@ pub fn execute_plan(
             }
         }
         if let Some(t) = t {
-            let collect = event::enabled();
             let ev = Event::new(EventKind::Kernel, k.name.clone(), t, Instant::now())
                 .with("elements", k.shape.numel() as u64)
                 .with("tiles", tiles as u64)
                 .with("blocks", blocks as u64);
             if collect {
-                event::record(ev.clone());
+                let ev =
+                    crate::kernel_facts::annotate(ev.clone().with("id", kid), k, &plan.buffers, &args, opts.launch);
+                event::record(ev);
             }
             if opts.record {
                 stats.kernels.push(ev);
