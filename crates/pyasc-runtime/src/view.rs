@@ -57,7 +57,8 @@ pub unsafe fn read_scalar(p: *const u8, dtype: DType) -> Scalar {
             DType::I64 | DType::U64 => Scalar::Int(*(p as *const i64)),
             DType::F32 => Scalar::Float(*(p as *const f32) as f64),
             DType::F64 => Scalar::Float(*(p as *const f64)),
-            DType::F16 | DType::BF16 => Scalar::Float(f64::NAN),
+            DType::F16 => Scalar::Float(half::f16::from_bits(*(p as *const u16)).to_f64()),
+            DType::BF16 => Scalar::Float(half::bf16::from_bits(*(p as *const u16)).to_f64()),
         }
     }
 }
