@@ -173,7 +173,7 @@ impl DType {
 
     /// True for the dtypes arrays may hold on the CPU executor (storage dtypes).
     pub fn is_executable(self) -> bool {
-        self != DType::BF16
+        true
     }
 
     /// The dtype arithmetic on this dtype is computed in: 8- and 16-bit integers in int32 and

@@ -36,6 +36,8 @@ pub fn dtype_of(arr: &Bound<'_, PyUntypedArray>) -> Result<DType> {
         (b'i', 8) => Some(DType::I64),
         (b'u', 8) => Some(DType::U64),
         (b'f', 2) => Some(DType::F16),
+        // ml_dtypes' bfloat16 (the NumPy bfloat16 of JAX and TensorFlow) is a kind-'V' type.
+        (b'V', 2) if d.typeobj().name().is_ok_and(|n| n == "bfloat16") => Some(DType::BF16),
         (b'f', 4) => Some(DType::F32),
         (b'f', 8) => Some(DType::F64),
         _ => None,
@@ -210,9 +212,14 @@ fn descr(py: Python<'_>, dtype: DType) -> Result<Bound<'_, numpy::PyArrayDescr>>
         DType::I64 => numpy::dtype::<i64>(py),
         DType::U64 => numpy::dtype::<u64>(py),
         DType::F16 => numpy::dtype::<half::f16>(py),
+        DType::BF16 => {
+            // NumPy knows bfloat16 once ml_dtypes has registered it.
+            py.import("ml_dtypes")
+                .map_err(|e| IrError::new(ErrorKind::Unsupported, format!("bfloat16 needs ml_dtypes: {e}")))?;
+            numpy::dtype::<half::bf16>(py)
+        }
         DType::F32 => numpy::dtype::<f32>(py),
         DType::F64 => numpy::dtype::<f64>(py),
-        other => return Err(IrError::new(ErrorKind::Unsupported, format!("no NumPy view of {other} memory yet"))),
     })
 }
 
@@ -288,9 +295,12 @@ pub fn empty<'py>(
         DType::I64 => alloc!(i64),
         DType::U64 => alloc!(u64),
         DType::F16 => alloc!(half::f16),
+        DType::BF16 => {
+            descr(py, DType::BF16)?;
+            alloc!(half::bf16)
+        }
         DType::F32 => alloc!(f32),
         DType::F64 => alloc!(f64),
-        other => return Err(IrError::new(ErrorKind::Unsupported, format!("cannot allocate {other} outputs yet"))),
     })
 }
 
