@@ -13,6 +13,7 @@ from . import ops as _ops
 from . import statistics as _statistics
 from ._log import _init_from_env, set_log_level
 from ._types import CacheInfo
+from .accuracy import check_accuracy
 from .classes import AscendOperatorBase
 from .creation import arange, full, ones, zeros
 from .decorators import OPTION_STATUS, operator
@@ -203,6 +204,7 @@ __all__ = [
     "pow",
     "prod",
     "profile",
+    "check_accuracy",
     "reshape",
     "rms_norm",
     "round",

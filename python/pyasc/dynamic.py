@@ -237,6 +237,12 @@ class GearedOperator:
     def _ops(self) -> List[Any]:
         return list(self._inners.values()) + ([self._unpadded] if self._unpadded is not None else [])
 
+    def check_accuracy(self, *args: Any) -> Any:
+        """Compare a call on ``args`` with the same function in float64 (``pyasc.check_accuracy``)."""
+        from .accuracy import check_accuracy
+
+        return check_accuracy(self, *args)
+
     def cache_info(self) -> Any:
         """Cache statistics of the geared operator (one compile per gear), summed over its plans."""
         from ._types import CacheInfo

@@ -454,6 +454,16 @@ impl Operator {
         })
     }
 
+    /// Compare a call on `args` with the same function in float64 (see
+    /// `pyasc.check_accuracy`).
+    #[pyo3(signature = (*args))]
+    fn check_accuracy<'py>(slf: &Bound<'py, Self>, args: &Bound<'py, PyTuple>) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let mut all = vec![slf.clone().into_any()];
+        all.extend(args.iter());
+        py.import("pyasc.accuracy")?.getattr("check_accuracy")?.call1(PyTuple::new(py, all)?)
+    }
+
     /// Run the operator: NumPy arrays and scalars in, NumPy arrays out.
     #[pyo3(signature = (*args, **kwargs))]
     fn __call__<'py>(
