@@ -171,11 +171,6 @@ impl DType {
         }
     }
 
-    /// True for the dtypes arrays may hold on the CPU executor (storage dtypes).
-    pub fn is_executable(self) -> bool {
-        true
-    }
-
     /// The dtype arithmetic on this dtype is computed in: 8- and 16-bit integers in int32 and
     /// uint32 in int64 (the result is wrapped back after each op), 16-bit floats in float32
     /// (rounded back once, where the value is stored), every other dtype in itself.

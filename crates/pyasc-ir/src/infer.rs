@@ -39,19 +39,7 @@ pub fn infer(op: &Op, operands: &[(VType, &Shape)]) -> Result<(VType, Shape)> {
         Op::Cast(d) => VType::strong(*d),
         _ => unreachable!("leaves, reductions and library ops are handled above"),
     };
-    check_executable(vt.dtype, op)?;
     Ok((vt, shape))
-}
-
-fn check_executable(d: DType, op: &Op) -> Result<()> {
-    if d.is_executable() {
-        Ok(())
-    } else {
-        Err(IrError::dtype(format!(
-            "{} would produce {d}, which pyasc does not compute yet; cast the operand to float32 or float64 first",
-            op.name()
-        )))
-    }
 }
 
 /// The result type and shape of a reduction (NumPy's: integer and bool sums and products are
@@ -71,7 +59,6 @@ pub fn reduce_type(op: ReduceOp, axes: Axes, keepdims: bool, x: VType, shape: &S
     let dims: Vec<usize> =
         (0..rank).filter_map(|i| if axes.contains(i) { keepdims.then_some(1) } else { Some(shape.0[i]) }).collect();
     let dtype = op.result_dtype(x.dtype);
-    check_executable(dtype, &Op::Reduce { op, axes, keepdims })?;
     Ok((VType::strong(dtype), Shape(dims)))
 }
 

@@ -131,13 +131,6 @@ pub fn parse<'py>(py: Python<'py>, args: &Bound<'py, PyTuple>, names: &[String])
                     None => return Err(user_error(py, e.kind, format!("{}: {}", label(), e.message))),
                 },
             };
-            if !dt.is_executable() {
-                return Err(user_error(
-                    py,
-                    ErrorKind::DType,
-                    format!("{}: {dt} arrays are not supported yet; use float32 or float64", label()),
-                ));
-            }
             if !fill_view(&arr, dt, b.next_view(std::ptr::null(), dt)) {
                 b.nviews -= 1;
                 let copy = numpy(py)?.call_method1("ascontiguousarray", (&arr,))?;
@@ -154,13 +147,6 @@ pub fn parse<'py>(py: Python<'py>, args: &Bound<'py, PyTuple>, names: &[String])
             let arr = numpy(py)?.call_method1("asarray", (&obj,))?;
             let a = arr.cast::<PyUntypedArray>()?;
             let dt = dtype_of(a).map_err(|e| user_error(py, e.kind, format!("{}: {}", label(), e.message)))?;
-            if !dt.is_executable() {
-                return Err(user_error(
-                    py,
-                    ErrorKind::DType,
-                    format!("{}: {dt} values are not supported yet", label()),
-                ));
-            }
             fill_view(a, dt, b.next_view(std::ptr::null(), dt));
             b.sig.push_array(dt, &[]);
             b.hosts[i] = Some(arr.clone().unbind());

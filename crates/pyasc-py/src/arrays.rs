@@ -46,7 +46,7 @@ pub fn dtype_of(arr: &Bound<'_, PyUntypedArray>) -> Result<DType> {
         Some(dt) if native => Ok(dt),
         _ => Err(IrError::new(
             ErrorKind::DType,
-            format!("arrays of dtype {} are not supported; use bool, (u)int8/16/32/64, float32 or float64", d),
+            format!("arrays of dtype {} are not supported; use bool, (u)int8/16/32/64, float16, bfloat16, float32 or float64", d),
         )),
     }
 }

@@ -10,7 +10,6 @@ use crate::tensor::{Captured, Tensor, Trace, TraceRef};
 use crate::trace_ops::apply_matmul;
 use numpy::{PyUntypedArray, PyUntypedArrayMethods};
 use pyasc_ir::error::ErrorKind;
-use pyasc_ir::error::IrError;
 use pyasc_ir::op::{BinaryOp, Op, UnaryOp};
 use pyasc_ir::{DType, NodeId, Scalar, SourceLoc};
 use pyo3::exceptions::PyTypeError;
@@ -121,12 +120,6 @@ fn capture(py: Python<'_>, trace: &TraceRef, obj: &Bound<'_, PyAny>, loc: Option
         None => dtype_of(a),
     }
     .map_err(|e| to_py(e.at(loc.as_ref())))?;
-    if !dtype.is_executable() {
-        return Err(to_py(
-            IrError::new(ErrorKind::DType, format!("a captured array of dtype {dtype} is not supported"))
-                .at(loc.as_ref()),
-        ));
-    }
     let captured = Captured {
         dtype,
         shape: a.shape().to_vec(),
@@ -240,11 +233,11 @@ pub fn apply_where(
 /// Parse anything `numpy.dtype()` accepts into a pyasc dtype.
 pub fn parse_dtype(py: Python<'_>, dtype: &Bound<'_, PyAny>) -> PyResult<DType> {
     let name: String = numpy(py)?.getattr("dtype")?.call1((dtype,))?.getattr("name")?.extract()?;
-    DType::from_name(&name).filter(|d| d.is_executable()).ok_or_else(|| {
+    DType::from_name(&name).ok_or_else(|| {
         user_error(
             py,
             ErrorKind::DType,
-            format!("dtype {name} is not supported; use bool, (u)int8/16/32/64, float32 or float64"),
+            format!("dtype {name} is not supported; use bool, (u)int8/16/32/64, float16, bfloat16, float32 or float64"),
         )
     })
 }
