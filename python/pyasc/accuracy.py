@@ -102,10 +102,14 @@ class AccuracyReport:
         return "\n".join(lines)
 
 
+def _host(a: Any) -> Any:
+    """Return a DeviceArray's host copy (results are compared on the host); anything else as is."""
+    return a.numpy() if hasattr(a, "numpy") and not isinstance(a, np.ndarray) else a
+
+
 def _promote(a: Any) -> Any:
     """Return the argument with floats as float64 and complex numbers as complex128."""
-    if hasattr(a, "numpy") and not isinstance(a, np.ndarray):
-        a = a.numpy()  # a DeviceArray: compare on host copies
+    a = _host(a)
     if isinstance(a, (np.ndarray, np.generic)):
         kind = a.dtype.kind
         if kind == "c":
@@ -117,12 +121,12 @@ def _promote(a: Any) -> Any:
 
 def _outputs(r: Any) -> List[np.ndarray]:
     items = r if isinstance(r, (tuple, list)) else (r,)
-    return [np.asarray(x.numpy() if hasattr(x, "numpy") and not isinstance(x, np.ndarray) else x) for x in items]
+    return [np.asarray(_host(x)) for x in items]
 
 
 def _value_at(a: Any, idx: Tuple[int, ...], shape: Tuple[int, ...]) -> Any:
     """Argument ``a``'s value at output position ``idx`` when it broadcasts to the output."""
-    arr = np.asarray(a.numpy() if hasattr(a, "numpy") and not isinstance(a, np.ndarray) else a)
+    arr = np.asarray(_host(a))
     try:
         return np.broadcast_to(arr, shape)[idx].item()
     except (ValueError, IndexError):
