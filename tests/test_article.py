@@ -60,8 +60,15 @@ def test_article_fast_gelu_with_precision_shorthand():
         return pyasc.fast_gelu(x)
 
     x = np.linspace(-6, 6, 1001, dtype=np.float32)
-    x64 = x.astype(np.float64)
-    np.testing.assert_allclose(gelu_npu(x), x64 / (1 + np.exp(-1.702 * x64)), rtol=1e-6, atol=1e-7)
+    # float16 storage of the input, float32 lanes, float32 result (the fp32 program's dtype).
+    x16 = x.astype(np.float16).astype(np.float64)
+    got = gelu_npu(x)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, x16 / (1 + np.exp(-1.702 * x16)), rtol=1e-6, atol=1e-7)
+    # float16 activations stay float16.
+    h = gelu_npu(x.astype(np.float16))
+    assert h.dtype == np.float16
+    np.testing.assert_allclose(h.astype(np.float64), x16 / (1 + np.exp(-1.702 * x16)), rtol=1e-3, atol=1e-4)
     assert gelu_npu.options["precision_mode"] == "force_fp16"
 
 

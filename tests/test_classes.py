@@ -115,8 +115,12 @@ def test_every_operator_option_is_accepted_and_recorded():
     assert opts["atomic_flag"] is False and opts["dynamic_shape"] is True and opts["gears"] == "pow2"
     x, y = _inputs(50)
     op(x, y)
-    # op_break_level=0: the multiply and the add are separate kernels.
-    assert len(op.get_compiled_op().kernels()) == 2
+    # op_break_level=0: one kernel per op: the multiply, the add and, under float16 storage,
+    # each input's rounding through float16 (a cast there and one back).
+    assert len(op.get_compiled_op().kernels()) == 6
+    assert op.get_compiled_op().graph_ir().count("cast<float16>") == 2
+    ref = x.astype(np.float16).astype(np.float64) * 2.0 + y.astype(np.float16)
+    np.testing.assert_allclose(op(x, y)[:50], ref, rtol=1e-6)  # gears="pow2" pads to 64
     assert op.device == "cpu"
 
 

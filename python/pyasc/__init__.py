@@ -65,6 +65,7 @@ from .ops import (
     subtract,
     where,
 )
+from .precision import precision_scope
 from .reductions import (
     all,
     any,
@@ -205,6 +206,7 @@ __all__ = [
     "prod",
     "profile",
     "check_accuracy",
+    "precision_scope",
     "reshape",
     "rms_norm",
     "round",

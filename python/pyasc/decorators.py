@@ -23,7 +23,8 @@ OPTION_STATUS: Dict[str, str] = {
     "kernel_name": "active",
     "op_break_level": "active",
     "compute_type": "recorded (tiling hint for the cube unit, used once matmul exists)",
-    "precision_mode": "active for 'fp32'; other modes recorded until low-precision kernels exist",
+    "precision_mode": "active: force_* stores float32 values in 16 bits, mixed_* feeds matmul/convolution 16-bit "
+                      "operands with float32 accumulation (see pyasc.precision)",
     "atomic_flag": "recorded (elementwise kernels are always bitwise deterministic)",
     "dynamic_shape": "active: one trace per rank/dtype signature, re-planned for new extents",
     "gears": "active with dynamic_shape: geared dims padded up to the next gear, one plan per gear",

@@ -5,7 +5,7 @@
 //! [`CompileOptions::verify_each_pass`] is set (always in tests and debug builds).
 //!
 //! ```text
-//! verify → promote → host_ints → fold → cse → dce → fuse → lower (tiles, registers, tile sizes)
+//! verify → precision → promote → host_ints → fold → cse → dce → fuse → lower (tiles, registers, tile sizes)
 //! ```
 
 pub mod chain;
@@ -18,6 +18,7 @@ pub mod int_bounds;
 pub mod int_exact;
 pub mod lower;
 pub mod pass;
+pub mod precision;
 pub mod promote;
 pub mod rewrite;
 

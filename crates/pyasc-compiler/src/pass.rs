@@ -20,6 +20,8 @@ pub struct CompileOptions {
     pub tile_budget_bytes: usize,
     /// Run the verifier after every pass.
     pub verify_each_pass: bool,
+    /// The precision policy (`precision_mode`).
+    pub precision: pyasc_ir::precision::PrecisionMode,
 }
 
 impl Default for CompileOptions {
@@ -29,6 +31,7 @@ impl Default for CompileOptions {
             kernel_name: "op".to_string(),
             tile_budget_bytes: pyasc_ir::tile::DEFAULT_TILE_BUDGET,
             verify_each_pass: cfg!(debug_assertions),
+            precision: pyasc_ir::precision::PrecisionMode::Fp32,
         }
     }
 }
@@ -138,6 +141,7 @@ impl Compiled {
 /// The passes in order.
 pub fn pipeline() -> Vec<Box<dyn Pass>> {
     vec![
+        Box::new(crate::precision::PrecisionPass),
         Box::new(crate::promote::PromotePass),
         Box::new(crate::host_ints::HostIntsPass),
         Box::new(crate::fold::FoldPass),

@@ -33,12 +33,15 @@ impl Pass for PromotePass {
         "promote"
     }
     fn run(&self, st: &mut CompileState) -> Result<()> {
-        let mut cx = Cx { casts: 0, bounds: Vec::new() };
+        let mut cx = Cx { casts: 0, casts_removed: 0, bounds: Vec::new() };
         let mut graph = rebuild(&st.graph, |g, n, ops| rewrite(g, n, ops, &mut cx))?;
         half_results(&st.graph, &mut graph, &mut cx);
         st.graph = graph;
         if cx.casts > 0 {
             st.notes.push(format!("inserted {} casts", cx.casts));
+        }
+        if cx.casts_removed > 0 {
+            st.notes.push(format!("removed {} casts that cancel", cx.casts_removed));
         }
         for b in cx.bounds {
             if !st.int_bounds.iter().any(|(e, dt, _)| (e, dt) == (&b.0, &b.1)) {
@@ -53,6 +56,8 @@ impl Pass for PromotePass {
 /// What the rewrite collects.
 struct Cx {
     casts: usize,
+    /// Casts of exact widenings folded into the cast after them.
+    casts_removed: usize,
     /// Python ints computed from the arguments and the integer dtype each must fit in.
     bounds: Vec<(IntExpr, DType, Option<pyasc_ir::error::SourceLoc>)>,
 }
@@ -212,6 +217,16 @@ fn rewrite(g: &mut Graph, n: &Node, ops: Vec<NodeId>, cx: &mut Cx) -> Result<Nod
             Ok(widened(g, n, Op::Where, vec![cond, a, b], compute, cx))
         }
         Op::Cast(to) => {
+            // A cast of an exact widening casts the original: `x.astype(f32).astype(f16)` of
+            // a float16 `x` is `x` itself.
+            let src = match g.node(ops[0]) {
+                Node { op: Op::Cast(mid), inputs, .. } if g.node(inputs[0]).dtype().fits_exactly_in(*mid) => {
+                    cx.casts_removed += 1;
+                    inputs[0]
+                }
+                _ => ops[0],
+            };
+            let ops = vec![src];
             let from = g.node(ops[0]).dtype();
             if from == to {
                 Ok(ops[0])

@@ -5,12 +5,14 @@
 //! * [`trace`]: tracing state, the graph an operator's function builds.
 //! * [`gears`]: the padded axes of a geared trace, and the masks that keep padding out of
 //!   reductions.
+//! * [`scope`]: the per-thread stack of open precision scopes.
 //! * [`operator`]: the plan cache, compiling, re-specialisation for new extents and the one
 //!   launch path (now, or queued on a stream).
 //! * [`event`]: the event stream of passes, kernels, blocks and stream tasks (from `pyasc-ir`).
 
 pub mod gears;
 pub mod operator;
+pub mod scope;
 pub mod signature;
 pub mod trace;
 

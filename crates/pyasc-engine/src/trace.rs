@@ -93,6 +93,8 @@ pub struct Trace {
     pub extras: Vec<Extra>,
     /// The padded axes of a geared trace (reductions over them are masked).
     pub gears: Option<Gears>,
+    /// Precision scopes open when tracing began (only later ones apply to this trace).
+    pub scope_base: usize,
 }
 
 /// Shared handle to a trace.
@@ -125,7 +127,7 @@ pub struct TracedNode {
 impl Trace {
     /// Open a trace with one input per argument of `sig`; returns the inputs' nodes.
     pub fn begin(sig: &Signature) -> (TraceRef, Vec<TracedNode>) {
-        let mut t = Trace { open: true, ..Default::default() };
+        let mut t = Trace { open: true, scope_base: crate::scope::depth(), ..Default::default() };
         let inputs = sig
             .args()
             .iter()
@@ -148,6 +150,7 @@ impl Trace {
         let mut t = Self::lock(trace);
         t.check_open(loc.as_ref())?;
         let t = &mut *t;
+        let start = t.graph.len();
         let masked;
         let operands = match &mut t.gears {
             Some(gears) => {
@@ -157,6 +160,9 @@ impl Trace {
             None => operands,
         };
         let id = t.graph.apply(op, operands, loc)?;
+        if let Some(p) = crate::scope::innermost_since(t.scope_base) {
+            t.graph.mark_scope(start, p);
+        }
         let n = t.graph.node(id);
         Ok(TracedNode { id, dtype: n.dtype(), shape: n.shape.0.clone() })
     }

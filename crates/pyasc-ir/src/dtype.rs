@@ -183,6 +183,34 @@ impl DType {
         }
     }
 
+    /// True when every value of this dtype converts to `wider` and back unchanged, so a cast
+    /// to `wider` followed by a cast back cancels (float16 -> float32, int8 -> int32, ...).
+    pub fn fits_exactly_in(self, wider: DType) -> bool {
+        use DType::*;
+        let mantissa = |d: DType| match d {
+            F16 => 11,
+            BF16 => 8,
+            F32 => 24,
+            F64 => 53,
+            _ => 0,
+        };
+        match (self, wider) {
+            _ if self == wider => true,
+            (Bool, _) => true,
+            (F16 | BF16 | F32, F32 | F64) => mantissa(self) <= mantissa(wider) && (self != F16 || wider != BF16),
+            (a, b) if a.is_int() && b.is_int() => {
+                let ((lo, hi), (wlo, whi)) = (a.int_range().unwrap_or_default(), b.int_range().unwrap_or_default());
+                wlo <= lo && hi <= whi
+            }
+            (a, b) if a.is_int() && b.is_float() => {
+                let (lo, hi) = a.int_range().unwrap_or_default();
+                let limit = 1i128 << mantissa(b);
+                -limit <= lo && hi <= limit && (b != F16 || hi <= 65504)
+            }
+            _ => false,
+        }
+    }
+
     /// True for the 16-bit floats (float16, bfloat16).
     pub fn is_half(self) -> bool {
         matches!(self, DType::F16 | DType::BF16)
@@ -346,6 +374,19 @@ mod tests {
         assert_eq!(promote_v(boola, pi).dtype, DType::I64);
         assert_eq!(promote_v(pi, pf), VType::weak(WeakKind::Float));
         assert!(promote_v(pi, pf).weak.is_some());
+    }
+
+    #[test]
+    fn exact_widenings() {
+        use DType::*;
+        for (a, b) in
+            [(F16, F32), (BF16, F32), (F16, F64), (F32, F64), (I8, I32), (U8, I16), (U16, F32), (I32, F64), (Bool, U8)]
+        {
+            assert!(a.fits_exactly_in(b), "{a} in {b}");
+        }
+        for (a, b) in [(F32, F16), (F16, BF16), (BF16, F16), (I32, F32), (I64, F64), (U8, I8), (I8, U64), (F32, I64)] {
+            assert!(!a.fits_exactly_in(b), "{a} not in {b}");
+        }
     }
 
     #[test]

@@ -7,6 +7,7 @@ use crate::error::{IrError, Result, SourceLoc};
 use crate::infer::infer;
 use crate::library::LibId;
 use crate::op::{BinaryOp, Op, UnaryOp};
+use crate::precision::{Precision, ScopeSpan};
 use crate::scalar::Scalar;
 use crate::shape::Shape;
 use crate::view::{PadSpec, ViewSpec};
@@ -56,6 +57,9 @@ pub struct Graph {
     pub outputs: Vec<NodeId>,
     /// Op attributes (`Op::View(a)` and `Op::Library(_, a)` read `attrs[a]`).
     pub attrs: Vec<Attr>,
+    /// Nodes traced inside `pyasc.precision_scope` blocks, in order (read and cleared by the
+    /// compiler's `precision` pass).
+    pub scopes: Vec<ScopeSpan>,
 }
 
 impl Graph {
@@ -83,6 +87,25 @@ impl Graph {
     pub fn push(&mut self, node: Node) -> NodeId {
         self.nodes.push(node);
         NodeId((self.nodes.len() - 1) as u32)
+    }
+
+    /// Record that nodes `start..self.len()` were traced inside a scope of `p`.
+    pub fn mark_scope(&mut self, start: usize, p: Precision) {
+        let end = self.nodes.len() as u32;
+        let start = start as u32;
+        if start >= end {
+            return;
+        }
+        match self.scopes.last_mut() {
+            Some(last) if last.end == start && last.precision == p => last.end = end,
+            _ => self.scopes.push(ScopeSpan { start, end, precision: p }),
+        }
+    }
+
+    /// The innermost precision scope node `id` was traced in, if any.
+    pub fn scope_of(&self, id: NodeId) -> Option<Precision> {
+        let i = id.0;
+        self.scopes.iter().rev().find(|s| s.start <= i && i < s.end).map(|s| s.precision)
     }
 
     /// Add the next function argument.

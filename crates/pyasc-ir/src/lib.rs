@@ -13,6 +13,7 @@
 //! * [`tile`]: tile programs, the contract between the compiler and the backends.
 //! * [`program`]: structured tile programs: loads and stores with index maps and dtype
 //!   conversion, loop nests with carried registers.
+//! * [`precision`]: precision policies and `precision_scope` spans.
 //! * [`event`]: the one event stream of passes, kernel launches, blocks and stream tasks.
 //! * [`forksafe`]: the fork gate, which keeps worker threads' mutexes usable in a forked child.
 
@@ -26,6 +27,7 @@ pub mod infer;
 pub mod library;
 pub mod op;
 pub mod op_table;
+pub mod precision;
 pub mod print;
 pub mod program;
 pub mod scalar;

@@ -4,7 +4,8 @@ use crate::graph::Graph;
 use crate::tile::{Instr, KernelPlan, RegKind, TileKernel};
 use std::fmt::Write;
 
-/// Print a graph, one node a line: `%3 = mul(%1, %2) : float32(8,)  # user.py:4`.
+/// Print a graph, one node a line: `%3 = mul(%1, %2) : float32(8,)  # user.py:4` (with
+/// `[fp32 scope]` after the type of a node traced inside a precision scope).
 pub fn graph_to_string(g: &Graph) -> String {
     let mut s = String::new();
     for (i, n) in g.nodes.iter().enumerate() {
@@ -22,6 +23,9 @@ pub fn graph_to_string(g: &Graph) -> String {
             _ => n.op.name(),
         };
         let _ = write!(s, "%{i} = {}({}) : {}{}{weak}", name, args.join(", "), n.vtype.dtype, n.shape);
+        if let Some(p) = g.scope_of(crate::graph::NodeId(i as u32)) {
+            let _ = write!(s, " [{} scope]", p.name());
+        }
         if let Some(loc) = &n.loc {
             let _ = write!(s, "  # {loc}");
         }

@@ -13,6 +13,7 @@
 //! * [`log`]: the bridge to Python's `logging`.
 //! * [`dlpack`]: exporting memory as DLPack capsules.
 //! * [`host_access`]: host reads and writes of DeviceArrays, viewed or copied through their device.
+//! * [`precision`]: `precision_scope` and the `precision_mode` option.
 //! * [`placement`]: which device new DeviceArrays and CPU operators go to (and its test switch).
 //! * [`monitor`]: utilization and temperature.
 //! * [`events`]: the event stream (passes, kernels, blocks, stream tasks) as Python dicts.
@@ -35,6 +36,7 @@ pub mod monitor;
 pub mod operands;
 pub mod operator;
 pub mod placement;
+pub mod precision;
 pub mod stream;
 pub mod tensor;
 pub mod trace_ops;
@@ -85,6 +87,8 @@ fn _pyasc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(gears::gear_flags, m)?)?;
     m.add_function(wrap_pyfunction!(gears::gears_unsupported, m)?)?;
     m.add_function(wrap_pyfunction!(log::set_native_log_level, m)?)?;
+    m.add_function(wrap_pyfunction!(precision::precision_scope_push, m)?)?;
+    m.add_function(wrap_pyfunction!(precision::precision_scope_pop, m)?)?;
     m.add_function(wrap_pyfunction!(device_info, m)?)?;
     m.add_function(wrap_pyfunction!(monitor::utilization, m)?)?;
     m.add_function(wrap_pyfunction!(monitor::temperature, m)?)?;

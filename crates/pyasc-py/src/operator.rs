@@ -434,7 +434,11 @@ impl Operator {
             settings.bind(py).get_item("dynamic_shape")?.map(|d| d.extract()).transpose()?.unwrap_or(false) && !geared;
         // Debug operators run one op per kernel, so a NaN is traced to the op's own line.
         let op_break_level = if debug { 0 } else { op_break_level };
-        let options = CompileOptions { op_break_level, kernel_name: name.clone(), ..CompileOptions::default() };
+        let precision_name: Option<String> =
+            settings.bind(py).get_item("precision_mode")?.map(|d| d.extract()).transpose()?;
+        let precision = crate::precision::mode(py, precision_name)?;
+        let options =
+            CompileOptions { op_break_level, kernel_name: name.clone(), precision, ..CompileOptions::default() };
         let config = OperatorConfig { name: name.clone(), device, options, dynamic, debug };
         if device == DeviceKind::NpuTwin && log::enabled(log::INFO) {
             log::emit(

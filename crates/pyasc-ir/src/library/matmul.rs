@@ -30,6 +30,9 @@ impl LibraryOp for MatMul {
     fn fuses_epilogue(&self) -> bool {
         true
     }
+    fn is_cube(&self) -> bool {
+        true
+    }
     fn verify_call(&self, call: &LibCall, operands: &[&BufferDecl], out: &BufferDecl) -> Result<()> {
         if call.operands != 2 || !operands.iter().all(|d| d.dtype.is_float()) || !out.dtype.is_float() {
             return bad_call(self, "needs two float operands and a float output");

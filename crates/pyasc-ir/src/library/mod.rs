@@ -103,6 +103,12 @@ pub trait LibraryOp: Sync {
     fn fuses_epilogue(&self) -> bool {
         false
     }
+    /// True for the cube ops (matrix products, convolutions): under a `mixed_*` precision
+    /// policy they read 16-bit operands and accumulate in float32, like the matrix unit of an
+    /// NPU; every other op keeps float32.
+    fn is_cube(&self) -> bool {
+        false
+    }
     /// The call a kernel makes for a node with this attribute and `operands` operands.
     fn lower(&self, attr: &Attr, operands: usize) -> Result<LibCall> {
         Ok(LibCall { id: self.id(), attr: attr.clone(), operands: operands as u16 })
