@@ -540,6 +540,20 @@ def run(quick: bool = False, only: Optional[List[str]] = None) -> int:
         if "topk" in want:
             t = _report(f"top-5 of each row: {shape[0]}x{shape[1]} float32", bench_topk(shape, 5, repeat))
             summary.append(f"topk: {t['numpy'] / t['pyasc']:.2f}x argpartition + sort (target >= 5x)")
+    if "half_elementwise" in want or "bert_gelu" in want:
+        from .bench_precision import bench_bert_gelu, bench_half_elementwise
+
+        if "half_elementwise" in want:
+            n = 1 << 22 if quick else 1 << 25
+            t = _report(f"16-bit elementwise (X - b) * s: {n:,} values", bench_half_elementwise(n, repeat))
+            summary.append(f"half_elementwise: float16 {t['float32'] / t['pyasc']:.2f}x, bfloat16 "
+                           f"{t['float32'] / t['bfloat16']:.2f}x the float32 speed (target >= 1.7x); "
+                           f"{t['numpy'] / t['pyasc']:.1f}x NumPy float16")
+        if "bert_gelu" in want:
+            shape = (2, 128, 3072) if quick else (8, 128, 3072)
+            t = _report(f"bert fast_gelu layer {shape}: precision='fp16' vs fp32", bench_bert_gelu(shape, repeat))
+            summary.append(f"bert_gelu: fp16 layer {t['float32'] / t['pyasc']:.2f}x the fp32 layer's speed "
+                           "(target >= 1.6x)")
     print("\nsummary")
     for line in summary:
         print(f"  {line}")

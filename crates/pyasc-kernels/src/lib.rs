@@ -10,6 +10,7 @@
 pub mod binary;
 mod cast;
 pub mod chain;
+pub mod convert16;
 mod dispatch;
 mod element;
 pub mod gemm;

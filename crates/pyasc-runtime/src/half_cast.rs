@@ -1,14 +1,16 @@
 //! Conversions between 16-bit float tiles (float16, bfloat16) and float32/float64 tiles.
 //!
 //! Kernels compute 16-bit floats in float32 lanes: a tile is widened once where it is loaded
-//! and rounded to nearest even once where it is stored. The `half` crate converts whole
-//! slices, with the CPU's F16C instructions where it has them (chosen at run time).
+//! and rounded to nearest even once where it is stored. float32 conversions are
+//! `pyasc_kernels::convert16` (AVX-512 or F16C where the CPU has them, chosen at run time);
+//! float64 ones are the `half` crate's.
 
 use crate::instr::Val;
 use half::slice::HalfFloatSliceExt;
 use half::{bf16, f16};
 use pyasc_ir::error::{IrError, Result};
 use pyasc_ir::DType;
+use pyasc_kernels::convert16;
 use std::slice;
 
 /// `d = convert(s)` over `len` elements, `from` or `to` a 16-bit float and the other a float.
@@ -37,13 +39,13 @@ pub unsafe fn cast(from: DType, to: DType, s: Val, d: Val, len: usize) -> Result
             Val::Ptr(sp) => {
                 let x = |size: usize| slice::from_raw_parts(sp as *const u8, len * size);
                 match (from, to) {
-                    (DType::F16, DType::F32) => typed_ref::<f16>(x(2)).convert_to_f32_slice(typed(out(4))),
+                    (DType::F16, DType::F32) => convert16::f16_to_f32(typed_ref(x(2)), typed(out(4))),
                     (DType::F16, DType::F64) => typed_ref::<f16>(x(2)).convert_to_f64_slice(typed(out(8))),
-                    (DType::BF16, DType::F32) => typed_ref::<bf16>(x(2)).convert_to_f32_slice(typed(out(4))),
+                    (DType::BF16, DType::F32) => convert16::bf16_to_f32(typed_ref(x(2)), typed(out(4))),
                     (DType::BF16, DType::F64) => typed_ref::<bf16>(x(2)).convert_to_f64_slice(typed(out(8))),
-                    (DType::F32, DType::F16) => typed::<f16>(out(2)).convert_from_f32_slice(typed_ref(x(4))),
+                    (DType::F32, DType::F16) => convert16::f32_to_f16(typed_ref(x(4)), typed(out(2))),
                     (DType::F64, DType::F16) => typed::<f16>(out(2)).convert_from_f64_slice(typed_ref(x(8))),
-                    (DType::F32, DType::BF16) => typed::<bf16>(out(2)).convert_from_f32_slice(typed_ref(x(4))),
+                    (DType::F32, DType::BF16) => convert16::f32_to_bf16(typed_ref(x(4)), typed(out(2))),
                     (DType::F64, DType::BF16) => typed::<bf16>(out(2)).convert_from_f64_slice(typed_ref(x(8))),
                     (DType::F16, DType::BF16) | (DType::BF16, DType::F16) => {
                         // Through float32, which holds every value of both exactly.

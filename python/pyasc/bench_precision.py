@@ -1,0 +1,59 @@
+"""``pyasc bench`` entries for 16-bit floats and precision policies.
+
+Each compares the same operator on float16 / bfloat16 data against float32 data of the same
+element count, measured in the same run; NumPy's own float16 loops are the peer.
+"""
+
+from __future__ import annotations
+
+from typing import List, Tuple
+
+import ml_dtypes
+import numpy as np
+
+import pyasc
+
+from ._timing import best_time
+
+Row = Tuple[str, str, float]
+
+
+def bench_half_elementwise(n: int, repeat: int) -> List[Row]:
+    """Time ``(x - b) * s`` on ``n`` float16 values, on bfloat16 and float32, and the copy limit."""
+    rng = np.random.default_rng(11)
+    x32 = rng.standard_normal(n).astype(np.float32)
+
+    @pyasc.operator
+    def normalize(x, scale, bias):
+        return (x - bias) * scale
+
+    rows: List[Row] = []
+    x16 = x32.astype(np.float16)
+    rows.append(("pyasc", "float16 (x - b) * s", best_time(lambda: normalize(x16, 1.5, 0.25), repeat)))
+    xb = x32.astype(ml_dtypes.bfloat16)
+    rows.append(("bfloat16", "pyasc on bfloat16", best_time(lambda: normalize(xb, 1.5, 0.25), repeat)))
+    rows.append(("float32", "pyasc on float32", best_time(lambda: normalize(x32, 1.5, 0.25), repeat)))
+    rows.append(("numpy", "NumPy float16", best_time(lambda: (x16 - np.float16(0.25)) * np.float16(1.5), repeat)))
+    dst = np.empty_like(x16)
+    rows.append(("limit", "np.copyto same bytes", best_time(lambda: np.copyto(dst, x16), repeat)))
+    return rows
+
+
+def bench_bert_gelu(shape: Tuple[int, ...], repeat: int) -> List[Row]:
+    """Time the article's ``precision="fp16"`` fast_gelu layer on float16 activations and on float32."""
+    x32 = np.random.default_rng(12).standard_normal(shape).astype(np.float32)
+
+    @pyasc.operator(precision="fp16")
+    def gelu_npu(x):
+        return pyasc.fast_gelu(x)
+
+    @pyasc.operator
+    def gelu_fp32(x):
+        return pyasc.fast_gelu(x)
+
+    x16 = x32.astype(np.float16)
+    rows: List[Row] = [("pyasc", "precision='fp16' on float16", best_time(lambda: gelu_npu(x16), repeat))]
+    rows.append(("float32", "fp32 layer on float32", best_time(lambda: gelu_fp32(x32), repeat)))
+    rows.append(("numpy", "NumPy float32 x*sigmoid(1.702x)",
+                 best_time(lambda: x32 / (np.float32(1) + np.exp(np.float32(-1.702) * x32)), repeat)))
+    return rows
