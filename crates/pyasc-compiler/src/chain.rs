@@ -60,6 +60,14 @@ pub fn fuse_chains(k: &mut TileKernel) -> usize {
     while j < k.body.len() {
         if let Some((at, chained)) = chain_from(k, j) {
             // The chain takes the second instruction's place; the first is dropped.
+            let old_dst = k.body[at].dst();
+            if chained.dst() != old_dst {
+                if let Some(readers) = retarget(k, at, old_dst, chained.dst()) {
+                    for i in readers {
+                        rename_src(&mut k.body[i], old_dst, chained.dst());
+                    }
+                }
+            }
             k.body[at] = chained;
             k.body.remove(j);
             count += 1;
@@ -84,13 +92,74 @@ fn chain_from(k: &TileKernel, j: usize) -> Option<(usize, Instr)> {
     let dtype = decl(d).dtype;
     let same_float = dtype.is_float() && [a, b, t, a2, b2].iter().all(|r| decl(*r).dtype == dtype);
     let t_private = decl(t).kind == RegKind::Tile && !decl(t).row && !read_later(&k.body[at + 1..], t);
-    // The destination may not share memory with the first operation's operands.
-    let distinct = d != a && d != b && (a2 == t) != (b2 == t);
-    if !(arithmetic(op1) && arithmetic(op2) && same_float && t_private && distinct) {
+    let once = (a2 == t) != (b2 == t);
+    if !(arithmetic(op1) && arithmetic(op2) && same_float && t_private && once) {
         return None;
     }
+    // The destination may not share memory with the first operation's operands; a scratch
+    // destination that does (its register reused once `a` or `b` died) moves into `t`'s.
+    let renamed = match d == a || d == b {
+        true if t == a || t == b => return None,
+        true => Some(retarget(k, at, d, t)?),
+        false => None,
+    };
     let (c, swap) = if a2 == t { (b2, false) } else { (a2, op2 == BinaryOp::Sub) };
-    Some((at, Instr::Chain { op1, op2, swap, dst: d, a, b, c }))
+    let dst = if renamed.is_some() { t } else { d };
+    Some((at, Instr::Chain { op1, op2, swap, dst, a, b, c }))
+}
+
+/// The instructions after `at` that read `d`'s value written at `at` (up to the next write
+/// of `d`), when that value can live in scratch tile `t` instead: `d` is a scratch tile like
+/// `t` and nothing writes `t` while the value is read. [`fuse_chains`] then renames them.
+fn retarget(k: &TileKernel, at: usize, d: Reg, t: Reg) -> Option<Vec<usize>> {
+    let decl = |r: Reg| k.regs[r.0 as usize];
+    if decl(d).kind != RegKind::Tile || decl(d).row || decl(d).dtype != decl(t).dtype {
+        return None;
+    }
+    let mut readers = Vec::new();
+    for (i, ins) in k.body.iter().enumerate().skip(at + 1) {
+        if ins.srcs().contains(&d) {
+            readers.push(i);
+        }
+        if ins.dst() == d {
+            break;
+        }
+    }
+    let last = readers.last().copied().unwrap_or(at);
+    if k.body[at + 1..=last].iter().any(|i| i.dst() == t) {
+        return None;
+    }
+    Some(readers)
+}
+
+/// Make `ins` read `to` wherever it reads `from`.
+fn rename_src(ins: &mut Instr, from: Reg, to: Reg) {
+    let f = |r: &mut Reg| {
+        if *r == from {
+            *r = to;
+        }
+    };
+    match ins {
+        Instr::Unary { src, .. }
+        | Instr::Cast { src, .. }
+        | Instr::Copy { src, .. }
+        | Instr::Reduce { src, .. }
+        | Instr::Scan { src, .. } => f(src),
+        Instr::Binary { a, b, .. } => {
+            f(a);
+            f(b);
+        }
+        Instr::Select { cond, a, b, .. } => {
+            f(cond);
+            f(a);
+            f(b);
+        }
+        Instr::Chain { a, b, c, .. } => {
+            f(a);
+            f(b);
+            f(c);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -183,6 +252,18 @@ mod tests {
     }
 
     #[test]
+    fn a_destination_aliasing_an_operand_moves_into_the_scratch_tile() {
+        // r4 = (r4 + r1) * r1; r3 = r4 / r0: the chain writes r2 and the divide reads it.
+        let mut k = kernel(
+            regs(DType::F32),
+            vec![b(BinaryOp::Add, 2, 4, 1), b(BinaryOp::Mul, 4, 2, 1), b(BinaryOp::Div, 3, 4, 0)],
+        );
+        assert_eq!(fuse_chains(&mut k), 1);
+        assert!(matches!(k.body[0], Instr::Chain { dst: Reg(2), a: Reg(4), b: Reg(1), c: Reg(1), .. }));
+        assert_eq!(k.body[1], b(BinaryOp::Div, 3, 2, 0));
+    }
+
+    #[test]
     fn ineligible_pairs_stay_apart() {
         // The intermediate is read again later.
         let mut k = kernel(
@@ -196,7 +277,17 @@ mod tests {
         assert_eq!(fuse_chains(&mut k), 0);
         let mut k = kernel(regs(DType::F32), vec![b(BinaryOp::Div, 2, 0, 1), b(BinaryOp::Mul, 3, 2, 1)]);
         assert_eq!(fuse_chains(&mut k), 0);
-        let mut k = kernel(regs(DType::F32), vec![b(BinaryOp::Add, 2, 4, 1), b(BinaryOp::Mul, 4, 2, 1)]);
+        // A destination that is an operand of the first operation and must stay there: the
+        // scratch `t` (r2) is written again while the result (r4) is still read.
+        let mut k = kernel(
+            regs(DType::F32),
+            vec![
+                b(BinaryOp::Add, 2, 4, 1),
+                b(BinaryOp::Mul, 4, 2, 1),
+                b(BinaryOp::Div, 2, 0, 1),
+                b(BinaryOp::Div, 3, 4, 2),
+            ],
+        );
         assert_eq!(fuse_chains(&mut k), 0);
         // t * t.
         let mut k = kernel(regs(DType::F32), vec![b(BinaryOp::Add, 2, 0, 1), b(BinaryOp::Mul, 3, 2, 2)]);
