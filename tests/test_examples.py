@@ -1,0 +1,23 @@
+"""The scripts in ``examples/`` run as documented (small sizes) and compute the right values."""
+
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def load(name):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "examples" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_bert_gelu_runs_and_stays_within_float16_rounding():
+    r = load("bert_gelu").main(["--batch", "2", "--seq", "16", "--hidden", "768", "--repeat", "2"])
+    assert r["dtype"] == "float16"
+    # One float16 rounding of values below 6 in magnitude: at most half an ulp of 4..8.
+    assert r["max_abs_err"] <= 2.0 ** -9
+    assert r["t16"] > 0 and r["t32"] > 0
