@@ -169,3 +169,18 @@ def test_jax_imports_are_read_only():
     with pytest.raises(pyasc.InvalidArgumentError):
         d.copy_from(np.zeros(3, np.float32))
     np.testing.assert_array_equal(np.asarray(j), np.arange(3.0, dtype=np.float32))
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16"])
+def test_16_bit_jax_arrays_go_in_and_come_out_as_jax_arrays(name):
+    import jax.numpy as jnp
+
+    j = jnp.linspace(-3, 3, 101, dtype=getattr(jnp, name))
+    out = pyasc.operator(lambda t: t * 2 + 1)(j)
+    assert type(out) is type(j) and out.dtype == j.dtype
+    want = np.asarray(j).astype(np.float64) * 2 + 1
+    np.testing.assert_array_equal(np.asarray(out), want.astype(np.asarray(j).dtype))
+    # A DeviceArray of 16-bit floats exports through DLPack too.
+    d = pyasc.from_dlpack(j)
+    assert d.dtype == np.asarray(j).dtype
+    np.testing.assert_array_equal(d.numpy(), np.asarray(j))

@@ -21,4 +21,19 @@ def _importer(proto: Any) -> Callable[[Any], Any]:
 
 def like(proto: Any, result: Any) -> Any:
     """Return ``result`` (a NumPy array over pyasc memory) as a tensor of ``proto``'s framework."""
+    if getattr(result, "dtype", None) is not None and result.dtype.kind == "V" and result.dtype.itemsize == 2:
+        # bfloat16: NumPy cannot export ml_dtypes' bfloat16 through DLPack.
+        return _bfloat16_like(proto, result)
     return _importer(proto)(result)
+
+
+def _bfloat16_like(proto: Any, result: Any) -> Any:
+    """A bfloat16 ``result`` in ``proto``'s framework: a view for torch, a copy elsewhere."""
+    top = type(proto).__module__.split(".")[0]
+    if top == "torch":
+        import numpy as np
+        import torch
+
+        return torch.from_numpy(result.view(np.uint16)).view(torch.bfloat16)
+    module = importlib.import_module(_IMPORTERS.get(top, top))
+    return module.asarray(result)  # JAX arrays are immutable copies anyway

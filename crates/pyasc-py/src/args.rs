@@ -106,7 +106,7 @@ pub fn parse<'py>(py: Python<'py>, args: &Bound<'py, PyTuple>, names: &[String])
         let mut obj = obj;
         if !obj.is_instance_of::<PyUntypedArray>() && !is_scalar(py, &obj)? && obj.hasattr("__dlpack__")? {
             // Another framework's tensor: read it in place through DLPack.
-            let arr = numpy(py)?.call_method1("from_dlpack", (&obj,))?;
+            let arr = crate::dlpack_import::numpy_from_dlpack(py, &obj)?;
             if foreign.is_none() {
                 *foreign = Some(obj.clone());
             }

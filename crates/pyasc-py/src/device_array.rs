@@ -618,7 +618,7 @@ pub fn from_dlpack(py: Python<'_>, t: &Bound<'_, PyAny>) -> PyResult<DeviceArray
                 kind: s.kind,
             });
         }
-        let arr = numpy(py)?.call_method1("from_dlpack", (t,))?;
+        let arr = crate::dlpack_import::numpy_from_dlpack(py, t)?;
         let a = arr.cast::<PyUntypedArray>()?;
         let dt = dtype_of(a).map_err(to_py)?;
         let v = view_of(a, dt)

@@ -11,7 +11,8 @@
 //! * [`errors`]: mapping typed Rust errors onto the `pyasc` exception classes.
 //! * [`frames`]: finding the user's file and line.
 //! * [`log`]: the bridge to Python's `logging`.
-//! * [`dlpack`]: exporting memory as DLPack capsules.
+//! * [`dlpack`]: exporting memory as DLPack capsules; [`dlpack_import`]: importing them, bfloat16
+//!   included.
 //! * [`host_access`]: host reads and writes of DeviceArrays, viewed or copied through their device.
 //! * [`precision`]: `precision_scope` and the `precision_mode` option.
 //! * [`placement`]: which device new DeviceArrays and CPU operators go to (and its test switch).
@@ -26,6 +27,7 @@ pub mod boundary;
 pub mod compiled;
 pub mod device_array;
 pub mod dlpack;
+pub mod dlpack_import;
 pub mod errors;
 pub mod events;
 pub mod frames;
