@@ -28,7 +28,7 @@ def like(proto: Any, result: Any) -> Any:
 
 
 def _bfloat16_like(proto: Any, result: Any) -> Any:
-    """A bfloat16 ``result`` in ``proto``'s framework: a view for torch, a copy elsewhere."""
+    """Return a bfloat16 ``result`` in ``proto``'s framework: a view for torch, a copy elsewhere."""
     top = type(proto).__module__.split(".")[0]
     if top == "torch":
         import numpy as np
