@@ -202,12 +202,14 @@ fn f16_products_match_float64() {
 
 #[test]
 fn large_bf16_product_splits_over_threads_and_blocks() {
-    // Crosses several depth blocks and column panels, with more row panels than one task packs.
-    let (m, n, k) = (400, 130, 700);
-    let (a, b) = (values_bf16(m * k, 11), values_bf16(k * n, 12));
-    for (name, path) in bf16_paths() {
-        let run = |d, a, b| path(d, a, b, 2);
-        check(name, (m, n, k), &a, &b, bf16_f64, LAYOUTS[0], bf16::NAN, &run);
+    // More row panels than one task packs; several depth blocks (sums added to `dst`); several
+    // column blocks; each with an odd remainder.
+    for (s, (m, n, k)) in [(400, 130, 700), (13, 67, 4201), (7, 2100, 40)].into_iter().enumerate() {
+        let (a, b) = (values_bf16(m * k, 11 + s as u64), values_bf16(k * n, 12 + s as u64));
+        for (name, path) in bf16_paths() {
+            let run = |d, a, b| path(d, a, b, 2);
+            check(name, (m, n, k), &a, &b, bf16_f64, LAYOUTS[s % 2], bf16::NAN, &run);
+        }
     }
 }
 
