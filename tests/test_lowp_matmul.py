@@ -90,6 +90,9 @@ def test_operands_are_read_in_16_bits_by_one_kernel(dtype):
     assert "matmul(%0, %1) : float32(16, 8)" in ir, ir
     assert "cast<float32>(%0)" not in ir and "cast<float32>(%1)" not in ir, ir
     assert len(compiled.kernels()) == 1
+    # A float32 result is the float32 sums themselves: no rounding to 16 bits and back.
+    ir32 = pyasc.operator(lambda x, y: (x @ y).astype(np.float32)).get_compiled_op(a, b).graph_ir()
+    assert "matmul(%0, %1) : float32(16, 8)" in ir32 and "cast" not in ir32, ir32
 
 
 def _gelu(x):

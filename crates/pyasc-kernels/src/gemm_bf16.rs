@@ -280,7 +280,7 @@ pub(crate) unsafe fn matmul(dst: MatMut<f32>, a: MatRef<bf16>, b: MatRef<bf16>, 
     let (m, k, n) = (a.rows, a.cols, b.cols);
     let shared = Shared { a, b, dst: dst.ptr, drs: dst.rs, dcs: dst.cs };
     let row_panels = m.div_ceil(MR);
-    let mut bbuf = buffer(KC.div_ceil(2) * NR * NC.min(n).div_ceil(NR));
+    let mut bbuf = buffer(KC.min(k).div_ceil(2) * NR * NC.min(n).div_ceil(NR));
     for jc in (0..n).step_by(NC) {
         let nc = NC.min(n - jc);
         let col_panels = nc.div_ceil(NR);
