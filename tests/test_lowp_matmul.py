@@ -115,6 +115,15 @@ def test_bias_and_activation_fuse_into_the_product(dtype):
     assert (err <= allowed).all(), float((err / allowed).max())
 
 
+def test_large_products_run_in_pieces_with_the_same_bounds():
+    # Above about 2e10 flops a product runs in blocks of rows and columns (a cancellation check
+    # between them); a column-major right operand and a broadcast batch take the same path.
+    a = _data((2, 2208, 2240), BF16, 12)
+    b = _data((2304, 2240), BF16, 13).T
+    got = pyasc.operator(lambda x, y: (x @ y).astype(np.float32))(a, b)
+    _check(np.asarray(got), a, b, BF16)
+
+
 def test_empty_inner_dimension_gives_zeros():
     a, b = np.zeros((3, 0), BF16), np.zeros((0, 4), BF16)
     got = np.asarray(pyasc.operator(lambda x, y: x @ y)(a, b))

@@ -3,7 +3,7 @@
 //! ([`matmul_f16`]).
 //!
 //! Paths, chosen at run time:
-//! - bfloat16 on a CPU with AVX-512 BF16 (and [`isa::active`] at AVX-512): packed panels and
+//! - bfloat16 on a CPU with AVX-512 BF16 (and [`crate::isa::active`] at AVX-512): packed panels and
 //!   `vdpbf16ps` micro-kernels ([`crate::gemm_bf16`]).
 //! - Otherwise, and for float16 always: blocks of `a` and `b` are converted to float32
 //!   (exactly: every bfloat16 and float16 value is a float32) and multiplied by the float32
@@ -13,7 +13,6 @@
 //! Either way every product of two 16-bit values is exact in float32 and sums are float32.
 
 use crate::gemm::{MatMut, MatRef};
-use crate::isa::{self, Isa};
 use gemm::Parallelism;
 use half::{bf16, f16};
 use rayon::prelude::*;
@@ -63,6 +62,7 @@ pub unsafe fn matmul_f16(dst: MatMut<f32>, a: MatRef<f16>, b: MatRef<f16>, threa
 
 /// The way a bfloat16 product runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // no dot path off x86_64
 pub(crate) enum Path {
     /// AVX-512 BF16 dot products over packed panels.
     Bf16Dot,
@@ -74,7 +74,7 @@ impl Path {
     /// The fastest path this CPU (and `PYASC_ISA`) allows.
     pub(crate) fn choose() -> Path {
         #[cfg(target_arch = "x86_64")]
-        if isa::active() == Isa::Avx512 && crate::gemm_bf16::available() {
+        if crate::isa::active() == crate::isa::Isa::Avx512 && crate::gemm_bf16::available() {
             return Path::Bf16Dot;
         }
         Path::F32
