@@ -73,6 +73,8 @@ unsafe impl Sync for Shared {}
 /// Whether this CPU has the instructions this module needs.
 pub(crate) fn available() -> bool {
     is_x86_feature_detected!("avx512bf16")
+        && is_x86_feature_detected!("fma")
+        && is_x86_feature_detected!("avx2")
         && is_x86_feature_detected!("avx512f")
         && is_x86_feature_detected!("avx512bw")
         && is_x86_feature_detected!("avx512vl")
@@ -283,6 +285,10 @@ fn plan(row_panels: usize, col_panels: usize, threads: usize) -> Vec<Task> {
 /// # Safety
 /// As for [`crate::gemm::matmul_bf16`]; the CPU must pass [`available`].
 pub(crate) unsafe fn matmul(dst: MatMut<f32>, a: MatRef<bf16>, b: MatRef<bf16>, threads: usize) {
+    if crate::gemm_bf16_thin::suits(&a, &b) {
+        // SAFETY: forwarded; `available` covers the thin path's features.
+        return unsafe { crate::gemm_bf16_thin::matmul(dst, a, b, threads) };
+    }
     let (m, k, n) = (a.rows, a.cols, b.cols);
     let shared = Shared { a, b, dst: dst.ptr, drs: dst.rs, dcs: dst.cs };
     let row_panels = m.div_ceil(MR);

@@ -203,8 +203,10 @@ fn f16_products_match_float64() {
 #[test]
 fn large_bf16_product_splits_over_threads_and_blocks() {
     // More row panels than one task packs; several depth blocks (sums added to `dst`); several
-    // column blocks; each with an odd remainder.
-    for (s, (m, n, k)) in [(400, 130, 700), (13, 67, 4201), (7, 2100, 40)].into_iter().enumerate() {
+    // column blocks; each with an odd remainder; few rows (streamed `b`, many column blocks).
+    for (s, (m, n, k)) in
+        [(400, 130, 700), (13, 67, 4201), (7, 2100, 40), (1, 40, 2), (3, 4500, 300)].into_iter().enumerate()
+    {
         let (a, b) = (values_bf16(m * k, 11 + s as u64), values_bf16(k * n, 12 + s as u64));
         for (name, path) in bf16_paths() {
             let run = |d, a, b| path(d, a, b, 2);

@@ -16,6 +16,8 @@ mod element;
 pub mod gemm;
 #[cfg(target_arch = "x86_64")]
 mod gemm_bf16;
+#[cfg(target_arch = "x86_64")]
+mod gemm_bf16_thin;
 mod gemm_lowp;
 #[cfg(test)]
 mod gemm_lowp_tests;
