@@ -4,7 +4,8 @@
 //!
 //! Paths, chosen at run time:
 //! - bfloat16 on a CPU with AVX-512 BF16 (and [`crate::isa::active`] at AVX-512): packed panels and
-//!   `vdpbf16ps` micro-kernels ([`crate::gemm_bf16`]).
+//!   `vdpbf16ps` micro-kernels ([`crate::gemm_bf16`]); up to 4 rows of `a` times a matrix whose
+//!   rows are contiguous stream `b` once instead ([`crate::gemm_bf16_thin`]).
 //! - Otherwise, and for float16 always: blocks of `a` and `b` are converted to float32
 //!   (exactly: every bfloat16 and float16 value is a float32) and multiplied by the float32
 //!   GEMM of the `gemm` crate, block after block of depth, summing into `dst`. float16 is not
