@@ -350,6 +350,30 @@ def bench_matmul(n: int, repeat: int) -> List[Row]:
             ("numpy", "a @ b (OpenBLAS)", best_time(lambda: a @ b, repeat))]
 
 
+def bench_matmul_bf16(n: int, repeat: int) -> List[Row]:
+    """Square bfloat16 matrix product with float32 sums, against float32 and bfloat16 peers."""
+    import ml_dtypes
+
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((n, n)).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((n, n)).astype(ml_dtypes.bfloat16)
+    a32, b32 = a.astype(np.float32), b.astype(np.float32)
+    op = pyasc.operator(lambda x, y: x @ y)
+    op32 = pyasc.operator(lambda x, y: (x @ y).astype(np.float32))
+    rows: List[Row] = [("pyasc", "operator (a @ b) -> bfloat16", best_time(lambda: op(a, b), repeat)),
+                       ("pyasc32", "(a @ b).astype(float32)", best_time(lambda: op32(a, b), repeat)),
+                       ("numpy", "float32 a @ b (OpenBLAS)", best_time(lambda: a32 @ b32, repeat))]
+    jax = _peer("jax")
+    if jax is not None:
+        import jax.numpy as jnp
+
+        f = jax.jit(lambda x, y: jnp.matmul(x, y, preferred_element_type=jnp.float32))
+        aj, bj = jnp.asarray(a), jnp.asarray(b)
+        rows.append(("jax", "jit matmul, bfloat16 -> float32", best_time(lambda: f(aj, bj).block_until_ready(),
+                                                                         repeat)))
+    return rows
+
+
 def bench_einsum(subscripts: str, a_shape: Tuple[int, ...], b_shape: Tuple[int, ...], repeat: int) -> List[Row]:
     """Time a GEMM-shaped ``einsum`` in float32 against pyasc's matmul and the peers' einsum."""
     rng = np.random.default_rng(8)
@@ -498,6 +522,13 @@ def run(quick: bool = False, only: Optional[List[str]] = None) -> int:
         t = _report(f"matmul {n}x{n} float32 (in pieces)", bench_matmul(n, 2 if quick else 3))
         gf = 2 * n ** 3 / t["pyasc"] / 1e9
         summary.append(f"matmul_large: {t['numpy'] / t['pyasc']:.2f}x numpy's speed, {gf:.0f} GFLOP/s")
+    if "matmul_bf16" in want:
+        n = 512 if quick else 2048
+        t = _report(f"matmul {n}x{n} bfloat16, float32 sums", bench_matmul_bf16(n, 3 if quick else 7))
+        gf = {w: 2 * n ** 3 / t[w] / 1e9 for w in t}
+        summary.append(f"matmul_bf16: {gf['pyasc']:.0f} GFLOP/s ({gf['pyasc32']:.0f} with a float32 result), "
+                       + ", ".join(f"{gf['pyasc'] / gf[p]:.2f}x {p}" for p in ("numpy", "jax") if p in t)
+                       + " (target >= 1.6x numpy float32)")
     if "einsum" in want:
         n = 256 if quick else 1024
         t = _report(f"einsum 'ij,jk->ik' {n}x{n} float32", bench_einsum("ij,jk->ik", (n, n), (n, n), repeat))

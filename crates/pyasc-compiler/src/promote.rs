@@ -242,13 +242,15 @@ fn rewrite(g: &mut Graph, n: &Node, ops: Vec<NodeId>, cx: &mut Cx) -> Result<Nod
         }
         Op::Library(id, _) => {
             // Each operand in the dtype the routine computes in; routines over 16-bit floats run
-            // on float32 values (rounded where stored).
+            // on float32 values (rounded where stored), or read 16-bit operands of the result's
+            // dtype directly when they can (`reads_half`: a float32 result all the same).
             let lib = id.op()?;
             let compute = if dt.is_half() { DType::F32 } else { dt };
+            let operands_in = if dt.is_half() && lib.reads_half() { dt } else { compute };
             let ops: Vec<NodeId> = ops
                 .iter()
                 .enumerate()
-                .map(|(i, x)| match lib.operand_dtype(i, compute) {
+                .map(|(i, x)| match lib.operand_dtype(i, operands_in) {
                     Some(to) => cast_to(g, *x, to, n, cx),
                     None => widen_half(g, *x, n, cx),
                 })

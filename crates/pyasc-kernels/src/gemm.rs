@@ -1,4 +1,5 @@
-//! Matrix multiplication glue over sarah-ek's `gemm` crate: `dst = a @ b` for f32 and f64.
+//! Matrix multiplication glue over sarah-ek's `gemm` crate: `dst = a @ b` for f32 and f64;
+//! bfloat16 and float16 operands with a float32 result are [`matmul_bf16`] and [`matmul_f16`].
 //!
 //! Operands are strided views ([`MatRef`], [`MatMut`]): element `(i, j)` lives at
 //! `ptr + i*rs + j*cs` elements, so row-major, column-major (transposed), sliced (every other
@@ -13,6 +14,8 @@
 //! aliasing strides in `dst`); `a` and `b` may (broadcast views with stride 0 are fine).
 
 use gemm::Parallelism;
+
+pub use crate::gemm_lowp::{matmul_bf16, matmul_f16};
 
 /// A strided matrix operand: element (i, j) lives at `ptr + i*rs + j*cs` (in elements).
 #[derive(Clone, Copy, Debug)]

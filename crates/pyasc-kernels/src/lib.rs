@@ -1,5 +1,6 @@
 //! SIMD primitives for pyasc's tile VM: elementwise math, arithmetic, comparisons, casts, and
-//! matrix multiplication ([`gemm`], over the `gemm` crate).
+//! matrix multiplication ([`gemm`]: float32/float64 over the `gemm` crate, bfloat16/float16
+//! operands with float32 sums through packed AVX-512 BF16 kernels or float32 conversion).
 //!
 //! Every entry point takes whole tiles (slices) and runs a loop compiled once per ISA
 //! (AVX-512, AVX2+FMA, SSE2 / NEON baseline), picked at run time from the CPU's features; see
@@ -14,6 +15,13 @@ pub mod convert16;
 mod dispatch;
 mod element;
 pub mod gemm;
+#[cfg(target_arch = "x86_64")]
+mod gemm_bf16;
+#[cfg(target_arch = "x86_64")]
+mod gemm_bf16_thin;
+mod gemm_lowp;
+#[cfg(test)]
+mod gemm_lowp_tests;
 pub mod isa;
 mod math;
 pub mod reduce;

@@ -9,7 +9,7 @@ use crate::pool::num_threads;
 use crate::view::{InputView, SendPtr};
 use pyasc_ir::error::{IrError, Result};
 use pyasc_ir::DType;
-use pyasc_kernels::gemm::{matmul_f32, matmul_f64, MatMut, MatRef};
+use pyasc_kernels::gemm::{matmul_bf16, matmul_f16, matmul_f32, matmul_f64, MatMut, MatRef};
 use rayon::prelude::*;
 
 /// A matrix operand: batch extents and strides, then (rows, cols) with strides.
@@ -56,7 +56,8 @@ fn batch_offset(op: &Operand, dims: &[usize], mut flat: usize) -> isize {
     off
 }
 
-/// `out = a @ b`; `out` is C-contiguous with the product's shape.
+/// `out = a @ b`; `out` is C-contiguous with the product's shape, in the operands' dtype, or
+/// float32 for bfloat16 and float16 operands (float32 products and sums).
 pub fn run_gemm(a: &InputView, b: &InputView, out: *mut u8) -> Result<()> {
     let (oa, ob) = (operand(a, true), operand(b, false));
     let rank = oa.batch.len().max(ob.batch.len());
@@ -78,6 +79,9 @@ pub fn run_gemm(a: &InputView, b: &InputView, out: *mut u8) -> Result<()> {
         return Ok(());
     }
     let dtype = a.dtype;
+    if b.dtype != dtype || !matches!(dtype, DType::BF16 | DType::F16 | DType::F32 | DType::F64) {
+        return Err(IrError::internal(format!("matmul of {} and {} operands has no kernel", dtype, b.dtype)));
+    }
     let (pa, pb, pc) = (SendPtr(a.ptr as *mut u8), SendPtr(b.ptr as *mut u8), SendPtr(out));
     let threads = num_threads();
     // Rows `r0..r0+rows` and columns `c0..c0+cols` of product `bi`.
@@ -91,18 +95,31 @@ pub fn run_gemm(a: &InputView, b: &InputView, out: *mut u8) -> Result<()> {
         // the piece lies inside the product) and each piece writes its own block of the output.
         unsafe {
             match dtype {
+                DType::BF16 => matmul_bf16(
+                    MatMut { ptr: (pc.0 as *mut f32).offset(offc), rows, cols, rs: m as isize, cs: 1 },
+                    MatRef { ptr: (pa.0 as *const half::bf16).offset(offa), rows, cols: k, rs: oa.rs, cs: oa.cs },
+                    MatRef { ptr: (pb.0 as *const half::bf16).offset(offb), rows: k, cols, rs: ob.rs, cs: ob.cs },
+                    workers,
+                ),
+                DType::F16 => matmul_f16(
+                    MatMut { ptr: (pc.0 as *mut f32).offset(offc), rows, cols, rs: m as isize, cs: 1 },
+                    MatRef { ptr: (pa.0 as *const half::f16).offset(offa), rows, cols: k, rs: oa.rs, cs: oa.cs },
+                    MatRef { ptr: (pb.0 as *const half::f16).offset(offb), rows: k, cols, rs: ob.rs, cs: ob.cs },
+                    workers,
+                ),
                 DType::F32 => matmul_f32(
                     MatMut { ptr: (pc.0 as *mut f32).offset(offc), rows, cols, rs: m as isize, cs: 1 },
                     MatRef { ptr: (pa.0 as *const f32).offset(offa), rows, cols: k, rs: oa.rs, cs: oa.cs },
                     MatRef { ptr: (pb.0 as *const f32).offset(offb), rows: k, cols, rs: ob.rs, cs: ob.cs },
                     workers,
                 ),
-                _ => matmul_f64(
+                DType::F64 => matmul_f64(
                     MatMut { ptr: (pc.0 as *mut f64).offset(offc), rows, cols, rs: m as isize, cs: 1 },
                     MatRef { ptr: (pa.0 as *const f64).offset(offa), rows, cols: k, rs: oa.rs, cs: oa.cs },
                     MatRef { ptr: (pb.0 as *const f64).offset(offb), rows: k, cols, rs: ob.rs, cs: ob.cs },
                     workers,
                 ),
+                _ => unreachable!("checked above"),
             }
         }
     };

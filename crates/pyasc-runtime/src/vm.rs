@@ -375,11 +375,17 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
         .collect();
     // Kernels with transcendental math compute long enough per tile to hide the next tile's
     // loads behind them; for cheap kernels the hardware prefetcher alone is faster.
-    let prefetch = k.body.iter().any(|i| match i {
+    let per_element = |i: &Instr| !k.regs[i.dst().0 as usize].row;
+    let prefetch = k.body.iter().filter(|i| per_element(i)).any(|i| match i {
         Instr::Unary { op, .. } => op.is_expensive(),
         Instr::Binary { op, .. } => op.is_expensive(),
         _ => false,
     });
+    let prefetch = match std::env::var("PYASC_PF").as_deref() {
+        Ok("0") => false,
+        Ok("1") => true,
+        _ => prefetch,
+    };
     let token = crate::interrupt::current();
     let run_range = |range: std::ops::Range<usize>| -> Result<()> {
         let end = range.end;

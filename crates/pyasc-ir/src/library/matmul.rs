@@ -1,5 +1,6 @@
 //! `a @ b` with NumPy's `matmul` rules, run by the GEMM micro-kernels; elementwise
-//! epilogues (`gelu(x @ w + b)`) may run in its kernel.
+//! epilogues (`gelu(x @ w + b)`) may run in its kernel. bfloat16 and float16 operands are
+//! read as they are, with float32 products and sums into a float32 result.
 
 use super::{bad_call, LibCall, LibId, LibraryOp};
 use crate::attr::Attr;
@@ -33,9 +34,16 @@ impl LibraryOp for MatMul {
     fn is_cube(&self) -> bool {
         true
     }
+    fn reads_half(&self) -> bool {
+        true
+    }
     fn verify_call(&self, call: &LibCall, operands: &[&BufferDecl], out: &BufferDecl) -> Result<()> {
         if call.operands != 2 || !operands.iter().all(|d| d.dtype.is_float()) || !out.dtype.is_float() {
             return bad_call(self, "needs two float operands and a float output");
+        }
+        let dt = operands[0].dtype;
+        if operands[1].dtype != dt || (dt.is_half() && out.dtype != DType::F32) {
+            return bad_call(self, "needs operands of one dtype (16-bit ones with a float32 output)");
         }
         Ok(())
     }

@@ -93,6 +93,12 @@ pub trait LibraryOp: Sync {
     /// The dtype operand `i` must have when the result is `result` (promotion casts it);
     /// `None` keeps the operand's dtype.
     fn operand_dtype(&self, i: usize, result: DType) -> Option<DType>;
+    /// True when the routine reads bfloat16 and float16 operands as they are and computes
+    /// into float32: a node whose result dtype is 16-bit then keeps its operands in that
+    /// dtype (cast by promotion) and computes a float32 result, rounded where stored.
+    fn reads_half(&self) -> bool {
+        false
+    }
     /// False when the result shape is fixed by the attribute, so a graph holding the op must
     /// be traced again for new argument shapes.
     fn reinfers(&self) -> bool {
