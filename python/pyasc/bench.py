@@ -571,8 +571,15 @@ def run(quick: bool = False, only: Optional[List[str]] = None) -> int:
         if "topk" in want:
             t = _report(f"top-5 of each row: {shape[0]}x{shape[1]} float32", bench_topk(shape, 5, repeat))
             summary.append(f"topk: {t['numpy'] / t['pyasc']:.2f}x argpartition + sort (target >= 5x)")
-    if "half_elementwise" in want or "bert_gelu" in want:
-        from .bench_precision import bench_bert_gelu, bench_half_elementwise
+    if "half_elementwise" in want or "bert_gelu" in want or "matmul_policy" in want:
+        from .bench_precision import bench_bert_gelu, bench_half_elementwise, bench_matmul_policy
+
+        if "matmul_policy" in want:
+            n = 512 if quick else 2048
+            rows, err = bench_matmul_policy(n, 3 if quick else 5)
+            t = _report(f"matmul {n}x{n} float32 under precision policies", rows)
+            summary.append(f"matmul_policy: force_bf16 {t['fp32'] / t['pyasc']:.2f}x the fp32 speed (target >= 1.4x), "
+                           f"relative Frobenius error {err:.2e} (target < 5e-3)")
 
         if "half_elementwise" in want:
             n = 1 << 22 if quick else 1 << 25

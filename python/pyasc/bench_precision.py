@@ -57,3 +57,24 @@ def bench_bert_gelu(shape: Tuple[int, ...], repeat: int) -> List[Row]:
     rows.append(("numpy", "NumPy float32 x*sigmoid(1.702x)",
                  best_time(lambda: x32 / (np.float32(1) + np.exp(np.float32(-1.702) * x32)), repeat)))
     return rows
+
+
+def bench_matmul_policy(n: int, repeat: int) -> Tuple[List[Row], float]:
+    """Time a float32 ``a @ b`` under ``force_bf16`` and ``fp32``; also its relative error.
+
+    Returns the rows and the relative Frobenius error of the ``force_bf16`` product against
+    float64 (the rounding of both operands to bfloat16 included).
+    """
+    rng = np.random.default_rng(13)
+    a = rng.standard_normal((n, n)).astype(np.float32)
+    b = rng.standard_normal((n, n)).astype(np.float32)
+    forced = pyasc.operator(precision_mode="force_bf16")(lambda x, y: x @ y)
+    mixed = pyasc.operator(precision_mode="mixed_bf16")(lambda x, y: x @ y)
+    plain = pyasc.operator(lambda x, y: x @ y)
+    rows: List[Row] = [("pyasc", "force_bf16 (conversions included)", best_time(lambda: forced(a, b), repeat))]
+    rows.append(("mixed", "mixed_bf16", best_time(lambda: mixed(a, b), repeat)))
+    rows.append(("fp32", "precision_mode='fp32'", best_time(lambda: plain(a, b), repeat)))
+    rows.append(("numpy", "NumPy float32 (OpenBLAS)", best_time(lambda: a @ b, repeat)))
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    err = float(np.linalg.norm(forced(a, b) - exact) / np.linalg.norm(exact))
+    return rows, err
