@@ -29,6 +29,8 @@ pub enum Attr {
     Scatter(crate::library::ScatterMode),
     /// A static result length (`nonzero`'s `size=`).
     Count(usize),
+    /// A convolution's strides, padding, dilation and groups.
+    Conv(crate::library::ConvSpec),
 }
 
 impl Attr {

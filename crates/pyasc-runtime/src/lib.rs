@@ -26,6 +26,7 @@
 pub mod buffer;
 pub mod capture;
 pub mod check;
+pub mod conv;
 pub mod device;
 pub mod fork;
 pub mod gemm;

@@ -20,7 +20,7 @@ pub trait LibraryKernel: Sync {
 }
 
 /// Every library routine.
-pub static KERNELS: [&dyn LibraryKernel; 8] = [
+pub static KERNELS: [&dyn LibraryKernel; 9] = [
     &crate::gemm::MatMulKernel,
     &crate::pad::PadKernel,
     &crate::pad::ConcatKernel,
@@ -29,6 +29,7 @@ pub static KERNELS: [&dyn LibraryKernel; 8] = [
     &crate::sort::SortKernel,
     &crate::scatter::ScatterKernel,
     &crate::scatter::NonZeroKernel,
+    &crate::conv::ConvKernel,
 ];
 
 /// The routine of library op `id`.
