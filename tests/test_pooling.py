@@ -103,3 +103,20 @@ def test_pixel_shuffle_errors():
         pyasc.pixel_shuffle(np.ones((1, 6, 2, 2)), 2)
     with pytest.raises(pyasc.InvalidArgumentError):
         pyasc.pixel_shuffle(np.ones((1, 4, 2, 2)), 0)
+
+
+def test_integer_max_pooling_is_exact():
+    x = np.random.default_rng(7).integers(-2**31, 2**31 - 1, (2, 3, 9, 8), dtype=np.int64).astype(np.int32)
+    got = pyasc.max_pool2d(x, 3, 2, 1)
+    assert got.dtype == np.int32
+    win = np.lib.stride_tricks.sliding_window_view(
+        np.pad(x, [(0, 0), (0, 0), (1, 1), (1, 1)], constant_values=np.iinfo(np.int32).min), (3, 3), axis=(-2, -1))
+    np.testing.assert_array_equal(got, win[..., ::2, ::2, :, :].max(axis=(-2, -1)))
+
+
+def test_pooling_takes_elementwise_epilogues_in_its_kernel():
+    x = np.random.default_rng(8).standard_normal((2, 3, 12, 12)).astype(np.float32)
+    op = pyasc.operator(lambda t: np.maximum(pyasc.avg_pool2d(t, 3, 2, 1) * 2.0, 0.5))
+    np.testing.assert_allclose(op(x), np.maximum(pool_reference(x, "avg", 3, 2, 1) * 2.0, 0.5), rtol=1e-6, atol=1e-6)
+    kernels = op.get_compiled_op(x).kernels()
+    assert len(kernels) == 1 and kernels[0]["fused_ops"] >= 3, kernels

@@ -9,7 +9,7 @@ from typing import List, Optional
 #: The benchmarks ``pyasc bench --only`` can name.
 BENCHMARKS = ("gelu", "normalize", "first_call", "cached_call", "launch", "copy_from", "softmax", "layer_norm",
               "matmul", "matmul_large", "dynamic", "long_row", "cumsum_rows", "cumsum_cols", "cumsum_fused", "sort",
-              "topk", "einsum", "einsum_batched", "profiler")
+              "topk", "einsum", "einsum_batched", "conv2d", "profiler")
 
 
 def _positive_int(text: str) -> int:

@@ -3,8 +3,8 @@
 ``conv1d conv2d conv3d max_pool2d avg_pool2d pixel_shuffle``. Inputs are channels-first
 (``NCW``, ``NCHW``, ``NCDHW``) and weights ``(O, C / groups, *kernel)``. A convolution is one
 library kernel (an implicit GEMM); its bias and any elementwise ops applied to its result
-(``np.maximum(conv2d(x, w, b), 0)``) run in that kernel as epilogues. Pooling reads the kernel's
-taps as strided views of the (padded) input, all combined by one elementwise kernel;
+(``np.maximum(conv2d(x, w, b), 0)``) run in that kernel as epilogues. Pooling is a library routine
+(integer max pooling: strided views of the padded input combined by one elementwise kernel);
 ``pixel_shuffle`` is a reshape and a transpose. Every function works on NumPy arrays (a cached
 one-op operator) and on traced tensors inside operators. 16-bit floats compute in float32 and
 are rounded once where stored.
@@ -158,26 +158,19 @@ def _pool_geometry(name: str, x: Any, kernel_size: Any, stride: Any, padding: An
 
 def _traced_pool(x: Any, *, kind: str, k: Tuple[int, int], s: Tuple[int, int], p: Tuple[int, int],
                  out: Tuple[int, int]) -> Any:
+    if _is_float(x.dtype):
+        return _pyasc.apply_pool(x, kind, k, s, p)
+    # Integer max pooling: the taps as strided views of the padded input, one elementwise max.
     if any(p):
-        if kind == "max":
-            dt = np.dtype(x.dtype)
-            fill = -np.inf if _is_float(dt) else (False if dt == np.bool_ else np.iinfo(dt).min)
-        else:
-            fill = 0
+        dt = np.dtype(x.dtype)
+        fill = False if dt == np.bool_ else np.iinfo(dt).min
         widths = [(0, 0)] * (x.ndim - 2) + [(p[0], p[0]), (p[1], p[1])]
         x = movement.pad(x, widths, "constant", fill)
     acc = None
     for i in range(k[0]):
         for j in range(k[1]):
             tap = x[..., i:i + s[0] * (out[0] - 1) + 1:s[0], j:j + s[1] * (out[1] - 1) + 1:s[1]]
-            if acc is None:
-                acc = tap
-            elif kind == "max":
-                acc = np.maximum(acc, tap)
-            else:
-                acc = acc + tap
-    if kind == "avg":
-        acc = acc / (k[0] * k[1])
+            acc = tap if acc is None else np.maximum(acc, tap)
     return acc
 
 

@@ -31,6 +31,8 @@ pub enum Attr {
     Count(usize),
     /// A convolution's strides, padding, dilation and groups.
     Conv(crate::library::ConvSpec),
+    /// A pooling window.
+    Pool(crate::library::PoolSpec),
 }
 
 impl Attr {

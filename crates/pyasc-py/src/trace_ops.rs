@@ -284,3 +284,26 @@ pub fn apply_conv(
     let attr = trace.lock().expect("trace lock poisoned").graph.add_attr(Attr::Conv(spec));
     apply(py, &trace, Op::Library(LibId::CONV, attr), &ids)
 }
+
+/// 2-D pooling (`kind` "max" or "avg") of a traced tensor over its last two axes.
+#[pyfunction]
+pub fn apply_pool(
+    py: Python<'_>,
+    x: &Bound<'_, PyAny>,
+    kind: &str,
+    kernel: [usize; 2],
+    stride: [usize; 2],
+    pad: [usize; 2],
+) -> PyResult<Py<Tensor>> {
+    use pyasc_ir::library::{PoolKind, PoolSpec};
+    let kind = match kind {
+        "max" => PoolKind::Max,
+        "avg" => PoolKind::Avg,
+        other => return Err(PyTypeError::new_err(format!("unknown pooling {other}"))),
+    };
+    let trace = trace_of(&[x]).ok_or_else(|| PyTypeError::new_err("no traced tensor among the operands"))?;
+    let id = node_of(py, &trace, x)?;
+    let attr =
+        trace.lock().expect("trace lock poisoned").graph.add_attr(Attr::Pool(PoolSpec { kind, kernel, stride, pad }));
+    apply(py, &trace, Op::Library(LibId::POOL, attr), &[id])
+}

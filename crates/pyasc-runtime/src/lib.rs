@@ -44,6 +44,7 @@ pub mod opaque;
 pub mod pad;
 pub mod peaks;
 pub mod pool;
+pub mod pooling;
 pub mod program;
 pub mod scan;
 pub mod scatter;

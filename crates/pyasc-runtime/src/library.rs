@@ -20,7 +20,7 @@ pub trait LibraryKernel: Sync {
 }
 
 /// Every library routine.
-pub static KERNELS: [&dyn LibraryKernel; 9] = [
+pub static KERNELS: [&dyn LibraryKernel; 10] = [
     &crate::gemm::MatMulKernel,
     &crate::pad::PadKernel,
     &crate::pad::ConcatKernel,
@@ -30,6 +30,7 @@ pub static KERNELS: [&dyn LibraryKernel; 9] = [
     &crate::scatter::ScatterKernel,
     &crate::scatter::NonZeroKernel,
     &crate::conv::ConvKernel,
+    &crate::pooling::PoolKernel,
 ];
 
 /// The routine of library op `id`.

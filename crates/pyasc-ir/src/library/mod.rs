@@ -1,5 +1,5 @@
 //! Library kernels: ops run by a hand-written routine instead of a tile program (matmul,
-//! pad, concatenate, take, scans, convolution; later attention, NMS, stencil sweeps).
+//! pad, concatenate, take, scans, convolution, pooling; later attention, NMS, stencil sweeps).
 //!
 //! Each one implements [`LibraryOp`] once, in its own file, and is registered in
 //! [`REGISTRY`]. Everything the graph and the compiler need to know about it goes through
@@ -17,6 +17,7 @@ mod conv;
 mod matmul;
 mod nonzero;
 mod pad;
+mod pool;
 mod scan;
 mod scatter;
 mod sort;
@@ -33,6 +34,7 @@ pub use conv::{Conv, ConvSpec};
 pub use matmul::MatMul;
 pub use nonzero::NonZero;
 pub use pad::Pad;
+pub use pool::{Pool, PoolKind, PoolSpec};
 pub use scan::{Scan, ScanKind};
 pub use scatter::{Scatter, ScatterMode};
 pub use sort::{SortMode, SortOp, SortSpec};
@@ -61,6 +63,8 @@ impl LibId {
     pub const NONZERO: LibId = LibId(7);
     /// N-d convolution (`conv1d`, `conv2d`, `conv3d`).
     pub const CONV: LibId = LibId(8);
+    /// 2-D max and average pooling.
+    pub const POOL: LibId = LibId(9);
 
     /// The registered op, or an error naming the unknown id.
     pub fn op(self) -> Result<&'static dyn LibraryOp> {
@@ -69,7 +73,8 @@ impl LibId {
 }
 
 /// Every library op, indexed by [`LibId`].
-pub static REGISTRY: [&dyn LibraryOp; 9] = [&MatMul, &Pad, &Concat, &Take, &Scan, &SortOp, &Scatter, &NonZero, &Conv];
+pub static REGISTRY: [&dyn LibraryOp; 10] =
+    [&MatMul, &Pad, &Concat, &Take, &Scan, &SortOp, &Scatter, &NonZero, &Conv, &Pool];
 
 /// The library op with id `id`.
 pub fn lookup(id: LibId) -> Result<&'static dyn LibraryOp> {
