@@ -168,3 +168,23 @@ def test_bad_arguments_are_typed_errors_naming_the_line():
     with pytest.raises(pyasc.ShapeError, match="bias"):
         pyasc.conv2d(x, w, np.ones(5))
     assert inspect.isfunction(pyasc.conv3d)
+
+
+@pytest.mark.parametrize("wshape,kw", [((6, 4, 3, 3), dict(padding=1, stride=(1, 2))), ((6, 4, 1, 1), dict())])
+def test_channels_last_and_reversed_views_are_read_in_place(wshape, kw):
+    rng = np.random.default_rng(5)
+    nhwc = rng.standard_normal((2, 9, 10, 4))
+    w = rng.standard_normal(wshape)
+    for x in (nhwc.transpose(0, 3, 1, 2), nhwc.transpose(0, 3, 1, 2)[:, ::-1, ::-1, ::-1]):
+        before = x.copy()
+        np.testing.assert_allclose(pyasc.conv2d(x, w, **kw), reference(x, w, **kw), rtol=1e-12, atol=1e-12)
+        np.testing.assert_array_equal(x, before)
+
+
+def test_device_arrays_in_device_arrays_out():
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((1, 2, 7, 7)).astype(np.float32)
+    w = rng.standard_normal((3, 2, 3, 3)).astype(np.float32)
+    got = pyasc.conv2d(pyasc.to_device(x), pyasc.to_device(w), padding="same")
+    assert isinstance(got, pyasc.DeviceArray)
+    np.testing.assert_allclose(got.numpy(), reference(x, w, padding="same"), rtol=1e-5, atol=1e-5)
