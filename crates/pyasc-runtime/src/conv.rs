@@ -27,26 +27,26 @@ const BLOCK_BYTES: usize = 384 << 10;
 /// An element type the routine computes in, with its GEMM.
 trait Elem: Copy + Send + Sync + 'static {
     const ZERO: Self;
-    /// `dst = a @ b` on this thread.
+    /// `dst = a @ b` on `threads` threads of the current pool (1: this thread only).
     ///
     /// # Safety
     /// As for [`matmul_f32`].
-    unsafe fn gemm(dst: MatMut<Self>, a: MatRef<Self>, b: MatRef<Self>);
+    unsafe fn gemm(dst: MatMut<Self>, a: MatRef<Self>, b: MatRef<Self>, threads: usize);
 }
 
 impl Elem for f32 {
     const ZERO: Self = 0.0;
-    unsafe fn gemm(dst: MatMut<Self>, a: MatRef<Self>, b: MatRef<Self>) {
+    unsafe fn gemm(dst: MatMut<Self>, a: MatRef<Self>, b: MatRef<Self>, threads: usize) {
         // SAFETY: forwarded from the caller.
-        unsafe { matmul_f32(dst, a, b, 1) }
+        unsafe { matmul_f32(dst, a, b, threads) }
     }
 }
 
 impl Elem for f64 {
     const ZERO: Self = 0.0;
-    unsafe fn gemm(dst: MatMut<Self>, a: MatRef<Self>, b: MatRef<Self>) {
+    unsafe fn gemm(dst: MatMut<Self>, a: MatRef<Self>, b: MatRef<Self>, threads: usize) {
         // SAFETY: forwarded from the caller.
-        unsafe { matmul_f64(dst, a, b, 1) }
+        unsafe { matmul_f64(dst, a, b, threads) }
     }
 }
 
@@ -126,11 +126,14 @@ impl Geometry {
     }
 }
 
-/// Output positions per block: the gathered columns fill about [`BLOCK_BYTES`], but there are
-/// enough blocks for every worker when the convolution is large.
+/// Output positions per block: the gathered columns fill about [`BLOCK_BYTES`] (more when the
+/// weights are large), but there are enough blocks for every worker when the convolution is large.
 fn block_len(geo: &Geometry, size: usize, threads: usize) -> usize {
     let p = geo.positions();
-    let by_cache = (BLOCK_BYTES / (geo.k() * size).max(1)).max(64);
+    // The GEMM packs a group's weights (O/g x K) again for every block: when they outweigh a
+    // block, blocks of at least 256 positions keep that packing a small share of the work.
+    let least = if geo.og * geo.k() * size > BLOCK_BYTES { 256 } else { 64 };
+    let by_cache = (BLOCK_BYTES / (geo.k() * size).max(1)).max(least);
     let tasks_per_block_row = geo.n * geo.groups;
     // At least a few blocks per worker when there are few images and groups.
     let by_threads = if tasks_per_block_row >= 4 * threads { p } else { p.div_ceil(4 * threads).max(256) };
@@ -222,35 +225,49 @@ unsafe fn conv_typed<T: Elem>(x: &InputView, w: &InputView, out: *mut u8, geo: &
     if geo.n == 0 || o == 0 || p == 0 {
         return Ok(());
     }
-    // The weights as a contiguous O x K matrix (small next to the work).
-    let mut wpack: Vec<T> = Vec::with_capacity(o * k);
-    let wr = w.shape.len();
-    let mut idx = vec![0usize; wr];
-    for _ in 0..o * k {
-        let off: isize = idx.iter().zip(&w.strides).map(|(i, s)| *i as isize * s).sum();
-        // SAFETY: idx stays inside the weight's shape.
-        wpack.push(unsafe { *(w.ptr as *const T).offset(off) });
-        for d in (0..wr).rev() {
-            idx[d] += 1;
-            if idx[d] < w.shape[d] {
-                break;
-            }
-            idx[d] = 0;
-        }
+    // The weights as an O x K matrix: read in place when each filter's elements are laid out
+    // contiguously (the usual case), else packed once.
+    let mut inner = 1isize;
+    let mut in_place = true;
+    for d in (1..w.shape.len()).rev() {
+        in_place &= w.shape[d] == 1 || w.strides[d] == inner;
+        inner *= w.shape[d] as isize;
     }
+    let mut wpack: Vec<T> = Vec::new();
+    let (wptr, wrs) = if in_place {
+        (w.ptr as *const T, w.strides[0])
+    } else {
+        wpack.reserve(o * k);
+        let wr = w.shape.len();
+        let mut idx = vec![0usize; wr];
+        for _ in 0..o * k {
+            let off: isize = idx.iter().zip(&w.strides).map(|(i, s)| *i as isize * s).sum();
+            // SAFETY: idx stays inside the weight's shape.
+            wpack.push(unsafe { *(w.ptr as *const T).offset(off) });
+            for d in (0..wr).rev() {
+                idx[d] += 1;
+                if idx[d] < w.shape[d] {
+                    break;
+                }
+                idx[d] = 0;
+            }
+        }
+        (wpack.as_ptr(), k as isize)
+    };
     let threads = num_threads();
     let len = block_len(geo, std::mem::size_of::<T>(), threads);
     let blocks = p.div_ceil(len);
     let tasks = geo.n * geo.groups * blocks;
     let direct = geo.direct();
     let (px, pout) = (SendPtr(x.ptr as *mut u8), SendPtr(out));
-    let wpack = &wpack;
+    let pw = SendPtr(wptr as *mut u8);
     let token = crate::interrupt::current();
-    let task = |t: usize| -> Result<()> {
+    // Task `t` on `workers` threads (more than one only when there are fewer tasks than workers).
+    let task = |t: usize, workers: usize| -> Result<()> {
         if let Some(tok) = &token {
             tok.check()?;
         }
-        let (px, pout) = (&px, &pout);
+        let (px, pout, pw) = (&px, &pout, &pw);
         let (ng, bi) = (t / blocks, t % blocks);
         let (n, g) = (ng / geo.groups, ng % geo.groups);
         let p0 = bi * len;
@@ -259,13 +276,14 @@ unsafe fn conv_typed<T: Elem>(x: &InputView, w: &InputView, out: *mut u8, geo: &
         let offc = ((n * o + g * geo.og) * p + p0) as isize;
         let dst =
             MatMut { ptr: (pout.0 as *mut T).wrapping_offset(offc), rows: geo.og, cols: cols_n, rs: p as isize, cs: 1 };
-        let a = MatRef { ptr: wpack[g * geo.og * k..].as_ptr(), rows: geo.og, cols: k, rs: k as isize, cs: 1 };
+        let wg = (pw.0 as *const T).wrapping_offset((g * geo.og) as isize * wrs);
+        let a = MatRef { ptr: wg, rows: geo.og, cols: k, rs: wrs, cs: 1 };
         if direct {
             let off = n as isize * geo.xs[0] + (g * geo.cg) as isize * geo.xs[1] + p0 as isize;
             let b = MatRef { ptr: xptr.wrapping_offset(off), rows: k, cols: cols_n, rs: geo.xs[1], cs: 1 };
             // SAFETY: the input's channels of this group, positions p0.., are inside the view;
             // each task writes its own block of the output.
-            unsafe { T::gemm(dst, a, b) };
+            unsafe { T::gemm(dst, a, b, workers) };
             return Ok(());
         }
         SCRATCH.with(|s| {
@@ -280,11 +298,16 @@ unsafe fn conv_typed<T: Elem>(x: &InputView, w: &InputView, out: *mut u8, geo: &
             unsafe { gather(geo, xptr, n, g, p0, cols_n, cols) };
             let b = MatRef { ptr: cols.as_ptr(), rows: k, cols: cols_n, rs: cols_n as isize, cs: 1 };
             // SAFETY: operands live for the call; each task writes its own output block.
-            unsafe { T::gemm(dst, a, b) };
+            unsafe { T::gemm(dst, a, b, workers) };
         });
         Ok(())
     };
-    crate::pool::for_blocks(tasks, threads.saturating_sub(1), task)
+    if tasks >= threads || threads == 1 {
+        crate::pool::for_blocks(tasks, threads.saturating_sub(1), |t| task(t, 1))
+    } else {
+        // Too few blocks for every worker (a small image): each GEMM uses them all.
+        crate::pool::install(|| (0..tasks).try_for_each(|t| task(t, threads)))
+    }
 }
 
 /// `out = conv(x, w)` with `spec`; `out` is C-contiguous with the result's shape.

@@ -60,8 +60,8 @@ fn spec(sd: usize, stride: usize, pad: (usize, usize), dilation: usize, groups: 
     ConvSpec { stride: vec![stride; sd], pad: vec![pad; sd], dilation: vec![dilation; sd], groups }
 }
 
-/// Run the routine in f64 and f32 and compare with the reference; `xshape` may be read
-/// through a view that takes every other element of a larger buffer's last axis.
+/// Run the routine in f64 and f32 and compare with the reference; with `strided` the input and
+/// the weights are read through views taking every other element of buffers twice as large.
 fn check(xshape: &[usize], wshape: &[usize], spec: &ConvSpec, strided: bool) {
     let xn: usize = xshape.iter().product();
     let x = values(xn, 1);
@@ -77,6 +77,15 @@ fn check(xshape: &[usize], wshape: &[usize], spec: &ConvSpec, strided: bool) {
     } else {
         (x.clone(), contiguous_strides(xshape))
     };
+    let (wbuf, wstrides) = if strided {
+        let mut buf = vec![9.0; 2 * w.len()];
+        for (i, v) in w.iter().enumerate() {
+            buf[2 * i] = *v;
+        }
+        (buf, contiguous_strides(wshape).iter().map(|s| 2 * s).collect::<Vec<_>>())
+    } else {
+        (w.clone(), contiguous_strides(wshape))
+    };
     let mut got = vec![f64::NAN; want.len()];
     let xv = InputView {
         ptr: xbuf.as_ptr() as *const u8,
@@ -84,17 +93,22 @@ fn check(xshape: &[usize], wshape: &[usize], spec: &ConvSpec, strided: bool) {
         shape: xshape.to_vec(),
         strides: xstrides.clone(),
     };
-    let wv = InputView::contiguous(w.as_ptr() as *const u8, DType::F64, wshape.to_vec());
+    let wv = InputView {
+        ptr: wbuf.as_ptr() as *const u8,
+        dtype: DType::F64,
+        shape: wshape.to_vec(),
+        strides: wstrides.clone(),
+    };
     // SAFETY: the views address the buffers above, which outlive the call.
     unsafe { run_conv(&xv, &wv, got.as_mut_ptr() as *mut u8, spec) }.unwrap();
     for (g, r) in got.iter().zip(&want) {
         assert!((g - r).abs() <= 1e-12 * (1.0 + r.abs()), "f64 {xshape:?} {wshape:?} {spec:?}: {g} vs {r}");
     }
     let (x32, w32): (Vec<f32>, Vec<f32>) =
-        (xbuf.iter().map(|v| *v as f32).collect(), w.iter().map(|v| *v as f32).collect());
+        (xbuf.iter().map(|v| *v as f32).collect(), wbuf.iter().map(|v| *v as f32).collect());
     let mut got32 = vec![f32::NAN; want.len()];
     let xv = InputView { ptr: x32.as_ptr() as *const u8, dtype: DType::F32, shape: xshape.to_vec(), strides: xstrides };
-    let wv = InputView::contiguous(w32.as_ptr() as *const u8, DType::F32, wshape.to_vec());
+    let wv = InputView { ptr: w32.as_ptr() as *const u8, dtype: DType::F32, shape: wshape.to_vec(), strides: wstrides };
     // SAFETY: as above.
     unsafe { run_conv(&xv, &wv, got32.as_mut_ptr() as *mut u8, spec) }.unwrap();
     let k = (wshape[1] * wshape[2..].iter().product::<usize>()) as f64;
@@ -126,6 +140,13 @@ fn one_by_one_convolutions_read_the_input_as_columns() {
     check(&[2, 6, 9, 13], &[5, 6, 1, 1], &s, false);
     check(&[2, 6, 9, 13], &[5, 6, 1, 1], &s, true);
     check(&[1, 8, 40, 40], &[6, 4, 1, 1], &spec(2, 1, (0, 0), 1, 2), false);
+}
+
+#[test]
+fn small_images_with_large_weights_split_each_gemm_over_the_workers() {
+    // 3 x 3 positions, K = 64 * 9: one block, fewer tasks than workers.
+    check(&[1, 64, 3, 3], &[48, 64, 3, 3], &spec(2, 1, (1, 1), 1, 1), false);
+    check(&[1, 64, 3, 3], &[48, 64, 3, 3], &spec(2, 1, (1, 1), 1, 1), true);
 }
 
 #[test]
