@@ -210,6 +210,19 @@ unsafe fn gather<T: Elem>(geo: &Geometry, x: *const T, n: usize, g: usize, p0: u
     }
 }
 
+/// `dst = a @ b`, handed to the GEMM as `dst^T = b^T @ a^T`: the output positions become
+/// the rows of `gemm`'s column-major product (a 1x64x256x256 3x3 convolution measured
+/// 27.1-27.4 ms this way against 27.4-30.8 ms the other way).
+///
+/// # Safety
+/// As for [`Elem::gemm`].
+unsafe fn product<T: Elem>(dst: MatMut<T>, a: MatRef<T>, b: MatRef<T>, workers: usize) {
+    let t = |m: MatRef<T>| MatRef { ptr: m.ptr, rows: m.cols, cols: m.rows, rs: m.cs, cs: m.rs };
+    let d = MatMut { ptr: dst.ptr, rows: dst.cols, cols: dst.rows, rs: dst.cs, cs: dst.rs };
+    // SAFETY: the same elements as the caller's product.
+    unsafe { T::gemm(d, t(b), t(a), workers) }
+}
+
 thread_local! {
     /// Per-thread column scratch (f64 words, enough alignment for every element type).
     static SCRATCH: RefCell<Vec<f64>> = const { RefCell::new(Vec::new()) };
@@ -283,7 +296,7 @@ unsafe fn conv_typed<T: Elem>(x: &InputView, w: &InputView, out: *mut u8, geo: &
             let b = MatRef { ptr: xptr.wrapping_offset(off), rows: k, cols: cols_n, rs: geo.xs[1], cs: 1 };
             // SAFETY: the input's channels of this group, positions p0.., are inside the view;
             // each task writes its own block of the output.
-            unsafe { T::gemm(dst, a, b, workers) };
+            unsafe { product(dst, a, b, workers) };
             return Ok(());
         }
         SCRATCH.with(|s| {
@@ -298,7 +311,7 @@ unsafe fn conv_typed<T: Elem>(x: &InputView, w: &InputView, out: *mut u8, geo: &
             unsafe { gather(geo, xptr, n, g, p0, cols_n, cols) };
             let b = MatRef { ptr: cols.as_ptr(), rows: k, cols: cols_n, rs: cols_n as isize, cs: 1 };
             // SAFETY: operands live for the call; each task writes its own output block.
-            unsafe { T::gemm(dst, a, b, workers) };
+            unsafe { product(dst, a, b, workers) };
         });
         Ok(())
     };
