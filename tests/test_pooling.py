@@ -6,6 +6,7 @@ import ml_dtypes
 import numpy as np
 import pyasc
 import pytest
+from conftest import line_of
 
 
 def _pair(v):
@@ -72,14 +73,26 @@ def test_pooling_inside_an_operator_on_a_view():
 
 def test_pooling_errors():
     x = np.ones((1, 2, 4, 4))
-    with pytest.raises(pyasc.InvalidArgumentError, match="half"):
-        pyasc.max_pool2d(x, 2, padding=2)
-    with pytest.raises(pyasc.ShapeError, match="rank"):
-        pyasc.avg_pool2d(np.ones((4, 4)), 2)
-    with pytest.raises(pyasc.ShapeError, match="larger"):
-        pyasc.max_pool2d(x, (7, 2), padding=1)
-    with pytest.raises(pyasc.DTypeError):
-        pyasc.avg_pool2d(x.astype(np.int32), 2)
+
+    def half():
+        return pyasc.max_pool2d(x, 2, padding=2)  # half
+
+    def rank():
+        return pyasc.avg_pool2d(np.ones((4, 4)), 2)  # rank
+
+    def larger():
+        return pyasc.max_pool2d(x, (7, 2), padding=1)  # larger
+
+    def ints():
+        return pyasc.avg_pool2d(x.astype(np.int32), 2)  # ints
+
+    for cls, fn, text, words in ((pyasc.InvalidArgumentError, half, "# half", "half"),
+                                 (pyasc.ShapeError, rank, "# rank", "rank"),
+                                 (pyasc.ShapeError, larger, "# larger", "larger"),
+                                 (pyasc.DTypeError, ints, "# ints", "float")):
+        with pytest.raises(cls, match=words) as e:
+            fn()
+        assert e.value.lineno == line_of(fn, text)
 
 
 def shuffle_reference(x, r):
