@@ -133,3 +133,25 @@ def test_pooling_takes_elementwise_epilogues_in_its_kernel():
     np.testing.assert_allclose(op(x), np.maximum(pool_reference(x, "avg", 3, 2, 1) * 2.0, 0.5), rtol=1e-6, atol=1e-6)
     kernels = op.get_compiled_op(x).kernels()
     assert len(kernels) == 1 and kernels[0]["fused_ops"] >= 3, kernels
+
+
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16, np.int64, np.bool_])
+def test_pixel_shuffle_keeps_every_dtype_and_reads_views(dtype):
+    base = np.random.default_rng(9).standard_normal((2, 8, 6, 10))
+    x = (base > 0 if dtype is np.bool_ else (base * 100).astype(dtype))[:, ::-1, :, ::2]
+    got = pyasc.pixel_shuffle(x, 2)
+    assert got.dtype == x.dtype
+    np.testing.assert_array_equal(got, shuffle_reference(x, 2))
+    op = pyasc.operator(lambda t: pyasc.pixel_shuffle(t, 2))
+    assert len(op.get_compiled_op(x).kernels()) >= 1
+    np.testing.assert_array_equal(op(x), shuffle_reference(x, 2))
+
+
+def test_pixel_shuffle_of_complex_values_and_its_epilogue():
+    z = (np.arange(72) + 1j * np.arange(72)[::-1]).reshape(2, 4, 3, 3)
+    np.testing.assert_array_equal(pyasc.pixel_shuffle(z, 2), shuffle_reference(z, 2))
+    x = np.random.default_rng(10).standard_normal((1, 8, 5, 7)).astype(np.float32)
+    op = pyasc.operator(lambda t: pyasc.pixel_shuffle(t, 2) * 2.0 + 1.0)
+    np.testing.assert_array_equal(op(x), shuffle_reference(x, 2) * 2.0 + 1.0)
+    kernels = op.get_compiled_op(x).kernels()
+    assert len(kernels) == 1 and kernels[0]["fused_ops"] == 3, kernels

@@ -3,11 +3,11 @@
 ``conv1d conv2d conv3d max_pool2d avg_pool2d pixel_shuffle``. Inputs are channels-first
 (``NCW``, ``NCHW``, ``NCDHW``) and weights ``(O, C / groups, *kernel)``. A convolution is one
 library kernel (an implicit GEMM); its bias and any elementwise ops applied to its result
-(``np.maximum(conv2d(x, w, b), 0)``) run in that kernel as epilogues. Pooling is a library routine
-(integer max pooling: strided views of the padded input combined by one elementwise kernel);
-``pixel_shuffle`` is a reshape and a transpose. Every function works on NumPy arrays (a cached
-one-op operator) and on traced tensors inside operators. 16-bit floats compute in float32 and
-are rounded once where stored.
+(``np.maximum(conv2d(x, w, b), 0)``) run in that kernel as epilogues. Pooling is a library
+routine (integer max pooling: strided views of the padded input combined by one elementwise
+kernel), and so is ``pixel_shuffle`` (each output row interleaves ``r`` input rows). Every
+function works on NumPy arrays (a cached one-op operator) and on traced tensors inside
+operators. 16-bit floats compute in float32 and are rounded once where stored.
 """
 
 from __future__ import annotations
@@ -209,12 +209,12 @@ def avg_pool2d(x: Any, kernel_size: IntOrTuple, stride: Optional[IntOrTuple] = N
 
 
 def _traced_shuffle(x: Any, *, r: int) -> Any:
-    *lead, c, h, w = x.shape
-    c //= r * r
-    n = len(lead)
-    y = movement.reshape(x, (*lead, c, r, r, h, w))
-    y = movement.transpose(y, (*range(n), n, n + 3, n + 1, n + 4, n + 2))
-    return movement.reshape(y, (*lead, c, h * r, w * r))
+    if isinstance(x, _pyasc.Tensor):
+        return _pyasc.apply_pixel_shuffle(x, r)
+    # A complex value: its real and imaginary parts shuffled alike.
+    from ._complex import ComplexTensor
+
+    return ComplexTensor(_traced_shuffle(x.real, r=r), _traced_shuffle(x.imag, r=r))
 
 
 def pixel_shuffle(x: Any, upscale_factor: int) -> Any:

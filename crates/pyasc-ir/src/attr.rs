@@ -33,6 +33,8 @@ pub enum Attr {
     Conv(crate::library::ConvSpec),
     /// A pooling window.
     Pool(crate::library::PoolSpec),
+    /// An upscale factor (`pixel_shuffle`).
+    Upscale(usize),
 }
 
 impl Attr {

@@ -307,3 +307,12 @@ pub fn apply_pool(
         trace.lock().expect("trace lock poisoned").graph.add_attr(Attr::Pool(PoolSpec { kind, kernel, stride, pad }));
     apply(py, &trace, Op::Library(LibId::POOL, attr), &[id])
 }
+
+/// `pixel_shuffle(x, r)` of a traced tensor.
+#[pyfunction]
+pub fn apply_pixel_shuffle(py: Python<'_>, x: &Bound<'_, PyAny>, r: usize) -> PyResult<Py<Tensor>> {
+    let trace = trace_of(&[x]).ok_or_else(|| PyTypeError::new_err("no traced tensor among the operands"))?;
+    let id = node_of(py, &trace, x)?;
+    let attr = trace.lock().expect("trace lock poisoned").graph.add_attr(Attr::Upscale(r));
+    apply(py, &trace, Op::Library(LibId::PIXEL_SHUFFLE, attr), &[id])
+}

@@ -48,6 +48,7 @@ pub mod pooling;
 pub mod program;
 pub mod scan;
 pub mod scatter;
+pub mod shuffle;
 pub mod sort;
 pub mod stream;
 pub mod team;

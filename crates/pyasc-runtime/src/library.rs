@@ -20,7 +20,7 @@ pub trait LibraryKernel: Sync {
 }
 
 /// Every library routine.
-pub static KERNELS: [&dyn LibraryKernel; 10] = [
+pub static KERNELS: [&dyn LibraryKernel; 11] = [
     &crate::gemm::MatMulKernel,
     &crate::pad::PadKernel,
     &crate::pad::ConcatKernel,
@@ -31,6 +31,7 @@ pub static KERNELS: [&dyn LibraryKernel; 10] = [
     &crate::scatter::NonZeroKernel,
     &crate::conv::ConvKernel,
     &crate::pooling::PoolKernel,
+    &crate::shuffle::ShuffleKernel,
 ];
 
 /// The routine of library op `id`.

@@ -1,5 +1,5 @@
 //! Library kernels: ops run by a hand-written routine instead of a tile program (matmul,
-//! pad, concatenate, take, scans, convolution, pooling; later attention, NMS, stencil sweeps).
+//! pad, concatenate, take, scans, convolution, pooling, pixel shuffle; later attention, NMS, stencil sweeps).
 //!
 //! Each one implements [`LibraryOp`] once, in its own file, and is registered in
 //! [`REGISTRY`]. Everything the graph and the compiler need to know about it goes through
@@ -20,6 +20,7 @@ mod pad;
 mod pool;
 mod scan;
 mod scatter;
+mod shuffle;
 mod sort;
 mod take;
 
@@ -37,6 +38,7 @@ pub use pad::Pad;
 pub use pool::{Pool, PoolKind, PoolSpec};
 pub use scan::{Scan, ScanKind};
 pub use scatter::{Scatter, ScatterMode};
+pub use shuffle::{shuffle_shape, PixelShuffle};
 pub use sort::{SortMode, SortOp, SortSpec};
 pub use take::Take;
 
@@ -65,6 +67,8 @@ impl LibId {
     pub const CONV: LibId = LibId(8);
     /// 2-D max and average pooling.
     pub const POOL: LibId = LibId(9);
+    /// `pixel_shuffle`.
+    pub const PIXEL_SHUFFLE: LibId = LibId(10);
 
     /// The registered op, or an error naming the unknown id.
     pub fn op(self) -> Result<&'static dyn LibraryOp> {
@@ -73,8 +77,8 @@ impl LibId {
 }
 
 /// Every library op, indexed by [`LibId`].
-pub static REGISTRY: [&dyn LibraryOp; 10] =
-    [&MatMul, &Pad, &Concat, &Take, &Scan, &SortOp, &Scatter, &NonZero, &Conv, &Pool];
+pub static REGISTRY: [&dyn LibraryOp; 11] =
+    [&MatMul, &Pad, &Concat, &Take, &Scan, &SortOp, &Scatter, &NonZero, &Conv, &Pool, &PixelShuffle];
 
 /// The library op with id `id`.
 pub fn lookup(id: LibId) -> Result<&'static dyn LibraryOp> {
