@@ -136,9 +136,9 @@ fn block_len(geo: &Geometry, size: usize, threads: usize) -> usize {
     // block, blocks of at least 256 positions keep that packing a small share of the work.
     let least = if geo.og * geo.k() * size > BLOCK_BYTES { 256 } else { 64 };
     let by_cache = (BLOCK_BYTES / (geo.k() * size).max(1)).max(least);
-    let tasks_per_block_row = geo.n * geo.groups;
+    let units_per_block_row = geo.n * geo.groups;
     // At least a few blocks per worker when there are few images and groups.
-    let by_threads = if tasks_per_block_row >= 4 * threads { p } else { p.div_ceil(4 * threads).max(256) };
+    let by_threads = if units_per_block_row >= 4 * threads { p } else { p.div_ceil(4 * threads).max(256) };
     let len = by_cache.min(by_threads).min(p).max(1);
     if len < p {
         len.div_ceil(16) * 16
@@ -272,13 +272,14 @@ unsafe fn conv_typed<T: Elem>(x: &InputView, w: &InputView, out: *mut u8, geo: &
     let threads = num_threads();
     let len = block_len(geo, std::mem::size_of::<T>(), threads);
     let blocks = p.div_ceil(len);
-    let tasks = geo.n * geo.groups * blocks;
+    let units = geo.n * geo.groups * blocks;
     let direct = geo.direct();
     let (px, pout) = (SendPtr(x.ptr as *mut u8), SendPtr(out));
     let pw = SendPtr(wptr as *mut u8);
     let token = crate::interrupt::current();
-    // Task `t` on `workers` threads (more than one only when there are fewer tasks than workers).
-    let task = |t: usize, workers: usize| -> Result<()> {
+    // Unit `t` (an image, a group and a block) on `workers` threads (more than one only when
+    // there are fewer units than workers).
+    let unit = |t: usize, workers: usize| -> Result<()> {
         if let Some(tok) = &token {
             tok.check()?;
         }
@@ -297,7 +298,7 @@ unsafe fn conv_typed<T: Elem>(x: &InputView, w: &InputView, out: *mut u8, geo: &
             let off = n as isize * geo.xs[0] + (g * geo.cg) as isize * geo.xs[1] + p0 as isize;
             let b = MatRef { ptr: xptr.wrapping_offset(off), rows: k, cols: cols_n, rs: geo.xs[1], cs: 1 };
             // SAFETY: the input's channels of this group, positions p0.., are inside the view;
-            // each task writes its own block of the output.
+            // each unit writes its own block of the output.
             unsafe { product(dst, a, b, workers) };
             return Ok(());
         }
@@ -312,16 +313,16 @@ unsafe fn conv_typed<T: Elem>(x: &InputView, w: &InputView, out: *mut u8, geo: &
             // SAFETY: the input view covers every element the geometry addresses.
             unsafe { gather(geo, xptr, n, g, p0, cols_n, cols) };
             let b = MatRef { ptr: cols.as_ptr(), rows: k, cols: cols_n, rs: cols_n as isize, cs: 1 };
-            // SAFETY: operands live for the call; each task writes its own output block.
+            // SAFETY: operands live for the call; each unit writes its own output block.
             unsafe { product(dst, a, b, workers) };
         });
         Ok(())
     };
-    if tasks >= threads || threads == 1 {
-        crate::pool::for_blocks(tasks, threads.saturating_sub(1), |t| task(t, 1))
+    if units >= threads || threads == 1 {
+        crate::pool::for_blocks(units, threads.saturating_sub(1), |t| unit(t, 1))
     } else {
         // Too few blocks for every worker (a small image): each GEMM uses them all.
-        crate::pool::install(|| (0..tasks).try_for_each(|t| task(t, threads)))
+        crate::pool::install(|| (0..units).try_for_each(|t| unit(t, threads)))
     }
 }
 

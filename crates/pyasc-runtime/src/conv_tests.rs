@@ -144,7 +144,7 @@ fn one_by_one_convolutions_read_the_input_as_columns() {
 
 #[test]
 fn small_images_with_large_weights_split_each_gemm_over_the_workers() {
-    // 3 x 3 positions, K = 64 * 9: one block, fewer tasks than workers.
+    // 3 x 3 positions, K = 64 * 9: one block, fewer units of work than workers.
     check(&[1, 64, 3, 3], &[48, 64, 3, 3], &spec(2, 1, (1, 1), 1, 1), false);
     check(&[1, 64, 3, 3], &[48, 64, 3, 3], &spec(2, 1, (1, 1), 1, 1), true);
 }

@@ -71,7 +71,7 @@ unsafe fn pool_typed<T: Float>(x: &InputView, out: *mut u8, spec: &PoolSpec) -> 
     let divisor = T::from_usize(kh * kw);
     // The leading axes, for each plane's offset (the view itself holds a raw pointer).
     let (lead, lead_strides) = (&x.shape[..r - 2], &x.strides[..r - 2]);
-    let task = |b: usize| -> Result<()> {
+    let run_block = |b: usize| -> Result<()> {
         if let Some(t) = &token {
             t.check()?;
         }
@@ -144,7 +144,7 @@ unsafe fn pool_typed<T: Float>(x: &InputView, out: *mut u8, spec: &PoolSpec) -> 
         Ok(())
     };
     let threads = num_threads();
-    crate::pool::for_blocks(planes * row_blocks, threads.saturating_sub(1), task)
+    crate::pool::for_blocks(planes * row_blocks, threads.saturating_sub(1), run_block)
 }
 
 /// `out = pool2d(x)` with `spec`; `out` is C-contiguous with the result's shape.

@@ -32,7 +32,7 @@ unsafe fn shuffle_typed<T: Copy + Send + Sync>(x: &InputView, out: *mut u8, r: u
     let (px, po) = (SendPtr(x.ptr as *mut u8), SendPtr(out));
     let ow = w * r;
     let blocks = rows.div_ceil(BLOCK_ROWS);
-    let task = |b: usize| -> Result<()> {
+    let run_block = |b: usize| -> Result<()> {
         let (px, po) = (&px, &po);
         for row in b * BLOCK_ROWS..((b + 1) * BLOCK_ROWS).min(rows) {
             let oh = row % (h * r);
@@ -58,7 +58,7 @@ unsafe fn shuffle_typed<T: Copy + Send + Sync>(x: &InputView, out: *mut u8, r: u
         }
         Ok(())
     };
-    crate::pool::for_blocks(blocks, num_threads().saturating_sub(1), task)
+    crate::pool::for_blocks(blocks, num_threads().saturating_sub(1), run_block)
 }
 
 /// `out = pixel_shuffle(x, r)`; `out` is C-contiguous with the result's shape.
