@@ -542,6 +542,15 @@ def run(quick: bool = False, only: Optional[List[str]] = None) -> int:
         summary.append("einsum bij,bjk->bik: " + ", ".join(f"{t[p] / t['pyasc']:.2f}x {p}" for p in
                                                            ("matmul", "numpy", "jax") if p in t)
                        + " (target: matmul >= 0.9x)")
+    if "conv2d" in want:
+        from .bench_conv import bench_conv2d
+
+        shape = (1, 64, 64, 64) if quick else (1, 64, 256, 256)
+        t = _report(f"conv2d 3x3, 64->64 channels, padding 1: {'x'.join(map(str, shape))} float32",
+                    bench_conv2d(shape, 64, 3 if quick else 5))
+        gf = 2 * 64 * 64 * 9 * shape[2] * shape[3] / t["pyasc"] / 1e9
+        peers = ", ".join(f"{t[p] / t['pyasc']:.2f}x {p}" for p in ("jax", "torch") if p in t)
+        summary.append(f"conv2d: {peers}, {gf:.0f} GFLOP/s (target >= 1x jax.jit)")
     if "dynamic" in want:
         t = _report("dynamic shapes: 50 new shapes of one operator", bench_dynamic(50, not quick))
         summary.append(f"dynamic shapes: {fmt_time(t['pyasc'])} for 50 shapes (target <= 5 ms)")

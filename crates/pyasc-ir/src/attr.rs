@@ -29,6 +29,12 @@ pub enum Attr {
     Scatter(crate::library::ScatterMode),
     /// A static result length (`nonzero`'s `size=`).
     Count(usize),
+    /// A convolution's strides, padding, dilation and groups.
+    Conv(crate::library::ConvSpec),
+    /// A pooling window.
+    Pool(crate::library::PoolSpec),
+    /// An upscale factor (`pixel_shuffle`).
+    Upscale(usize),
 }
 
 impl Attr {

@@ -73,6 +73,9 @@ fn _pyasc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(operands::apply_cast, m)?)?;
     m.add_function(wrap_pyfunction!(trace_ops::apply_reduce, m)?)?;
     m.add_function(wrap_pyfunction!(trace_ops::apply_matmul, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_ops::apply_conv, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_ops::apply_pool, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_ops::apply_pixel_shuffle, m)?)?;
     m.add_function(wrap_pyfunction!(trace_ops::apply_view, m)?)?;
     m.add_function(wrap_pyfunction!(trace_ops::apply_pad, m)?)?;
     m.add_function(wrap_pyfunction!(trace_ops::apply_fill, m)?)?;

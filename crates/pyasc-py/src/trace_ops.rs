@@ -265,3 +265,54 @@ pub fn apply_scan(py: Python<'_>, name: &str, x: &Bound<'_, PyAny>, axis: usize)
     let attr = trace.lock().expect("trace lock poisoned").graph.add_attr(Attr::Scan(kind, axis));
     apply(py, &trace, Op::Library(LibId::SCAN, attr), &[id])
 }
+
+/// A convolution of traced tensors: input `(N, C, *spatial)`, weight `(O, C / groups,
+/// *kernel)`, one stride, `(before, after)` padding and dilation per spatial dimension.
+#[pyfunction]
+pub fn apply_conv(
+    py: Python<'_>,
+    x: &Bound<'_, PyAny>,
+    w: &Bound<'_, PyAny>,
+    stride: Vec<usize>,
+    pad: Vec<(usize, usize)>,
+    dilation: Vec<usize>,
+    groups: usize,
+) -> PyResult<Py<Tensor>> {
+    let trace = trace_of(&[x, w]).ok_or_else(|| PyTypeError::new_err("no traced tensor among the operands"))?;
+    let ids = [node_of(py, &trace, x)?, node_of(py, &trace, w)?];
+    let spec = pyasc_ir::library::ConvSpec { stride, pad, dilation, groups };
+    let attr = trace.lock().expect("trace lock poisoned").graph.add_attr(Attr::Conv(spec));
+    apply(py, &trace, Op::Library(LibId::CONV, attr), &ids)
+}
+
+/// 2-D pooling (`kind` "max" or "avg") of a traced tensor over its last two axes.
+#[pyfunction]
+pub fn apply_pool(
+    py: Python<'_>,
+    x: &Bound<'_, PyAny>,
+    kind: &str,
+    kernel: [usize; 2],
+    stride: [usize; 2],
+    pad: [usize; 2],
+) -> PyResult<Py<Tensor>> {
+    use pyasc_ir::library::{PoolKind, PoolSpec};
+    let kind = match kind {
+        "max" => PoolKind::Max,
+        "avg" => PoolKind::Avg,
+        other => return Err(PyTypeError::new_err(format!("unknown pooling {other}"))),
+    };
+    let trace = trace_of(&[x]).ok_or_else(|| PyTypeError::new_err("no traced tensor among the operands"))?;
+    let id = node_of(py, &trace, x)?;
+    let attr =
+        trace.lock().expect("trace lock poisoned").graph.add_attr(Attr::Pool(PoolSpec { kind, kernel, stride, pad }));
+    apply(py, &trace, Op::Library(LibId::POOL, attr), &[id])
+}
+
+/// `pixel_shuffle(x, r)` of a traced tensor.
+#[pyfunction]
+pub fn apply_pixel_shuffle(py: Python<'_>, x: &Bound<'_, PyAny>, r: usize) -> PyResult<Py<Tensor>> {
+    let trace = trace_of(&[x]).ok_or_else(|| PyTypeError::new_err("no traced tensor among the operands"))?;
+    let id = node_of(py, &trace, x)?;
+    let attr = trace.lock().expect("trace lock poisoned").graph.add_attr(Attr::Upscale(r));
+    apply(py, &trace, Op::Library(LibId::PIXEL_SHUFFLE, attr), &[id])
+}

@@ -20,7 +20,7 @@ pub trait LibraryKernel: Sync {
 }
 
 /// Every library routine.
-pub static KERNELS: [&dyn LibraryKernel; 8] = [
+pub static KERNELS: [&dyn LibraryKernel; 11] = [
     &crate::gemm::MatMulKernel,
     &crate::pad::PadKernel,
     &crate::pad::ConcatKernel,
@@ -29,6 +29,9 @@ pub static KERNELS: [&dyn LibraryKernel; 8] = [
     &crate::sort::SortKernel,
     &crate::scatter::ScatterKernel,
     &crate::scatter::NonZeroKernel,
+    &crate::conv::ConvKernel,
+    &crate::pooling::PoolKernel,
+    &crate::shuffle::ShuffleKernel,
 ];
 
 /// The routine of library op `id`.

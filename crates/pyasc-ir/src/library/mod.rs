@@ -1,5 +1,5 @@
 //! Library kernels: ops run by a hand-written routine instead of a tile program (matmul,
-//! pad, concatenate, take, scans; later attention, NMS, stencil sweeps).
+//! pad, concatenate, take, scans, convolution, pooling, pixel shuffle; later attention, NMS, stencil sweeps).
 //!
 //! Each one implements [`LibraryOp`] once, in its own file, and is registered in
 //! [`REGISTRY`]. Everything the graph and the compiler need to know about it goes through
@@ -13,11 +13,14 @@
 //! an error everywhere, never a silent default.
 
 mod concat;
+mod conv;
 mod matmul;
 mod nonzero;
 mod pad;
+mod pool;
 mod scan;
 mod scatter;
+mod shuffle;
 mod sort;
 mod take;
 
@@ -28,11 +31,14 @@ use crate::shape::Shape;
 use crate::tile::BufferDecl;
 
 pub use concat::Concat;
+pub use conv::{Conv, ConvSpec};
 pub use matmul::MatMul;
 pub use nonzero::NonZero;
 pub use pad::Pad;
+pub use pool::{Pool, PoolKind, PoolSpec};
 pub use scan::{Scan, ScanKind};
 pub use scatter::{Scatter, ScatterMode};
+pub use shuffle::{shuffle_shape, PixelShuffle};
 pub use sort::{SortMode, SortOp, SortSpec};
 pub use take::Take;
 
@@ -57,6 +63,12 @@ impl LibId {
     pub const SCATTER: LibId = LibId(6);
     /// Positions of non-zero elements with a static size.
     pub const NONZERO: LibId = LibId(7);
+    /// N-d convolution (`conv1d`, `conv2d`, `conv3d`).
+    pub const CONV: LibId = LibId(8);
+    /// 2-D max and average pooling.
+    pub const POOL: LibId = LibId(9);
+    /// `pixel_shuffle`.
+    pub const PIXEL_SHUFFLE: LibId = LibId(10);
 
     /// The registered op, or an error naming the unknown id.
     pub fn op(self) -> Result<&'static dyn LibraryOp> {
@@ -65,7 +77,8 @@ impl LibId {
 }
 
 /// Every library op, indexed by [`LibId`].
-pub static REGISTRY: [&dyn LibraryOp; 8] = [&MatMul, &Pad, &Concat, &Take, &Scan, &SortOp, &Scatter, &NonZero];
+pub static REGISTRY: [&dyn LibraryOp; 11] =
+    [&MatMul, &Pad, &Concat, &Take, &Scan, &SortOp, &Scatter, &NonZero, &Conv, &Pool, &PixelShuffle];
 
 /// The library op with id `id`.
 pub fn lookup(id: LibId) -> Result<&'static dyn LibraryOp> {
