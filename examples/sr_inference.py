@@ -17,7 +17,6 @@ import argparse
 import math
 
 import numpy as np
-
 import pyasc
 from pyasc._timing import best_time, fmt_time
 
@@ -34,7 +33,7 @@ def make_weights(layers: int, channels: int = 64, seed: int = 0) -> list:
 
 
 def network(params: list, mode: str):
-    """The network as an operator under ``mode``; the weights are captured arrays."""
+    """Build the network as an operator under ``mode``; the weights are captured arrays."""
 
     @pyasc.operator(precision_mode=mode)
     def sr_inference(x):

@@ -188,3 +188,13 @@ def test_device_arrays_in_device_arrays_out():
     got = pyasc.conv2d(pyasc.to_device(x), pyasc.to_device(w), padding="same")
     assert isinstance(got, pyasc.DeviceArray)
     np.testing.assert_allclose(got.numpy(), reference(x, w, padding="same"), rtol=1e-5, atol=1e-5)
+
+
+def test_conv_epilogue_with_a_large_output():
+    rng = np.random.default_rng(22)
+    x = rng.random((1, 3, 256, 256)).astype(np.float32)
+    w = (rng.standard_normal((64, 3, 3, 3)) * 0.3).astype(np.float32)
+    b = (rng.standard_normal(64) * 0.1).astype(np.float32)
+    got = pyasc.operator(lambda x, w, b: np.maximum(pyasc.conv2d(x, w, b, padding=1), 0.0))(x, w, b)
+    ref = pyasc.operator(lambda x, w: pyasc.conv2d(x, w, padding=1))(x.astype(np.float64), w.astype(np.float64))
+    np.testing.assert_allclose(got, np.maximum(ref + b.reshape(64, 1, 1), 0.0), rtol=1e-5, atol=1e-5)

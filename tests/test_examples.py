@@ -21,3 +21,10 @@ def test_bert_gelu_runs_and_stays_within_float16_rounding():
     # One float16 rounding of values below 6 in magnitude: at most half an ulp of 4..8.
     assert r["max_abs_err"] <= 2.0 ** -9
     assert r["t16"] > 0 and r["t32"] > 0
+
+
+def test_sr_inference_mixed_precision_keeps_the_image():
+    r = load("sr_inference").main(["--size", "48", "--layers", "2", "--repeat", "1"])
+    assert r["shape"] == (1, 3, 96, 96) and r["dtype"] == "float32"
+    # bfloat16 operands with float32 sums: far above the 40 dB the network needs.
+    assert r["psnr"] >= 40.0

@@ -233,3 +233,14 @@ def test_large_products_run_in_pieces_with_the_same_values():
     at = a[0].T  # strided left operand
     got = pyasc.operator(lambda x, y: x @ y)(at, a[1])
     np.testing.assert_allclose(got, at.astype(np.float64) @ a[1], rtol=2e-3, atol=2e-3)
+
+
+def test_epilogues_of_products_with_large_outputs():
+    # Outputs large enough that a plain elementwise kernel would stream them: the epilogue must
+    # still read the product the GEMM wrote.
+    rng = np.random.default_rng(21)
+    a = rng.standard_normal((8192, 256)).astype(np.float32)
+    b = rng.standard_normal((256, 1024)).astype(np.float32)
+    got = pyasc.operator(lambda x, y: np.maximum(x @ y, 0.0) * 2.0)(a, b)
+    want = np.maximum(a.astype(np.float64) @ b, 0.0) * 2.0
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)

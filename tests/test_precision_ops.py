@@ -53,9 +53,12 @@ OPS = {
     "matmul": (lambda x, y, w: x @ w, "accumulating"),
     "matmul_epilogue": (lambda x, y, w: np.maximum(x @ w + 0.5, 0.0), "accumulating"),
     "transpose_matmul": (lambda x, y, w: (w.T @ x.T).T, "accumulating"),
+    "conv2d_relu": (lambda x, y, w: np.maximum(pyasc.conv2d(x.reshape(1, 24, 16, 16),
+                                                            w.reshape(-1)[:1728].reshape(8, 24, 3, 3), padding=1), 0.0),
+                    "accumulating"),
 }
 
-CUBE = {"matmul", "matmul_epilogue", "transpose_matmul"}
+CUBE = {"matmul", "matmul_epilogue", "transpose_matmul", "conv2d_relu"}
 MODES = ["force_fp16", "force_bf16", "mixed_fp16", "mixed_bf16"]
 
 

@@ -8,16 +8,19 @@
 //! Blocks of every image and group are spread over the worker pool, one GEMM per block on
 //! one worker (when there are fewer blocks than workers, each GEMM runs on all of them). A 1x1 convolution without stride or padding over a contiguous image reads the
 //! input itself as the column matrix. 1-D and 2-D convolutions are 3-D ones with unit leading
-//! dimensions. Operands are float32 or float64 (16-bit floats arrive as float32); the typed
-//! path is chosen by the single `match` in [`run_conv`].
+//! dimensions. Operands are float32 or float64, computing into their own type, or bfloat16 or
+//! float16 (gathered in 16 bits), computing into float32 through the 16-bit GEMM kernels (the
+//! AVX-512 BF16 `vdpbf16ps` kernels for bfloat16); the typed path is chosen by the single `match`
+//! in [`run_conv`].
 
 use crate::pool::num_threads;
 use crate::view::{InputView, SendPtr};
+use half::{bf16, f16};
 use pyasc_ir::error::{IrError, Result};
 use pyasc_ir::library::{ConvSpec, LibCall, LibId};
 use pyasc_ir::tile::TileKernel;
 use pyasc_ir::{Attr, DType};
-use pyasc_kernels::gemm::{matmul_f32, matmul_f64, MatMut, MatRef};
+use pyasc_kernels::gemm::{matmul_bf16, matmul_f16, matmul_f32, matmul_f64, MatMut, MatRef};
 use std::cell::RefCell;
 
 /// Bytes of gathered columns per block. `gemm` re-packs the block into its own cache-sized
@@ -26,29 +29,57 @@ use std::cell::RefCell;
 /// 26.4-26.5 ms with 1 MiB, 26.1-26.6 ms with 2 MiB, 26.3-26.6 ms with 4 MiB).
 const BLOCK_BYTES: usize = 2 << 20;
 
-/// An element type the routine computes in, with its GEMM.
+/// An operand element type the routine reads, with its GEMM and the type it computes into.
 trait Elem: Copy + Send + Sync + 'static {
+    /// The result's element type (float32 for the 16-bit floats).
+    type Out: Copy + Send + Sync + 'static;
     const ZERO: Self;
+    /// Hand the GEMM the transposed product (see [`product`]).
+    const TRANSPOSED: bool;
     /// `dst = a @ b` on `threads` threads of the current pool (1: this thread only).
     ///
     /// # Safety
     /// As for [`matmul_f32`].
-    unsafe fn gemm(dst: MatMut<Self>, a: MatRef<Self>, b: MatRef<Self>, threads: usize);
+    unsafe fn gemm(dst: MatMut<Self::Out>, a: MatRef<Self>, b: MatRef<Self>, threads: usize);
 }
 
 impl Elem for f32 {
+    type Out = f32;
     const ZERO: Self = 0.0;
-    unsafe fn gemm(dst: MatMut<Self>, a: MatRef<Self>, b: MatRef<Self>, threads: usize) {
+    const TRANSPOSED: bool = true;
+    unsafe fn gemm(dst: MatMut<f32>, a: MatRef<Self>, b: MatRef<Self>, threads: usize) {
         // SAFETY: forwarded from the caller.
         unsafe { matmul_f32(dst, a, b, threads) }
     }
 }
 
 impl Elem for f64 {
+    type Out = f64;
     const ZERO: Self = 0.0;
-    unsafe fn gemm(dst: MatMut<Self>, a: MatRef<Self>, b: MatRef<Self>, threads: usize) {
+    const TRANSPOSED: bool = true;
+    unsafe fn gemm(dst: MatMut<f64>, a: MatRef<Self>, b: MatRef<Self>, threads: usize) {
         // SAFETY: forwarded from the caller.
         unsafe { matmul_f64(dst, a, b, threads) }
+    }
+}
+
+impl Elem for bf16 {
+    type Out = f32;
+    const ZERO: Self = bf16::ZERO;
+    const TRANSPOSED: bool = false;
+    unsafe fn gemm(dst: MatMut<f32>, a: MatRef<Self>, b: MatRef<Self>, threads: usize) {
+        // SAFETY: forwarded from the caller.
+        unsafe { matmul_bf16(dst, a, b, threads) }
+    }
+}
+
+impl Elem for f16 {
+    type Out = f32;
+    const ZERO: Self = f16::ZERO;
+    const TRANSPOSED: bool = false;
+    unsafe fn gemm(dst: MatMut<f32>, a: MatRef<Self>, b: MatRef<Self>, threads: usize) {
+        // SAFETY: forwarded from the caller.
+        unsafe { matmul_f16(dst, a, b, threads) }
     }
 }
 
@@ -212,13 +243,19 @@ unsafe fn gather<T: Elem>(geo: &Geometry, x: *const T, n: usize, g: usize, p0: u
     }
 }
 
-/// `dst = a @ b`, handed to the GEMM as `dst^T = b^T @ a^T`: the output positions become
-/// the rows of `gemm`'s column-major product (a 1x64x256x256 3x3 convolution measured
-/// 27.1-27.4 ms this way against 27.4-30.8 ms the other way).
+/// `dst = a @ b`, handed to the float32/float64 GEMM as `dst^T = b^T @ a^T`: the output
+/// positions become the rows of `gemm`'s column-major product (a 1x64x256x256 3x3 convolution
+/// measured 27.1-27.4 ms this way against 27.4-30.8 ms the other way). The 16-bit kernels take
+/// it as it is: they pack pairs of consecutive `k`, which are adjacent in the weights' rows and
+/// in two rows of the columns.
 ///
 /// # Safety
 /// As for [`Elem::gemm`].
-unsafe fn product<T: Elem>(dst: MatMut<T>, a: MatRef<T>, b: MatRef<T>, workers: usize) {
+unsafe fn product<T: Elem>(dst: MatMut<T::Out>, a: MatRef<T>, b: MatRef<T>, workers: usize) {
+    if !T::TRANSPOSED {
+        // SAFETY: as the caller's product.
+        return unsafe { T::gemm(dst, a, b, workers) };
+    }
     let t = |m: MatRef<T>| MatRef { ptr: m.ptr, rows: m.cols, cols: m.rows, rs: m.cs, cs: m.rs };
     let d = MatMut { ptr: dst.ptr, rows: dst.cols, cols: dst.rows, rs: dst.cs, cs: dst.rs };
     // SAFETY: the same elements as the caller's product.
@@ -290,8 +327,13 @@ unsafe fn conv_typed<T: Elem>(x: &InputView, w: &InputView, out: *mut u8, geo: &
         let cols_n = len.min(p - p0);
         let xptr = px.0 as *const T;
         let offc = ((n * o + g * geo.og) * p + p0) as isize;
-        let dst =
-            MatMut { ptr: (pout.0 as *mut T).wrapping_offset(offc), rows: geo.og, cols: cols_n, rs: p as isize, cs: 1 };
+        let dst = MatMut {
+            ptr: (pout.0 as *mut T::Out).wrapping_offset(offc),
+            rows: geo.og,
+            cols: cols_n,
+            rs: p as isize,
+            cs: 1,
+        };
         let wg = (pw.0 as *const T).wrapping_offset((g * geo.og) as isize * wrs);
         let a = MatRef { ptr: wg, rows: geo.og, cols: k, rs: wrs, cs: 1 };
         if direct {
@@ -341,7 +383,9 @@ pub unsafe fn run_conv(x: &InputView, w: &InputView, out: *mut u8, spec: &ConvSp
         match x.dtype {
             DType::F32 => conv_typed::<f32>(x, w, out, &geo),
             DType::F64 => conv_typed::<f64>(x, w, out, &geo),
-            other => Err(IrError::internal(format!("conv computes in float32 or float64, not {other}"))),
+            DType::BF16 => conv_typed::<bf16>(x, w, out, &geo),
+            DType::F16 => conv_typed::<f16>(x, w, out, &geo),
+            other => Err(IrError::internal(format!("conv reads float operands, not {other}"))),
         }
     }
 }

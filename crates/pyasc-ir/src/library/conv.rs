@@ -125,17 +125,32 @@ impl LibraryOp for Conv {
     fn fuses_epilogue(&self) -> bool {
         true
     }
+    fn is_cube(&self) -> bool {
+        true
+    }
+    fn reads_half(&self) -> bool {
+        true
+    }
     fn verify_call(&self, call: &LibCall, operands: &[&BufferDecl], out: &BufferDecl) -> Result<()> {
         let s = spec(&call.attr)?;
+        let typed = |x: DType, w: DType| {
+            x == w
+                && (x == out.dtype || (x.is_half() && out.dtype == DType::F32))
+                && out.dtype.is_float()
+                && !out.dtype.is_half()
+        };
         match operands {
-            [x, w] if x.dtype == out.dtype && w.dtype == out.dtype && matches!(out.dtype, DType::F32 | DType::F64) => {
+            [x, w] if typed(x.dtype, w.dtype) => {
                 if s.out_shape(&x.shape, &w.shape)? == out.shape {
                     Ok(())
                 } else {
                     bad_call(self, "has an output of the wrong shape")
                 }
             }
-            _ => bad_call(self, "needs two float32 or float64 operands of the output's dtype"),
+            _ => bad_call(
+                self,
+                "needs two operands of one dtype: the output's (float32, float64) or 16-bit with a float32 output",
+            ),
         }
     }
 }
