@@ -4,8 +4,9 @@
 //! subnormals kept, values past the largest finite one become infinity), 16-bit -> float32 is
 //! exact, and a NaN stays a NaN of the same sign with its payload's upper bits kept and its
 //! quiet bit set (as the F16C instructions do). Paths, chosen per call from [`isa::active`]:
-//! - AVX-512: `vcvtph2ps` / `vcvtps2ph` for float16 and integer rounding for bfloat16, 16
-//!   lanes (`vcvtneps2bf16` is not used: it flushes subnormals);
+//! - AVX-512: `vcvtph2ps` / `vcvtps2ph` for float16; for bfloat16 `vcvtneps2bf16` where the
+//!   CPU has AVX-512 BF16 (vectors holding a subnormal, which it reads as zero, take the
+//!   integer rounding) and integer rounding elsewhere, 16 lanes;
 //! - AVX2 with F16C: the same at 8 lanes;
 //! - elsewhere (and under `PYASC_ISA=sse2|scalar`): one element at a time in portable code.
 
@@ -107,6 +108,10 @@ pub fn f32_to_bf16(src: &[f32], dst: &mut [u16]) {
     #[cfg(target_arch = "x86_64")]
     match isa::active() {
         // SAFETY: the active ISA is one this CPU runs.
+        Isa::Avx512 if std::arch::is_x86_feature_detected!("avx512bf16") => {
+            // SAFETY: AVX-512 BF16 checked at run time (AVX-512F by the active ISA).
+            return unsafe { x86::f32_to_bf16_512bf16(src, dst) };
+        }
         Isa::Avx512 => return unsafe { x86::f32_to_bf16_512(src, dst) },
         // SAFETY: as above.
         Isa::Avx2Fma => return unsafe { x86::f32_to_bf16_256(src, dst) },
@@ -232,6 +237,29 @@ mod x86 {
         }
     }
 
+    /// `vcvtneps2bf16` rounds to nearest even and quiets NaNs as [`bf16_bits`] does, but
+    /// reads subnormal inputs as zero: a vector holding one goes through the integer path.
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512bf16")]
+    pub unsafe fn f32_to_bf16_512bf16(src: &[f32], dst: &mut [u16]) {
+        let n = src.len() / 16 * 16;
+        for i in (0..n).step_by(16) {
+            // SAFETY: i + 16 <= n.
+            unsafe {
+                let x = _mm512_loadu_ps(src.as_ptr().add(i));
+                // fpclass 0x20: denormal.
+                if _mm512_fpclass_ps_mask::<0x20>(x) != 0 {
+                    f32_to_bf16_512(&src[i..i + 16], &mut dst[i..i + 16]);
+                    continue;
+                }
+                let h: __m256i = std::mem::transmute(_mm512_cvtneps_pbh(x));
+                _mm256_storeu_si256(dst.as_mut_ptr().add(i) as *mut __m256i, h);
+            }
+        }
+        for i in n..src.len() {
+            dst[i] = bf16_bits(src[i]);
+        }
+    }
+
     #[target_feature(enable = "avx2")]
     pub unsafe fn bf16_to_f32_256(src: &[u16], dst: &mut [f32]) {
         let n = src.len() / 8 * 8;
@@ -282,6 +310,25 @@ mod x86 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The integer AVX-512 rounding, which CPUs with AVX-512 BF16 only use for vectors holding
+    /// a subnormal, on every bfloat16 pattern's neighbourhood.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn integer_avx512_rounding_matches_on_cpus_with_avx512_bf16_too() {
+        if !std::arch::is_x86_feature_detected!("avx512bw") {
+            return;
+        }
+        let x: Vec<f32> = (0..=u16::MAX)
+            .flat_map(|h| [0u32, 1, 0x7FFF, 0x8000, 0x8001].map(move |d| f32::from_bits(((h as u32) << 16) | d)))
+            .collect();
+        let mut h = vec![0u16; x.len()];
+        // SAFETY: AVX-512 F/BW checked above.
+        unsafe { x86::f32_to_bf16_512(&x, &mut h) };
+        for (a, b) in x.iter().zip(&h) {
+            assert_eq!(*b, bf16_bits(*a), "{:#x}", a.to_bits());
+        }
+    }
 
     #[test]
     fn portable_rounding_matches_the_definition() {

@@ -389,19 +389,19 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
             _ => None,
         })
         .collect();
-    // Kernels with transcendental math compute long enough per tile to hide the next tile's
-    // loads behind them; for cheap kernels the hardware prefetcher alone is faster.
+    // Kernels with transcendental math or 16-bit float conversions compute long enough per
+    // tile to hide the next tile's loads behind them; for cheap kernels the hardware prefetcher
+    // alone is faster. Only per-element instructions count (a row's sqrt is one value). (X - b)
+    // * s over 2**25 float16 values: 6.2 -> 4.1 ms with the prefetch (bfloat16 7.0 -> 5.0 ms),
+    // float32 unchanged, A/B in one process.
     let per_element = |i: &Instr| !k.regs[i.dst().0 as usize].row;
-    let prefetch = k.body.iter().filter(|i| per_element(i)).any(|i| match i {
+    let half = |r: pyasc_ir::tile::Reg| k.regs[r.0 as usize].dtype.is_half();
+    let prefetch = k.body.iter().filter(|i| per_element(i)).any(|i| match *i {
         Instr::Unary { op, .. } => op.is_expensive(),
         Instr::Binary { op, .. } => op.is_expensive(),
+        Instr::Cast { dst, src } => half(dst) || half(src),
         _ => false,
     });
-    let prefetch = match std::env::var("PYASC_PF").as_deref() {
-        Ok("0") => false,
-        Ok("1") => true,
-        _ => prefetch,
-    };
     let token = crate::interrupt::current();
     let run_range = |range: std::ops::Range<usize>| -> Result<()> {
         let end = range.end;
