@@ -112,6 +112,7 @@ pub fn f32_to_bf16(src: &[f32], dst: &mut [u16]) {
             // SAFETY: AVX-512 BF16 checked at run time (AVX-512F by the active ISA).
             return unsafe { x86::f32_to_bf16_512bf16(src, dst) };
         }
+        // SAFETY: the active ISA is one this CPU runs.
         Isa::Avx512 => return unsafe { x86::f32_to_bf16_512(src, dst) },
         // SAFETY: as above.
         Isa::Avx2Fma => return unsafe { x86::f32_to_bf16_256(src, dst) },
