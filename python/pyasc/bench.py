@@ -580,8 +580,15 @@ def run(quick: bool = False, only: Optional[List[str]] = None) -> int:
         if "topk" in want:
             t = _report(f"top-5 of each row: {shape[0]}x{shape[1]} float32", bench_topk(shape, 5, repeat))
             summary.append(f"topk: {t['numpy'] / t['pyasc']:.2f}x argpartition + sort (target >= 5x)")
-    if "half_elementwise" in want or "bert_gelu" in want or "matmul_policy" in want:
-        from .bench_precision import bench_bert_gelu, bench_half_elementwise, bench_matmul_policy
+    if want & {"half_elementwise", "bert_gelu", "matmul_policy", "sr_inference"}:
+        from .bench_precision import bench_bert_gelu, bench_half_elementwise, bench_matmul_policy, bench_sr_inference
+
+        if "sr_inference" in want:
+            size, layers = (64, 2) if quick else (256, 4)
+            rows, psnr = bench_sr_inference(size, layers, 2 if quick else 5)
+            t = _report(f"super-resolution {size}x{size} x2, {layers} 64-channel conv layers", rows)
+            summary.append(f"sr_inference: mixed_bf16 {t['fp32'] / t['pyasc']:.2f}x the fp32 speed (target >= 1.4x), "
+                           f"PSNR {psnr:.1f} dB against fp32 (target >= 40 dB)")
 
         if "matmul_policy" in want:
             n = 512 if quick else 2048

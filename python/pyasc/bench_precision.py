@@ -78,3 +78,37 @@ def bench_matmul_policy(n: int, repeat: int) -> Tuple[List[Row], float]:
     exact = a.astype(np.float64) @ b.astype(np.float64)
     err = float(np.linalg.norm(forced(a, b) - exact) / np.linalg.norm(exact))
     return rows, err
+
+
+def bench_sr_inference(size: int, layers: int, repeat: int) -> Tuple[List[Row], float]:
+    """Time the article's super-resolution network in ``mixed_bf16`` and ``fp32``; also the PSNR.
+
+    3x3 convolutions with ReLU (3 -> 64 channels, ``layers`` of 64 -> 64, 64 -> 12) and a 2x
+    pixel shuffle on a ``size`` x ``size`` RGB image; the mixed operator keeps the first
+    convolution in float32 with ``pyasc.precision_scope("fp32")``. Returns the rows and the
+    PSNR (dB) of the mixed output against the fp32 output.
+    """
+    rng = np.random.default_rng(14)
+    shapes = [(64, 3)] + [(64, 64)] * layers + [(12, 64)]
+    params = [((rng.standard_normal((o, i, 3, 3)) * np.sqrt(2.0 / (9 * i))).astype(np.float32),
+               (rng.standard_normal(o) * 0.01).astype(np.float32)) for o, i in shapes]
+
+    def make(mode: str):
+        @pyasc.operator(precision_mode=mode)
+        def sr_inference(x):
+            with pyasc.precision_scope("fp32"):
+                x = np.maximum(pyasc.conv2d(x, params[0][0], params[0][1], padding=1), 0.0)
+            for w, b in params[1:-1]:
+                x = np.maximum(pyasc.conv2d(x, w, b, padding=1), 0.0)
+            return pyasc.pixel_shuffle(pyasc.conv2d(x, params[-1][0], params[-1][1], padding=1), 2)
+
+        return sr_inference
+
+    image = rng.random((1, 3, size, size)).astype(np.float32)
+    mixed, fp32 = make("mixed_bf16"), make("fp32")
+    rows: List[Row] = [("pyasc", "mixed_bf16, first conv fp32", best_time(lambda: mixed(image), repeat)),
+                       ("fp32", "precision_mode='fp32'", best_time(lambda: fp32(image), repeat))]
+    ref, got = fp32(image).astype(np.float64), mixed(image).astype(np.float64)
+    peak = float(ref.max() - ref.min())
+    psnr = 10 * np.log10(peak * peak / float(np.mean((got - ref) ** 2)))
+    return rows, float(psnr)
