@@ -136,7 +136,9 @@ def test_streams_record_their_kernels_tasks_copies_and_syncs():
     launches = {e["counters"]["id"]: e for e in p.launches() if e["name"] == "pr_streams"}
     for k in kernels:
         launch = launches[k["counters"]["launch"]]
-        assert launch["counters"]["to_stream"] == k["stream"] and launch["end_ns"] <= k["end_ns"]
+        # The kernel starts after its launch began (it may end before the launching thread
+        # records the launch's end: the stream's worker can run it at once).
+        assert launch["counters"]["to_stream"] == k["stream"] and launch["start_ns"] <= k["start_ns"]
         (task,) = [t for t in p.events if t["kind"] == "task" and t["stream"] == k["stream"] and _within(k, t)]
         assert task["thread"] == k["thread"]
     copies = [e for e in p.events if e["kind"] == "copy"]

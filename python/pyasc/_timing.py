@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 SETTLE_SECONDS = 0.2
 """Pause before each candidate's warm-up, so worker threads another library left spinning
@@ -46,3 +47,11 @@ def fmt_time(seconds: float) -> str:
     if seconds < 1:
         return f"{seconds * 1e3:.2f} ms"
     return f"{seconds:.2f} s"
+
+
+def peer(name: str) -> Optional[Any]:
+    """Return the peer module ``name``, or None when it is not installed (or broken)."""
+    try:
+        return importlib.import_module(name)
+    except Exception:  # noqa: BLE001 - a broken peer install is just an absent peer
+        return None

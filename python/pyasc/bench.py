@@ -9,7 +9,6 @@ memory-bandwidth limit of an elementwise kernel.
 
 from __future__ import annotations
 
-import importlib
 import math
 import os
 from typing import Any, Callable, Dict, List, Optional, Tuple
@@ -19,15 +18,9 @@ import numpy as np
 import pyasc
 
 from ._timing import best_time, fmt_time
+from ._timing import peer as _peer
 
 Row = Tuple[str, str, float]
-
-
-def _peer(name: str) -> Optional[Any]:
-    try:
-        return importlib.import_module(name)
-    except Exception:  # noqa: BLE001 - a broken peer install is just an absent peer
-        return None
 
 
 def _gelu_op():

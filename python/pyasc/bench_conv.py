@@ -6,23 +6,16 @@ installed), measured in the same run. Returns rows of (who, how, best time) for 
 
 from __future__ import annotations
 
-import importlib
-from typing import Any, List, Optional, Tuple
+from typing import List, Tuple
 
 import numpy as np
 
 import pyasc
 
 from ._timing import best_time
+from ._timing import peer as _peer
 
 Row = Tuple[str, str, float]
-
-
-def _peer(name: str) -> Optional[Any]:
-    try:
-        return importlib.import_module(name)
-    except Exception:  # noqa: BLE001 - a broken peer install is just an absent peer
-        return None
 
 
 def bench_conv2d(shape: Tuple[int, int, int, int], out_channels: int, repeat: int) -> List[Row]:

@@ -73,12 +73,10 @@ pub unsafe fn matmul_f64(dst: MatMut<f64>, a: MatRef<f64>, b: MatRef<f64>, threa
     unsafe { matmul(dst, a, b, threads, 0.0, 1.0) }
 }
 
-/// The shared body: shape checks, the empty cases, then one `gemm::gemm` call computing
-/// `dst := 0*dst + 1*(a@b)` with `read_dst = false`, so `dst` is never read.
-unsafe fn matmul<T: Copy + 'static>(dst: MatMut<T>, a: MatRef<T>, b: MatRef<T>, threads: usize, zero: T, one: T) {
-    let (m, k, n) = (a.rows, a.cols, b.cols);
+/// Panics unless `a` is m×k, `b` k×n and `dst` m×n.
+pub(crate) fn assert_shapes<A, B, D>(dst: &MatMut<D>, a: &MatRef<A>, b: &MatRef<B>) {
     assert!(
-        b.rows == k && dst.rows == m && dst.cols == n,
+        b.rows == a.cols && dst.rows == a.rows && dst.cols == b.cols,
         "matmul shapes do not match: a {}x{}, b {}x{}, dst {}x{}",
         a.rows,
         a.cols,
@@ -87,6 +85,13 @@ unsafe fn matmul<T: Copy + 'static>(dst: MatMut<T>, a: MatRef<T>, b: MatRef<T>, 
         dst.rows,
         dst.cols
     );
+}
+
+/// The shared body: shape checks, the empty cases, then one `gemm::gemm` call computing
+/// `dst := 0*dst + 1*(a@b)` with `read_dst = false`, so `dst` is never read.
+unsafe fn matmul<T: Copy + 'static>(dst: MatMut<T>, a: MatRef<T>, b: MatRef<T>, threads: usize, zero: T, one: T) {
+    assert_shapes(&dst, &a, &b);
+    let (m, k, n) = (a.rows, a.cols, b.cols);
     if m == 0 || n == 0 {
         return;
     }

@@ -88,17 +88,8 @@ impl Path {
 /// # Safety
 /// `dst` must be writable.
 unsafe fn trivial<T>(dst: MatMut<f32>, a: &MatRef<T>, b: &MatRef<T>) -> Option<MatMut<f32>> {
+    crate::gemm::assert_shapes(&dst, a, b);
     let (m, k, n) = (a.rows, a.cols, b.cols);
-    assert!(
-        b.rows == k && dst.rows == m && dst.cols == n,
-        "matmul shapes do not match: a {}x{}, b {}x{}, dst {}x{}",
-        a.rows,
-        a.cols,
-        b.rows,
-        b.cols,
-        dst.rows,
-        dst.cols
-    );
     if m == 0 || n == 0 {
         return None;
     }
