@@ -161,6 +161,17 @@ impl Exp32 {
         Exp32::new(t, x < 0.0, r, horner32::<S, 6>(r, &EXP_P))
     }
 
+    /// `e^(x - lo)` for x in [-130, 100] and `|lo|` below a few ulps of `x`: the argument as
+    /// a float32 pair, whose low part joins the reduced argument (`r - lo` stays within 0.36).
+    #[inline(always)]
+    pub(crate) fn exp_lo<S: Simd>(x: f32, lo: f32) -> Exp32 {
+        let t = mad32::<S>(x, std::f32::consts::LOG2_E, ROUND_MAGIC_32);
+        let kf = t - ROUND_MAGIC_32;
+        let r = mad32::<S>(kf, -LN2_HI_32, x);
+        let r = mad32::<S>(kf, -LN2_LO_32, r) - lo;
+        Exp32::new(t, x < 0.0, r, horner32::<S, 6>(r, &EXP_P))
+    }
+
     /// `2^x` for x in [-160, 150].
     #[inline(always)]
     fn exp2<S: Simd>(x: f32) -> Exp32 {

@@ -1,8 +1,9 @@
-//! float32 tanh, sigmoid and the activation functions (gelu is in [`super::erf`]): sigmoid and
-//! silu in native float32 from [`Exp32`], the others in float64 from the exp and log cores (all
+//! float32 tanh, sigmoid and the activation functions (gelu is in [`super::erf`]): sigmoid,
+//! silu and fast_gelu in native float32 from [`Exp32`], the others in float64 from the exp and log cores (all
 //! formulas are cancellation-free, so accuracy holds in ulps near 0 too).
 
 use super::exp_log::{clamp_nan32, exp64, expm1_64, log1p_pos64, Exp32};
+use super::fma32;
 use crate::dispatch::Simd;
 
 /// `tanh a = expm1(2a) / (expm1(2a) + 2)`, relative-accurate for tiny |a| as well.
@@ -47,15 +48,30 @@ pub(crate) fn silu_f32<S: Simd>(x: f32) -> f32 {
     }
 }
 
-/// float32 Ascend FastGelu: `x / (1 + e^(-1.702|x|)) e^(0.851 (x - |x|))`, with one
-/// exponential: for x < 0 the second factor is `e^(-1.702|x|)` itself.
+/// float32 Ascend FastGelu: `x / (1 + e^(-1.702|x|)) e^(0.851 (x - |x|))`, in native float32
+/// with one exponential (for x < 0 the second factor is `e^(-1.702|x|)` itself, so the result
+/// is `x e / (1 + e)`, as silu's). `1.702 |x|` is carried as a float32 pair `p + l` (1.702
+/// itself as two floats), so the exponential sees the argument to about 2^-48 relative.
 #[inline(always)]
 pub(crate) fn fast_gelu_f32<S: Simd>(x: f32) -> f32 {
-    let x = x as f64;
-    let e = exp64::<S>(-1.702 * x.abs());
-    // -inf gives -inf * 0 = NaN, as the formula.
-    let num = if x < 0.0 { x * e } else { x };
-    (num / (1.0 + e)) as f32
+    const C_HI: f32 = 1.702;
+    const C_LO: f32 = (1.702f64 - 1.702f32 as f64) as f32;
+    let a = x.abs();
+    let p = C_HI * a;
+    let l = fma32::<S>(C_HI, a, -p) + C_LO * a;
+    // Past the clamp (and for infinities) the low part has nothing to correct.
+    let l = if p <= 130.0 { l } else { 0.0 };
+    let e = Exp32::exp_lo::<S>(clamp_nan32(-p, -130.0, 0.0), l);
+    let d = e.one_plus::<S>();
+    let y = if x < 0.0 { x * e.mant::<S>() * e.s1 / d * e.s2 } else { x / d };
+    // Past the clamp the result is below the smallest subnormal; -inf gives -inf * 0 = NaN,
+    // as the formula.
+    let y = if p > 130.0 && x < 0.0 { -0.0 } else { y };
+    if x == f32::NEG_INFINITY {
+        f32::NAN
+    } else {
+        y
+    }
 }
 
 /// float32 `max(x, 0) + log1p(e^-|x|)`.
