@@ -54,18 +54,18 @@ fn words(buf: &mut [Line]) -> &mut [u32] {
     unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr().cast::<u32>(), buf.len() * 16) }
 }
 
-/// Raw operands shared by the tasks.
+/// Raw operands shared by the tasks (also by the few-row path's workers).
 #[derive(Clone, Copy)]
-struct Shared {
-    a: MatRef<bf16>,
-    b: MatRef<bf16>,
-    dst: *mut f32,
-    drs: isize,
-    dcs: isize,
+pub(crate) struct Shared {
+    pub(crate) a: MatRef<bf16>,
+    pub(crate) b: MatRef<bf16>,
+    pub(crate) dst: *mut f32,
+    pub(crate) drs: isize,
+    pub(crate) dcs: isize,
 }
 
 // SAFETY: the tasks read `a` and `b` (valid for the call, per the caller's contract) and write
-// disjoint tiles of `dst`, so sharing the pointers between threads is sound.
+// disjoint parts of `dst`, so sharing the pointers between threads is sound.
 unsafe impl Send for Shared {}
 // SAFETY: as above.
 unsafe impl Sync for Shared {}

@@ -5,6 +5,7 @@
 //! `vdpbf16ps` kernels would cost more than the product itself here.
 
 use crate::gemm::{MatMut, MatRef};
+use crate::gemm_bf16::Shared;
 use half::bf16;
 use rayon::prelude::*;
 
@@ -12,22 +13,6 @@ use rayon::prelude::*;
 pub(crate) const THIN_ROWS: usize = 4;
 /// Columns per block of sums (with `THIN_ROWS` rows, 32 KiB of float32 sums).
 const BLOCK: usize = 2048;
-
-/// Raw operands shared by the workers.
-#[derive(Clone, Copy)]
-struct Shared {
-    a: MatRef<bf16>,
-    b: MatRef<bf16>,
-    dst: *mut f32,
-    drs: isize,
-    dcs: isize,
-}
-
-// SAFETY: the workers read `a` and `b` (valid for the call, per the caller's contract) and
-// write disjoint column blocks of `dst`.
-unsafe impl Send for Shared {}
-// SAFETY: as above.
-unsafe impl Sync for Shared {}
 
 /// Whether this path suits the product.
 pub(crate) fn suits(a: &MatRef<bf16>, b: &MatRef<bf16>) -> bool {
