@@ -63,7 +63,10 @@ pub(crate) fn fast_gelu_f32<S: Simd>(x: f32) -> f32 {
     let l = if p <= 130.0 { l } else { 0.0 };
     let e = Exp32::exp_lo::<S>(clamp_nan32(-p, -130.0, 0.0), l);
     let d = e.one_plus::<S>();
-    let y = if x < 0.0 { x * e.mant::<S>() * e.s1 / d * e.s2 } else { x / d };
+    // One division for both signs (the selects run before it): x < 0 scales by s2 after it.
+    let neg = x < 0.0;
+    let num = if neg { x * e.mant::<S>() * e.s1 } else { x };
+    let y = num / d * if neg { e.s2 } else { 1.0 };
     // Past the clamp the result is below the smallest subnormal; -inf gives -inf * 0 = NaN,
     // as the formula.
     let y = if p > 130.0 && x < 0.0 { -0.0 } else { y };
