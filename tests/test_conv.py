@@ -192,7 +192,7 @@ def test_device_arrays_in_device_arrays_out():
 
 def test_conv_epilogue_with_a_large_output():
     rng = np.random.default_rng(22)
-    x = rng.random((1, 3, 256, 256)).astype(np.float32)
+    x = rng.random((2, 3, 256, 256)).astype(np.float32)  # a 32 MiB output
     w = (rng.standard_normal((64, 3, 3, 3)) * 0.3).astype(np.float32)
     b = (rng.standard_normal(64) * 0.1).astype(np.float32)
     got = pyasc.operator(lambda x, w, b: np.maximum(pyasc.conv2d(x, w, b, padding=1), 0.0))(x, w, b)

@@ -23,23 +23,11 @@ use std::time::Instant;
 
 mod long_rows;
 
-/// Kernels writing at least this many bytes of element outputs stream them to memory when the
-/// last-level cache size is unknown.
+/// Kernels writing at least this many bytes of element outputs stream them to memory. A
+/// quarter of the last-level cache (8 MiB here) was tried: with row kernels prefetching their
+/// next tile, layer_norm over 4096 x 1024 float32 (16 MiB out) took 1.68-1.84 ms streamed
+/// against 1.59-1.62 ms cached, A/B in one process.
 const STREAM_MIN_BYTES: usize = 32 << 20;
-
-/// Kernels writing at least this many bytes of element outputs stream them to memory: a
-/// quarter of the last-level cache, at least 8 MiB. Such outputs would evict the inputs and
-/// not survive in the cache for their consumer anyway; streaming skips the read-for-ownership
-/// of each line. On the 32 MiB L3 here, layer_norm over 4096 x 1024 float32 (16 MiB out)
-/// went from 2.35-2.38 ms to 1.96-2.06 ms and (X - b) * s from 1.00 to 0.94 ms, A/B in one
-/// process; outputs of 32 MiB and more streamed already.
-fn stream_min_bytes() -> usize {
-    static MIN: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *MIN.get_or_init(|| match crate::peaks::last_level_cache_bytes() {
-        0 => STREAM_MIN_BYTES,
-        llc => (llc / 4).max(8 << 20),
-    })
-}
 
 /// Below this many elements a kernel runs on the calling thread.
 pub const PARALLEL_THRESHOLD: usize = 1 << 15;
@@ -375,7 +363,7 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
     let out_bytes: usize =
         k.regs.iter().filter(|r| matches!(r.kind, RegKind::Out(_)) && !r.row).map(|r| r.dtype.size()).sum();
     // Not after a library routine: its epilogue reads the routine's output in place.
-    let streamed = cfg!(target_arch = "x86_64") && n * out_bytes >= stream_min_bytes() && k.library.is_none();
+    let streamed = cfg!(target_arch = "x86_64") && n * out_bytes >= STREAM_MIN_BYTES && k.library.is_none();
     // Memory streams walked in step with the tiles: contiguous arguments and element outputs.
     let streams: Vec<(usize, usize)> = k
         .regs
