@@ -35,6 +35,7 @@ from .errors import (
     TraceError,
     UnsupportedError,
 )
+from .graph_record import GraphMode, LazyArray, graph_mode
 from .monitor import NpuTemperature, NpuUtilization, profile
 from .movement import (
     broadcast_to,
@@ -185,6 +186,9 @@ __all__ = [
     "from_dlpack",
     "full",
     "get_context",
+    "graph_mode",
+    "GraphMode",
+    "LazyArray",
     "layer_norm",
     "log_softmax",
     "logcumsumexp",

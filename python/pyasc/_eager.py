@@ -11,6 +11,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import _pyasc
+from .graph_record import LazyArray
 from .ops import _eager_op
 
 
@@ -23,7 +24,7 @@ def run(name: str, fn: Callable[..., Any], arrays: Sequence[Any], **params: Any)
     """Call ``fn(*arrays, **params)``: directly on traced values, else as a cached operator."""
     if traced(*arrays):
         return fn(*arrays, **params)
-    arrays = [a if isinstance(a, (np.ndarray, _pyasc.DeviceArray)) else np.asarray(a) for a in arrays]
+    arrays = [a if isinstance(a, (np.ndarray, _pyasc.DeviceArray, LazyArray)) else np.asarray(a) for a in arrays]
     key = f"{name}:{len(arrays)}:{sorted(params.items())!r}"
     return _eager_op(key, lambda *ts: fn(*ts, **params))(*arrays)
 

@@ -126,6 +126,25 @@ impl CompiledOp {
         self.entry.compile_micros
     }
 
+    /// Per result: its shape and NumPy dtype, in the order the function returns them.
+    #[getter]
+    fn outputs<'py>(&self, py: Python<'py>) -> PyResult<Vec<(Vec<usize>, Bound<'py, PyAny>)>> {
+        let e = &self.entry;
+        e.out_slots
+            .iter()
+            .map(|&s| {
+                let (dt, shape) = &e.out_buffers[s];
+                Ok((shape.clone(), crate::arrays::np_dtype(py, *dt)?))
+            })
+            .collect()
+    }
+
+    /// True when the function returned a tuple or list (results then come back as a tuple).
+    #[getter]
+    fn returns_tuple(&self) -> bool {
+        self.entry.tuple_out
+    }
+
     /// The device the plan was compiled for.
     #[getter]
     fn device(&self) -> &'static str {

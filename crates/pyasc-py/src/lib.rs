@@ -32,6 +32,7 @@ pub mod errors;
 pub mod events;
 pub mod frames;
 pub mod gears;
+pub mod graph_hook;
 pub mod host_access;
 pub mod log;
 pub mod monitor;
@@ -57,6 +58,8 @@ fn _pyasc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<stream::Event>()?;
     m.add_class::<events::EventCollector>()?;
     m.add_function(wrap_pyfunction!(device_array::to_device, m)?)?;
+    m.add_function(wrap_pyfunction!(graph_hook::_set_graph_recording, m)?)?;
+    m.add_function(wrap_pyfunction!(graph_hook::_register_lazy_type, m)?)?;
     m.add_function(wrap_pyfunction!(device_array::empty, m)?)?;
     m.add_function(wrap_pyfunction!(device_array::zeros, m)?)?;
     m.add_function(wrap_pyfunction!(device_array::from_dlpack, m)?)?;

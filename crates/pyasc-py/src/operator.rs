@@ -479,6 +479,11 @@ impl Operator {
         let me = slf.get();
         crate::boundary::guard(|| {
             let args = me.positional(py, args, kwargs)?;
+            if let Some(lazy) = crate::graph_hook::record(py, slf.as_any(), &args)? {
+                return Ok(lazy);
+            }
+            // Lazy graph-mode values: computed, then the call runs on their arrays.
+            let args = crate::graph_hook::resolve(py, &args)?.unwrap_or(args);
             let complex = || -> PyResult<Py<PyAny>> {
                 Ok(py.import("pyasc._complex")?.call_method1("call", (slf, &args))?.unbind())
             };
@@ -551,6 +556,7 @@ impl Operator {
                 };
             }
             let args = me.positional(py, args, kwargs)?;
+            let args = crate::graph_hook::resolve(py, &args)?.unwrap_or(args);
             let pytree = py.import("pyasc.pytree")?;
             if me.tree_out.load(std::sync::atomic::Ordering::Relaxed)
                 || pytree.call_method1("has_structure", (&args,))?.is_truthy()?

@@ -1,0 +1,434 @@
+"""Graph mode: operator calls recorded, stitched into one graph and compiled across calls.
+
+Inside ``with pyasc.graph_mode():`` calling an operator does not run it: the call is recorded
+and returns :class:`LazyArray` results that know their shape and dtype. When the block ends, or
+as soon as a lazy value is read on the host (``np.asarray``, ``.numpy()``, ``float()``, ``print``,
+passing it to a function outside pyasc), the calls recorded so far become one traced function:
+each operator's Python function is traced in turn on the previous calls' traced results, so the
+compiler fuses across the operator boundaries exactly as if the calls had been written in one
+operator. Only results that something still refers to are computed and stored; a value that only
+fed later calls stays in registers. The stitched operator is cached by the sequence of operators
+and how their arguments connect, and its plans by the argument signatures, so a loop that records
+the same calls compiles once.
+
+Semantics worth knowing:
+
+- Arrays passed in are read when the graph runs (at the block's end or the first read), as with
+  asynchronous launches on a stream: do not modify them inside the block.
+- Results you keep a name for (``x = op1(a)``) are alive when the block ends, so they are
+  computed and stored; write ``op3(op2(op1(a)))``, or ``del x``, to let them stay in registers.
+- Errors in an operator's function are raised by the call that records it, with the line in the
+  operator, as in eager mode (each call is traced for its result types when recorded).
+- Calls whose options differ (precision mode, fusion level, device) cannot share one graph: a call
+  with other options runs the calls recorded before it first.
+- Nested blocks join the outermost one; each thread records its own graph; a lazy value may be
+  read from any thread.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import weakref
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from . import _pyasc
+
+__all__ = ["graph_mode", "GraphMode", "LazyArray"]
+
+_local = threading.local()
+_active_lock = threading.Lock()
+_active_threads = 0
+_DeviceArray = _pyasc.DeviceArray
+_SCALARS = (bool, int, float)
+_PKG = __file__.rsplit("/", 1)[0] + "/"
+
+
+class _Node:
+    """One recorded call: the operator, where its arguments come from, its call site."""
+
+    __slots__ = ("op", "func", "spec", "tuple_out", "site")
+
+    def __init__(self, op: Any, func: Any, spec: tuple, tuple_out: bool, site: Tuple[str, int]) -> None:
+        self.op = op
+        self.func = func
+        self.spec = spec  # per argument: (0, leaf index) or (1, node index, output index)
+        self.tuple_out = tuple_out
+        self.site = site
+
+
+class LazyArray:
+    """A graph-mode result: shape and dtype now, the values when the graph runs.
+
+    Supports what :class:`pyasc.DeviceArray` supports: ``shape``, ``dtype``, ``ndim``, ``size``,
+    ``itemsize``, ``nbytes`` without running anything; ``numpy()``, ``np.asarray``, ``len``,
+    indexing, ``copy_to``, DLPack, ``float()``/``int()`` and printing compute the graph first.
+    Passed to another operator inside the block it stays lazy.
+    """
+
+    __slots__ = ("_rec", "_node", "_k", "_value", "_shape", "_dtype", "__weakref__")
+
+    def __init__(self, rec: _Recording, node: int, k: int, shape: Tuple[int, ...], dtype: np.dtype) -> None:
+        self._rec: Optional[_Recording] = rec
+        self._node = node
+        self._k = k
+        self._value: Any = None
+        self._shape = shape
+        self._dtype = dtype
+
+    # Metadata: never runs the graph.
+    @property
+    def shape(self) -> Tuple[int, ...]:
+        """The result's shape."""
+        return self._shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The result's NumPy dtype."""
+        return self._dtype
+
+    @property
+    def ndim(self) -> int:
+        """Number of dimensions."""
+        return len(self._shape)
+
+    @property
+    def size(self) -> int:
+        """Number of elements."""
+        return int(np.prod(self._shape, dtype=np.int64))
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes per element."""
+        return self._dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the whole result."""
+        return self.size * self._dtype.itemsize
+
+    @property
+    def is_computed(self) -> bool:
+        """True once the graph that makes this value has run."""
+        return self._rec is None
+
+    # Reads: run the graph first.
+    def value(self) -> Any:
+        """Return the computed array (a NumPy array, or a DeviceArray when the inputs were on device)."""
+        rec = self._rec
+        if rec is not None:
+            rec.flush()
+        if isinstance(self._value, BaseException):
+            raise self._value
+        return self._value
+
+    def numpy(self) -> np.ndarray:
+        """Return the values as a NumPy array."""
+        v = self.value()
+        return v.numpy() if isinstance(v, _DeviceArray) else np.asarray(v)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        a = self.numpy()
+        return a if dtype is None else a.astype(dtype, copy=False)
+
+    def __len__(self) -> int:
+        if not self._shape:
+            raise TypeError("len() of a 0-d lazy array")
+        return self._shape[0]
+
+    def __getitem__(self, key: Any) -> Any:
+        return self.value()[key]
+
+    def __float__(self) -> float:
+        return float(self.numpy())
+
+    def __int__(self) -> int:
+        return int(self.numpy())
+
+    def __bool__(self) -> bool:
+        return bool(self.numpy())
+
+    def __index__(self) -> int:
+        return self.numpy().__index__()
+
+    def __repr__(self) -> str:
+        return f"LazyArray({self.numpy()!r})"
+
+    def __str__(self) -> str:
+        return str(self.numpy())
+
+    def copy_to(self, dst: Any) -> None:
+        """Copy the values into ``dst`` (a NumPy array or DeviceArray of the same shape)."""
+        v = self.value()
+        if isinstance(v, _DeviceArray):
+            v.copy_to(dst)
+        else:
+            np.copyto(dst, v)
+
+    def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.numpy().__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self) -> Any:
+        return self.numpy().__dlpack_device__()
+
+
+_pyasc._register_lazy_type(LazyArray)
+
+
+def _options_key(op: Any) -> tuple:
+    opts = op.options
+    return tuple(sorted((k, repr(v)) for k, v in opts.items() if k != "kernel_name"))
+
+
+class _Recording:
+    """The calls recorded since the last run of one thread's graph."""
+
+    def __init__(self, mode: GraphMode, opts: tuple, first: Any) -> None:
+        self.mode = mode
+        self.opts = opts
+        self.first_op = first
+        self.nodes: List[_Node] = []
+        self.leaves: List[Any] = []
+        self.leaf_ids: Dict[int, int] = {}
+        self.outs: List[tuple] = []  # per node: weak references to its LazyArrays
+        self.lock = threading.Lock()
+        self.done = False
+
+    def flush(self) -> None:
+        """Run the recorded calls, storing every result something still refers to."""
+        with self.lock:
+            if self.done:
+                return
+            self.done = True
+            state = _state()
+            if state.rec is self:
+                state.rec = None
+            wanted: List[Tuple[int, int, LazyArray]] = []
+            for n, refs in enumerate(self.outs):
+                for k, ref in enumerate(refs):
+                    lazy = ref()
+                    if lazy is not None:
+                        wanted.append((n, k, lazy))
+            try:
+                if wanted:
+                    values = self.mode._run(self, [(n, k) for n, k, _ in wanted])
+                    for (_, _, lazy), v in zip(wanted, values):
+                        lazy._value = v
+            except BaseException as e:  # every waiting value re-raises the failure
+                for _, _, lazy in wanted:
+                    lazy._value = e
+                raise
+            finally:
+                for _, _, lazy in wanted:
+                    lazy._rec = None
+                self.nodes, self.leaves, self.outs, self.leaf_ids = [], [], [], {}
+
+
+def _state() -> threading.local:
+    s = _local
+    if not hasattr(s, "depth"):
+        s.depth = 0
+        s.rec = None
+        s.mode = None
+    return s
+
+
+def _companion_name(nodes: List[_Node]) -> str:
+    names = [getattr(n.op, "__name__", "op") for n in nodes]
+    return "graph(" + "+".join(names[:6]) + ("+..." if len(names) > 6 else "") + ")"
+
+
+class GraphMode:
+    """The context manager returned by :func:`graph_mode` (reusable; one per block is typical).
+
+    Attributes after use: ``recorded`` (calls recorded), ``runs`` (graphs run), ``compiles``
+    (stitched graphs compiled); :meth:`get_compiled_op` gives the plan of the latest graph.
+    """
+
+    _companions: Dict[tuple, Tuple[tuple, Any]] = {}
+    _companions_lock = threading.Lock()
+
+    def __init__(self) -> None:
+        self.recorded = 0
+        self.runs = 0
+        self.compiles = 0
+        self._last: Optional[Tuple[Any, tuple]] = None
+
+    def __enter__(self) -> GraphMode:
+        global _active_threads
+        s = _state()
+        if s.depth == 0:
+            s.mode = self
+            with _active_lock:
+                _active_threads += 1
+                _pyasc._set_graph_recording(True)
+        s.depth += 1
+        return self
+
+    def __exit__(self, et: Any, ev: Any, tb: Any) -> bool:
+        global _active_threads
+        s = _state()
+        s.depth -= 1
+        if s.depth > 0:
+            return False
+        rec, s.rec, s.mode = s.rec, None, None
+        with _active_lock:
+            _active_threads -= 1
+            if _active_threads == 0:
+                _pyasc._set_graph_recording(False)
+        if rec is not None:
+            try:
+                rec.flush()
+            except Exception as e:
+                if ev is None:
+                    raise
+                ev.add_note(f"running the calls recorded before it also failed: {type(e).__name__}: {e}")
+        return False
+
+    def get_compiled_op(self) -> Any:
+        """Return the compiled plan of the latest graph this block ran (kernels, graph IR, buffers)."""
+        if self._last is None:
+            from .errors import InvalidArgumentError
+
+            raise InvalidArgumentError("no graph has run in this graph_mode block yet")
+        comp, leaves = self._last
+        return comp.get_compiled_op(*leaves)
+
+    def _companion(self, rec: _Recording, wanted: List[Tuple[int, int]]) -> Any:
+        nodes = rec.nodes
+        key = (rec.opts, tuple((id(n.op), n.spec) for n in nodes), tuple(wanted))
+        with GraphMode._companions_lock:
+            hit = GraphMode._companions.get(key)
+        if hit is not None and all(a is n.op for a, n in zip(hit[0], nodes)):
+            return hit[1]
+        steps = [(n.func, n.spec, n.tuple_out, n.site) for n in nodes]
+        outs = list(wanted)
+
+        def stitched(*leaves: Any) -> Any:
+            vals: List[tuple] = []
+            for func, spec, tuple_out, site in steps:
+                args = [vals[s[1]][s[2]] if s[0] else leaves[s[1]] for s in spec]
+                try:
+                    r = func(*args)
+                except Exception as e:
+                    e.add_note(f"in the call recorded at {site[0]}:{site[1]} (graph mode)")
+                    raise
+                vals.append(tuple(r) if tuple_out else (r,))
+            return tuple(vals[n][k] for n, k in outs)
+
+        name = _companion_name(nodes)
+        stitched.__name__ = stitched.__qualname__ = name
+        opts = dict(rec.first_op.options)
+        opts["kernel_name"] = name
+        comp = _pyasc.Operator(stitched, name, opts["device_type"], opts["op_break_level"], opts)
+        self.compiles += 1
+        with GraphMode._companions_lock:
+            if len(GraphMode._companions) >= 512:
+                GraphMode._companions.pop(next(iter(GraphMode._companions)))
+            GraphMode._companions[key] = (tuple(n.op for n in nodes), comp)
+        return comp
+
+    def _run(self, rec: _Recording, wanted: List[Tuple[int, int]]) -> List[Any]:
+        comp = self._companion(rec, wanted)
+        leaves = tuple(rec.leaves)
+        self.runs += 1
+        self._last = (comp, leaves)
+        s = _state()
+        saved, s.mode = s.mode, None  # the stitched call itself runs now
+        try:
+            out = comp(*leaves)
+        finally:
+            s.mode = saved
+        return list(out)
+
+
+def graph_mode() -> GraphMode:
+    """Record operator calls and run them as one fused graph (see :mod:`pyasc.graph_record`).
+
+    Example::
+
+        with pyasc.graph_mode():
+            z = op3(op2(op1(a)))   # one kernel when the ops are fusable
+        print(z)
+    """
+    return GraphMode()
+
+
+# Per operator and argument signature: whether it returns a tuple, and its results' avals.
+_META: Dict[tuple, Tuple[Any, bool, List[Tuple[Tuple[int, ...], np.dtype]], tuple]] = {}
+
+
+def _probe(op: Any, args: tuple) -> Tuple[bool, List[Tuple[Tuple[int, ...], np.dtype]]]:
+    fake = [np.empty(a.shape, a.dtype) if isinstance(a, (LazyArray, _DeviceArray)) else a for a in args]
+    c = op.get_compiled_op(*fake)
+    return c.returns_tuple, [(tuple(s), d) for s, d in c.outputs]
+
+
+def record(op: Any, args: tuple) -> Any:
+    """Record ``op(*args)`` in this thread's graph; None when the call must run now."""
+    s = _local
+    mode = getattr(s, "mode", None)
+    if mode is None:
+        return None
+    key: List[Any] = [id(op)]
+    for a in args:
+        t = type(a)
+        if t is LazyArray:
+            key.append((a._dtype, a._shape))
+        elif t is np.ndarray or t is _DeviceArray:
+            key.append((a.dtype, a.shape))
+        elif t in _SCALARS:
+            key.append(t)
+        else:
+            return None  # containers, complex values, other types: run now
+    k = tuple(key)
+    meta = _META.get(k)
+    if meta is None or meta[0] is not op:
+        try:
+            tuple_out, avals = _probe(op, args)
+        except Exception as e:
+            if type(e).__name__ in ("ComplexResult", "StructuredResult"):
+                return None
+            raise
+        meta = _META[k] = (op, tuple_out, avals, _options_key(op), op.__wrapped__)
+    _, tuple_out, avals, opts, func = meta
+    rec = s.rec
+    if rec is None or rec.opts != opts:
+        if rec is not None:
+            rec.flush()
+        rec = s.rec = _Recording(mode, opts, op)
+    spec = []
+    for a in args:
+        if type(a) is LazyArray:
+            if a._rec is rec:
+                spec.append((1, a._node, a._k))
+                continue
+            a = a.value()
+        i = rec.leaf_ids.get(id(a))
+        if i is None:
+            i = rec.leaf_ids[id(a)] = len(rec.leaves)
+            rec.leaves.append(a)
+        spec.append((0, i))
+    f = sys._getframe(1)
+    while f.f_code.co_filename.startswith(_PKG) and f.f_back is not None:
+        f = f.f_back
+    n = len(rec.nodes)
+    rec.nodes.append(_Node(op, func, tuple(spec), tuple_out, (f.f_code.co_filename, f.f_lineno)))
+    mode.recorded += 1
+    if len(avals) == 1 and not tuple_out:
+        sh, dt = avals[0]
+        out = LazyArray(rec, n, 0, sh, dt)
+        rec.outs.append((weakref.ref(out),))
+        return out
+    outs = [LazyArray(rec, n, i, sh, dt) for i, (sh, dt) in enumerate(avals)]
+    rec.outs.append(tuple(weakref.ref(o) for o in outs))
+    return tuple(outs) if tuple_out else outs[0]
+
+
+def resolve(args: tuple) -> Optional[tuple]:
+    """``args`` with lazy values replaced by their arrays, or None when there is none."""
+    if not any(type(a) is LazyArray for a in args):
+        return None
+    return tuple(a.value() if type(a) is LazyArray else a for a in args)

@@ -1,0 +1,268 @@
+"""Graph mode: recorded operator calls stitched into one graph, checked against eager calls."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pyasc
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+
+@pyasc.operator
+def scale_shift(x):
+    return x * 2.0 + 1.0
+
+
+@pyasc.operator
+def root(x):
+    return np.sqrt(np.abs(x)) - 0.5
+
+
+@pyasc.operator
+def square_plus(x):
+    return x * x + 3.0
+
+
+@pyasc.operator
+def add_mul(x, y):
+    return x + y, x * y
+
+
+@pyasc.operator
+def add(x, y):
+    return x + y
+
+
+@pyasc.operator
+def row_softmax(x):
+    return pyasc.softmax(x, -1)
+
+
+@pyasc.operator
+def col_sum(x):
+    return x.sum(axis=0)
+
+
+@pyasc.operator
+def project(x, w):
+    return x @ w
+
+
+def rand(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def test_chain_runs_as_one_kernel_and_matches_eager():
+    a = rand(4096)
+    with pyasc.graph_mode() as g:
+        z = square_plus(root(scale_shift(a)))
+        assert isinstance(z, pyasc.LazyArray) and g.runs == 0
+    np.testing.assert_array_equal(np.asarray(z), square_plus(root(scale_shift(a))))
+    plan = g.get_compiled_op()
+    assert len(plan.kernels()) == 1
+    assert len(plan.outputs) == 1  # the two intermediates are never stored
+    expect = (np.sqrt(np.abs(a.astype(np.float64) * 2 + 1)) - 0.5) ** 2 + 3
+    np.testing.assert_allclose(np.asarray(z), expect, rtol=1e-6)
+
+
+def test_named_intermediates_are_computed_too():
+    a = rand(1000)
+    with pyasc.graph_mode() as g:
+        x = scale_shift(a)
+        y = root(x)
+        z = square_plus(y)
+    assert g.runs == 1 and len(g.get_compiled_op().kernels()) == 1
+    assert len(g.get_compiled_op().outputs) == 3
+    np.testing.assert_array_equal(x.numpy(), scale_shift(a))
+    np.testing.assert_array_equal(y.numpy(), root(scale_shift(a)))
+    np.testing.assert_array_equal(z.numpy(), square_plus(root(scale_shift(a))))
+
+
+def test_metadata_does_not_run_the_graph():
+    a = rand(7, 5)
+    with pyasc.graph_mode() as g:
+        p, q = add_mul(a, scale_shift(a))
+        s = col_sum(q)
+        assert (p.shape, p.dtype, p.ndim, p.size, p.nbytes) == ((7, 5), np.float32, 2, 35, 140)
+        assert s.shape == (5,) and len(p) == 7
+        assert g.runs == 0 and not p.is_computed
+    assert p.is_computed
+
+
+def test_reading_mid_block_runs_what_was_recorded_and_continues():
+    a = rand(64, 8)
+    with pyasc.graph_mode() as g:
+        x = scale_shift(a)
+        first = float(x[3, 2])  # a host read: the graph so far runs
+        assert g.runs == 1
+        y = row_softmax(x)
+        z = square_plus(y)
+    assert g.runs == 2
+    assert first == pytest.approx(float(a[3, 2]) * 2 + 1)
+    np.testing.assert_allclose(np.asarray(z), square_plus(row_softmax(scale_shift(a))), rtol=1e-6)
+
+
+def test_loop_records_the_same_calls_and_compiles_once():
+    a = rand(256)
+    mode = pyasc.graph_mode()
+    for i in range(5):
+        b = a + i
+        with mode:
+            z = square_plus(root(scale_shift(b)))
+        np.testing.assert_array_equal(np.asarray(z), square_plus(root(scale_shift(b))))
+    assert mode.runs == 5 and mode.compiles <= 1  # the stitched graph may be cached already
+    new_mode = pyasc.graph_mode()
+    with new_mode:
+        z = square_plus(root(scale_shift(rand(999))))  # a new shape: a new plan, same graph
+    z.numpy()
+    assert new_mode.compiles == 0
+
+
+def test_errors_name_the_operator_line_at_the_call():
+    a = rand(10, 3)
+    with pytest.raises(pyasc.ShapeError) as info:
+        with pyasc.graph_mode():
+            add(a, rand(4))
+    assert info.value.filename == __file__
+    assert info.value.lineno == add.__wrapped__.__code__.co_firstlineno + 2
+
+
+def test_exception_in_block_still_computes_recorded_values():
+    a = rand(100)
+    with pytest.raises(KeyError):
+        with pyasc.graph_mode():
+            x = scale_shift(a)
+            raise KeyError("user error")
+    np.testing.assert_array_equal(x.numpy(), scale_shift(a))
+
+
+def test_nested_blocks_join_the_outer_graph():
+    a = rand(50)
+    with pyasc.graph_mode() as outer:
+        x = scale_shift(a)
+        with pyasc.graph_mode():
+            y = root(x)
+        assert outer.runs == 0 and not y.is_computed
+        z = square_plus(y)
+    np.testing.assert_array_equal(z.numpy(), square_plus(root(scale_shift(a))))
+
+
+def test_threads_record_their_own_graphs():
+    results = {}
+
+    def work(i):
+        b = rand(300, seed=i)
+        for _ in range(3):
+            with pyasc.graph_mode():
+                v = square_plus(scale_shift(b))
+            results.setdefault(i, []).append(np.array_equal(np.asarray(v), square_plus(scale_shift(b))))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == {i: [True] * 3 for i in range(4)}
+
+
+def test_lazy_value_read_from_another_thread():
+    a = rand(100)
+    with pyasc.graph_mode():
+        x = scale_shift(a)
+        out = {}
+        t = threading.Thread(target=lambda: out.setdefault("v", np.asarray(x)))
+        t.start()
+        t.join()
+    np.testing.assert_array_equal(out["v"], scale_shift(a))
+
+
+def test_lazy_values_flow_into_eager_calls_and_numpy():
+    a = rand(20, 6)
+    with pyasc.graph_mode():
+        x = scale_shift(a)
+    y = root(x)  # outside the block: computed, then an ordinary call
+    assert type(y) is np.ndarray
+    np.testing.assert_array_equal(y, root(scale_shift(a)))
+    np.testing.assert_allclose(np.exp(x), np.exp(scale_shift(a)))
+    assert str(x) == str(scale_shift(a))
+
+
+def test_library_functions_and_matmul_are_recorded():
+    a, w = rand(32, 16), rand(16, 8, seed=1)
+    with pyasc.graph_mode() as g:
+        z = pyasc.softmax(project(scale_shift(a), w))
+        assert isinstance(z, pyasc.LazyArray)
+    ref = (a.astype(np.float64) * 2 + 1) @ w
+    ref = np.exp(ref - ref.max(-1, keepdims=True))
+    np.testing.assert_allclose(np.asarray(z), ref / ref.sum(-1, keepdims=True), rtol=1e-5, atol=1e-7)
+    assert g.runs == 1
+
+
+def test_different_options_break_the_graph():
+    @pyasc.operator(precision_mode="force_fp16")
+    def half_scale(x):
+        return x * 3.0
+
+    a = rand(100)
+    with pyasc.graph_mode() as g:
+        z = scale_shift(half_scale(scale_shift(a)))
+    np.testing.assert_array_equal(np.asarray(z), scale_shift(half_scale(scale_shift(a))))
+    assert g.runs == 3
+
+
+def test_device_arrays_and_tuple_results():
+    a = rand(40, 4)
+    d = pyasc.to_device(a)
+    with pyasc.graph_mode():
+        p, q = add_mul(d, scale_shift(d))
+    assert isinstance(p.value(), pyasc.DeviceArray)
+    np.testing.assert_array_equal(p.numpy(), a + scale_shift(a))
+    np.testing.assert_array_equal(q.numpy(), a * scale_shift(a))
+
+
+def test_inputs_are_not_modified():
+    a = rand(100)
+    keep = a.copy()
+    with pyasc.graph_mode():
+        z = square_plus(scale_shift(a))
+    z.numpy()
+    np.testing.assert_array_equal(a, keep)
+
+
+# Random chains of operators: graph mode equals eager execution.
+_UNARY = [scale_shift, root, square_plus, row_softmax]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 10), st.booleans()), min_size=1, max_size=7),
+       st.integers(1, 40), st.integers(1, 9))
+def test_random_chains_equal_eager(steps, rows, cols):
+    a = rand(rows, cols, seed=rows * 31 + cols)
+    eager_vals = [a]
+    lazy_vals = [a]
+    reads = []
+    with pyasc.graph_mode():
+        for kind, pick, read in steps:
+            i = pick % len(eager_vals)
+            j = (pick * 7 + 3) % len(eager_vals)
+            if kind < len(_UNARY):
+                op = _UNARY[kind]
+                eager_vals.append(op(eager_vals[i]))
+                lazy_vals.append(op(lazy_vals[i]))
+            elif kind == 4:
+                eager_vals.append(add(eager_vals[i], eager_vals[j]))
+                lazy_vals.append(add(lazy_vals[i], lazy_vals[j]))
+            else:
+                ep, _ = add_mul(eager_vals[i], eager_vals[j])
+                lp, _ = add_mul(lazy_vals[i], lazy_vals[j])
+                eager_vals.append(ep)
+                lazy_vals.append(lp)
+            if read:  # a host read in the middle of the block
+                reads.append((len(eager_vals) - 1, np.array(lazy_vals[-1])))
+    for k, v in reads:
+        np.testing.assert_allclose(v, eager_vals[k], rtol=2e-6, atol=1e-6)
+    for e, v in zip(eager_vals, lazy_vals):
+        np.testing.assert_allclose(np.asarray(v), e, rtol=2e-6, atol=1e-6)
