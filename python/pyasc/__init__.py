@@ -17,7 +17,7 @@ from ._types import CacheInfo
 from .accuracy import check_accuracy
 from .classes import AscendOperatorBase
 from .creation import arange, full, ones, zeros
-from .decorators import OPTION_STATUS, operator
+from .decorators import OPTION_STATUS, fused_operator, operator
 from .dynamic import get_context
 from .errors import (
     AlignmentError,
@@ -187,6 +187,7 @@ __all__ = [
     "full",
     "get_context",
     "graph_mode",
+    "fused_operator",
     "GraphMode",
     "LazyArray",
     "layer_norm",

@@ -8,7 +8,7 @@ from . import _pyasc
 from .debug._store import register
 from .errors import InvalidArgumentError
 
-__all__ = ["operator", "OPTION_STATUS"]
+__all__ = ["operator", "fused_operator", "OPTION_STATUS"]
 
 _DEVICE_TYPES = ("cpu", "npu", "auto")
 _COMPUTE_TYPES = ("vector", "cube", "auto")
@@ -28,6 +28,8 @@ OPTION_STATUS: Dict[str, str] = {
     "atomic_flag": "recorded (elementwise kernels are always bitwise deterministic)",
     "dynamic_shape": "active: one trace per rank/dtype signature, re-planned for new extents",
     "gears": "active with dynamic_shape: geared dims padded up to the next gear, one plan per gear",
+    "fused": "active: the whole function must compile to one kernel, else FusionError naming the line "
+             "whose op starts a second kernel (set by @pyasc.fused_operator)",
     "debug": "active: NaN/Inf checks after every op (one kernel per op), raised with the op's line; each op's "
              "result is kept while pyasc.debug.capture() or a debug server is active",
 }
@@ -73,6 +75,10 @@ def validate_options(options: Dict[str, Any]) -> Dict[str, Any]:
     out["atomic_flag"] = _flag("atomic_flag", opts.get("atomic_flag", True))
     out["dynamic_shape"] = _flag("dynamic_shape", opts.get("dynamic_shape", False))
     out["debug"] = _flag("debug", opts.get("debug", False))
+    out["fused"] = _flag("fused", opts.get("fused", False))
+    if out["fused"] and (out["debug"] or out["op_break_level"] < 3):
+        raise InvalidArgumentError("a fused operator needs op_break_level=3 and debug=False (one kernel per op "
+                                   "cannot be one kernel)")
     gears = opts.get("gears")
     if gears is not None:
         if not out["dynamic_shape"]:
@@ -124,3 +130,17 @@ def operator(
     if fn is not None:
         return wrap(fn)
     return wrap
+
+
+def fused_operator(
+    fn: Optional[Callable[..., Any]] = None, **options: Any
+) -> Union[Any, Callable[[Callable[..., Any]], Any]]:
+    """Like :func:`operator`, but the whole function must compile to exactly one kernel.
+
+    Elementwise chains, broadcasts, row reductions and matmul epilogues fuse; the attention
+    pattern ``softmax(Q @ K.T * scale) @ V`` becomes one flash-attention kernel. When the plan
+    needs more than one kernel, the first call (or ``get_compiled_op``) raises
+    :class:`pyasc.FusionError` naming the line whose op starts the second kernel.
+    """
+    options = {**options, "fused": True}
+    return operator(fn, **options)

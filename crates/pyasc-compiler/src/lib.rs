@@ -21,6 +21,7 @@ pub mod pass;
 pub mod precision;
 pub mod promote;
 pub mod rewrite;
+pub mod single;
 
 pub use pass::{compile, pipeline, CompileOptions, CompileState, Compiled, Pass, PassReport};
 pub use pyasc_ir::tile::KernelPlan;

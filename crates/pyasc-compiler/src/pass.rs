@@ -22,6 +22,8 @@ pub struct CompileOptions {
     pub verify_each_pass: bool,
     /// The precision policy (`precision_mode`).
     pub precision: pyasc_ir::precision::PrecisionMode,
+    /// The plan must be one kernel (`@pyasc.fused_operator`); more is a `FusionError`.
+    pub single_kernel: bool,
 }
 
 impl Default for CompileOptions {
@@ -32,6 +34,7 @@ impl Default for CompileOptions {
             tile_budget_bytes: pyasc_ir::tile::DEFAULT_TILE_BUDGET,
             verify_each_pass: cfg!(debug_assertions),
             precision: pyasc_ir::precision::PrecisionMode::Fp32,
+            single_kernel: false,
         }
     }
 }
@@ -182,5 +185,8 @@ pub fn compile(graph: Graph, options: &CompileOptions) -> Result<Compiled> {
         reports.push(report);
     }
     let plan = st.plan.take().ok_or_else(|| pyasc_ir::IrError::internal("lowering produced no plan"))?;
+    if options.single_kernel {
+        crate::single::check_one_kernel(&plan, &options.kernel_name)?;
+    }
     Ok(Compiled { graph: st.graph, plan, reports, int_bounds: st.int_bounds, host_ints: st.host_ints })
 }

@@ -437,8 +437,15 @@ impl Operator {
         let precision_name: Option<String> =
             settings.bind(py).get_item("precision_mode")?.map(|d| d.extract()).transpose()?;
         let precision = crate::precision::mode(py, precision_name)?;
-        let options =
-            CompileOptions { op_break_level, kernel_name: name.clone(), precision, ..CompileOptions::default() };
+        let single_kernel: bool =
+            settings.bind(py).get_item("fused")?.map(|d| d.extract()).transpose()?.unwrap_or(false);
+        let options = CompileOptions {
+            op_break_level,
+            kernel_name: name.clone(),
+            precision,
+            single_kernel,
+            ..CompileOptions::default()
+        };
         let config = OperatorConfig { name: name.clone(), device, options, dynamic, debug };
         if device == DeviceKind::NpuTwin && log::enabled(log::INFO) {
             log::emit(
