@@ -67,6 +67,7 @@ from .ops import (
     subtract,
     where,
 )
+from .pipeline import Pipeline, PipelineError, pipeline
 from .precision import precision_scope
 from .reductions import (
     all,
@@ -187,6 +188,9 @@ __all__ = [
     "full",
     "get_context",
     "graph_mode",
+    "pipeline",
+    "Pipeline",
+    "PipelineError",
     "fused_operator",
     "GraphMode",
     "LazyArray",

@@ -49,14 +49,15 @@ _PKG = __file__.rsplit("/", 1)[0] + "/"
 class _Node:
     """One recorded call: the operator, where its arguments come from, its call site."""
 
-    __slots__ = ("op", "func", "spec", "tuple_out", "site")
+    __slots__ = ("op", "func", "spec", "tuple_out", "site", "avals")
 
-    def __init__(self, op: Any, func: Any, spec: tuple, tuple_out: bool, site: Tuple[str, int]) -> None:
+    def __init__(self, op: Any, func: Any, spec: tuple, tuple_out: bool, site: Tuple[str, int], avals: list) -> None:
         self.op = op
         self.func = func
         self.spec = spec  # per argument: (0, leaf index) or (1, node index, output index)
         self.tuple_out = tuple_out
         self.site = site
+        self.avals = avals  # per result: (shape, dtype)
 
 
 class LazyArray:
@@ -240,15 +241,72 @@ def _companion_name(nodes: List[_Node]) -> str:
     return "graph(" + "+".join(names[:6]) + ("+..." if len(names) > 6 else "") + ")"
 
 
+_companions: Dict[tuple, Tuple[tuple, Any]] = {}
+_companions_lock = threading.Lock()
+
+
+def stitch(nodes: List[_Node], which: Any, inputs: List[tuple], outputs: List[Tuple[int, int]], first_op: Any,
+           opts: tuple) -> Tuple[Any, bool]:
+    """Return ``(operator, compiled_now)``: one operator running ``nodes[i] for i in which``.
+
+    Its parameters are ``inputs`` (``(0, leaf)`` or ``(1, node, result)`` references), its
+    results the ``outputs`` ``(node, result)``; the operator is cached by this structure.
+    """
+    which = list(which)
+    key = (opts, tuple((id(nodes[i].op), nodes[i].spec) for i in which), tuple(inputs), tuple(outputs))
+    with _companions_lock:
+        hit = _companions.get(key)
+    if hit is not None and all(a is nodes[i].op for a, i in zip(hit[0], which)):
+        return hit[1], False
+    slot = {ref: p for p, ref in enumerate(inputs)}
+    steps = []
+    for i in which:
+        n = nodes[i]
+        # Per argument: ("p", parameter) or ("v", node, result) computed in this operator.
+        src = [("p", slot[ref]) if ref in slot else ("v", ref[1], ref[2])
+               for ref in ((r if r[0] else (0, r[1])) for r in n.spec)]
+        steps.append((i, n.func, src, n.tuple_out, n.site))
+
+    def stitched(*params: Any) -> Any:
+        vals: Dict[int, tuple] = {}
+        for i, func, src, tuple_out, site in steps:
+            args = [params[s[1]] if s[0] == "p" else vals[s[1]][s[2]] for s in src]
+            try:
+                r = func(*args)
+            except Exception as e:
+                e.add_note(f"in the call recorded at {site[0]}:{site[1]} (graph mode)")
+                raise
+            vals[i] = tuple(r) if tuple_out else (r,)
+        return tuple(vals[n][k] for n, k in outputs)
+
+    name = _companion_name([nodes[i] for i in which])
+    stitched.__name__ = stitched.__qualname__ = name
+    o = dict(first_op.options)
+    o["kernel_name"] = name
+    comp = _pyasc.Operator(stitched, name, o["device_type"], o["op_break_level"], o)
+    with _companions_lock:
+        if len(_companions) >= 512:
+            _companions.pop(next(iter(_companions)))
+        _companions[key] = (tuple(nodes[i].op for i in which), comp)
+    return comp, True
+
+
+def run_now(comp: Any, args: tuple) -> Any:
+    """Call ``comp(*args)`` now, even inside a recording block (a stitched operator's own call)."""
+    s = _state()
+    saved, s.mode = s.mode, None
+    try:
+        return comp(*args)
+    finally:
+        s.mode = saved
+
+
 class GraphMode:
     """The context manager returned by :func:`graph_mode` (reusable; one per block is typical).
 
     Attributes after use: ``recorded`` (calls recorded), ``runs`` (graphs run), ``compiles``
     (stitched graphs compiled); :meth:`get_compiled_op` gives the plan of the latest graph.
     """
-
-    _companions: Dict[tuple, Tuple[tuple, Any]] = {}
-    _companions_lock = threading.Lock()
 
     def __init__(self) -> None:
         self.recorded = 0
@@ -297,37 +355,9 @@ class GraphMode:
         return comp.get_compiled_op(*leaves)
 
     def _companion(self, rec: _Recording, wanted: List[Tuple[int, int]]) -> Any:
-        nodes = rec.nodes
-        key = (rec.opts, tuple((id(n.op), n.spec) for n in nodes), tuple(wanted))
-        with GraphMode._companions_lock:
-            hit = GraphMode._companions.get(key)
-        if hit is not None and all(a is n.op for a, n in zip(hit[0], nodes)):
-            return hit[1]
-        steps = [(n.func, n.spec, n.tuple_out, n.site) for n in nodes]
-        outs = list(wanted)
-
-        def stitched(*leaves: Any) -> Any:
-            vals: List[tuple] = []
-            for func, spec, tuple_out, site in steps:
-                args = [vals[s[1]][s[2]] if s[0] else leaves[s[1]] for s in spec]
-                try:
-                    r = func(*args)
-                except Exception as e:
-                    e.add_note(f"in the call recorded at {site[0]}:{site[1]} (graph mode)")
-                    raise
-                vals.append(tuple(r) if tuple_out else (r,))
-            return tuple(vals[n][k] for n, k in outs)
-
-        name = _companion_name(nodes)
-        stitched.__name__ = stitched.__qualname__ = name
-        opts = dict(rec.first_op.options)
-        opts["kernel_name"] = name
-        comp = _pyasc.Operator(stitched, name, opts["device_type"], opts["op_break_level"], opts)
-        self.compiles += 1
-        with GraphMode._companions_lock:
-            if len(GraphMode._companions) >= 512:
-                GraphMode._companions.pop(next(iter(GraphMode._companions)))
-            GraphMode._companions[key] = (tuple(n.op for n in nodes), comp)
+        comp, fresh = stitch(rec.nodes, range(len(rec.nodes)), [(0, i) for i in range(len(rec.leaves))],
+                             wanted, rec.first_op, rec.opts)
+        self.compiles += fresh
         return comp
 
     def _run(self, rec: _Recording, wanted: List[Tuple[int, int]]) -> List[Any]:
@@ -335,13 +365,7 @@ class GraphMode:
         leaves = tuple(rec.leaves)
         self.runs += 1
         self._last = (comp, leaves)
-        s = _state()
-        saved, s.mode = s.mode, None  # the stitched call itself runs now
-        try:
-            out = comp(*leaves)
-        finally:
-            s.mode = saved
-        return list(out)
+        return list(run_now(comp, leaves))
 
 
 def graph_mode() -> GraphMode:
@@ -415,7 +439,7 @@ def record(op: Any, args: tuple) -> Any:
     while f.f_code.co_filename.startswith(_PKG) and f.f_back is not None:
         f = f.f_back
     n = len(rec.nodes)
-    rec.nodes.append(_Node(op, func, tuple(spec), tuple_out, (f.f_code.co_filename, f.f_lineno)))
+    rec.nodes.append(_Node(op, func, tuple(spec), tuple_out, (f.f_code.co_filename, f.f_lineno), avals))
     mode.recorded += 1
     if len(avals) == 1 and not tuple_out:
         sh, dt = avals[0]

@@ -143,7 +143,17 @@ pub fn run_gemm(a: &InputView, b: &InputView, out: *mut u8) -> Result<()> {
                         t.check()?;
                     }
                     let (r, c) = ((r0, rows.min(n - r0)), (c0, cols.min(m - c0)));
-                    if workers > 1 {
+                    if workers > 1 && tall_split(dtype, r.1, c.1, workers) {
+                        // A tall product: one band of rows per worker, each on one thread
+                        // (`gemm`'s own split often keeps such shapes on a single thread).
+                        let band = r.1.div_ceil(workers).next_multiple_of(16);
+                        crate::pool::install(|| {
+                            (0..r.1.div_ceil(band)).into_par_iter().for_each(|i| {
+                                let start = i * band;
+                                piece(bi, (r.0 + start, band.min(r.1 - start)), c, 1)
+                            })
+                        });
+                    } else if workers > 1 {
                         // `gemm` spreads the product over the pool it runs in.
                         crate::pool::install(|| piece(bi, r, c, workers));
                     } else {
@@ -154,6 +164,13 @@ pub fn run_gemm(a: &InputView, b: &InputView, out: *mut u8) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Whether a `rows x cols` float32/float64 product runs as one band of rows per worker: when
+/// it is tall (at least twice as many rows as columns, 128 rows per worker or more). Square
+/// and wide products keep `gemm`'s own split, which shares its packed panels.
+fn tall_split(dtype: DType, rows: usize, cols: usize, workers: usize) -> bool {
+    matches!(dtype, DType::F32 | DType::F64) && rows >= 2 * cols && rows >= 128 * workers
 }
 
 /// Floating-point operations one worker does between two cancellation checks: about 50 ms

@@ -1,0 +1,141 @@
+"""``pyasc.pipeline``: stages over micro-batches give what the calls give one by one."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyasc
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+
+@pyasc.operator
+def normalize(x):
+    m = x.mean(axis=-1, keepdims=True)
+    d = x - m
+    return d / np.sqrt((d * d).mean(axis=-1, keepdims=True) + 1e-5)
+
+
+@pyasc.operator
+def project(x, w):
+    return x @ w
+
+
+@pyasc.operator
+def gelu(x):
+    return pyasc.gelu(x)
+
+
+@pyasc.operator
+def softmax(x):
+    return pyasc.softmax(x, -1)
+
+
+@pyasc.operator
+def center_columns(x):
+    return x - x.mean(axis=0, keepdims=True)
+
+
+@pyasc.operator
+def column_sums(x):
+    return x.sum(axis=0)
+
+
+def rand(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def four_stages(x, w):
+    return softmax(gelu(project(normalize(x), w)))
+
+
+def test_the_four_stage_example_matches_eager_calls():
+    x, w = rand(5000, 64), rand(64, 64, seed=1) / 8
+    with pyasc.pipeline(stages=4, micro_batch=512) as p:
+        stage1 = normalize(x)
+        stage2 = project(stage1, w)
+        stage3 = gelu(stage2)
+        stage4 = softmax(stage3)
+    np.testing.assert_array_equal(np.asarray(stage4), four_stages(x, w))
+    assert p.last_schedule == {"stages": 4, "micro_batch": 512, "micro_batches": 10, "batch": 5000}
+    # Values handed between stages are never stored in full.
+    with pytest.raises(pyasc.PipelineError, match="handed between pipeline stages"):
+        np.asarray(stage2)
+
+
+def test_float64_reference_and_default_micro_batch():
+    x, w = rand(3000, 32), rand(32, 16, seed=2) / 4
+    with pyasc.pipeline(stages=2) as p:
+        out = softmax(gelu(project(normalize(x), w)))
+    x64 = x.astype(np.float64)
+    d = x64 - x64.mean(-1, keepdims=True)
+    h = d / np.sqrt((d * d).mean(-1, keepdims=True) + 1e-5) @ w
+    from scipy.special import erf
+
+    g = 0.5 * h * (1 + erf(h / np.sqrt(2)))
+    e = np.exp(g - g.max(-1, keepdims=True))
+    np.testing.assert_allclose(np.asarray(out), e / e.sum(-1, keepdims=True), rtol=1e-4, atol=1e-6)
+    assert p.last_schedule["stages"] == 2 and p.last_schedule["micro_batch"] >= 1
+
+
+def test_reading_an_intermediate_inside_the_block():
+    x = rand(100, 8)
+    with pyasc.pipeline(stages=3, micro_batch=16):
+        s1 = normalize(x)
+        first = np.asarray(s1)  # read before anything consumes it: a result of its own pipeline
+        s2 = gelu(s1)
+        s3 = softmax(s2)
+    np.testing.assert_array_equal(first, normalize(x))
+    np.testing.assert_array_equal(np.asarray(s3), softmax(gelu(normalize(x))))
+
+
+def test_stage_reducing_over_axis_0_is_a_typed_error_at_its_line():
+    top = test_stage_reducing_over_axis_0_is_a_typed_error_at_its_line.__code__.co_firstlineno
+    x = rand(64, 8)
+    with pytest.raises(pyasc.PipelineError) as info:
+        with pyasc.pipeline(stages=2):
+            s1 = normalize(x)
+            s2 = column_sums(s1)  # noqa: F841
+    assert info.value.lineno == top + 6
+    assert "rows" in str(info.value)
+    with pytest.raises(pyasc.PipelineError, match="mixes rows") as info:
+        with pyasc.pipeline(stages=2):
+            s1 = gelu(x)
+            s2 = center_columns(s1)  # noqa: F841
+    assert info.value.filename == __file__
+    assert info.value.lineno == top + 12
+
+
+def test_bad_options_are_rejected():
+    for kw in ({"stages": 0}, {"stages": 2.5}, {"micro_batch": 0}, {"micro_batch": True}):
+        with pytest.raises(pyasc.InvalidArgumentError):
+            pyasc.pipeline(**kw)
+
+
+def test_an_error_in_a_stage_stops_the_pipeline():
+    @pyasc.operator(debug=True)
+    def checked_log(x):
+        return np.log(x)
+
+    x = np.abs(rand(400, 4)) + 1.0
+    x[350, 2] = -1.0  # the NaN is in a late micro-batch
+    with pytest.raises(pyasc.NumericalError):
+        with pyasc.pipeline(stages=2, micro_batch=50):
+            softmax(checked_log(x))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 300), st.integers(1, 12), st.integers(1, 5), st.integers(1, 64),
+       st.lists(st.integers(0, 3), min_size=1, max_size=6))
+def test_random_pipelines_equal_eager(rows, cols, stages, micro, kinds):
+    x = rand(rows, cols, seed=rows + cols)
+    w = rand(cols, cols, seed=7) / 4
+    fns = [normalize, gelu, softmax, lambda v: project(v, w)]
+    eager = x
+    for k in kinds:
+        eager = fns[k](eager)
+    with pyasc.pipeline(stages=stages, micro_batch=micro):
+        v = x
+        for k in kinds:
+            v = fns[k](v)
+    np.testing.assert_allclose(np.asarray(v), eager, rtol=1e-6, atol=1e-6)
