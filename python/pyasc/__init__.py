@@ -122,6 +122,11 @@ CompiledOp = _pyasc.CompiledOp
 __version__ = _pyasc.__version__
 
 
+def reset_peak_memory_stats() -> None:
+    """Start ``memory_stats()["peak_bytes_in_use"]`` over from the bytes in use now."""
+    _pyasc.reset_peak_memory_stats()
+
+
 def memory_stats() -> dict:
     """Statistics of the caching memory pool: bytes in use, cached and peak; allocations and reuses."""
     return _pyasc.memory_stats()
@@ -188,6 +193,7 @@ __all__ = [
     "full",
     "get_context",
     "graph_mode",
+    "reset_peak_memory_stats",
     "pipeline",
     "Pipeline",
     "PipelineError",

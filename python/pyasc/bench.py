@@ -601,6 +601,10 @@ def run(quick: bool = False, only: Optional[List[str]] = None) -> int:
             t = _report(f"bert fast_gelu layer {shape}: precision='fp16' vs fp32", bench_bert_gelu(shape, repeat))
             summary.append(f"bert_gelu: fp16 layer {t['float32'] / t['pyasc']:.2f}x the fp32 layer's speed "
                            "(target >= 1.6x)")
+    if want & {"graph_mode", "pipeline"}:
+        from .bench_graph import run_entries
+
+        run_entries(want, quick, repeat, summary)
     print("\nsummary")
     for line in summary:
         print(f"  {line}")

@@ -51,13 +51,14 @@ class _Node:
 
     __slots__ = ("op", "func", "spec", "tuple_out", "site", "avals")
 
-    def __init__(self, op: Any, func: Any, spec: tuple, tuple_out: bool, site: Tuple[str, int], avals: list) -> None:
+    def __init__(self, op: Any, func: Any, spec: tuple, tuple_out: bool, site: Tuple[str, int],
+                 avals: Optional[list]) -> None:
         self.op = op
         self.func = func
         self.spec = spec  # per argument: (0, leaf index) or (1, node index, output index)
         self.tuple_out = tuple_out
         self.site = site
-        self.avals = avals  # per result: (shape, dtype)
+        self.avals = avals  # per result: (shape, dtype), traced when first asked for
 
 
 class LazyArray:
@@ -69,46 +70,57 @@ class LazyArray:
     Passed to another operator inside the block it stays lazy.
     """
 
-    __slots__ = ("_rec", "_node", "_k", "_value", "_shape", "_dtype", "__weakref__")
+    __slots__ = ("_rec", "_node", "_k", "_value", "_aval", "__weakref__")
 
-    def __init__(self, rec: _Recording, node: int, k: int, shape: Tuple[int, ...], dtype: np.dtype) -> None:
+    def __init__(self, rec: _Recording, node: int, k: int) -> None:
         self._rec: Optional[_Recording] = rec
         self._node = node
         self._k = k
         self._value: Any = None
-        self._shape = shape
-        self._dtype = dtype
+        self._aval: Optional[Tuple[Tuple[int, ...], np.dtype]] = None
 
-    # Metadata: never runs the graph.
+    def _meta(self) -> Tuple[Tuple[int, ...], np.dtype]:
+        aval = self._aval
+        if aval is None:
+            rec = self._rec
+            if rec is not None:
+                aval = rec.aval(self._node, self._k)
+            else:
+                v = self.value()
+                aval = (tuple(v.shape), np.dtype(v.dtype))
+            self._aval = aval
+        return aval
+
+    # Metadata: never runs the graph (the result types are traced, not computed).
     @property
     def shape(self) -> Tuple[int, ...]:
         """The result's shape."""
-        return self._shape
+        return self._meta()[0]
 
     @property
     def dtype(self) -> np.dtype:
         """The result's NumPy dtype."""
-        return self._dtype
+        return self._meta()[1]
 
     @property
     def ndim(self) -> int:
         """Number of dimensions."""
-        return len(self._shape)
+        return len(self._meta()[0])
 
     @property
     def size(self) -> int:
         """Number of elements."""
-        return int(np.prod(self._shape, dtype=np.int64))
+        return int(np.prod(self._meta()[0], dtype=np.int64))
 
     @property
     def itemsize(self) -> int:
         """Bytes per element."""
-        return self._dtype.itemsize
+        return self._meta()[1].itemsize
 
     @property
     def nbytes(self) -> int:
         """Bytes of the whole result."""
-        return self.size * self._dtype.itemsize
+        return self.size * self._meta()[1].itemsize
 
     @property
     def is_computed(self) -> bool:
@@ -135,9 +147,10 @@ class LazyArray:
         return a if dtype is None else a.astype(dtype, copy=False)
 
     def __len__(self) -> int:
-        if not self._shape:
+        shape = self._meta()[0]
+        if not shape:
             raise TypeError("len() of a 0-d lazy array")
-        return self._shape[0]
+        return shape[0]
 
     def __getitem__(self, key: Any) -> Any:
         return self.value()[key]
@@ -186,6 +199,8 @@ def _options_key(op: Any) -> tuple:
 class _Recording:
     """The calls recorded since the last run of one thread's graph."""
 
+    __slots__ = ("mode", "opts", "first_op", "nodes", "leaves", "leaf_ids", "outs", "lock", "done")
+
     def __init__(self, mode: GraphMode, opts: tuple, first: Any) -> None:
         self.mode = mode
         self.opts = opts
@@ -197,12 +212,28 @@ class _Recording:
         self.lock = threading.Lock()
         self.done = False
 
+    def aval(self, n: int, k: int) -> Tuple[Tuple[int, ...], np.dtype]:
+        """Shape and dtype of result ``k`` of call ``n`` (traced, not run)."""
+        self.compute_avals(n + 1)
+        return self.nodes[n].avals[k]
+
+    def compute_avals(self, upto: Optional[int] = None) -> None:
+        """Trace the result types of the first ``upto`` calls (all by default) where not known."""
+        nodes = self.nodes
+        for i in range(len(nodes) if upto is None else upto):
+            node = nodes[i]
+            if node.avals is not None:
+                continue
+            fake = [_fake(self.leaves[r[1]]) if r[0] == 0 else np.empty(*nodes[r[1]].avals[r[2]]) for r in node.spec]
+            node.avals = _avals(node, fake)
+
     def flush(self) -> None:
         """Run the recorded calls, storing every result something still refers to."""
         with self.lock:
             if self.done:
                 return
             self.done = True
+            self.mode.recorded += len(self.nodes)
             state = _state()
             if state.rec is self:
                 state.rec = None
@@ -276,6 +307,11 @@ def stitch(nodes: List[_Node], which: Any, inputs: List[tuple], outputs: List[Tu
             except Exception as e:
                 e.add_note(f"in the call recorded at {site[0]}:{site[1]} (graph mode)")
                 raise
+            if tuple_out != isinstance(r, (tuple, list)):
+                from .errors import TraceError
+
+                raise TraceError(f"the call recorded at {site[0]}:{site[1]} returns a different number of results "
+                                 "for these argument shapes than when first recorded")
             vals[i] = tuple(r) if tuple_out else (r,)
         return tuple(vals[n][k] for n, k in outputs)
 
@@ -381,74 +417,95 @@ def graph_mode() -> GraphMode:
 
 
 # Per operator and argument signature: whether it returns a tuple, and its results' avals.
-_META: Dict[tuple, Tuple[Any, bool, List[Tuple[Tuple[int, ...], np.dtype]], tuple]] = {}
+_META: Dict[tuple, Tuple[Any, bool, List[Tuple[Tuple[int, ...], np.dtype]]]] = {}
+# Per operator: (operator, returns a tuple, result count, options key, function); the result
+# count of a function does not depend on its argument shapes (checked when the graph runs).
+_ARITY: Dict[int, Tuple[Any, bool, int, tuple, Any]] = {}
 
 
-def _probe(op: Any, args: tuple) -> Tuple[bool, List[Tuple[Tuple[int, ...], np.dtype]]]:
-    fake = [np.empty(a.shape, a.dtype) if isinstance(a, (LazyArray, _DeviceArray)) else a for a in args]
-    c = op.get_compiled_op(*fake)
-    return c.returns_tuple, [(tuple(s), d) for s, d in c.outputs]
+def _fake(x: Any) -> Any:
+    """A stand-in with ``x``'s shape and dtype (scalars stay themselves)."""
+    if isinstance(x, (np.ndarray, _DeviceArray)):
+        return np.empty(x.shape, x.dtype)
+    if type(x) is LazyArray:
+        return np.empty(*x._meta())
+    return x
+
+
+def _probe(op: Any, args: Any) -> Tuple[bool, List[Tuple[Tuple[int, ...], np.dtype]]]:
+    """Trace ``op`` for ``args`` (stand-ins) and return (returns a tuple, result avals)."""
+    key = (id(op),) + tuple((a.dtype, a.shape) if isinstance(a, np.ndarray) else type(a) for a in args)
+    meta = _META.get(key)
+    if meta is None or meta[0] is not op:
+        c = op.get_compiled_op(*args)
+        meta = _META[key] = (op, c.returns_tuple, [(tuple(s), d) for s, d in c.outputs])
+        if len(_META) > 4096:
+            _META.pop(next(iter(_META)))
+    return meta[1], meta[2]
+
+
+def _avals(node: _Node, fake: list) -> List[Tuple[Tuple[int, ...], np.dtype]]:
+    tuple_out, avals = _probe(node.op, fake)
+    if tuple_out != node.tuple_out or (not tuple_out and len(avals) != 1):
+        from .errors import TraceError
+
+        raise TraceError(f"{getattr(node.op, '__name__', 'op')} returns a different number of results for these "
+                         f"argument shapes than when first recorded (at {node.site[0]}:{node.site[1]})")
+    return avals
 
 
 def record(op: Any, args: tuple) -> Any:
     """Record ``op(*args)`` in this thread's graph; None when the call must run now."""
-    s = _local
-    mode = getattr(s, "mode", None)
+    mode = getattr(_local, "mode", None)
     if mode is None:
         return None
-    key: List[Any] = [id(op)]
     for a in args:
         t = type(a)
-        if t is LazyArray:
-            key.append((a._dtype, a._shape))
-        elif t is np.ndarray or t is _DeviceArray:
-            key.append((a.dtype, a.shape))
-        elif t in _SCALARS:
-            key.append(t)
-        else:
+        if not (t is np.ndarray or t is LazyArray or t is _DeviceArray or t in _SCALARS):
             return None  # containers, complex values, other types: run now
-    k = tuple(key)
-    meta = _META.get(k)
+    meta = _ARITY.get(id(op))
+    avals = None
     if meta is None or meta[0] is not op:
         try:
-            tuple_out, avals = _probe(op, args)
+            tuple_out, avals = _probe(op, [_fake(a) for a in args])
         except Exception as e:
             if type(e).__name__ in ("ComplexResult", "StructuredResult"):
                 return None
             raise
-        meta = _META[k] = (op, tuple_out, avals, _options_key(op), op.__wrapped__)
-    _, tuple_out, avals, opts, func = meta
+        meta = _ARITY[id(op)] = (op, tuple_out, len(avals), _options_key(op), op.__wrapped__)
+    _, tuple_out, n_out, opts, func = meta
+    s = _local
     rec = s.rec
     if rec is None or rec.opts != opts:
         if rec is not None:
             rec.flush()
         rec = s.rec = _Recording(mode, opts, op)
     spec = []
+    leaf_ids = rec.leaf_ids
     for a in args:
         if type(a) is LazyArray:
             if a._rec is rec:
                 spec.append((1, a._node, a._k))
                 continue
             a = a.value()
-        i = rec.leaf_ids.get(id(a))
+        i = leaf_ids.get(id(a))
         if i is None:
-            i = rec.leaf_ids[id(a)] = len(rec.leaves)
+            i = leaf_ids[id(a)] = len(rec.leaves)
             rec.leaves.append(a)
         spec.append((0, i))
     f = sys._getframe(1)
     while f.f_code.co_filename.startswith(_PKG) and f.f_back is not None:
         f = f.f_back
-    n = len(rec.nodes)
-    rec.nodes.append(_Node(op, func, tuple(spec), tuple_out, (f.f_code.co_filename, f.f_lineno), avals))
-    mode.recorded += 1
-    if len(avals) == 1 and not tuple_out:
-        sh, dt = avals[0]
-        out = LazyArray(rec, n, 0, sh, dt)
+    nodes = rec.nodes
+    n = len(nodes)
+    nodes.append(_Node(op, func, tuple(spec), tuple_out, (f.f_code.co_filename, f.f_lineno), avals))
+    if n_out == 1 and not tuple_out:
+        out = LazyArray(rec, n, 0)
         rec.outs.append((weakref.ref(out),))
         return out
-    outs = [LazyArray(rec, n, i, sh, dt) for i, (sh, dt) in enumerate(avals)]
+    outs = [LazyArray(rec, n, i) for i in range(n_out)]
     rec.outs.append(tuple(weakref.ref(o) for o in outs))
-    return tuple(outs) if tuple_out else outs[0]
+    return tuple(outs)
 
 
 def resolve(args: tuple) -> Optional[tuple]:

@@ -3,17 +3,18 @@
 ``with pyasc.pipeline(stages=4, micro_batch=None) as p:`` records operator calls as
 :func:`pyasc.graph_mode` does. When the block ends (or a value is read) the calls are cut into
 ``stages`` consecutive groups, each compiled as one fused operator, and axis 0 of the inputs is
-cut into micro-batches. Stage ``k`` runs on its own worker thread and stream: while it computes
-micro-batch ``i``, stage ``k + 1`` computes micro-batch ``i - 1``. The values handed from one
-stage to the next are a micro-batch each, kept in cache, and at most two per stage boundary are
-alive at a time, so intermediate memory stays bounded by ``stages x micro_batch`` rows whatever
-the batch size.
+cut into micro-batches. Stage ``k`` runs on its own stream: while it computes micro-batch ``i``,
+stage ``k + 1`` computes micro-batch ``i - 1``. The values handed from one stage to the next are
+a micro-batch each (DeviceArrays from pyasc's pool, kept in cache), and at most ``stages``
+micro-batches are in flight, so intermediate memory stays bounded by ``stages x micro_batch``
+rows whatever the batch size (``pyasc.memory_stats()`` shows it).
 
 Rules:
 
-- The batch length ``N`` is axis 0 of the first array argument of the first call. Every array
-  input whose axis 0 has length ``N`` is cut into micro-batches; other inputs (weights) are
-  passed whole to every micro-batch.
+- The batch length ``N`` is axis 0 of the first array argument of the first call. Inputs whose
+  axis 0 follows the batch are cut into micro-batches; other inputs (weights) are passed whole.
+  An input that merely has ``N`` rows (a weight that happens to be ``N`` long) is told apart by
+  the result types: cutting it must keep each call's results at the micro-batch's rows.
 - Every stage must compute each row of axis 0 from the same row of its inputs. A call whose
   result has another axis-0 length, or whose row 0 depends on other rows (a reduction or
   normalisation over axis 0), raises :class:`PipelineError` naming its line.
@@ -21,13 +22,13 @@ Rules:
   identical to running the calls one by one. Values handed between stages are never stored in
   full: reading one after the block raises :class:`PipelineError` (read it inside the block,
   before the calls that consume it, or return it from the last stage).
-- ``micro_batch=None`` picks about 1 MiB of the widest value per micro-batch.
+- ``micro_batch=None`` picks about 4 MiB of the widest value per micro-batch (fewer, larger
+  launches: each launch costs tens of microseconds of thread hand-off).
 """
 
 from __future__ import annotations
 
-import queue
-import threading
+from collections import deque
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
@@ -38,7 +39,7 @@ from .graph_record import GraphMode, _Recording, run_now, stitch
 
 __all__ = ["pipeline", "Pipeline", "PipelineError"]
 
-_TARGET_BYTES = 1 << 20
+_TARGET_BYTES = 4 << 20
 
 
 class PipelineError(InvalidArgumentError):
@@ -58,12 +59,12 @@ def _perturbed(a: np.ndarray) -> np.ndarray:
     return b
 
 
-def _drain(q: queue.Queue) -> None:
-    try:
-        while True:
-            q.get_nowait()
-    except queue.Empty:
-        pass
+def _bit_choices(k: int) -> List[Tuple[bool, ...]]:
+    """All ``k``-long tuples of flags, cutting (True) before passing whole."""
+    out: List[Tuple[bool, ...]] = [()]
+    for _ in range(k):
+        out = [c + (b,) for c in out for b in (True, False)]
+    return out
 
 
 def _same_row0(x: Any, y: Any) -> bool:
@@ -97,6 +98,61 @@ class Pipeline(GraphMode):
             if x is not None and getattr(x, "ndim", 0) >= 1:
                 return int(x.shape[0])
         raise PipelineError("the first call of a pipeline needs an array argument with an axis 0 to cut")
+
+    def _infer_batched(self, rec: _Recording, n_rows: int) -> List[bool]:
+        """Decide which inputs are cut along axis 0: those whose axis 0 must follow the batch.
+
+        An input with ``n_rows`` rows may be a batch (cut) or a weight that happens to have as
+        many rows (passed whole). Each call's result types are worked out for a probe batch of
+        ``m`` rows (a length no input dimension has) with each choice; the one that keeps the
+        call's results at ``m`` rows wins, preferring to cut when both do.
+        """
+        leaves = rec.leaves
+        dims = {d for x in leaves for d in getattr(x, "shape", ())}
+        m = next((v for v in range(2, n_rows) if v not in dims), 1)
+        batched: List[Optional[bool]] = [None if getattr(x, "ndim", 0) >= 1 and x.shape[0] == n_rows else False
+                                         for x in leaves]
+        first = next(r for r in rec.nodes[0].spec if r[0] == 0 and getattr(leaves[r[1]], "ndim", 0) >= 1)
+        batched[first[1]] = True
+        avals: Dict[Tuple[int, int], Tuple[tuple, Any]] = {}
+        for n, node in enumerate(rec.nodes):
+            open_leaves = sorted({r[1] for r in node.spec if r[0] == 0 and batched[r[1]] is None})
+            choices = [dict(zip(open_leaves, bits)) for bits in _bit_choices(len(open_leaves))]
+            found = None
+            for choice in choices:
+                fake = []
+                for r in node.spec:
+                    if r[0]:
+                        shape, dt = avals[(r[1], r[2])]
+                        fake.append(np.empty(shape, dt))
+                    else:
+                        x = leaves[r[1]]
+                        cut = batched[r[1]] if batched[r[1]] is not None else choice[r[1]]
+                        if cut:
+                            fake.append(np.empty((m,) + tuple(x.shape[1:]), x.dtype))
+                        else:
+                            fake.append(np.empty(x.shape, x.dtype) if hasattr(x, "shape") else x)
+                try:
+                    c = node.op.get_compiled_op(*fake)
+                except Exception:
+                    if len(choices) == 1:
+                        raise
+                    continue
+                outs = [(tuple(sh), dt) for sh, dt in c.outputs]
+                if all(len(sh) >= 1 and sh[0] == m for sh, _ in outs) or len(choices) == 1:
+                    found = (choice, outs)
+                    break
+            if found is None:
+                err = PipelineError(f"{getattr(node.op, '__name__', 'op')} cannot run on micro-batches of its "
+                                    "batched inputs: its results do not keep axis 0")
+                err.filename, err.lineno = node.site
+                err.args = (f"{err.args[0]} (at {node.site[0]}:{node.site[1]})",)
+                raise err
+            for i, cut in found[0].items():
+                batched[i] = cut
+            for k, av in enumerate(found[1]):
+                avals[(n, k)] = av
+        return [bool(b) for b in batched]
 
     def _check_shapes(self, rec: _Recording, n_rows: int) -> None:
         for node in rec.nodes:
@@ -152,9 +208,10 @@ class Pipeline(GraphMode):
     # -- running ------------------------------------------------------------------------
     def _run(self, rec: _Recording, wanted: List[Tuple[int, int]]) -> List[Any]:
         nodes = rec.nodes
+        rec.compute_avals()
         n_rows = self._batch(rec)
         self._check_shapes(rec, n_rows)
-        batched = [getattr(x, "ndim", 0) >= 1 and x.shape[0] == n_rows for x in rec.leaves]
+        batched = self._infer_batched(rec, n_rows)
         consumed = {(r[1], r[2]) for node in nodes for r in node.spec if r[0]}
         groups = self._groups(len(nodes))
         stage_of = {i: g for g, rg in enumerate(groups) for i in rg}
@@ -207,55 +264,47 @@ class Pipeline(GraphMode):
 
     def _schedule(self, plans: list, leaves: list, batched: list, starts: list, mb: int, n_rows: int,
                   out_arrays: dict) -> None:
+        """Queue every (micro-batch, stage) launch on the stage's stream, in micro-batch order.
+
+        Launches on DeviceArrays are asynchronous: a stage's launch waits for the launch on the
+        previous stage's stream that writes its input (the runtime orders launches by the
+        buffers they read), so stage ``k`` of micro-batch ``i`` runs while stage ``k + 1`` runs
+        micro-batch ``i - 1``. At most ``stages`` micro-batches are in flight: before queueing
+        another, the oldest one's results are copied out (which waits for them).
+        """
         n_stages = len(plans)
-        hand = [queue.Queue(maxsize=1) for _ in range(n_stages)]
-        failed: List[BaseException] = []
-        stop = threading.Event()
+        streams = [_pyasc.Stream() for _ in plans]
+        inflight: deque = deque()
 
-        def stage(g: int) -> None:
-            comp, leaves_in, vals_in, outs = plans[g]
-            try:
-                with _pyasc.Stream():
-                    for start in starts:
-                        rows = slice(start, min(start + mb, n_rows))
-                        got: Dict[Tuple[int, int], Any] = {}
-                        if g > 0:
-                            got = hand[g - 1].get()
-                            if got is None:
-                                break
-                        if stop.is_set():
-                            break
-                        args = [leaves[i][rows] if batched[i] else leaves[i] for i in leaves_in]
-                        args += [got[v] for v in vals_in]
-                        res = run_now(comp, tuple(args))
-                        passed = dict(got)
-                        for ref, r in zip(outs, res):
-                            dst = out_arrays.get(ref)
-                            if dst is not None:
-                                dst[rows] = r
-                            passed[ref] = r
-                        if g + 1 < n_stages:
-                            hand[g].put(passed)
-            except BaseException as e:  # stop the others, re-raised on the caller's thread
-                failed.append(e)
-                stop.set()
-            finally:
-                if stop.is_set():
-                    if g > 0:
-                        _drain(hand[g - 1])  # a producer blocked on a full queue moves on and stops
-                    if g + 1 < n_stages:
-                        _drain(hand[g])  # only this stage puts here: the end mark always fits
-                        hand[g].put_nowait(None)
+        def finish(item: Tuple[slice, list]) -> None:
+            rows, outs = item
+            for ref, dev in outs:
+                dev.copy_to(out_arrays[ref][rows])
 
-        workers = [threading.Thread(target=stage, args=(g,), name=f"pyasc-stage{g}", daemon=True)
-                   for g in range(1, n_stages)]
-        for w in workers:
-            w.start()
-        stage(0)
-        for w in workers:
-            w.join()
-        if failed:
-            raise failed[0]
+        for start in starts:
+            rows = slice(start, min(start + mb, n_rows))
+            if len(inflight) >= n_stages:
+                finish(inflight.popleft())
+            on_device: Dict[int, Any] = {}
+            env: Dict[Tuple[int, int], Any] = {}
+            for g, (comp, leaves_in, vals_in, outs) in enumerate(plans):
+                if not outs:
+                    continue  # nothing reads this stage's results
+                args = []
+                for i in leaves_in:
+                    if batched[i]:
+                        if i not in on_device:
+                            on_device[i] = _pyasc.from_dlpack(np.ascontiguousarray(leaves[i][rows]))  # no copy
+                        args.append(on_device[i])
+                    else:
+                        args.append(leaves[i])
+                args += [env[v] for v in vals_in]
+                with streams[g]:
+                    res = run_now(comp, tuple(args))
+                env.update(zip(outs, res))
+            inflight.append((rows, [(ref, env[ref]) for ref in out_arrays]))
+        while inflight:
+            finish(inflight.popleft())
 
 
 def pipeline(stages: int = 4, micro_batch: Optional[int] = None) -> Pipeline:

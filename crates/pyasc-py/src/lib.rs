@@ -68,6 +68,7 @@ fn _pyasc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(stream::synchronize, m)?)?;
     m.add_function(wrap_pyfunction!(memory_stats, m)?)?;
     m.add_function(wrap_pyfunction!(empty_cache, m)?)?;
+    m.add_function(wrap_pyfunction!(reset_peak_memory_stats, m)?)?;
     m.add_function(wrap_pyfunction!(_set_debug_capture, m)?)?;
     m.add_function(wrap_pyfunction!(_debug_capture_active, m)?)?;
     m.add_function(wrap_pyfunction!(operands::apply_unary, m)?)?;
@@ -175,6 +176,12 @@ fn memory_stats(py: Python<'_>) -> PyResult<Py<PyAny>> {
     d.set_item("allocations", s.allocations)?;
     d.set_item("reuses", s.reuses)?;
     Ok(d.into_any().unbind())
+}
+
+/// Start the pool's peak over from the bytes in use now.
+#[pyfunction]
+fn reset_peak_memory_stats() {
+    pyasc_runtime::memory::reset_peak();
 }
 
 /// Return every cached (free) pool block to the system.

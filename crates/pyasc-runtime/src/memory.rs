@@ -256,6 +256,11 @@ pub struct PoolStats {
     pub reuses: usize,
 }
 
+/// Start the peak over from the bytes in use now (`torch.cuda.reset_peak_memory_stats`).
+pub fn reset_peak() {
+    PEAK.store(IN_USE.load(Ordering::Relaxed), Ordering::Relaxed);
+}
+
 /// Current statistics.
 pub fn stats() -> PoolStats {
     PoolStats {

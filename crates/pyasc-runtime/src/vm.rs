@@ -397,7 +397,11 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
     // with it.
     let reduces = k.body.iter().any(|i| matches!(i, Instr::Reduce { .. }));
     let passes = k.body.iter().filter(|i| per_element(i) && !matches!(i, Instr::Reduce { .. })).count();
-    let prefetch = prefetch || (reduces && passes >= 2);
+    // Elementwise kernels of two or more passes over the tile too (while they compute from
+    // cache, the next tile's lines arrive): over 2**24 float32, max(x * 1.5 + 0.25, 0) 4.9 ->
+    // 4.3 ms, the same minus 0.5 5.7 -> 3.9 ms, then squared plus 1 6.8 -> 4.5 ms, A/B in one
+    // process; one-pass kernels keep the hardware prefetcher alone.
+    let prefetch = prefetch || passes >= 2;
     let token = crate::interrupt::current();
     let run_range = |range: std::ops::Range<usize>| -> Result<()> {
         let end = range.end;
