@@ -424,7 +424,7 @@ _ARITY: Dict[int, Tuple[Any, bool, int, tuple, Any]] = {}
 
 
 def _fake(x: Any) -> Any:
-    """A stand-in with ``x``'s shape and dtype (scalars stay themselves)."""
+    """Return a stand-in with ``x``'s shape and dtype (scalars stay themselves)."""
     if isinstance(x, (np.ndarray, _DeviceArray)):
         return np.empty(x.shape, x.dtype)
     if type(x) is LazyArray:
