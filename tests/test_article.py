@@ -79,3 +79,61 @@ def test_article_debug_false_release_operator():
 
     x = np.array([-1.0, 0.0, 2.0])
     np.testing.assert_array_equal(inference_op(x), np.array([0.0, 0.0, 4.0]))
+
+
+def test_article_graph_mode_fuses_three_operators():
+    @pyasc.operator(device_type="NPU")
+    def op1(x):
+        return x * 2.0
+
+    @pyasc.operator(device_type="NPU")
+    def op2(x):
+        return x + 1.0
+
+    @pyasc.operator(device_type="NPU")
+    def op3(x):
+        return np.sqrt(np.abs(x))
+
+    input = np.random.default_rng(5).standard_normal(10000).astype(np.float32)  # noqa: A001
+    with pyasc.graph_mode() as g:  # 开启图模式
+        x = op1(input)
+        y = op2(x)  # 会融合成单个计算图
+        z = op3(y)
+    np.testing.assert_allclose(np.asarray(z), np.sqrt(np.abs(input.astype(np.float64) * 2 + 1)), rtol=1e-6)
+    assert len(g.get_compiled_op().kernels()) == 1
+
+
+def test_article_four_stage_pipeline():
+    rng = np.random.default_rng(6)
+    w = (rng.standard_normal((32, 32)) / 6).astype(np.float32)
+
+    @pyasc.operator
+    def preprocess(d):
+        return (d - d.mean(axis=-1, keepdims=True)) / (d.std(axis=-1, keepdims=True) + 1e-5)
+
+    @pyasc.operator
+    def feature_extract(x):
+        return x @ w
+
+    @pyasc.operator
+    def inference(x):
+        return pyasc.gelu(x)
+
+    @pyasc.operator
+    def postprocess(x):
+        return pyasc.softmax(x)
+
+    data = rng.standard_normal((4096, 32)).astype(np.float32)
+    with pyasc.pipeline(stages=4):
+        stage1 = preprocess(data)
+        stage2 = feature_extract(stage1)
+        stage3 = inference(stage2)
+        stage4 = postprocess(stage3)
+    np.testing.assert_array_equal(np.asarray(stage4), postprocess(inference(feature_extract(preprocess(data)))))
+    d = data.astype(np.float64)
+    h = (d - d.mean(-1, keepdims=True)) / (d.std(-1, keepdims=True) + 1e-5) @ w
+    from scipy.special import erf
+
+    g = 0.5 * h * (1 + erf(h / np.sqrt(2)))
+    e = np.exp(g - g.max(-1, keepdims=True))
+    np.testing.assert_allclose(np.asarray(stage4), e / e.sum(-1, keepdims=True), rtol=1e-4, atol=1e-6)
