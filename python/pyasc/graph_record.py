@@ -49,16 +49,22 @@ _PKG = __file__.rsplit("/", 1)[0] + "/"
 class _Node:
     """One recorded call: the operator, where its arguments come from, its call site."""
 
-    __slots__ = ("op", "func", "spec", "tuple_out", "site", "avals")
+    __slots__ = ("op", "func", "spec", "tuple_out", "file", "line", "avals")
 
-    def __init__(self, op: Any, func: Any, spec: tuple, tuple_out: bool, site: Tuple[str, int],
+    def __init__(self, op: Any, func: Any, spec: tuple, tuple_out: bool, file: str, line: int,
                  avals: Optional[list]) -> None:
         self.op = op
         self.func = func
         self.spec = spec  # per argument: (0, leaf index) or (1, node index, output index)
         self.tuple_out = tuple_out
-        self.site = site
+        self.file = file
+        self.line = line
         self.avals = avals  # per result: (shape, dtype), traced when first asked for
+
+    @property
+    def site(self) -> Tuple[str, int]:
+        """File and line of the recording call."""
+        return self.file, self.line
 
 
 class LazyArray:
@@ -70,12 +76,11 @@ class LazyArray:
     Passed to another operator inside the block it stays lazy.
     """
 
-    __slots__ = ("_rec", "_node", "_k", "_value", "_aval", "__weakref__")
+    __slots__ = ("_rec", "_ref", "_value", "_aval", "__weakref__")
 
-    def __init__(self, rec: _Recording, node: int, k: int) -> None:
+    def __init__(self, rec: _Recording, ref: Tuple[int, int, int]) -> None:
         self._rec: Optional[_Recording] = rec
-        self._node = node
-        self._k = k
+        self._ref = ref  # (1, call index, result index): how later calls refer to it
         self._value: Any = None
         self._aval: Optional[Tuple[Tuple[int, ...], np.dtype]] = None
 
@@ -84,7 +89,7 @@ class LazyArray:
         if aval is None:
             rec = self._rec
             if rec is not None:
-                aval = rec.aval(self._node, self._k)
+                aval = rec.aval(self._ref[1], self._ref[2])
             else:
                 v = self.value()
                 aval = (tuple(v.shape), np.dtype(v.dtype))
@@ -207,8 +212,8 @@ class _Recording:
         self.first_op = first
         self.nodes: List[_Node] = []
         self.leaves: List[Any] = []
-        self.leaf_ids: Dict[int, int] = {}
-        self.outs: List[tuple] = []  # per node: weak references to its LazyArrays
+        self.leaf_ids: Dict[int, Tuple[int, int]] = {}  # id of a leaf -> its (0, index) reference
+        self.outs: List[Any] = []  # per node: a weak reference to its LazyArray, or a tuple of them
         self.lock = threading.Lock()
         self.done = False
 
@@ -239,7 +244,7 @@ class _Recording:
                 state.rec = None
             wanted: List[Tuple[int, int, LazyArray]] = []
             for n, refs in enumerate(self.outs):
-                for k, ref in enumerate(refs):
+                for k, ref in enumerate(refs if type(refs) is tuple else (refs,)):
                     lazy = ref()
                     if lazy is not None:
                         wanted.append((n, k, lazy))
@@ -476,7 +481,7 @@ def record(op: Any, args: tuple) -> Any:
     _, tuple_out, n_out, opts, func = meta
     s = _local
     rec = s.rec
-    if rec is None or rec.opts != opts:
+    if rec is None or (rec.opts is not opts and rec.opts != opts):
         if rec is not None:
             rec.flush()
         rec = s.rec = _Recording(mode, opts, op)
@@ -485,25 +490,27 @@ def record(op: Any, args: tuple) -> Any:
     for a in args:
         if type(a) is LazyArray:
             if a._rec is rec:
-                spec.append((1, a._node, a._k))
+                spec.append(a._ref)
                 continue
             a = a.value()
-        i = leaf_ids.get(id(a))
-        if i is None:
-            i = leaf_ids[id(a)] = len(rec.leaves)
+        ref = leaf_ids.get(id(a))  # the (0, leaf index) reference, made once per leaf
+        if ref is None:
+            ref = leaf_ids[id(a)] = (0, len(rec.leaves))
             rec.leaves.append(a)
-        spec.append((0, i))
+        spec.append(ref)
     f = sys._getframe(1)
-    while f.f_code.co_filename.startswith(_PKG) and f.f_back is not None:
+    code = f.f_code
+    while code.co_filename.startswith(_PKG) and f.f_back is not None:
         f = f.f_back
+        code = f.f_code
     nodes = rec.nodes
     n = len(nodes)
-    nodes.append(_Node(op, func, tuple(spec), tuple_out, (f.f_code.co_filename, f.f_lineno), avals))
+    nodes.append(_Node(op, func, tuple(spec), tuple_out, code.co_filename, f.f_lineno, avals))
     if n_out == 1 and not tuple_out:
-        out = LazyArray(rec, n, 0)
-        rec.outs.append((weakref.ref(out),))
+        out = LazyArray(rec, (1, n, 0))
+        rec.outs.append(weakref.ref(out))
         return out
-    outs = [LazyArray(rec, n, i) for i in range(n_out)]
+    outs = [LazyArray(rec, (1, n, i)) for i in range(n_out)]
     rec.outs.append(tuple(weakref.ref(o) for o in outs))
     return tuple(outs)
 
