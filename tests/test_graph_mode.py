@@ -236,33 +236,60 @@ def test_inputs_are_not_modified():
 _UNARY = [scale_shift, root, square_plus, row_softmax]
 
 
+class _Stop(Exception):
+    pass
+
+
+def _run_chain(steps, vals, reads, *, lazy, raise_at=None, nest_at=None):
+    """Apply the steps to ``vals[0]``, appending every value and the values read mid-block."""
+
+    def step(kind, pick):
+        i = pick % len(vals)
+        j = (pick * 7 + 3) % len(vals)
+        if kind < len(_UNARY):
+            return _UNARY[kind](vals[i])
+        if kind == 4:
+            return add(vals[i], vals[j])
+        return add_mul(vals[i], vals[j])[0]
+
+    for n, (kind, pick, read) in enumerate(steps):
+        if raise_at == n:
+            raise _Stop()
+        if lazy and nest_at == n:
+            with pyasc.graph_mode():  # a nested block joins the outer graph
+                vals.append(step(kind, pick))
+        else:
+            vals.append(step(kind, pick))
+        if read and lazy:  # a host read in the middle of the block
+            reads.append((len(vals) - 1, np.array(vals[-1])))
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 10), st.booleans()), min_size=1, max_size=7),
-       st.integers(1, 40), st.integers(1, 9))
-def test_random_chains_equal_eager(steps, rows, cols):
+       st.integers(1, 40), st.integers(1, 9), st.integers(0, 8), st.integers(0, 8), st.booleans())
+def test_random_chains_equal_eager(steps, rows, cols, raise_at, nest_at, in_thread):
     a = rand(rows, cols, seed=rows * 31 + cols)
     eager_vals = [a]
-    lazy_vals = [a]
-    reads = []
-    with pyasc.graph_mode():
-        for kind, pick, read in steps:
-            i = pick % len(eager_vals)
-            j = (pick * 7 + 3) % len(eager_vals)
-            if kind < len(_UNARY):
-                op = _UNARY[kind]
-                eager_vals.append(op(eager_vals[i]))
-                lazy_vals.append(op(lazy_vals[i]))
-            elif kind == 4:
-                eager_vals.append(add(eager_vals[i], eager_vals[j]))
-                lazy_vals.append(add(lazy_vals[i], lazy_vals[j]))
-            else:
-                ep, _ = add_mul(eager_vals[i], eager_vals[j])
-                lp, _ = add_mul(lazy_vals[i], lazy_vals[j])
-                eager_vals.append(ep)
-                lazy_vals.append(lp)
-            if read:  # a host read in the middle of the block
-                reads.append((len(eager_vals) - 1, np.array(lazy_vals[-1])))
+    _run_chain(steps, eager_vals, [], lazy=False)
+    vals, reads = [a], []
+    stop = raise_at if raise_at < len(steps) else None
+
+    def lazy_run():
+        try:
+            with pyasc.graph_mode():
+                _run_chain(steps, vals, reads, lazy=True, raise_at=stop, nest_at=nest_at)
+        except _Stop:
+            pass
+
+    if in_thread:  # a block used from another thread records its own graph
+        t = threading.Thread(target=lazy_run)
+        t.start()
+        t.join()
+    else:
+        lazy_run()
+    # With an exception in the block, the calls recorded before it still ran, as eagerly.
+    assert len(vals) == (len(steps) if stop is None else stop) + 1
     for k, v in reads:
         np.testing.assert_allclose(v, eager_vals[k], rtol=2e-6, atol=1e-6)
-    for e, v in zip(eager_vals, lazy_vals):
+    for e, v in zip(eager_vals, vals):
         np.testing.assert_allclose(np.asarray(v), e, rtol=2e-6, atol=1e-6)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pyasc
 import pytest
@@ -124,18 +126,44 @@ def test_an_error_in_a_stage_stops_the_pipeline():
             softmax(checked_log(x))
 
 
+class _Stop(Exception):
+    pass
+
+
 @settings(max_examples=25, deadline=None)
 @given(st.integers(1, 300), st.integers(1, 12), st.integers(1, 5), st.integers(1, 64),
-       st.lists(st.integers(0, 3), min_size=1, max_size=6))
-def test_random_pipelines_equal_eager(rows, cols, stages, micro, kinds):
+       st.lists(st.integers(0, 3), min_size=1, max_size=6), st.integers(0, 7), st.integers(0, 7), st.booleans())
+def test_random_pipelines_equal_eager(rows, cols, stages, micro, kinds, read_at, raise_at, in_thread):
     x = rand(rows, cols, seed=rows + cols)
     w = rand(cols, cols, seed=7) / 4
     fns = [normalize, gelu, softmax, lambda v: project(v, w)]
-    eager = x
+    eager = [x]
     for k in kinds:
-        eager = fns[k](eager)
-    with pyasc.pipeline(stages=stages, micro_batch=micro):
-        v = x
-        for k in kinds:
-            v = fns[k](v)
-    np.testing.assert_allclose(np.asarray(v), eager, rtol=1e-6, atol=1e-6)
+        eager.append(fns[k](eager[-1]))
+    got, reads = [x], {}
+    stop = raise_at if raise_at < len(kinds) else None
+
+    def run():
+        try:
+            with pyasc.pipeline(stages=stages, micro_batch=micro):
+                for n, k in enumerate(kinds):
+                    if n == stop:
+                        raise _Stop()
+                    with pyasc.graph_mode():  # a nested block joins the pipeline
+                        got.append(fns[k](got[-1]))
+                    if n == read_at:  # read before later calls use it
+                        reads[n + 1] = np.array(got[-1])
+        except _Stop:
+            pass
+
+    if in_thread:
+        t = threading.Thread(target=run)
+        t.start()
+        t.join()
+    else:
+        run()
+    for n, v in reads.items():
+        np.testing.assert_allclose(v, eager[n], rtol=1e-6, atol=1e-6)
+    # The pipeline's results: the last call's value (when an exception cut the block, the last
+    # call recorded before it).
+    np.testing.assert_allclose(np.asarray(got[-1]), eager[len(got) - 1], rtol=1e-6, atol=1e-6)
