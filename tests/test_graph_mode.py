@@ -293,3 +293,17 @@ def test_random_chains_equal_eager(steps, rows, cols, raise_at, nest_at, in_thre
         np.testing.assert_allclose(v, eager_vals[k], rtol=2e-6, atol=1e-6)
     for e, v in zip(eager_vals, vals):
         np.testing.assert_allclose(np.asarray(v), e, rtol=2e-6, atol=1e-6)
+
+
+def test_arithmetic_on_lazy_arrays_is_recorded_and_fused():
+    a, b = rand(500), rand(500, seed=3)
+    with pyasc.graph_mode() as g:
+        x = scale_shift(a)
+        z = square_plus((x * 2.0 - b) / 4.0 + 1.0)
+        w = b + x  # a NumPy array on the left stays lazy too
+        assert isinstance(z, pyasc.LazyArray) and isinstance(w, pyasc.LazyArray) and g.runs == 0
+    x64 = a.astype(np.float64) * 2 + 1
+    np.testing.assert_allclose(np.asarray(z), ((x64 * 2 - b) / 4 + 1) ** 2 + 3, rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(w), b + x64, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(np.exp(-x), np.exp(-x64), rtol=1e-5)  # other ufuncs compute first
+    assert g.runs == 1

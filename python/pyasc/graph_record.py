@@ -186,6 +186,60 @@ class LazyArray:
         else:
             np.copyto(dst, v)
 
+    # Arithmetic: pyasc's elementwise ops, so inside a block it is recorded (and fused) too.
+    def __add__(self, other: Any) -> Any:
+        return _arith("add", self, other)
+
+    def __radd__(self, other: Any) -> Any:
+        return _arith("add", other, self)
+
+    def __sub__(self, other: Any) -> Any:
+        return _arith("subtract", self, other)
+
+    def __rsub__(self, other: Any) -> Any:
+        return _arith("subtract", other, self)
+
+    def __mul__(self, other: Any) -> Any:
+        return _arith("multiply", self, other)
+
+    def __rmul__(self, other: Any) -> Any:
+        return _arith("multiply", other, self)
+
+    def __truediv__(self, other: Any) -> Any:
+        return _arith("divide", self, other)
+
+    def __rtruediv__(self, other: Any) -> Any:
+        return _arith("divide", other, self)
+
+    def __pow__(self, other: Any) -> Any:
+        return _arith("pow", self, other)
+
+    def __rpow__(self, other: Any) -> Any:
+        return _arith("pow", other, self)
+
+    def __matmul__(self, other: Any) -> Any:
+        return _arith("matmul", self, other)
+
+    def __rmatmul__(self, other: Any) -> Any:
+        return _arith("matmul", other, self)
+
+    def __neg__(self) -> Any:
+        from . import ops
+
+        return ops.negative(self)
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        # NumPy arrays on the left of an operator come here: arithmetic stays lazy; every other
+        # ufunc (np.exp(x), reductions, out=) computes the lazy inputs and runs NumPy's own.
+        name = _UFUNC_OPS.get(ufunc.__name__)
+        if name is not None and method == "__call__" and not kwargs and len(inputs) == 2:
+            return _arith(name, *inputs)
+        inputs = tuple(x.numpy() if type(x) is LazyArray else x for x in inputs)
+        out = kwargs.get("out")
+        if out is not None:
+            kwargs["out"] = tuple(x.numpy() if type(x) is LazyArray else x for x in out)
+        return getattr(ufunc, method)(*inputs, **kwargs)
+
     def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
         return self.numpy().__dlpack__(*args, **kwargs)
 
@@ -194,6 +248,20 @@ class LazyArray:
 
 
 _pyasc._register_lazy_type(LazyArray)
+
+_UFUNC_OPS = {"add": "add", "subtract": "subtract", "multiply": "multiply", "divide": "divide",
+              "true_divide": "divide", "power": "pow", "matmul": "matmul"}
+_OPERANDS = (np.ndarray, np.generic, bool, int, float)
+
+
+def _arith(name: str, a: Any, b: Any) -> Any:
+    """``pyasc.<name>(a, b)``: recorded inside a graph-mode block, run (on computed values) outside."""
+    for x in (a, b):
+        if not (type(x) is LazyArray or isinstance(x, _OPERANDS) or isinstance(x, _DeviceArray)):
+            return NotImplemented
+    from . import ops
+
+    return getattr(ops, name)(a, b)
 
 
 def _options_key(op: Any) -> tuple:
