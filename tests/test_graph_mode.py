@@ -307,3 +307,17 @@ def test_arithmetic_on_lazy_arrays_is_recorded_and_fused():
     np.testing.assert_allclose(np.asarray(w), b + x64, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(np.exp(-x), np.exp(-x64), rtol=1e-5)  # other ufuncs compute first
     assert g.runs == 1
+
+
+def test_device_array_methods_on_lazy_values():
+    a = rand(6, 4)
+    with pyasc.graph_mode():
+        x = scale_shift(a)
+    assert x.strides == (16, 4) and x.c_contiguous and x.device == "cpu"
+    dst = np.empty((6, 4), np.float32)
+    x.copy_to(dst)
+    np.testing.assert_array_equal(dst, scale_shift(a))
+    x.copy_from(np.ones((6, 4), np.float32))
+    np.testing.assert_array_equal(x.numpy(), np.ones((6, 4)))
+    with pytest.raises(pyasc.ShapeError):
+        x.copy_from(np.ones(3, np.float32))

@@ -178,6 +178,36 @@ class LazyArray:
     def __str__(self) -> str:
         return str(self.numpy())
 
+    @property
+    def strides(self) -> Tuple[int, ...]:
+        """Byte strides of the computed array (computes it)."""
+        return tuple(self.value().strides)
+
+    @property
+    def c_contiguous(self) -> bool:
+        """Whether the computed array is C-contiguous (computes it)."""
+        v = self.value()
+        return bool(v.c_contiguous if isinstance(v, _DeviceArray) else v.flags.c_contiguous)
+
+    @property
+    def device(self) -> str:
+        """Where the computed array lives: ``"cpu"`` for NumPy results, else the DeviceArray's device."""
+        v = self.value()
+        return v.device if isinstance(v, _DeviceArray) else "cpu"
+
+    def copy_from(self, src: Any) -> None:
+        """Overwrite the computed values with ``src`` (same shape; computes the graph first)."""
+        v = self.value()
+        if isinstance(v, _DeviceArray):
+            v.copy_from(src)
+        else:
+            from .errors import ShapeError
+
+            src = np.asarray(src)
+            if src.shape != v.shape:
+                raise ShapeError(f"copy_from: source shape {src.shape} does not match {v.shape}")
+            np.copyto(v, src, casting="same_kind")
+
     def copy_to(self, dst: Any) -> None:
         """Copy the values into ``dst`` (a NumPy array or DeviceArray of the same shape)."""
         v = self.value()
