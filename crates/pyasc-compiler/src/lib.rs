@@ -13,6 +13,7 @@ pub mod cse;
 pub mod dce;
 pub mod fold;
 pub mod fuse;
+pub mod half_math;
 pub mod host_ints;
 pub mod int_bounds;
 pub mod int_exact;

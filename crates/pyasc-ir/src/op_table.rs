@@ -104,6 +104,9 @@ macro_rules! unary_op_table {
             Gelu "gelu" Float [] api, $crate::op_table::gelu, None;
             /// Ascend FastGelu: `x / (1 + e^(-1.702|x|)) e^(0.851 (x - |x|))`.
             FastGelu "fast_gelu" Float [] api, $crate::op_table::fast_gelu, None;
+            /// FastGelu to the accuracy of a float16 result: chosen by the compiler where the
+            /// float32 value is rounded to 16 bits at once.
+            FastGeluHalf "fast_gelu_half" Float [] hidden, $crate::op_table::fast_gelu, None;
             /// `x sigmoid(x)`.
             Silu "silu" Float [] api, |x: f64| x * $crate::op_table::sigmoid(x), None;
             /// `max(x, 0) + log1p(e^-|x|)`.

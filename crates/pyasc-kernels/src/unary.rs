@@ -105,6 +105,10 @@ impl Kernel for UnaryF32<'_> {
             UnaryOp::Erfc => map1(x, y, erfc_f32::<S>),
             UnaryOp::Gelu => map1(x, y, gelu_f32::<S>),
             UnaryOp::FastGelu => map1(x, y, fast_gelu_f32::<S>),
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `S::AVX512` is only true in the copy compiled for (and run on) AVX-512.
+            UnaryOp::FastGeluHalf if S::AVX512 => unsafe { crate::math::gelu_half::fast_gelu_half_avx512(x, y) },
+            UnaryOp::FastGeluHalf => map1(x, y, fast_gelu_f32::<S>),
             UnaryOp::Silu => map1(x, y, silu_f32::<S>),
             UnaryOp::Softplus => map1(x, y, softplus_f32::<S>),
             UnaryOp::Log10 => map1(x, y, log10_f32::<S>),

@@ -395,7 +395,6 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
     // float32 1.70-1.74 -> 1.60-1.63 ms, x / sqrt(mean(x*x) + eps) 1.32 -> 1.19 ms, A/B in one
     // process; a lone row sum (0.19 -> 0.24 ms) and x - mean(x) (0.78 -> 0.90 ms) were slower
     // with it.
-    let reduces = k.body.iter().any(|i| matches!(i, Instr::Reduce { .. }));
     let passes = k.body.iter().filter(|i| per_element(i) && !matches!(i, Instr::Reduce { .. })).count();
     // Elementwise kernels of two or more passes over the tile too (while they compute from
     // cache, the next tile's lines arrive): over 2**24 float32, max(x * 1.5 + 0.25, 0) 4.9 ->

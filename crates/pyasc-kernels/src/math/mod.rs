@@ -14,6 +14,7 @@ pub(crate) mod erf_table;
 pub(crate) mod exp_avx512;
 pub(crate) mod exp_log;
 pub(crate) mod float_bits;
+pub(crate) mod gelu_half;
 pub(crate) mod hyper;
 pub(crate) mod inverse;
 pub(crate) mod pairs;
