@@ -1,0 +1,345 @@
+//! Flash-attention blocks (FlashAttention-2's loop order): one block of [`BLOCK_Q`] query rows
+//! of one head against the keys and values of that head, [`BLOCK_K`] keys at a time, with an
+//! online softmax (running row maximum and sum), the output accumulated in the compute type.
+//! Only one block of scores exists at a time, never the `Lq x Lk` matrix.
+//!
+//! Layout: the scores of a block are held transposed, `S^T` (keys x queries), and the output
+//! too, `O^T` (value channels x queries), so the query index runs along SIMD lanes everywhere:
+//! both products broadcast one element of a key or value row against a row of `Q^T` or `P^T`,
+//! the row maxima and sums are lane-wise maxima and sums, and keys and values are read in place
+//! through their strides (no packing). The caller packs `Q^T`, already multiplied by the scale,
+//! zero beyond the block's valid rows.
+//!
+//! float32 runs on AVX-512 register-blocked micro-kernels (8 keys or channels x 48 queries, 24
+//! accumulators) and the vectorised `exp` of this crate when the CPU has it
+//! ([`crate::isa::active`]); otherwise, and for float64, portable loops that the compiler
+//! vectorises (compiled for AVX2+FMA as well when the CPU has it), with `std`'s `exp`.
+//!
+//! A query whose every key is masked (`-inf` scores) ends with a zero sum and a zero output:
+//! its result is `0 / 0`, NaN, as `softmax` over a row of `-inf` gives.
+
+use crate::isa::{active, Isa};
+use std::cmp::Ordering;
+
+/// Query rows per block (three 16-lane float32 vectors).
+pub const BLOCK_Q: usize = 48;
+/// Keys per block.
+pub const BLOCK_K: usize = 64;
+
+/// A strided matrix: element `(r, c)` at `ptr + r*rs + c*cs` (in elements).
+#[derive(Clone, Copy, Debug)]
+pub struct Strided<T> {
+    /// Address of element (0, 0).
+    pub ptr: *const T,
+    /// Distance between rows.
+    pub rs: isize,
+    /// Distance between columns.
+    pub cs: isize,
+}
+
+impl<T: Copy> Strided<T> {
+    /// Element `(r, c)`.
+    ///
+    /// # Safety
+    /// The element must be readable.
+    #[inline(always)]
+    unsafe fn at(&self, r: usize, c: usize) -> T {
+        // SAFETY: per the contract.
+        unsafe { *self.ptr.offset(r as isize * self.rs + c as isize * self.cs) }
+    }
+}
+
+/// One block of queries of one head.
+#[derive(Clone, Copy, Debug)]
+pub struct QueryBlock<'a, T> {
+    /// `Q^T * scale`: `d` rows of [`BLOCK_Q`] (zeros past `rows`).
+    pub qt: &'a [T],
+    /// Index of the block's first query.
+    pub q0: usize,
+    /// Valid queries in the block (at most [`BLOCK_Q`]).
+    pub rows: usize,
+    /// Keys, `lk x d`.
+    pub k: Strided<T>,
+    /// Values, `lk x dv`.
+    pub v: Strided<T>,
+    /// Number of keys.
+    pub lk: usize,
+    /// Query and key width.
+    pub d: usize,
+    /// Value width.
+    pub dv: usize,
+    /// Keep only keys `j <= i` for query `i`.
+    pub causal: bool,
+}
+
+/// Adds a mask to a block of transposed scores: called with the block (`bc` rows of
+/// [`BLOCK_Q`]), the first key `j0` and `bc`; it must touch only the block's valid queries.
+pub type MaskFn<'m, T> = &'m (dyn Fn(&mut [T], usize, usize) + Sync);
+
+/// An element type with a portable attention path.
+pub trait AttnFloat: Copy + PartialOrd + Send + Sync + 'static {
+    /// 0.
+    const ZERO: Self;
+    /// -inf.
+    const NEG_INF: Self;
+    /// `a + b`.
+    fn add(self, b: Self) -> Self;
+    /// `a * b`.
+    fn mul(self, b: Self) -> Self;
+    /// `a - b`.
+    fn sub(self, b: Self) -> Self;
+    /// `a / b`.
+    fn div(self, b: Self) -> Self;
+    /// `e^a`.
+    fn exp(self) -> Self;
+}
+
+macro_rules! attn_float {
+    ($t:ty) => {
+        impl AttnFloat for $t {
+            const ZERO: Self = 0.0;
+            const NEG_INF: Self = <$t>::NEG_INFINITY;
+            #[inline(always)]
+            fn add(self, b: Self) -> Self {
+                self + b
+            }
+            #[inline(always)]
+            fn mul(self, b: Self) -> Self {
+                self * b
+            }
+            #[inline(always)]
+            fn sub(self, b: Self) -> Self {
+                self - b
+            }
+            #[inline(always)]
+            fn div(self, b: Self) -> Self {
+                self / b
+            }
+            #[inline(always)]
+            fn exp(self) -> Self {
+                <$t>::exp(self)
+            }
+        }
+    };
+}
+attn_float!(f32);
+attn_float!(f64);
+
+/// Scratch sizes of a block: `S^T` then `O^T`, in elements.
+pub fn scratch_len(dv: usize) -> usize {
+    BLOCK_K * BLOCK_Q + dv * BLOCK_Q
+}
+
+/// The keys a block of queries sees: all of them, or up to its last query when causal.
+pub(crate) fn key_limit<T>(b: &QueryBlock<'_, T>) -> usize {
+    if b.causal {
+        b.lk.min(b.q0 + b.rows)
+    } else {
+        b.lk
+    }
+}
+
+/// `-inf` where key `j0 + j` lies after query `q0 + i` (only blocks crossing the diagonal).
+pub(crate) fn causal_mask<T: AttnFloat>(st: &mut [T], q0: usize, j0: usize, bc: usize) {
+    if j0 + bc <= q0 + 1 {
+        return;
+    }
+    for j in 0..bc {
+        let key = j0 + j;
+        if key > q0 {
+            let n = (key - q0).min(BLOCK_Q);
+            st[j * BLOCK_Q..j * BLOCK_Q + n].fill(T::NEG_INF);
+        }
+    }
+}
+
+/// Writes `out[i, c] = O^T[c, i] / l[i]` for the block's valid rows (`out` row stride `out_rs`).
+///
+/// # Safety
+/// `out` must address `rows x dv` writable elements with that row stride.
+unsafe fn store<T: AttnFloat>(ot: &[T], l: &[T; BLOCK_Q], rows: usize, dv: usize, out: *mut T, out_rs: isize) {
+    for i in 0..rows {
+        for c in 0..dv {
+            // SAFETY: inside the caller's output block.
+            unsafe { *out.offset(i as isize * out_rs + c as isize) = ot[c * BLOCK_Q + i].div(l[i]) };
+        }
+    }
+}
+
+/// The portable body, generic over the element type.
+///
+/// # Safety
+/// As for [`attend_f32`].
+#[inline(always)]
+unsafe fn attend_portable<T: AttnFloat>(
+    b: &QueryBlock<'_, T>,
+    mask: Option<MaskFn<'_, T>>,
+    scratch: &mut [T],
+    out: *mut T,
+    out_rs: isize,
+) {
+    let (st, ot) = scratch.split_at_mut(BLOCK_K * BLOCK_Q);
+    let ot = &mut ot[..b.dv * BLOCK_Q];
+    ot.fill(T::ZERO);
+    let mut m = [T::NEG_INF; BLOCK_Q];
+    let mut l = [T::ZERO; BLOCK_Q];
+    let lim = key_limit(b);
+    for j0 in (0..lim).step_by(BLOCK_K) {
+        let bc = BLOCK_K.min(lim - j0);
+        let st = &mut st[..bc * BLOCK_Q];
+        for j in 0..bc {
+            let row: &mut [T; BLOCK_Q] = (&mut st[j * BLOCK_Q..(j + 1) * BLOCK_Q]).try_into().expect("one row");
+            *row = [T::ZERO; BLOCK_Q];
+            for t in 0..b.d {
+                // SAFETY: key j0 + j < lk and t < d lie inside the key matrix.
+                let kv = unsafe { b.k.at(j0 + j, t) };
+                let q = &b.qt[t * BLOCK_Q..(t + 1) * BLOCK_Q];
+                for i in 0..BLOCK_Q {
+                    row[i] = row[i].add(kv.mul(q[i]));
+                }
+            }
+        }
+        if let Some(f) = mask {
+            f(st, j0, bc);
+        }
+        if b.causal {
+            causal_mask(st, b.q0, j0, bc);
+        }
+        let mut alpha = [T::ZERO; BLOCK_Q];
+        let mut mx = m;
+        for j in 0..bc {
+            for i in 0..BLOCK_Q {
+                let s = st[j * BLOCK_Q + i];
+                // NaN scores become the maximum, so they reach the whole row.
+                if !matches!(s.partial_cmp(&mx[i]), Some(Ordering::Less | Ordering::Equal)) {
+                    mx[i] = s;
+                }
+            }
+        }
+        let mut safe = [T::ZERO; BLOCK_Q];
+        for i in 0..BLOCK_Q {
+            safe[i] = if mx[i] == T::NEG_INF { T::ZERO } else { mx[i] };
+            alpha[i] = m[i].sub(safe[i]).exp();
+        }
+        let mut sum = [T::ZERO; BLOCK_Q];
+        for j in 0..bc {
+            for i in 0..BLOCK_Q {
+                let p = st[j * BLOCK_Q + i].sub(safe[i]).exp();
+                st[j * BLOCK_Q + i] = p;
+                sum[i] = sum[i].add(p);
+            }
+        }
+        for i in 0..BLOCK_Q {
+            l[i] = l[i].mul(alpha[i]).add(sum[i]);
+            m[i] = mx[i];
+        }
+        for c in 0..b.dv {
+            let row = &mut ot[c * BLOCK_Q..(c + 1) * BLOCK_Q];
+            for i in 0..BLOCK_Q {
+                row[i] = row[i].mul(alpha[i]);
+            }
+            for j in 0..bc {
+                // SAFETY: value j0 + j < lk and c < dv lie inside the value matrix.
+                let vv = unsafe { b.v.at(j0 + j, c) };
+                let p = &st[j * BLOCK_Q..(j + 1) * BLOCK_Q];
+                for i in 0..BLOCK_Q {
+                    row[i] = row[i].add(vv.mul(p[i]));
+                }
+            }
+        }
+    }
+    // SAFETY: per the contract.
+    unsafe { store(ot, &l, b.rows, b.dv, out, out_rs) };
+}
+
+/// The portable body compiled for AVX2 and FMA.
+///
+/// # Safety
+/// As for [`attend_f32`], and the CPU must support AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn attend_avx2<T: AttnFloat>(
+    b: &QueryBlock<'_, T>,
+    mask: Option<MaskFn<'_, T>>,
+    scratch: &mut [T],
+    out: *mut T,
+    out_rs: isize,
+) {
+    // SAFETY: forwarded.
+    unsafe { attend_portable(b, mask, scratch, out, out_rs) }
+}
+
+/// The portable body for the active ISA (AVX2-compiled when the CPU has it).
+///
+/// # Safety
+/// As for [`attend_f32`].
+unsafe fn attend_generic<T: AttnFloat>(
+    b: &QueryBlock<'_, T>,
+    mask: Option<MaskFn<'_, T>>,
+    scratch: &mut [T],
+    out: *mut T,
+    out_rs: isize,
+) {
+    #[cfg(target_arch = "x86_64")]
+    if active() >= Isa::Avx2Fma {
+        // SAFETY: the ISA check above; the rest forwarded.
+        return unsafe { attend_avx2(b, mask, scratch, out, out_rs) };
+    }
+    // SAFETY: forwarded.
+    unsafe { attend_portable(b, mask, scratch, out, out_rs) }
+}
+
+fn check<T>(b: &QueryBlock<'_, T>, scratch: &[T]) {
+    assert!(b.rows <= BLOCK_Q && b.qt.len() >= b.d * BLOCK_Q, "bad query block");
+    assert!(scratch.len() >= scratch_len(b.dv), "attention scratch too small");
+}
+
+/// Attention of one float32 query block: `out[i, :] = softmax(S[i, :]) @ V` for its valid
+/// rows, `S = Q K^T * scale` (+ mask) as packed in `b.qt`. `mask` adds its mask to each block
+/// of transposed scores; causal masking is `b.causal`.
+///
+/// # Safety
+/// `b.k` and `b.v` must address `lk x d` and `lk x dv` readable elements; `out` must address
+/// `rows x dv` writable elements, row stride `out_rs`, overlapping nothing else.
+///
+/// # Panics
+/// If the block or the scratch (see [`scratch_len`]) is too small.
+pub unsafe fn attend_f32(
+    b: &QueryBlock<'_, f32>,
+    mask: Option<MaskFn<'_, f32>>,
+    scratch: &mut [f32],
+    out: *mut f32,
+    out_rs: isize,
+) {
+    check(b, scratch);
+    #[cfg(target_arch = "x86_64")]
+    if active() == Isa::Avx512 {
+        // SAFETY: the ISA check above; the rest forwarded.
+        return unsafe { crate::attention_avx512::attend(b, mask, scratch, out, out_rs) };
+    }
+    // SAFETY: forwarded.
+    unsafe { attend_generic(b, mask, scratch, out, out_rs) }
+}
+
+/// Attention of one float64 query block (the portable path); as [`attend_f32`].
+///
+/// # Safety
+/// As for [`attend_f32`].
+///
+/// # Panics
+/// As for [`attend_f32`].
+pub unsafe fn attend_f64(
+    b: &QueryBlock<'_, f64>,
+    mask: Option<MaskFn<'_, f64>>,
+    scratch: &mut [f64],
+    out: *mut f64,
+    out_rs: isize,
+) {
+    check(b, scratch);
+    // SAFETY: forwarded.
+    unsafe { attend_generic(b, mask, scratch, out, out_rs) }
+}
+
+#[cfg(test)]
+#[path = "attention_tests.rs"]
+mod tests;
