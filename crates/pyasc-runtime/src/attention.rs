@@ -1,7 +1,7 @@
 //! Fused scaled dot-product attention over the flash-attention blocks of `pyasc-kernels`.
 //!
-//! The work is one unit per (head, block of [`BLOCK_Q`] queries), spread over the launch team
-//! ([`crate::pool::for_blocks`]); each unit packs its queries transposed and scaled, then walks
+//! The work is one unit per (head, block of [`BLOCK_Q`] queries; the ragged block first),
+//! spread over the launch team ([`crate::pool::for_blocks`]); each unit packs its queries transposed and scaled, then walks
 //! the head's keys block by block (only up to its last query when causal: blocks above the
 //! diagonal are never computed). Leading (batch, head) dimensions broadcast: an operand with
 //! extent 1 there is read with stride 0. float32 keys and values are read in place through
@@ -167,9 +167,11 @@ impl Plan<'_> {
     /// # Safety
     /// The views must be live; `out` must hold the result in `T`.
     unsafe fn unit<T: Compute>(&self, t: usize, blocks: usize, out: &SendPtr) {
+        // The ragged block is the first, the cheapest one when causal (it sees fewest keys).
         let (bh, qb) = (t / blocks, t % blocks);
-        let q0 = qb * BLOCK_Q;
-        let rows = BLOCK_Q.min(self.lq - q0);
+        let end = self.lq - (blocks - 1 - qb) * BLOCK_Q;
+        let q0 = end.saturating_sub(BLOCK_Q);
+        let rows = end - q0;
         let off = |i: usize| batch_offset(&self.batch, &self.strides[i], bh);
         let (q, k, v) = (self.q, self.k, self.v);
         let (r, d, dv, lk) = (q.shape.len(), self.d, self.dv, self.lk);
