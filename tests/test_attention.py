@@ -250,3 +250,33 @@ def test_bad_input_is_a_typed_error_naming_the_line():
         sdpa(q, k, v, scale="big")
     with pytest.raises(pyasc.InvalidArgumentError, match="is_causal"):
         sdpa(q, k, v, is_causal=1)
+
+
+def test_masks_with_batch_dimensions_broadcast_and_may_widen_the_batch():
+    rng = np.random.default_rng(8)
+    q, k = rng.standard_normal((2, 3, 20, 8)), rng.standard_normal((3, 30, 8))
+    v = rng.standard_normal((3, 30, 5))
+    per_image = rng.random((2, 1, 20, 30)) < 0.7
+    np.testing.assert_allclose(sdpa(q, k, v, mask=per_image), reference(q, k, v, per_image), rtol=1e-12, atol=1e-12)
+    # A mask with more leading dims than the operands gives the result those dims.
+    wide = rng.standard_normal((4, 1, 1, 30))
+    got = sdpa(q[0, 0], k[0], v[0], mask=wide)
+    assert got.shape == (4, 1, 20, 5)
+    np.testing.assert_allclose(got, reference(q[0, 0], k[0], v[0], wide), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16])
+def test_the_traced_formula_in_sixteen_bits_is_one_kernel(dtype):
+    rng = np.random.default_rng(9)
+    q, k, v = (rng.standard_normal((3, 40, 16)).astype(dtype) for _ in range(3))
+
+    @pyasc.operator
+    def attend(q, k, v):
+        return pyasc.softmax(q @ np.swapaxes(k, -1, -2) * 0.25) @ v
+
+    got = attend(q, k, v)
+    assert got.dtype == np.dtype(dtype)
+    eps = float(np.finfo(dtype).eps)
+    # The unfused formula rounds the scores and the weights to 16 bits; the fused kernel does not.
+    np.testing.assert_allclose(got.astype(np.float64), reference(q, k, v, scale=0.25), rtol=4 * eps, atol=4 * eps)
+    assert len(attend.get_compiled_op(q, k, v).kernels()) == 1

@@ -72,8 +72,13 @@ pub struct QueryBlock<'a, T> {
     pub causal: bool,
 }
 
-/// Adds a mask to a block of transposed scores: called with the block (`bc` rows of
-/// [`BLOCK_Q`]), the first key `j0` and `bc`; it must touch only the block's valid queries.
+/// Writes the mask's addends for a block of transposed scores: called with a buffer of `bc`
+/// rows of [`BLOCK_Q`], the first key `j0` and `bc`, it stores at `j * BLOCK_Q + i` what query
+/// `i` of the block adds to its score of key `j0 + j` (`0` or `-inf` for a boolean mask, the
+/// value of an additive one), for every key of the block and each of its valid queries (the
+/// buffer keeps the previous block's values; the entries of padding queries stay zero). It
+/// runs before the block's scores are computed, so its narrow stores have drained by the time
+/// the scores are read as vectors.
 pub type MaskFn<'m, T> = &'m (dyn Fn(&mut [T], usize, usize) + Sync);
 
 /// An element type with a portable attention path.
@@ -125,9 +130,9 @@ macro_rules! attn_float {
 attn_float!(f32);
 attn_float!(f64);
 
-/// Scratch sizes of a block: `S^T` then `O^T`, in elements.
+/// Scratch sizes of a block: `S^T`, the mask's addends, then `O^T`, in elements.
 pub fn scratch_len(dv: usize) -> usize {
-    BLOCK_K * BLOCK_Q + dv * BLOCK_Q
+    2 * BLOCK_K * BLOCK_Q + dv * BLOCK_Q
 }
 
 /// The keys a block of queries sees: all of them, or up to its last query when causal.
@@ -178,15 +183,22 @@ unsafe fn attend_portable<T: AttnFloat>(
     out: *mut T,
     out_rs: isize,
 ) {
-    let (st, ot) = scratch.split_at_mut(BLOCK_K * BLOCK_Q);
+    let (st, rest) = scratch.split_at_mut(BLOCK_K * BLOCK_Q);
+    let (mb, ot) = rest.split_at_mut(BLOCK_K * BLOCK_Q);
     let ot = &mut ot[..b.dv * BLOCK_Q];
     ot.fill(T::ZERO);
+    if mask.is_some() {
+        mb.fill(T::ZERO);
+    }
     let mut m = [T::NEG_INF; BLOCK_Q];
     let mut l = [T::ZERO; BLOCK_Q];
     let lim = key_limit(b);
     for j0 in (0..lim).step_by(BLOCK_K) {
         let bc = BLOCK_K.min(lim - j0);
         let st = &mut st[..bc * BLOCK_Q];
+        if let Some(f) = mask {
+            f(&mut mb[..bc * BLOCK_Q], j0, bc);
+        }
         for j in 0..bc {
             let row: &mut [T; BLOCK_Q] = (&mut st[j * BLOCK_Q..(j + 1) * BLOCK_Q]).try_into().expect("one row");
             *row = [T::ZERO; BLOCK_Q];
@@ -199,8 +211,10 @@ unsafe fn attend_portable<T: AttnFloat>(
                 }
             }
         }
-        if let Some(f) = mask {
-            f(st, j0, bc);
+        if mask.is_some() {
+            for (x, a) in st.iter_mut().zip(mb.iter()) {
+                *x = x.add(*a);
+            }
         }
         if b.causal {
             causal_mask(st, b.q0, j0, bc);
@@ -295,8 +309,8 @@ fn check<T>(b: &QueryBlock<'_, T>, scratch: &[T]) {
 }
 
 /// Attention of one float32 query block: `out[i, :] = softmax(S[i, :]) @ V` for its valid
-/// rows, `S = Q K^T * scale` (+ mask) as packed in `b.qt`. `mask` adds its mask to each block
-/// of transposed scores; causal masking is `b.causal`.
+/// rows, `S = Q K^T * scale` (+ mask) as packed in `b.qt`. `mask` writes the mask's addends
+/// of each block of keys (see [`MaskFn`]); causal masking is `b.causal`.
 ///
 /// # Safety
 /// `b.k` and `b.v` must address `lk x d` and `lk x dv` readable elements; `out` must address

@@ -144,6 +144,19 @@ unsafe fn softmax_step(st: &mut [f32], bc: usize, m: &mut [f32; BLOCK_Q], l: &mu
     alpha
 }
 
+/// `st += bias`, whole vectors (both hold rows of [`BLOCK_Q`]).
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn add(st: &mut [f32], bias: &[f32]) {
+    assert_eq!(st.len(), bias.len());
+    for (x, b) in st.chunks_exact_mut(16).zip(bias.chunks_exact(16)) {
+        // SAFETY: 16 elements each.
+        unsafe {
+            _mm512_storeu_ps(x.as_mut_ptr(), _mm512_add_ps(_mm512_loadu_ps(x.as_ptr()), _mm512_loadu_ps(b.as_ptr())))
+        };
+    }
+}
+
 /// The AVX-512 block; see [`super::attention::attend_f32`].
 ///
 /// # Safety
@@ -156,9 +169,13 @@ pub(crate) unsafe fn attend(
     out: *mut f32,
     out_rs: isize,
 ) {
-    let (st, ot) = scratch.split_at_mut(BLOCK_K * BLOCK_Q);
+    let (st, rest) = scratch.split_at_mut(BLOCK_K * BLOCK_Q);
+    let (mb, ot) = rest.split_at_mut(BLOCK_K * BLOCK_Q);
     let ot = &mut ot[..b.dv * BLOCK_Q];
     ot.fill(0.0);
+    if mask.is_some() {
+        mb.fill(0.0);
+    }
     let mut m = [f32::NEG_INFINITY; BLOCK_Q];
     let mut l = [0.0f32; BLOCK_Q];
     let lim = key_limit(b);
@@ -166,14 +183,17 @@ pub(crate) unsafe fn attend(
     for j0 in (0..lim).step_by(BLOCK_K) {
         let bc = BLOCK_K.min(lim - j0);
         let st = &mut st[..bc * BLOCK_Q];
+        if let Some(f) = mask {
+            f(&mut mb[..bc * BLOCK_Q], j0, bc);
+        }
         // SAFETY: keys j0..j0+bc and their d columns lie inside the key matrix; `qt` holds d
         // rows and `st` bc rows of BLOCK_Q.
         unsafe {
             let a = b.k.ptr.offset(j0 as isize * b.k.rs);
             panel(a, b.k.rs, b.k.cs, b.qt.as_ptr(), b.d, st.as_mut_ptr(), bc, None);
         }
-        if let Some(f) = mask {
-            f(st, j0, bc);
+        if mask.is_some() {
+            add(st, &mb[..bc * BLOCK_Q]);
         }
         if b.causal {
             causal_mask(st, b.q0, j0, bc);

@@ -85,9 +85,7 @@ fn run<T: AttnFloat>(
         let mask = |st: &mut [T], j0: usize, bc: usize| {
             for i in 0..rows {
                 for j in 0..bc {
-                    if (j0 + j) % 3 == (q0 + i) % 3 {
-                        st[j * BLOCK_Q + i] = T::NEG_INF;
-                    }
+                    st[j * BLOCK_Q + i] = if (j0 + j) % 3 == (q0 + i) % 3 { T::NEG_INF } else { T::ZERO };
                 }
             }
         };

@@ -141,6 +141,50 @@ unsafe fn widen(src: *const u16, rs: isize, cs: isize, rows: usize, cols: usize,
     }
 }
 
+/// Where a block's mask lies: element (i, j) of the block at `ptr + base + i*sq + j*sk`.
+struct MaskAt {
+    ptr: *const u8,
+    dtype: DType,
+    base: isize,
+    sq: isize,
+    sk: isize,
+}
+
+/// `out[j][i] = f(mask(i, j))` over a block's valid queries, one query (a run of the mask
+/// along the keys) at a time.
+///
+/// # Safety
+/// Every addressed mask element must be readable as an `M`.
+#[inline(always)]
+unsafe fn each<T: Copy, M: Copy>(out: &mut [T], rows: usize, bc: usize, at: &MaskAt, f: impl Fn(M) -> T) {
+    let p = at.ptr as *const M;
+    for i in 0..rows {
+        let run = at.base + i as isize * at.sq;
+        for j in 0..bc {
+            // SAFETY: element (i, j) of the block, per the contract.
+            out[j * BLOCK_Q + i] = f(unsafe { *p.offset(run + j as isize * at.sk) });
+        }
+    }
+}
+
+/// The mask's addends of a block: `0` or `-inf` for a boolean mask, the values of a float one.
+///
+/// # Safety
+/// As for [`each`], with the mask's own dtype.
+unsafe fn mask_block<T: Compute>(out: &mut [T], rows: usize, bc: usize, at: &MaskAt, boolean: bool) {
+    // SAFETY: forwarded, each arm reading the mask's dtype.
+    unsafe {
+        match at.dtype {
+            _ if boolean => each(out, rows, bc, at, |m: u8| if m != 0 { T::ZERO } else { T::NEG_INF }),
+            DType::F32 => each(out, rows, bc, at, |m: f32| T::from_f64(m as f64)),
+            DType::F64 => each(out, rows, bc, at, |m: f64| T::from_f64(m)),
+            DType::F16 => each(out, rows, bc, at, |m: u16| T::from_f64(f16_value(m) as f64)),
+            DType::BF16 => each(out, rows, bc, at, |m: u16| T::from_f64(bf16_value(m) as f64)),
+            _ => each(out, rows, bc, at, |m: u8| T::from_f64(f64::from(m))),
+        }
+    }
+}
+
 /// Everything a unit needs, shared by all of them.
 struct Plan<'a> {
     q: &'a InputView,
@@ -232,22 +276,9 @@ impl Plan<'_> {
                 let (mp, mdt, boolean) = (SendPtr(m.ptr as *mut u8), m.dtype, self.spec.mask == AttnMask::Bool);
                 move |st: &mut [T], j0: usize, bc: usize| {
                     let mp = &mp;
-                    for i in 0..rows {
-                        let row = base + i as isize * sq + j0 as isize * sk;
-                        for j in 0..bc {
-                            let o = row + j as isize * sk;
-                            let x = &mut st[j * BLOCK_Q + i];
-                            if boolean {
-                                // SAFETY: mask element (q0 + i, j0 + j) inside the view.
-                                if unsafe { *mp.0.offset(o) } == 0 {
-                                    *x = T::NEG_INF;
-                                }
-                            } else {
-                                // SAFETY: as above.
-                                *x = x.add(T::from_f64(unsafe { read(mp.0, mdt, o) }));
-                            }
-                        }
-                    }
+                    let at = MaskAt { ptr: mp.0, dtype: mdt, base: base + j0 as isize * sk, sq, sk };
+                    // SAFETY: the mask view covers rows q0.. and keys j0.. of this head.
+                    unsafe { mask_block(st, rows, bc, &at, boolean) };
                 }
             });
             let m: Option<MaskFn<'_, T>> = mask_fn.as_ref().map(|f| f as MaskFn<'_, T>);
