@@ -1,3 +1,6 @@
+//! Tests of the attention rewrite: the traced formula with and without masks becomes one
+//! kernel; shared scores and lower fusion levels stay unfused.
+
 use super::*;
 use crate::pass::{compile, CompileOptions};
 use pyasc_ir::Shape;

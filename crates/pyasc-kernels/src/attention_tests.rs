@@ -1,3 +1,6 @@
+//! Tests of the attention blocks against a float64 definition on every path this CPU has:
+//! ragged query and key blocks, causal and masked blocks, fully masked queries, NaN keys.
+
 use super::*;
 use crate::isa::{available, force};
 
