@@ -137,3 +137,22 @@ def test_article_four_stage_pipeline():
     g = 0.5 * h * (1 + erf(h / np.sqrt(2)))
     e = np.exp(g - g.max(-1, keepdims=True))
     np.testing.assert_allclose(np.asarray(stage4), e / e.sum(-1, keepdims=True), rtol=1e-4, atol=1e-6)
+
+
+dim = 64  # the article's fused_attention reads `dim` as a global
+
+
+def test_article_fused_attention_is_one_kernel():
+    @pyasc.fused_operator
+    def fused_attention(Q, K, V):
+        scores = Q @ K.T / np.sqrt(dim)
+        attn = pyasc.softmax(scores)
+        return attn @ V
+
+    rng = np.random.default_rng(7)
+    q, k, v = (rng.standard_normal((300, dim)).astype(np.float32) for _ in range(3))
+    got = fused_attention(q, k, v)
+    assert len(fused_attention.get_compiled_op(q, k, v).kernels()) == 1
+    s = q.astype(np.float64) @ k.T.astype(np.float64) / np.sqrt(dim)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    np.testing.assert_allclose(got, (p / p.sum(-1, keepdims=True)) @ v, rtol=2e-5, atol=2e-6)

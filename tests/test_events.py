@@ -16,7 +16,7 @@ def test_sync_launch_records_passes_kernels_and_blocks():
     np.testing.assert_array_equal(y, x * 2 + 1)
     kinds = {e["kind"] for e in p.events}
     assert {"pass", "kernel", "block"} <= kinds
-    assert [e["name"] for e in p.events if e["kind"] == "pass"][:2] == ["precision", "promote"]
+    assert [e["name"] for e in p.events if e["kind"] == "pass"][:3] == ["precision", "attention", "promote"]
     (k,) = [e for e in p.kernels() if e["name"].startswith("ev_sync")]
     assert k["counters"]["elements"] == 50_000 and k["stream"] is None
     assert all(e["start_ns"] <= e["end_ns"] for e in p.events)

@@ -46,7 +46,7 @@ def test_compile_encloses_its_passes_and_events_are_ordered():
     assert trace["end_ns"] <= comp["start_ns"]
     passes = [e for e in ev if e["kind"] == "pass" and _within(e, comp)]
     names = [e["name"] for e in passes]
-    assert names[:3] == ["precision", "promote", "host_ints"] and "lower" in names
+    assert names[:4] == ["precision", "attention", "promote", "host_ints"] and "lower" in names
     assert all(ev.index(comp) < ev.index(e) for e in passes)
 
 

@@ -7,6 +7,7 @@ ops into tile kernels and runs them on all cores with run-time selected SIMD.
 from __future__ import annotations
 
 from . import _env, _pyasc, debug, linalg
+from . import attention as _attention
 from . import contractions as _contractions
 from . import convolution as _convolution
 from . import matrices as _matrices
@@ -245,8 +246,8 @@ __all__ += list(_ops.UNARY_API)
 __all__ += ["argpartition", "argsort", "median", "nanmedian", "nanpercentile", "nanquantile", "partition",
             "percentile", "quantile", "searchsorted", "sort", "take_along_axis", "topk", "unique"]
 
-# Statistics, contractions, convolution and pooling, matrix parts and norms, one module each.
-for _mod in (_statistics, _contractions, _convolution, _matrices, linalg):
+# Statistics, contractions, convolution and pooling, attention, matrix parts and norms, one module each.
+for _mod in (_statistics, _contractions, _convolution, _attention, _matrices, linalg):
     globals().update({_name: getattr(_mod, _name) for _name in _mod.__all__})
     __all__ += list(_mod.__all__)
 __all__ += ["debug", "linalg"]

@@ -453,6 +453,40 @@ def _report(title: str, rows: List[Row]) -> Dict[str, float]:
     return {who: t for who, t in ((r[0], r[2]) for r in rows)}
 
 
+def _run_attention(want: set, quick: bool, summary: List[str]) -> None:
+    """Run the attention entries: fused against the unfused formula, long, causal, memory."""
+    from .bench_attention import bench_attention, bench_causal, bytes_moved, peak_pool_bytes
+
+    repeat = 3 if quick else 7
+    flops = lambda h, n, d: 4.0 * h * n * n * d  # noqa: E731 - two products of 2*n*n*d each
+    if "attention" in want:
+        h, n, d = (2, 256, 64) if quick else (8, 1024, 64)
+        t = _report(f"attention softmax(q@k.T/sqrt(d))@v: {h} heads x {n} x {d} float32",
+                    bench_attention(h, n, d, repeat))
+        peers = ", ".join(f"{t[p] / t['pyasc']:.2f}x {p}" for p in ("pattern", "numpy", "jax") if p in t)
+        gf = flops(h, n, d) / t["pyasc"] / 1e9
+        summary.append(f"attention: {fmt_time(t['pyasc'])} ({gf:.0f} GFLOP/s), {peers} "
+                       "(target <= 9 ms, jax.jit ~19 ms)")
+    if "attention_long" in want:
+        h, n, d = (1, 1024, 64) if quick else (1, 4096, 64)
+        t = _report(f"attention: {h} head x {n} x {d} float32", bench_attention(h, n, d, repeat))
+        peers = ", ".join(f"{t[p] / t['pyasc']:.2f}x {p}" for p in ("numpy", "jax") if p in t)
+        gf = flops(h, n, d) / t["pyasc"] / 1e9
+        summary.append(f"attention_long: {fmt_time(t['pyasc'])} ({gf:.0f} GFLOP/s), {peers} (target <= 20 ms)")
+        n = 4096 if quick else 16384
+        base, peak = peak_pool_bytes(n, 64)
+        fused, unfused = bytes_moved(1, n, 64)
+        print(f"\nattention memory, 1 head x {n} x 64 float32 (fresh process, inputs on the device)")
+        print(f"  pool peak bytes in use: {peak / 2**20:.1f} MiB ({base / 2**20:.1f} MiB of it the inputs)")
+        print(f"  bytes moved (model): fused {fused / 2**20:.0f} MiB, unfused {unfused / 2**20:.0f} MiB")
+        summary.append(f"attention_long: pool peak {peak / 2**20:.1f} MiB at 1x{n}x64 (target < 64 MiB); "
+                       f"bytes moved {fused / 2**20:.0f} MiB fused vs {unfused / 2**20:.0f} MiB unfused")
+    if "attention_causal" in want:
+        h, n, d = (2, 256, 64) if quick else (8, 1024, 64)
+        t = _report(f"causal attention: {h} heads x {n} x {d} float32", bench_causal(h, n, d, repeat))
+        summary.append(f"attention_causal: {t['pyasc'] / t['full']:.2f}x the time of full attention (target <= 0.6x)")
+
+
 def run(quick: bool = False, only: Optional[List[str]] = None) -> int:
     """Run the benchmarks; prints a table per benchmark and the targets. Returns 0."""
     info = pyasc.device_info("cpu")
@@ -544,6 +578,8 @@ def run(quick: bool = False, only: Optional[List[str]] = None) -> int:
         gf = 2 * 64 * 64 * 9 * shape[2] * shape[3] / t["pyasc"] / 1e9
         peers = ", ".join(f"{t[p] / t['pyasc']:.2f}x {p}" for p in ("jax", "torch") if p in t)
         summary.append(f"conv2d: {peers}, {gf:.0f} GFLOP/s (target >= 1x jax.jit)")
+    if want & {"attention", "attention_long", "attention_causal"}:
+        _run_attention(want, quick, summary)
     if "dynamic" in want:
         t = _report("dynamic shapes: 50 new shapes of one operator", bench_dynamic(50, not quick))
         summary.append(f"dynamic shapes: {fmt_time(t['pyasc'])} for 50 shapes (target <= 5 ms)")

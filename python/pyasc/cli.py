@@ -10,7 +10,8 @@ from typing import List, Optional
 BENCHMARKS = ("gelu", "normalize", "first_call", "cached_call", "launch", "copy_from", "softmax", "layer_norm",
               "matmul", "matmul_large", "matmul_bf16", "dynamic", "long_row", "cumsum_rows", "cumsum_cols",
               "cumsum_fused", "sort", "topk", "einsum", "einsum_batched", "profiler", "half_elementwise",
-              "bert_gelu", "matmul_policy", "conv2d", "sr_inference", "graph_mode", "pipeline")
+              "bert_gelu", "matmul_policy", "conv2d", "sr_inference", "attention", "attention_long",
+              "attention_causal", "graph_mode", "pipeline")
 
 
 def _positive_int(text: str) -> int:

@@ -5,9 +5,10 @@
 //! [`CompileOptions::verify_each_pass`] is set (always in tests and debug builds).
 //!
 //! ```text
-//! verify → precision → promote → host_ints → fold → cse → dce → fuse → lower (tiles, registers, tile sizes)
+//! verify → precision → attention → promote → host_ints → fold → cse → dce → fuse → lower (tiles, registers, tile sizes)
 //! ```
 
+pub mod attention;
 pub mod chain;
 pub mod cse;
 pub mod dce;

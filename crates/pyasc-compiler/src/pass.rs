@@ -145,6 +145,7 @@ impl Compiled {
 pub fn pipeline() -> Vec<Box<dyn Pass>> {
     vec![
         Box::new(crate::precision::PrecisionPass),
+        Box::new(crate::attention::AttentionPass),
         Box::new(crate::promote::PromotePass),
         Box::new(crate::host_ints::HostIntsPass),
         Box::new(crate::fold::FoldPass),

@@ -35,6 +35,8 @@ pub enum Attr {
     Pool(crate::library::PoolSpec),
     /// An upscale factor (`pixel_shuffle`).
     Upscale(usize),
+    /// Fused attention's scale, causality and mask kind.
+    Attention(crate::library::AttnSpec),
 }
 
 impl Attr {

@@ -1,4 +1,5 @@
-//! SIMD primitives for pyasc's tile VM: elementwise math, arithmetic, comparisons, casts, and
+//! SIMD primitives for pyasc's tile VM: elementwise math, arithmetic, comparisons, casts,
+//! flash-attention blocks ([`attention`]) and
 //! matrix multiplication ([`gemm`]: float32/float64 over the `gemm` crate, bfloat16/float16
 //! operands with float32 sums through packed AVX-512 BF16 kernels or float32 conversion).
 //!
@@ -8,6 +9,9 @@
 //! the correctly rounded result over the whole float32 range; float64 ones use Rust std and
 //! `libm`. Semantics follow NumPy.
 
+pub mod attention;
+#[cfg(target_arch = "x86_64")]
+mod attention_avx512;
 pub mod binary;
 mod cast;
 pub mod chain;

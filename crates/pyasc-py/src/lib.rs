@@ -80,6 +80,7 @@ fn _pyasc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace_ops::apply_conv, m)?)?;
     m.add_function(wrap_pyfunction!(trace_ops::apply_pool, m)?)?;
     m.add_function(wrap_pyfunction!(trace_ops::apply_pixel_shuffle, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_ops::apply_attention, m)?)?;
     m.add_function(wrap_pyfunction!(trace_ops::apply_view, m)?)?;
     m.add_function(wrap_pyfunction!(trace_ops::apply_pad, m)?)?;
     m.add_function(wrap_pyfunction!(trace_ops::apply_fill, m)?)?;

@@ -316,3 +316,38 @@ pub fn apply_pixel_shuffle(py: Python<'_>, x: &Bound<'_, PyAny>, r: usize) -> Py
     let attr = trace.lock().expect("trace lock poisoned").graph.add_attr(Attr::Upscale(r));
     apply(py, &trace, Op::Library(LibId::PIXEL_SHUFFLE, attr), &[id])
 }
+
+/// Fused attention of traced tensors `q, k, v` and an optional mask (`mask_kind` "bool" or
+/// "additive"; a float mask is added to the scaled scores, a boolean one keeps `true`).
+#[pyfunction]
+#[pyo3(signature = (q, k, v, mask, scale, causal, mask_kind))]
+#[allow(clippy::too_many_arguments)]
+pub fn apply_attention(
+    py: Python<'_>,
+    q: &Bound<'_, PyAny>,
+    k: &Bound<'_, PyAny>,
+    v: &Bound<'_, PyAny>,
+    mask: Option<&Bound<'_, PyAny>>,
+    scale: f64,
+    causal: bool,
+    mask_kind: &str,
+) -> PyResult<Py<Tensor>> {
+    use pyasc_ir::library::{AttnMask, AttnSpec};
+    let trace = trace_of(&[q, k, v]).ok_or_else(|| PyTypeError::new_err("no traced tensor among the operands"))?;
+    let mut ids = vec![node_of(py, &trace, q)?, node_of(py, &trace, k)?, node_of(py, &trace, v)?];
+    let kind = match (mask, mask_kind) {
+        (None, _) => AttnMask::None,
+        (Some(_), "bool") => AttnMask::Bool,
+        (Some(_), "additive") => AttnMask::Additive,
+        (Some(_), other) => return Err(PyTypeError::new_err(format!("unknown mask kind {other}"))),
+    };
+    if let Some(m) = mask {
+        ids.push(node_of(py, &trace, m)?);
+    }
+    let attr = trace.lock().expect("trace lock poisoned").graph.add_attr(Attr::Attention(AttnSpec {
+        scale,
+        causal,
+        mask: kind,
+    }));
+    apply(py, &trace, Op::Library(LibId::ATTENTION, attr), &ids)
+}

@@ -23,6 +23,7 @@
 //! * [`monitor`]: utilization of the executor's cores and the machine's temperature.
 //! * [`stream`]: streams and events, the asynchronous work queues.
 
+pub mod attention;
 pub mod buffer;
 pub mod capture;
 pub mod check;

@@ -20,7 +20,7 @@ pub trait LibraryKernel: Sync {
 }
 
 /// Every library routine.
-pub static KERNELS: [&dyn LibraryKernel; 11] = [
+pub static KERNELS: [&dyn LibraryKernel; 12] = [
     &crate::gemm::MatMulKernel,
     &crate::pad::PadKernel,
     &crate::pad::ConcatKernel,
@@ -32,6 +32,7 @@ pub static KERNELS: [&dyn LibraryKernel; 11] = [
     &crate::conv::ConvKernel,
     &crate::pooling::PoolKernel,
     &crate::shuffle::ShuffleKernel,
+    &crate::attention::AttentionKernel,
 ];
 
 /// The routine of library op `id`.

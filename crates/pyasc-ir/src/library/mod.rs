@@ -1,5 +1,5 @@
 //! Library kernels: ops run by a hand-written routine instead of a tile program (matmul,
-//! pad, concatenate, take, scans, convolution, pooling, pixel shuffle; later attention, NMS, stencil sweeps).
+//! pad, concatenate, take, scans, convolution, pooling, pixel shuffle, fused attention; later NMS, stencil sweeps).
 //!
 //! Each one implements [`LibraryOp`] once, in its own file, and is registered in
 //! [`REGISTRY`]. Everything the graph and the compiler need to know about it goes through
@@ -12,6 +12,7 @@
 //! executing half lives in the runtime, keyed by [`LibId`]. An id without a registered op is
 //! an error everywhere, never a silent default.
 
+mod attention;
 mod concat;
 mod conv;
 mod matmul;
@@ -30,6 +31,7 @@ use crate::error::{IrError, Result};
 use crate::shape::Shape;
 use crate::tile::BufferDecl;
 
+pub use attention::{attention_shape, Attention, AttnMask, AttnSpec};
 pub use concat::Concat;
 pub use conv::{Conv, ConvSpec};
 pub use matmul::MatMul;
@@ -69,6 +71,8 @@ impl LibId {
     pub const POOL: LibId = LibId(9);
     /// `pixel_shuffle`.
     pub const PIXEL_SHUFFLE: LibId = LibId(10);
+    /// Fused scaled dot-product attention.
+    pub const ATTENTION: LibId = LibId(11);
 
     /// The registered op, or an error naming the unknown id.
     pub fn op(self) -> Result<&'static dyn LibraryOp> {
@@ -77,8 +81,8 @@ impl LibId {
 }
 
 /// Every library op, indexed by [`LibId`].
-pub static REGISTRY: [&dyn LibraryOp; 11] =
-    [&MatMul, &Pad, &Concat, &Take, &Scan, &SortOp, &Scatter, &NonZero, &Conv, &Pool, &PixelShuffle];
+pub static REGISTRY: [&dyn LibraryOp; 12] =
+    [&MatMul, &Pad, &Concat, &Take, &Scan, &SortOp, &Scatter, &NonZero, &Conv, &Pool, &PixelShuffle, &Attention];
 
 /// The library op with id `id`.
 pub fn lookup(id: LibId) -> Result<&'static dyn LibraryOp> {

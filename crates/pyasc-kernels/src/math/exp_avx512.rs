@@ -12,7 +12,7 @@ use super::exp_log::{EXP_P, LN2_HI_32, LN2_LO_32};
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 #[inline]
-fn exp16(x: __m512) -> __m512 {
+pub(crate) fn exp16(x: __m512) -> __m512 {
     // Beyond [-104, 100] the result is 0 or +inf anyway; min/max return their second operand
     // for NaN, so NaN lanes stay NaN.
     let x = _mm512_max_ps(_mm512_set1_ps(-104.0), _mm512_min_ps(_mm512_set1_ps(100.0), x));

@@ -1,0 +1,201 @@
+//! Fused scaled dot-product attention (`torch.nn.functional.scaled_dot_product_attention`'s
+//! conventions): `softmax(q @ k^T * scale + mask) @ v` with `q (..., Lq, D)`, `k (..., Lk, D)`,
+//! `v (..., Lk, Dv)`, result `(..., Lq, Dv)`. Leading dimensions broadcast (the mask's too).
+//! The routine walks blocks of query rows against blocks of keys with an online softmax, so
+//! the `Lq x Lk` score matrix is never stored. A row whose every key is masked out has
+//! `0 / 0` weights: its result is NaN, as the unfused formula gives. Elementwise ops over the
+//! result (the rounding of 16-bit results, an output projection's activation) run in its
+//! kernel as epilogues.
+
+use super::{bad_call, LibCall, LibId, LibraryOp};
+use crate::attr::Attr;
+use crate::dtype::{promote_v, DType, VType};
+use crate::error::{IrError, Result};
+use crate::shape::Shape;
+use crate::tile::BufferDecl;
+
+/// How the optional fourth operand masks the scores.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum AttnMask {
+    /// No mask operand.
+    None,
+    /// A boolean mask: `true` keeps a score, `false` makes it `-inf`.
+    Bool,
+    /// A float mask added to the scaled scores.
+    Additive,
+}
+
+/// What an attention call computes besides the operands.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AttnSpec {
+    /// Factor of `q @ k^T` before the mask and the softmax.
+    pub scale: f64,
+    /// Keep only keys `j <= i` for query `i` (the top-left aligned lower triangle).
+    pub causal: bool,
+    /// The mask operand's role.
+    pub mask: AttnMask,
+}
+
+/// Fused attention.
+pub struct Attention;
+
+fn spec(attr: &Attr) -> Result<&AttnSpec> {
+    match attr {
+        Attr::Attention(s) => Ok(s),
+        _ => Err(IrError::internal("attention needs an attention attribute")),
+    }
+}
+
+/// The result shape for operand shapes `q, k, v` and the optional mask, or a shape error.
+pub fn attention_shape(q: &Shape, k: &Shape, v: &Shape, mask: Option<&Shape>) -> Result<Shape> {
+    let name = "scaled_dot_product_attention";
+    for (s, role) in [(q, "query"), (k, "key"), (v, "value")] {
+        if s.rank() < 2 {
+            return Err(IrError::shape(format!("{name}: the {role} must have rank 2 or more, not shape {s}")));
+        }
+    }
+    let (qr, kr, vr) = (q.rank(), k.rank(), v.rank());
+    let (lq, d) = (q.0[qr - 2], q.0[qr - 1]);
+    let (lk, dk) = (k.0[kr - 2], k.0[kr - 1]);
+    let (lv, dv) = (v.0[vr - 2], v.0[vr - 1]);
+    if dk != d {
+        return Err(IrError::shape(format!(
+            "{name}: the query's last dimension ({d}) differs from the key's ({dk}); query {q}, key {k}"
+        )));
+    }
+    if lv != lk {
+        return Err(IrError::shape(format!(
+            "{name}: the key has {lk} positions but the value {lv}; key {k}, value {v}"
+        )));
+    }
+    let batch = |s: &Shape| Shape(s.0[..s.rank() - 2].to_vec());
+    let mut b = batch(q).broadcast(&batch(k)).and_then(|b| b.broadcast(&batch(v))).map_err(|_| {
+        IrError::shape(format!("{name}: the leading dimensions of query {q}, key {k} and value {v} do not broadcast"))
+    })?;
+    if let Some(m) = mask {
+        let mut full = b.0.clone();
+        full.extend([lq, lk]);
+        let target = Shape(full);
+        let joint = m.broadcast(&target).ok().filter(|j| j.rank() < 2 || j.0[j.rank() - 2..] == [lq, lk]);
+        let Some(joint) = joint else {
+            return Err(IrError::shape(format!(
+                "{name}: the mask of shape {m} does not broadcast to the scores' shape {target}"
+            )));
+        };
+        b = Shape(joint.0[..joint.rank() - 2].to_vec());
+    }
+    let mut out = b.0;
+    out.extend([lq, dv]);
+    Ok(Shape(out))
+}
+
+impl LibraryOp for Attention {
+    fn id(&self) -> LibId {
+        LibId::ATTENTION
+    }
+    fn name(&self) -> &'static str {
+        "attention"
+    }
+    fn describe(&self, attr: &Attr) -> String {
+        match attr {
+            Attr::Attention(s) => format!("attention[scale={}, causal={}, mask={:?}]", s.scale, s.causal, s.mask),
+            _ => self.name().to_string(),
+        }
+    }
+    fn arity_ok(&self, n: usize) -> bool {
+        n == 3 || n == 4
+    }
+    fn infer(&self, attr: &Attr, operands: &[(VType, &Shape)]) -> Result<(VType, Shape)> {
+        let s = spec(attr)?;
+        if operands.len() != 3 + usize::from(s.mask != AttnMask::None) {
+            return Err(IrError::internal("attention: the operand count does not match the mask"));
+        }
+        let t = promote_v(promote_v(operands[0].0, operands[1].0), operands[2].0);
+        if !t.dtype.is_float() {
+            return Err(IrError::dtype(format!(
+                "scaled_dot_product_attention of {}, {} and {} operands is not supported; cast to a float dtype",
+                operands[0].0.dtype, operands[1].0.dtype, operands[2].0.dtype
+            )));
+        }
+        let mask = operands.get(3);
+        if let Some((mt, _)) = mask {
+            let ok = match s.mask {
+                AttnMask::Bool => mt.dtype == DType::Bool,
+                _ => mt.dtype.is_float(),
+            };
+            if !ok {
+                return Err(IrError::dtype(format!(
+                    "scaled_dot_product_attention: a mask of dtype {} is neither boolean nor float",
+                    mt.dtype
+                )));
+            }
+        }
+        let shape = attention_shape(operands[0].1, operands[1].1, operands[2].1, mask.map(|m| m.1))?;
+        Ok((VType::strong(t.dtype), shape))
+    }
+    fn operand_dtype(&self, i: usize, result: DType) -> Option<DType> {
+        (i < 3).then_some(result)
+    }
+    fn reads_half(&self) -> bool {
+        true
+    }
+    fn fuses_epilogue(&self) -> bool {
+        true
+    }
+    fn verify_call(&self, call: &LibCall, operands: &[&BufferDecl], out: &BufferDecl) -> Result<()> {
+        let s = spec(&call.attr)?;
+        let [q, k, v, rest @ ..] = operands else { return bad_call(self, "needs a query, a key and a value") };
+        let typed = q.dtype == k.dtype
+            && q.dtype == v.dtype
+            && (q.dtype == out.dtype || (q.dtype.is_half() && out.dtype == DType::F32))
+            && out.dtype.is_float()
+            && !out.dtype.is_half();
+        if !typed {
+            return bad_call(self, "needs operands of one dtype: the output's, or 16-bit with a float32 output");
+        }
+        let mask = match (s.mask, rest) {
+            (AttnMask::None, []) => None,
+            (AttnMask::Bool, [m]) if m.dtype == DType::Bool => Some(&m.shape),
+            (AttnMask::Additive, [m]) if m.dtype.is_float() => Some(&m.shape),
+            _ => return bad_call(self, "has a mask operand that does not match its attribute"),
+        };
+        if attention_shape(&q.shape, &k.shape, &v.shape, mask)? == out.shape {
+            Ok(())
+        } else {
+            bad_call(self, "has an output of the wrong shape")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(d: &[usize]) -> Shape {
+        Shape(d.to_vec())
+    }
+
+    #[test]
+    fn shapes_broadcast_like_torch() {
+        let out = attention_shape(&s(&[2, 8, 5, 4]), &s(&[1, 8, 7, 4]), &s(&[8, 7, 3]), None).unwrap();
+        assert_eq!(out.0, vec![2, 8, 5, 3]);
+        let out = attention_shape(&s(&[8, 5, 4]), &s(&[8, 7, 4]), &s(&[8, 7, 4]), Some(&s(&[3, 1, 5, 7]))).unwrap();
+        assert_eq!(out.0, vec![3, 8, 5, 4]);
+        let out = attention_shape(&s(&[5, 4]), &s(&[7, 4]), &s(&[7, 2]), Some(&s(&[7]))).unwrap();
+        assert_eq!(out.0, vec![5, 2]);
+    }
+
+    #[test]
+    fn bad_shapes_are_shape_errors() {
+        for (q, k, v, m) in [
+            (s(&[5, 4]), s(&[7, 3]), s(&[7, 4]), None),
+            (s(&[5, 4]), s(&[7, 4]), s(&[6, 4]), None),
+            (s(&[2, 5, 4]), s(&[3, 7, 4]), s(&[3, 7, 4]), None),
+            (s(&[5, 4]), s(&[7, 4]), s(&[7, 4]), Some(s(&[5, 6]))),
+            (s(&[4]), s(&[7, 4]), s(&[7, 4]), None),
+        ] {
+            let e = attention_shape(&q, &k, &v, m.as_ref()).unwrap_err();
+            assert_eq!(e.kind, crate::error::ErrorKind::Shape, "{}", e.message);
+        }
+    }
+}
