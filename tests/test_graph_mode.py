@@ -176,7 +176,9 @@ def test_lazy_value_read_from_another_thread():
         t = threading.Thread(target=lambda: out.setdefault("v", np.asarray(x)))
         t.start()
         t.join()
+        y = root(x)  # recorded after the other thread ran this thread's graph
     np.testing.assert_array_equal(out["v"], scale_shift(a))
+    np.testing.assert_array_equal(np.asarray(y), root(scale_shift(a)))
 
 
 def test_lazy_values_flow_into_eager_calls_and_numpy():

@@ -397,8 +397,7 @@ def stitch(nodes: List[_Node], which: Any, inputs: List[tuple], outputs: List[Tu
     for i in which:
         n = nodes[i]
         # Per argument: ("p", parameter) or ("v", node, result) computed in this operator.
-        src = [("p", slot[ref]) if ref in slot else ("v", ref[1], ref[2])
-               for ref in ((r if r[0] else (0, r[1])) for r in n.spec)]
+        src = [("p", slot[ref]) if ref in slot else ("v", ref[1], ref[2]) for ref in n.spec]
         steps.append((i, n.func, src, n.tuple_out, n.site))
 
     def stitched(*params: Any) -> Any:
@@ -579,9 +578,9 @@ def record(op: Any, args: tuple) -> Any:
     _, tuple_out, n_out, opts, func = meta
     s = _local
     rec = s.rec
-    if rec is None or (rec.opts is not opts and rec.opts != opts):
+    if rec is None or rec.done or (rec.opts is not opts and rec.opts != opts):
         if rec is not None:
-            rec.flush()
+            rec.flush()  # a no-op when another thread's read has run it already
         rec = s.rec = _Recording(mode, opts, op)
     spec = []
     leaf_ids = rec.leaf_ids
