@@ -40,6 +40,8 @@ from .graph_record import GraphMode, _Recording, run_now, stitch
 __all__ = ["pipeline", "Pipeline", "PipelineError"]
 
 _TARGET_BYTES = 4 << 20
+# Pipelines (stage operators and input types) whose calls passed the row check.
+_CHECKED: set = set()
 
 
 class PipelineError(InvalidArgumentError):
@@ -89,7 +91,6 @@ class Pipeline(GraphMode):
         self.stages = stages
         self.micro_batch = micro_batch
         self.last_schedule: Dict[str, int] = {}
-        self._checked: set = set()
 
     # -- planning -----------------------------------------------------------------------
     def _batch(self, rec: _Recording) -> int:
@@ -228,11 +229,14 @@ class Pipeline(GraphMode):
             comp, fresh = stitch(nodes, rg, inputs, outs, rec.first_op, rec.opts)
             self.compiles += fresh
             plans.append((comp, leaves_in, vals_in, outs))
-        key = (id(plans[0][0]), tuple(id(p[0]) for p in plans),
+        # The stage operators themselves (kept alive by the key, so no other one reuses their id).
+        key = (tuple(p[0] for p in plans),
                tuple((getattr(x, "dtype", type(x)), getattr(x, "shape", None)) for x in rec.leaves))
-        if key not in self._checked:
+        if key not in _CHECKED:
             self._check_rows(rec, batched, n_rows)
-            self._checked.add(key)
+            if len(_CHECKED) > 1024:
+                _CHECKED.clear()
+            _CHECKED.add(key)
         out_arrays = {}
         for n, k in results:
             shape, dtype = nodes[n].avals[k]
