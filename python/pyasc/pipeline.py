@@ -61,6 +61,14 @@ def _perturbed(a: np.ndarray) -> np.ndarray:
     return b
 
 
+def _error_at(node: Any, what: str) -> PipelineError:
+    """Return a PipelineError for the recorded call ``node``, at the line that recorded it."""
+    file, line = node.site
+    err = PipelineError(f"{getattr(node.op, '__name__', 'op')} {what} (at {file}:{line})")
+    err.filename, err.lineno = file, line
+    return err
+
+
 def _bit_choices(k: int) -> List[Tuple[bool, ...]]:
     """All ``k``-long tuples of flags, cutting (True) before passing whole."""
     out: List[Tuple[bool, ...]] = [()]
@@ -144,11 +152,8 @@ class Pipeline(GraphMode):
                     found = (choice, outs)
                     break
             if found is None:
-                err = PipelineError(f"{getattr(node.op, '__name__', 'op')} cannot run on micro-batches of its "
-                                    "batched inputs: its results do not keep axis 0")
-                err.filename, err.lineno = node.site
-                err.args = (f"{err.args[0]} (at {node.site[0]}:{node.site[1]})",)
-                raise err
+                raise _error_at(node, "cannot run on micro-batches of its batched inputs: its results do not "
+                                      "keep axis 0")
             for i, cut in found[0].items():
                 batched[i] = cut
             for k, av in enumerate(found[1]):
@@ -159,12 +164,8 @@ class Pipeline(GraphMode):
         for node in rec.nodes:
             for shape, _ in node.avals:
                 if len(shape) == 0 or shape[0] != n_rows:
-                    err = PipelineError(
-                        f"{getattr(node.op, '__name__', 'op')} returns shape {tuple(shape)}, not {n_rows} rows: "
-                        "a pipeline stage must keep axis 0 (it is cut into micro-batches)")
-                    err.filename, err.lineno = node.site
-                    err.args = (f"{err.args[0]} (at {node.site[0]}:{node.site[1]})",)
-                    raise err
+                    raise _error_at(node, f"returns shape {tuple(shape)}, not {n_rows} rows: a pipeline stage "
+                                          "must keep axis 0 (it is cut into micro-batches)")
 
     def _check_rows(self, rec: _Recording, batched: List[bool], n_rows: int) -> None:
         """Run each call on a few rows twice, other rows changed: row 0 must not move."""
@@ -193,12 +194,8 @@ class Pipeline(GraphMode):
             rb = tuple(rb) if node.tuple_out else (rb,)
             for k, (x, y) in enumerate(zip(ra, rb)):
                 if not _same_row0(x, y):
-                    err = PipelineError(
-                        f"{getattr(node.op, '__name__', 'op')} mixes rows of axis 0 (row 0 of its result depends "
-                        "on other rows, as a reduction over axis 0 does): it cannot run per micro-batch")
-                    err.filename, err.lineno = node.site
-                    err.args = (f"{err.args[0]} (at {node.site[0]}:{node.site[1]})",)
-                    raise err
+                    raise _error_at(node, "mixes rows of axis 0 (row 0 of its result depends on other rows, as a "
+                                          "reduction over axis 0 does): it cannot run per micro-batch")
                 va[(n, k)], vb[(n, k)] = x, y
 
     def _groups(self, n_nodes: int) -> List[range]:
