@@ -7,6 +7,9 @@ use pyo3::types::{PyTuple, PyType};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 static RECORDING: AtomicBool = AtomicBool::new(false);
+/// Set once any thread has entered `graph_mode()`: before that no lazy value can exist, so the
+/// cached call path skips looking for one.
+static EVER_RECORDED: AtomicBool = AtomicBool::new(false);
 static RECORD: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static LAZY_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
@@ -17,7 +20,17 @@ fn recorder<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
 /// Turn the recording switch on while any thread is inside `pyasc.graph_mode()`.
 #[pyfunction]
 pub fn _set_graph_recording(on: bool) {
+    if on {
+        EVER_RECORDED.store(true, Ordering::Release);
+    }
     RECORDING.store(on, Ordering::Release);
+}
+
+/// True until a thread first enters `graph_mode()`: then no call can be recorded and no lazy
+/// value exists, and the cached call path skips both checks (one relaxed load).
+#[inline(always)]
+pub fn never_used() -> bool {
+    !EVER_RECORDED.load(Ordering::Relaxed)
 }
 
 /// Register the lazy-array class, whose instances are computed before a call reads them.

@@ -485,12 +485,16 @@ impl Operator {
     ) -> PyResult<Py<PyAny>> {
         let me = slf.get();
         crate::boundary::guard(|| {
-            let args = me.positional(py, args, kwargs)?;
-            if let Some(lazy) = crate::graph_hook::record(py, slf.as_any(), &args)? {
-                return Ok(lazy);
+            let mut args = me.positional(py, args, kwargs)?;
+            if !crate::graph_hook::never_used() {
+                if let Some(lazy) = crate::graph_hook::record(py, slf.as_any(), &args)? {
+                    return Ok(lazy);
+                }
+                // Lazy graph-mode values: computed, then the call runs on their arrays.
+                if let Some(resolved) = crate::graph_hook::resolve(py, &args)? {
+                    args = resolved;
+                }
             }
-            // Lazy graph-mode values: computed, then the call runs on their arrays.
-            let args = crate::graph_hook::resolve(py, &args)?.unwrap_or(args);
             let complex = || -> PyResult<Py<PyAny>> {
                 Ok(py.import("pyasc._complex")?.call_method1("call", (slf, &args))?.unbind())
             };
