@@ -145,7 +145,7 @@ fn rename_src(ins: &mut Instr, from: Reg, to: Reg) {
         | Instr::Copy { src, .. }
         | Instr::Reduce { src, .. }
         | Instr::Scan { src, .. } => f(src),
-        Instr::Binary { a, b, .. } => {
+        Instr::Binary { a, b, .. } | Instr::ReduceMap { a, b, .. } => {
             f(a);
             f(b);
         }

@@ -22,6 +22,7 @@ pub mod lower;
 pub mod pass;
 pub mod precision;
 pub mod promote;
+pub mod reduce_map;
 pub mod rewrite;
 pub mod single;
 

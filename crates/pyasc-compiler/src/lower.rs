@@ -421,7 +421,7 @@ fn bytes_per_element(k: &TileKernel, buffers: &[BufferDecl]) -> usize {
         .collect();
     let mut needs = vec![false; k.regs.len()];
     for ins in &k.body {
-        let uniform = !matches!(ins, Instr::Reduce { .. } | Instr::Scan { .. })
+        let uniform = !matches!(ins, Instr::Reduce { .. } | Instr::ReduceMap { .. } | Instr::Scan { .. })
             && ins.srcs().iter().all(|s| scalar[s.0 as usize]);
         for s in ins.srcs().iter() {
             needs[s.0 as usize] |= !scalar[s.0 as usize];

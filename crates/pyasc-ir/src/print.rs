@@ -94,6 +94,7 @@ pub fn instr_to_string(k: &TileKernel, ins: &Instr) -> String {
         }
         Instr::Copy { dst, src } => format!("{dst} = copy({src})"),
         Instr::Reduce { op, dst, src } => format!("{dst} = reduce_{}({src})", op.name()),
+        Instr::ReduceMap { op, map, dst, a, b } => format!("{dst} = reduce_{}({}({a}, {b}))", op.name(), map.name()),
         Instr::Scan { kind, dst, src } => format!("{dst} = scan_{}({src})", kind.name()),
     }
 }

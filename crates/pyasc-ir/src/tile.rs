@@ -131,6 +131,22 @@ pub enum Instr {
         /// Element register holding the rows.
         src: Reg,
     },
+    /// `dst[r] = op(map(a[r, :], b[r, :]))` for every row `r` of the tile (row kernels only):
+    /// a reduction of an arithmetic result that never makes a round trip through a tile. `map`
+    /// is add, sub or mul on one float dtype, rounded per element as if run alone; `a` and `b`
+    /// are element values or broadcast scalars, never per-row values.
+    ReduceMap {
+        /// The reduction (a sum).
+        op: ReduceOp,
+        /// The arithmetic applied to each pair of elements first.
+        map: BinaryOp,
+        /// Row register receiving one value per row.
+        dst: Reg,
+        /// Left operand of `map`.
+        a: Reg,
+        /// Right operand of `map`.
+        b: Reg,
+    },
     /// `dst[r, :k+1] = kind(src[r, :k+1])` for every row `r` of the tile and every `k`: the
     /// running values along each row (row kernels only; both element registers of one dtype).
     Scan {
@@ -154,6 +170,7 @@ impl Instr {
             | Instr::Copy { dst, .. }
             | Instr::Chain { dst, .. }
             | Instr::Reduce { dst, .. }
+            | Instr::ReduceMap { dst, .. }
             | Instr::Scan { dst, .. } => dst,
         }
     }
@@ -165,7 +182,7 @@ impl Instr {
             | Instr::Copy { src, .. }
             | Instr::Reduce { src, .. }
             | Instr::Scan { src, .. } => Srcs([src, src, src], 1),
-            Instr::Binary { a, b, .. } => Srcs([a, b, b], 2),
+            Instr::Binary { a, b, .. } | Instr::ReduceMap { a, b, .. } => Srcs([a, b, b], 2),
             Instr::Select { cond, a, b, .. } => Srcs([cond, a, b], 3),
             Instr::Chain { a, b, c, .. } => Srcs([a, b, c], 3),
         }
@@ -389,7 +406,7 @@ fn verify_kernel(k: &TileKernel, buffers: &[BufferDecl], ready: &[bool]) -> Resu
                 Some(d) => {
                     // A per-row result reads only per-row values and scalars (a reduction is the
                     // one way from elements to rows; element results may read rows: broadcast).
-                    let reduce = matches!(ins, Instr::Reduce { .. });
+                    let reduce = matches!(ins, Instr::Reduce { .. } | Instr::ReduceMap { .. });
                     if !reduce && dst.row && !d.row && !matches!(d.kind, RegKind::Scalar(_)) {
                         return err(format!("{ins:?} computes a per-row value from elements"));
                     }
@@ -403,6 +420,10 @@ fn verify_kernel(k: &TileKernel, buffers: &[BufferDecl], ready: &[bool]) -> Resu
                 Instr::Reduce { src, .. } => {
                     let s = reg(*src).expect("checked above");
                     dst.row && !s.row && k.row_len > 0
+                }
+                Instr::ReduceMap { a, b, .. } => {
+                    let flat = |r: &Reg| !reg(*r).expect("checked above").row;
+                    dst.row && flat(a) && flat(b) && k.row_len > 0
                 }
                 Instr::Scan { src, .. } => {
                     let s = reg(*src).expect("checked above");
@@ -445,6 +466,10 @@ pub(crate) fn dtypes_ok(ins: &Instr, dst: DType, srcs: &[DType]) -> bool {
                 _ => srcs[0],
             };
             dst == want
+        }
+        Instr::ReduceMap { op, map, .. } => {
+            let arith = matches!(map, BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul);
+            *op == ReduceOp::Sum && arith && dst.is_float() && srcs.iter().all(|d| *d == dst)
         }
         Instr::Scan { kind, .. } => srcs[0] == dst && scans(*kind, dst),
     }

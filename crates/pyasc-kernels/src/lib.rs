@@ -30,6 +30,7 @@ pub mod isa;
 mod math;
 pub mod reduce;
 mod reduce_avx512;
+pub mod reduce_map;
 pub mod scan;
 mod scan_simd;
 mod src;

@@ -9,19 +9,19 @@ use crate::dispatch::{dispatch, Kernel, Simd};
 
 /// Block below which pairwise summation of float64 values adds sequentially (in `SUM_LANES`
 /// independent lanes), as NumPy's pairwise sum does.
-const PAIRWISE_BLOCK: usize = 256;
+pub(crate) const PAIRWISE_BLOCK: usize = 256;
 /// The same for float32 values accumulated in float64: each lane adds at most 256 values, whose
 /// float64 rounding errors stay some 2**-45 below a float32 ulp, and a 1,024-element row folds its
 /// lanes once instead of four times (layer_norm's two row sums cost a fifth of its time).
-const PAIRWISE_BLOCK_F32: usize = 1 << 14;
+pub(crate) const PAIRWISE_BLOCK_F32: usize = 1 << 14;
 /// Independent lanes of the portable max/min.
 const LANES: usize = 16;
 /// Independent float64 accumulators of a sum block (eight AVX-512 vectors: enough adds in
 /// flight to hide their latency).
-const SUM_LANES: usize = 64;
+pub(crate) const SUM_LANES: usize = 64;
 
 #[inline(always)]
-fn sum_block<T: Copy>(x: &[T], to: impl Fn(T) -> f64) -> f64 {
+pub(crate) fn sum_block<T: Copy>(x: &[T], to: impl Fn(T) -> f64) -> f64 {
     let mut acc = [0.0f64; SUM_LANES];
     let chunks = x.chunks_exact(SUM_LANES);
     let tail = chunks.remainder();
@@ -34,7 +34,12 @@ fn sum_block<T: Copy>(x: &[T], to: impl Fn(T) -> f64) -> f64 {
     for v in tail {
         s += to(*v);
     }
-    // Fold the lanes pairwise.
+    merge_lanes(acc, s)
+}
+
+/// The end of a block sum: the lanes folded pairwise, then the tail's sum `s` added.
+#[inline(always)]
+pub(crate) fn merge_lanes(mut acc: [f64; SUM_LANES], s: f64) -> f64 {
     let mut w = SUM_LANES;
     while w > 1 {
         w /= 2;
@@ -50,12 +55,18 @@ fn sum_block<T: Copy>(x: &[T], to: impl Fn(T) -> f64) -> f64 {
 /// pairs a recursive halving would.
 #[inline(always)]
 fn pairwise<T: Copy, const BLOCK: usize>(x: &[T], to: &impl Fn(T) -> f64) -> f64 {
+    pairwise_blocks::<BLOCK>(x.len(), |r| sum_block(&x[r], to))
+}
+
+/// The merge of [`pairwise`]: `block(range)` sums the elements of one block of `BLOCK` (the
+/// last may be shorter) out of `n`.
+#[inline(always)]
+pub(crate) fn pairwise_blocks<const BLOCK: usize>(n: usize, block: impl Fn(std::ops::Range<usize>) -> f64) -> f64 {
     // levels[i] holds the sum of 2^i consecutive blocks, when present.
     let mut levels = [0.0f64; 64];
     let mut full = [false; 64];
-    let blocks = x.chunks(BLOCK);
-    for b in blocks {
-        let mut s = sum_block(b, to);
+    for start in (0..n).step_by(BLOCK) {
+        let mut s = block(start..(start + BLOCK).min(n));
         let mut i = 0;
         while full[i] {
             s += levels[i];

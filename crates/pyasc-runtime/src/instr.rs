@@ -122,7 +122,7 @@ macro_rules! with_dtype {
 ///
 /// # Safety
 /// A `Ptr` must address `len` initialised elements of `T` not written during the borrow.
-unsafe fn src<'a, T: FromScalar>(v: Val, len: usize) -> Src<'a, T> {
+pub(crate) unsafe fn src<'a, T: FromScalar>(v: Val, len: usize) -> Src<'a, T> {
     match v {
         // SAFETY: per the contract above.
         Val::Ptr(p) => Src::Slice(unsafe { slice::from_raw_parts(p as *const T, len) }),
@@ -224,7 +224,9 @@ pub unsafe fn exec(ins: &Instr, decls: &[RegDecl], vals: &[Val], len: usize) -> 
             Instr::Chain { op1, op2, swap, dst: d, a, b, c } => {
                 exec_chain(op1, op2, swap, dt(d), [val(a), val(b), val(c)], val(d), len)
             }
-            Instr::Reduce { .. } => Err(IrError::internal("reductions run row by row in the VM")),
+            Instr::Reduce { .. } | Instr::ReduceMap { .. } => {
+                Err(IrError::internal("reductions run row by row in the VM"))
+            }
             Instr::Copy { dst: d, src: s } if dt(d).is_half() => match val(s) {
                 Val::Ptr(p) => {
                     dst::<u16>(val(d), len)?.copy_from_slice(slice::from_raw_parts(p as *const u16, len));
@@ -486,6 +488,54 @@ pub unsafe fn exec_reduce(op: ReduceOp, dtype: DType, input: Val, dst: Val, rows
                     }
                 }
                 _ => return Err(IrError::internal(format!("no {} reduction for {dtype}", op.name()))),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `dst[i] = op(map(a[i, :], b[i, :]))` for each of `rows` rows of `row_len` elements (a
+/// scalar operand stands for a uniform row).
+///
+/// # Safety
+/// `a` and `b` must hold `rows * row_len` elements of `dtype` (or be scalars) and `dst`
+/// `rows` values of `dtype`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn exec_reduce_map(
+    op: ReduceOp,
+    map: BinaryOp,
+    dtype: DType,
+    a: Val,
+    b: Val,
+    dst: Val,
+    rows: usize,
+    row_len: usize,
+) -> Result<()> {
+    use pyasc_kernels::reduce_map::{maps, sum_map_f32, sum_map_f64};
+    let Val::Ptr(dp) = dst else { return Err(IrError::internal("reduction into a scalar register")) };
+    if op != ReduceOp::Sum || !maps(map) {
+        return Err(IrError::internal(format!("no mapped {} of {}", op.name(), map.name())));
+    }
+    let row = |v: Val, i: usize| -> Val {
+        match v {
+            // SAFETY: row `i` lies inside the operand (caller's contract).
+            Val::Ptr(p) => Val::Ptr(unsafe { p.add(i * row_len * dtype.size()) }),
+            s => s,
+        }
+    };
+    // SAFETY: rows and destinations are valid per the caller's contract.
+    unsafe {
+        for i in 0..rows {
+            match dtype {
+                DType::F32 => {
+                    let s = sum_map_f32(map, src(row(a, i), row_len), src(row(b, i), row_len), row_len);
+                    *(dp as *mut f32).add(i) = s as f32;
+                }
+                DType::F64 => {
+                    let s = sum_map_f64(map, src(row(a, i), row_len), src(row(b, i), row_len), row_len);
+                    *(dp as *mut f64).add(i) = s;
+                }
+                _ => return Err(IrError::internal(format!("no mapped sum for {dtype}"))),
             }
         }
     }

@@ -16,7 +16,7 @@ fn instr_flops(i: &Instr) -> u64 {
         | Instr::Select { .. }
         | Instr::Reduce { .. }
         | Instr::Scan { .. } => 1,
-        Instr::Chain { .. } => 2,
+        Instr::Chain { .. } | Instr::ReduceMap { .. } => 2,
         Instr::Cast { .. } | Instr::Copy { .. } => 0,
     }
 }
@@ -39,6 +39,10 @@ fn instr_ops(i: &Instr, out: &mut Vec<&'static str>) {
         Instr::Cast { .. } => add("cast"),
         Instr::Copy { .. } => add("copy"),
         Instr::Reduce { op, .. } => add(op.name()),
+        Instr::ReduceMap { op, map, .. } => {
+            add(map.name());
+            add(op.name());
+        }
         Instr::Scan { kind, .. } => add(kind.name()),
     }
 }

@@ -9,7 +9,7 @@
 //! instruction, each a SIMD loop over the whole tile, while the next tile's memory is
 //! prefetched. Very large outputs are computed in scratch and written with streaming stores.
 
-use crate::instr::{exec, exec_reduce, exec_scan, Val};
+use crate::instr::{exec, exec_reduce, exec_reduce_map, exec_scan, Val};
 use crate::layout::{broadcast_strides, classify, collapse, gather_elems, Access};
 use crate::pool::num_threads;
 use crate::view::{read_scalar, InputView, OutputPtr, SendPtr};
@@ -395,7 +395,11 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
     // float32 1.70-1.74 -> 1.60-1.63 ms, x / sqrt(mean(x*x) + eps) 1.32 -> 1.19 ms, A/B in one
     // process; a lone row sum (0.19 -> 0.24 ms) and x - mean(x) (0.78 -> 0.90 ms) were slower
     // with it.
-    let passes = k.body.iter().filter(|i| per_element(i) && !matches!(i, Instr::Reduce { .. })).count();
+    let passes = k
+        .body
+        .iter()
+        .filter(|i| per_element(i) && !matches!(i, Instr::Reduce { .. } | Instr::ReduceMap { .. }))
+        .count();
     // Elementwise kernels of two or more passes over the tile too (while they compute from
     // cache, the next tile's lines arrive): over 2**24 float32, max(x * 1.5 + 0.25, 0) 4.9 ->
     // 4.3 ms, the same minus 0.5 5.7 -> 3.9 ms, then squared plus 1 6.8 -> 4.5 ms, A/B in one
@@ -581,7 +585,7 @@ unsafe fn run_tile(
         // A reduction of a uniform value is not uniform (a sum depends on the row length): it
         // runs row by row below.
         let uniform = k.regs[d].kind == RegKind::Tile
-            && !matches!(ins, Instr::Reduce { .. } | Instr::Scan { .. })
+            && !matches!(ins, Instr::Reduce { .. } | Instr::ReduceMap { .. } | Instr::Scan { .. })
             && ins.srcs().iter().all(|r| matches!(scratch.vals[r.0 as usize], Val::Scalar(_)));
         if uniform {
             // Every operand is one broadcast value (a constant or a broadcast argument):
@@ -675,6 +679,12 @@ unsafe fn exec_level(k: &TileKernel, ins: &Instr, vals: &[Val], local: &mut [Val
         let s = src.0 as usize;
         // SAFETY: the source holds `rows` rows of `c` elements; the destination `rows` values.
         return unsafe { exec_reduce(op, k.regs[s].dtype, vals[s], vals[dst.0 as usize], rows, c) };
+    }
+    if let Instr::ReduceMap { op, map, dst, a, b } = *ins {
+        let dtype = k.regs[a.0 as usize].dtype;
+        let (va, vb, vd) = (vals[a.0 as usize], vals[b.0 as usize], vals[dst.0 as usize]);
+        // SAFETY: the operands hold `rows` rows of `c` elements (or are scalars); the destination `rows` values.
+        return unsafe { exec_reduce_map(op, map, dtype, va, vb, vd, rows, c) };
     }
     if let Instr::Scan { kind, dst, src } = *ins {
         // SAFETY: source and destination hold `rows` rows of `c` elements.

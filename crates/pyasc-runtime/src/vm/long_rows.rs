@@ -5,7 +5,7 @@
 //! folded in chunk order, so the result does not depend on the number of threads.
 
 use super::{Scratch, BLOCKS_PER_THREAD, PARALLEL_THRESHOLD};
-use crate::instr::{exec, exec_reduce, write_scalar, Val};
+use crate::instr::{exec, exec_reduce, exec_reduce_map, write_scalar, Val};
 use crate::layout::gather_elems;
 use crate::pool::num_threads;
 use crate::view::{read_scalar, SendPtr};
@@ -34,6 +34,7 @@ pub(super) fn chunkable(k: &TileKernel) -> bool {
     k.regs.iter().all(|r| !(r.row && matches!(r.kind, RegKind::Arg(_))))
         && k.body.iter().all(|ins| match ins {
             Instr::Reduce { dst, src, .. } => !row(src) && row(dst) && plain(k.regs[src.0 as usize].dtype),
+            Instr::ReduceMap { dst, a, b, .. } => !row(a) && !row(b) && row(dst),
             // A running value would have to carry from chunk to chunk.
             Instr::Scan { .. } => false,
             _ if row(&ins.dst()) => {
@@ -60,7 +61,7 @@ pub(super) fn run(
     let chunk = if all_uniform && !element_outs { c } else { CHUNK };
     let chunks = c.div_ceil(chunk);
     let items = rows * chunks;
-    let reductions = k.body.iter().filter(|i| matches!(i, Instr::Reduce { .. })).count();
+    let reductions = k.body.iter().filter(|i| matches!(i, Instr::Reduce { .. } | Instr::ReduceMap { .. })).count();
     let threads = num_threads();
     let blocks =
         if k.shape.numel() < PARALLEL_THRESHOLD || threads == 1 { 1 } else { items.min(threads * BLOCKS_PER_THREAD) };
@@ -189,6 +190,29 @@ unsafe fn run_chunk(
             partials.push(unsafe { partial(op, k.regs[s].dtype, sc.vals[s], len, offset)? });
             continue;
         }
+        if let Instr::ReduceMap { op, map, dst, a, b } = *ins {
+            let mut slot = [0u64; 1];
+            let one = Val::Ptr(slot.as_mut_ptr() as *mut u8);
+            let dtype = k.regs[dst.0 as usize].dtype;
+            let (va, vb) = (sc.vals[a.0 as usize], sc.vals[b.0 as usize]);
+            // SAFETY: the operands hold the chunk's `len` elements (or are scalars); the slot one
+            // float64 (float32 chunks keep float64 partials, as plain sums do).
+            unsafe {
+                if dtype == DType::F32 {
+                    let s = pyasc_kernels::reduce_map::sum_map_f32(
+                        map,
+                        crate::instr::src(va, len),
+                        crate::instr::src(vb, len),
+                        len,
+                    );
+                    partials.push((Scalar::Float(s), 0));
+                } else {
+                    exec_reduce_map(op, map, dtype, va, vb, one, 1, len)?;
+                    partials.push((read_scalar(slot.as_ptr() as *const u8, dtype), 0));
+                }
+            }
+            continue;
+        }
         if k.regs[d].row {
             continue; // per-row instructions run once the row is folded
         }
@@ -310,8 +334,12 @@ unsafe fn finish_row(
     let mut q = 0;
     for ins in &k.body {
         let d = ins.dst().0 as usize;
-        if let Instr::Reduce { op, src, dst } = *ins {
-            let dtype = k.regs[src.0 as usize].dtype;
+        let reduced = match *ins {
+            Instr::Reduce { op, src, dst } => Some((op, k.regs[src.0 as usize].dtype, dst)),
+            Instr::ReduceMap { op, dst, .. } => Some((op, k.regs[dst.0 as usize].dtype, dst)),
+            _ => None,
+        };
+        if let Some((op, dtype, dst)) = reduced {
             let mut acc = partials[q];
             for chunk in partials[q..].iter().step_by(reductions).skip(1) {
                 acc = fold(op, dtype.is_float(), acc, *chunk);
