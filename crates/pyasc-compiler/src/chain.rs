@@ -41,7 +41,7 @@ fn arithmetic(op: BinaryOp) -> bool {
 }
 
 /// Is `t` read by an instruction of `rest` before `rest` writes it again?
-fn read_later(rest: &[Instr], t: Reg) -> bool {
+pub(crate) fn read_later(rest: &[Instr], t: Reg) -> bool {
     for ins in rest {
         if ins.srcs().contains(&t) {
             return true;

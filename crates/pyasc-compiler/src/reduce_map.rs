@@ -8,6 +8,7 @@
 //! are bit-identical. `sum(d * d)` of a variance and `sum(x * x)` of an RMS norm are the
 //! common cases.
 
+use crate::chain::read_later;
 use crate::pass::{CompileState, Pass};
 use pyasc_ir::error::Result;
 use pyasc_ir::op::{BinaryOp, ReduceOp};
@@ -36,19 +37,6 @@ impl Pass for ReduceMapPass {
         }
         Ok(())
     }
-}
-
-/// Is `t` read by an instruction of `rest` before `rest` writes it again?
-fn read_later(rest: &[Instr], t: Reg) -> bool {
-    for ins in rest {
-        if ins.srcs().contains(&t) {
-            return true;
-        }
-        if ins.dst() == t {
-            return false;
-        }
-    }
-    false
 }
 
 /// Fuses every eligible pair of `k`'s body; returns how many.
