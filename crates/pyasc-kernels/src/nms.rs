@@ -12,10 +12,12 @@
 //!   runs the suppression of the CUDA kernels of torchvision and detectron on the CPU: for each
 //!   box, a 64-bit mask per block of 64 later boxes says which of them it suppresses (IoU
 //!   strictly above the threshold; a NaN IoU suppresses nothing), rows computed in parallel;
-//!   one sequential sweep ORs the masks of kept boxes into a removal bitset. Rows are taken
-//!   [`CHUNK_ROWS`] at a time and rows already removed by earlier chunks are never computed,
-//!   so clustered inputs (most boxes suppressed) cost far less than the full triangle, and
-//!   the masks in memory stay at `CHUNK_ROWS × n / 64` words.
+//!   one sequential sweep ORs the masks of kept boxes into a removal bitset. The sweep takes
+//!   the next rows not yet removed (up to [`CHUNK_ROWS`], fewer while most rows of a chunk
+//!   turn out suppressed by earlier rows of the same chunk), computes their masks in parallel,
+//!   then sweeps them: rows removed by earlier chunks are never computed, so clustered inputs
+//!   (most boxes suppressed) cost far less than the full triangle, and the masks in memory stay
+//!   at `CHUNK_ROWS × n / 64` words.
 //! * [`batched_nms`] runs [`nms`] within each category (boxes of different categories never
 //!   suppress each other) and returns the kept boxes in global score order.
 //! * [`nms_mask`] is the sweep alone over a given IoU matrix whose rows are in score order.
@@ -29,8 +31,11 @@ use rayon::prelude::*;
 use std::ops::{Add, Div, Mul, Sub};
 use std::time::{Duration, Instant};
 
-/// Rows whose suppression masks are computed together before the sweep takes them.
-pub const CHUNK_ROWS: usize = 128;
+/// Rows not yet removed whose suppression masks are computed together before the sweep takes them.
+pub const CHUNK_ROWS: usize = 64;
+
+/// The fewest rows a chunk shrinks to.
+const MIN_CHUNK_ROWS: usize = 8;
 
 /// Lanes per suppression mask word.
 const LANES: usize = 64;
@@ -278,43 +283,58 @@ pub fn sweep<T: Coord>(c: &Columns<T>, iou_threshold: f64, host: &mut Host<'_>) 
     let blocks = n.div_ceil(LANES);
     let mut remv = vec![0u64; blocks];
     let mut keep = Vec::new();
-    let mut masks = vec![0u64; CHUNK_ROWS.min(n) * blocks];
+    let mut masks: Vec<u64> = Vec::new();
     let mut live: Vec<usize> = Vec::with_capacity(CHUNK_ROWS);
+    // Rows per chunk: halved after a chunk whose rows were mostly suppressed by rows of the same
+    // chunk (their masks were computed for nothing), doubled after one that kept most of them.
+    let mut chunk = CHUNK_ROWS;
+    let mut cursor = 0;
     let mut next_poll = Instant::now() + POLL_EVERY;
-    for start in (0..n).step_by(CHUNK_ROWS) {
-        let end = (start + CHUNK_ROWS).min(n);
+    while cursor < n {
+        // The next rows not yet removed: only they can be kept, so only their masks are needed.
         live.clear();
-        live.extend((start..end).filter(|&r| !removed(&remv, r)));
-        if live.is_empty() {
-            continue;
-        }
-        let first_block = start / LANES;
-        let row_words = blocks - first_block;
-        let rows = &mut masks[..(end - start) * row_words];
-        let fill = |(k, out): (usize, &mut [u64])| {
-            let r = start + k;
-            if !removed(&remv, r) {
-                // Row r starts at its own block; the words before it are not needed.
-                let skip = r / LANES - first_block;
-                dispatch(MaskRow { r, t, c, out: &mut out[skip..] });
+        while cursor < n && live.len() < chunk {
+            if cursor % LANES == 0 && remv[cursor / LANES] == u64::MAX {
+                cursor += LANES;
+                continue;
             }
+            if !removed(&remv, cursor) {
+                live.push(cursor);
+            }
+            cursor += 1;
+        }
+        let Some(&first) = live.first() else { break };
+        let first_block = first / LANES;
+        let row_words = blocks - first_block;
+        masks.resize(masks.len().max(live.len() * row_words), 0);
+        let rows = &mut masks[..live.len() * row_words];
+        let live_rows = &live;
+        // Row r's masks start at its own block; the words before it are not needed.
+        let fill = |(k, out): (usize, &mut [u64])| {
+            let r = live_rows[k];
+            dispatch(MaskRow { r, t, c, out: &mut out[r / LANES - first_block..] });
         };
-        if live.len() * (n - start) < PARALLEL_PAIRS {
+        if live.len() * (n - first) < PARALLEL_PAIRS {
             rows.chunks_mut(row_words).enumerate().for_each(fill);
         } else {
             (host.par)(&mut || rows.par_chunks_mut(row_words).enumerate().with_max_len(1).for_each(fill));
         }
-        for &r in &live {
+        let kept_before = keep.len();
+        for (k, &r) in live.iter().enumerate() {
             if removed(&remv, r) {
                 continue;
             }
             keep.push(r);
-            let skip = r / LANES - first_block;
-            let row = &masks[(r - start) * row_words + skip..(r - start + 1) * row_words];
+            let row = &rows[k * row_words + r / LANES - first_block..(k + 1) * row_words];
             for (d, &m) in remv[r / LANES..].iter_mut().zip(row) {
                 *d |= m;
             }
         }
+        chunk = if 2 * (keep.len() - kept_before) >= live.len() {
+            (2 * chunk).min(CHUNK_ROWS)
+        } else {
+            (chunk / 2).max(MIN_CHUNK_ROWS)
+        };
         if Instant::now() >= next_poll {
             if (host.poll)() {
                 return Err(Stopped);
@@ -325,20 +345,30 @@ pub fn sweep<T: Coord>(c: &Columns<T>, iou_threshold: f64, host: &mut Host<'_>) 
     Ok(keep)
 }
 
+/// A key whose ascending order is `s`'s descending order: NaN first, then the numbers from
+/// largest to smallest, with -0 equal to +0.
+#[inline]
+fn descending_key(s: f64) -> u64 {
+    if s.is_nan() {
+        return 0;
+    }
+    let bits = (if s == 0.0 { 0.0f64 } else { s }).to_bits();
+    let ascending = if bits >> 63 == 1 { !bits } else { bits | 1 << 63 };
+    // NaN takes 0; no number maps there (the largest ascending key is below u64::MAX).
+    !ascending
+}
+
 /// `0..n` sorted by `scores` descending, stably (ties keep the lower index first; NaN counts
 /// as the largest score).
 pub fn score_order(scores: &[f64]) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..scores.len()).collect();
-    let cmp = |&i: &usize, &j: &usize| {
-        let (a, b) = (scores[i], scores[j]);
-        b.partial_cmp(&a).unwrap_or_else(|| b.is_nan().cmp(&a.is_nan()))
-    };
-    if scores.len() > 1 << 14 {
-        order.par_sort_by(cmp);
+    let mut keyed: Vec<(u64, usize)> = scores.iter().enumerate().map(|(i, &s)| (descending_key(s), i)).collect();
+    // The index makes every key distinct, so an unstable sort gives the stable order.
+    if keyed.len() > 1 << 14 {
+        keyed.par_sort_unstable();
     } else {
-        order.sort_by(cmp);
+        keyed.sort_unstable();
     }
-    order
+    keyed.into_iter().map(|(_, i)| i).collect()
 }
 
 /// Greedy NMS with torchvision's semantics: the indices of the kept boxes of `boxes` (`4n`

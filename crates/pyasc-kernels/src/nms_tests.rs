@@ -207,3 +207,15 @@ fn pack8_gathers_the_low_bit_of_each_byte() {
         assert_eq!(crate::nms::pack8(u64::from_le_bytes(bytes)), v as u8);
     }
 }
+
+#[test]
+fn score_order_is_a_stable_descending_sort() {
+    let s = [0.5, -0.0, f64::NAN, 0.0, 1.0, -1.0, 0.5, f64::INFINITY, f64::NEG_INFINITY, 1e-300, -1e-300];
+    let mut want: Vec<usize> = (0..s.len()).collect();
+    want.sort_by(|&i, &j| {
+        let (a, b) = (s[i], s[j]);
+        b.partial_cmp(&a).unwrap_or_else(|| b.is_nan().cmp(&a.is_nan()))
+    });
+    assert_eq!(score_order(&s), want);
+    assert_eq!(score_order(&s), vec![2, 7, 4, 0, 6, 9, 1, 3, 10, 5, 8]);
+}
