@@ -251,3 +251,22 @@ def test_every_isa_gives_the_same_answer():
     s = rng.integers(0, 50, 2000) / 50
     assert runs["scalar"]["keep"] == nms_ref(b, s, 0.4).tolist()
     assert runs["scalar"]["isa"] == "scalar"
+
+
+def test_float16_lists_and_device_arrays_are_accepted():
+    rng = np.random.default_rng(8)
+    b, s = clustered(rng, 50, np.float32)
+    got16 = ops.box_iou(b.astype(np.float16), b.astype(np.float16))
+    assert got16.dtype == np.float32
+    np.testing.assert_array_equal(got16, iou_ref(b.astype(np.float16), b.astype(np.float16), np.float32))
+    np.testing.assert_array_equal(ops.nms(b.tolist(), s.tolist(), 0.5), nms_ref(b.astype(np.float64), s, 0.5))
+    dev = pyasc.to_device(b)
+    np.testing.assert_array_equal(ops.box_iou(dev, b), iou_ref(b, b, np.float32))
+    np.testing.assert_array_equal(ops.nms(dev, s, 0.5), nms_ref(b, s, 0.5))
+
+
+def test_a_result_too_large_for_memory_is_a_typed_error():
+    # 2**46 float32 results (256 TiB): more than any address space holds.
+    big = np.zeros((1 << 23, 4), np.float32)
+    with pytest.raises(pyasc.OutOfMemoryError):
+        ops.box_iou(big, big)

@@ -48,7 +48,13 @@ fn box_iou_t<'py, T: Coord + numpy::Element>(
     let (a, b): (PyReadonlyArray2<T>, PyReadonlyArray2<T>) = (a.extract()?, b.extract()?);
     let (sa, sb) = (rows(&a, 4, "boxes1")?, rows(&b, 4, "boxes2")?);
     let (n, m) = (sa.len() / 4, sb.len() / 4);
-    let mut out = vec![T::ZERO; n * m];
+    // A matrix too large for memory is an OutOfMemoryError, not an aborted process.
+    let too_big =
+        || to_py(IrError::new(ErrorKind::OutOfMemory, format!("box_iou: a {n} x {m} result does not fit in memory")));
+    let len = n.checked_mul(m).ok_or_else(too_big)?;
+    let mut out: Vec<T> = Vec::new();
+    out.try_reserve_exact(len).map_err(|_| too_big())?;
+    out.resize(len, T::ZERO);
     py.detach(|| pool::install(|| nms::box_iou(sa, sb, &mut out)));
     let arr = Array2::from_shape_vec((n, m), out).map_err(|e| to_py(IrError::internal(e.to_string())))?;
     Ok(PyArray2::from_owned_array(py, arr).into_any())
