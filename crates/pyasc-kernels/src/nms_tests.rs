@@ -192,12 +192,22 @@ fn a_poll_that_asks_to_stop_stops_the_sweep() {
     let spread: Vec<f64> =
         b.chunks(4).enumerate().flat_map(|(i, v)| [v[0] + 1e4 * i as f64, v[1], v[2] + 1e4 * i as f64, v[3]]).collect();
     let c = Columns::gather(&spread, 0..20_000);
-    let par = |g: &mut (dyn FnMut() + Send)| g();
-    let start = std::time::Instant::now();
-    let mut poll = || start.elapsed() > std::time::Duration::from_millis(1);
+    // Each parallel section (one per chunk of rows) takes at least a millisecond, so the sweep
+    // outlives the poll interval whatever the machine's speed.
+    let par = |g: &mut (dyn FnMut() + Send)| {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        g()
+    };
+    let mut polls = 0;
+    let mut poll = || {
+        polls += 1;
+        true
+    };
     let mut host = Host { par: &par, poll: &mut poll };
-    std::thread::sleep(std::time::Duration::from_millis(2));
     assert_eq!(sweep(&c, 0.5, &mut host), Err(Stopped));
+    assert_eq!(polls, 1);
+    // A poll that never asks to stop lets the sweep finish: every box is kept.
+    assert_eq!(with_plain_host(|h| sweep(&c, 0.5, h)).unwrap().len(), 20_000);
 }
 
 #[test]
