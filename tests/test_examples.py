@@ -5,6 +5,9 @@ from __future__ import annotations
 import importlib.util
 import pathlib
 
+import numpy as np
+from test_nms import nms_ref
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
@@ -28,3 +31,23 @@ def test_sr_inference_mixed_precision_keeps_the_image():
     assert r["shape"] == (1, 3, 96, 96) and r["dtype"] == "float32"
     # bfloat16 operands with float32 sums: far above the 40 dB the network needs.
     assert r["psnr"] >= 40.0
+
+
+def test_yolo_postprocess_keeps_the_numpy_detections():
+    mod = load("yolo_postprocess")
+    r = mod.main(["--objects", "12", "--repeat", "1"])
+    assert r["same"] and r["detections"] > 0
+    # Independently: a one-box-at-a-time greedy NMS of the class-shifted candidates keeps the same
+    # boxes in the same order. (Per-class NMS without the shift can differ: shifting by
+    # class * 7680 rounds float32 corners.)
+    x = mod.make_prediction(12)[0]
+    x = x[x[:, 4] > 0.25]
+    conf_all = x[:, 5:] * x[:, 4:5]
+    cls, conf = conf_all.argmax(1), conf_all.max(1)
+    sel = conf > 0.25
+    xy, wh = x[sel, 0:2], x[sel, 2:4]
+    boxes = np.concatenate([xy - wh / 2, xy + wh / 2], 1)
+    shifted = boxes + (cls[sel] * 7680.0).astype(np.float32)[:, None]
+    keep = nms_ref(shifted, conf[sel], 0.45)[:300]
+    np.testing.assert_array_equal(r["got"][:, :4], boxes[keep])
+    np.testing.assert_array_equal(r["got"][:, 5], cls[sel][keep])

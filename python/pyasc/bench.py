@@ -641,6 +641,10 @@ def run(quick: bool = False, only: Optional[List[str]] = None) -> int:
         from .bench_graph import run_entries
 
         run_entries(want, quick, repeat, summary)
+    if want & {"nms", "yolo_postprocess"}:
+        from .bench_detection import run_entries as run_detection
+
+        run_detection(want, quick, repeat, summary)
     print("\nsummary")
     for line in summary:
         print(f"  {line}")

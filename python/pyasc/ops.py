@@ -158,3 +158,7 @@ def cast(x: Any, dtype: Any) -> Any:
 
     key = f"cast_{np.dtype(dtype).name}"
     return _eager_op(key, lambda t: _pyasc.apply_cast(t, dtype))(x)
+
+
+# Detection ops (``pyasc.ops.box_iou``, ``nms``, ``batched_nms``, ``nms_mask``), one module of their own.
+from .detection import batched_nms, box_iou, nms, nms_mask  # noqa: E402,F401

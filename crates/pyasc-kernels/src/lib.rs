@@ -1,5 +1,6 @@
 //! SIMD primitives for pyasc's tile VM: elementwise math, arithmetic, comparisons, casts,
-//! flash-attention blocks ([`attention`]) and
+//! flash-attention blocks ([`attention`]), detection (box IoU and non-maximum suppression,
+//! [`nms`]) and
 //! matrix multiplication ([`gemm`]: float32/float64 over the `gemm` crate, bfloat16/float16
 //! operands with float32 sums through packed AVX-512 BF16 kernels or float32 conversion).
 //!
@@ -28,6 +29,9 @@ mod gemm_lowp;
 mod gemm_lowp_tests;
 pub mod isa;
 mod math;
+pub mod nms;
+#[cfg(test)]
+mod nms_tests;
 pub mod reduce;
 mod reduce_avx512;
 pub mod reduce_map;

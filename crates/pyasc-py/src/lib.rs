@@ -17,6 +17,7 @@
 //! * [`precision`]: `precision_scope` and the `precision_mode` option.
 //! * [`placement`]: which device new DeviceArrays and CPU operators go to (and its test switch).
 //! * [`monitor`]: utilization and temperature.
+//! * [`detection`]: box IoU and non-maximum suppression on NumPy arrays.
 //! * [`events`]: the event stream (passes, kernels, blocks, stream tasks) as Python dicts.
 
 use pyo3::prelude::*;
@@ -25,6 +26,7 @@ pub mod args;
 pub mod arrays;
 pub mod boundary;
 pub mod compiled;
+pub mod detection;
 pub mod device_array;
 pub mod dlpack;
 pub mod dlpack_import;
@@ -88,6 +90,9 @@ fn _pyasc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace_ops::apply_take, m)?)?;
     m.add_function(wrap_pyfunction!(trace_ops::apply_scan, m)?)?;
     m.add_function(wrap_pyfunction!(trace_sort::apply_sort, m)?)?;
+    m.add_function(wrap_pyfunction!(detection::_box_iou, m)?)?;
+    m.add_function(wrap_pyfunction!(detection::_nms, m)?)?;
+    m.add_function(wrap_pyfunction!(detection::_nms_mask, m)?)?;
     m.add_function(wrap_pyfunction!(trace_ops::apply_constant_array, m)?)?;
     m.add_function(wrap_pyfunction!(update_ops::apply_scatter, m)?)?;
     m.add_function(wrap_pyfunction!(update_ops::rebind, m)?)?;
