@@ -454,7 +454,11 @@ pub unsafe fn exec_reduce(op: ReduceOp, dtype: DType, input: Val, dst: Val, rows
             match (op, dtype) {
                 (ReduceOp::ArgMax | ReduceOp::ArgMin, _) => {
                     let max = op == ReduceOp::ArgMax;
-                    let idx = with_dtype!(dtype, T => r::arg_extreme(rowslice!(T), max));
+                    let idx = match dtype {
+                        DType::F32 => r::arg_extreme_f32(rowslice!(f32), max),
+                        DType::F64 => r::arg_extreme_f64(rowslice!(f64), max),
+                        _ => with_dtype!(dtype, T => r::arg_extreme(rowslice!(T), max)),
+                    };
                     *(dp as *mut i64).add(i) = idx as i64;
                 }
                 (ReduceOp::Any, DType::Bool) => *dp.add(i) = r::any_u8(rowslice!(u8)) as u8,
