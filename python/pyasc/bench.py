@@ -641,6 +641,10 @@ def run(quick: bool = False, only: Optional[List[str]] = None) -> int:
         from .bench_graph import run_entries
 
         run_entries(want, quick, repeat, summary)
+    if want & {"stencil", "stencil_steps", "stencil_3d"}:
+        from .bench_stencil import run_entries as run_stencil
+
+        run_stencil(want, quick, repeat, summary)
     print("\nsummary")
     for line in summary:
         print(f"  {line}")

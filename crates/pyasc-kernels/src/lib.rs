@@ -33,6 +33,10 @@ mod reduce_avx512;
 pub mod scan;
 mod scan_simd;
 mod src;
+pub mod stencil;
+pub mod stencil_sweep;
+#[cfg(test)]
+mod stencil_tests;
 pub mod unary;
 
 pub use cast::{cast, fill, select};
