@@ -37,6 +37,7 @@ pub mod stencil;
 pub mod stencil_sweep;
 #[cfg(test)]
 mod stencil_tests;
+mod stencil_wave;
 pub mod unary;
 
 pub use cast::{cast, fill, select};

@@ -33,7 +33,7 @@ pub struct Layout {
 }
 
 impl Layout {
-    fn slab(&self) -> usize {
+    pub(crate) fn slab(&self) -> usize {
         self.shape[1] * self.shape[2]
     }
 
@@ -84,7 +84,7 @@ impl<T: StencilFloat> Fixed<'_, T> {
 }
 
 /// Rewrites the fixed cells of slabs `s0..s1` in `dst` (whose first cell is global `base`).
-fn restore<T: StencilFloat>(l: &Layout, fixed: Fixed<T>, dst: &mut [T], base: usize, s0: usize, s1: usize) {
+pub(crate) fn restore<T: StencilFloat>(l: &Layout, fixed: Fixed<T>, dst: &mut [T], base: usize, s0: usize, s1: usize) {
     let (slab, n2) = (l.slab(), l.shape[2]);
     let (r0, r1) = l.inner(0);
     let (a1, b1) = l.inner(1);
@@ -139,20 +139,35 @@ pub struct Blocking {
     pub steps: usize,
     /// Slabs each band owns.
     pub band: usize,
+    /// Steps are pipelined slab by slab through per-step rings ([`crate::stencil_wave`]) rather
+    /// than advanced as overlapped trapezoids in a band-sized buffer.
+    pub wave: bool,
 }
+
+/// Slabs of at least this many cells are swept as a wavefront.
+const WAVE_SLAB: usize = 256;
+/// Most steps one wavefront advances.
+const WAVE_STEPS: usize = 32;
 
 /// Chooses the blocking: two local buffers of a band and its `k` halos fit in `cache_bytes`.
 pub fn blocking(l: &Layout, elem: usize, steps: usize, threads: usize, cache_bytes: usize) -> Blocking {
     let halo = l.lo[0] + l.hi[0];
     let n0 = l.shape[0];
+    if steps > 1 && l.slab() >= WAVE_SLAB {
+        let ring = crate::stencil_wave::ring_len(l) * l.slab() * elem;
+        let k = steps.min(WAVE_STEPS).min(1 + cache_bytes / ring.max(1));
+        if k > 1 {
+            return Blocking { steps: k, band: n0.div_ceil(threads.max(1)).max(1), wave: true };
+        }
+    }
     let cap = cache_bytes / (2 * l.slab() * elem).max(1);
     let k = if halo == 0 { steps.min(8) } else { steps.min(8).min(cap / (2 * halo)) };
     if k <= 1 || steps == 1 {
         let band = n0.div_ceil(8 * threads.max(1)).max(1);
-        return Blocking { steps: 1, band };
+        return Blocking { steps: 1, band, wave: false };
     }
     let band = (cap - k * halo).min(n0.div_ceil(2 * threads.max(1))).max(1);
-    Blocking { steps: k, band }
+    Blocking { steps: k, band, wave: false }
 }
 
 /// The sources of one step: the first field's current state, the other fields as given.
@@ -166,7 +181,7 @@ fn srcs_of<'a, T>(fields: &[&'a [T]], first: &'a [T], base: usize) -> Vec<Src<'a
 pub type Par<'a> = &'a dyn Fn(usize, &(dyn Fn(usize) + Sync));
 
 /// A band's two local buffers and its registers, kept for the next band.
-type Locals<T> = Mutex<Vec<(Vec<T>, Vec<T>, Scratch<T>)>>;
+type Locals<T> = Mutex<Vec<(Vec<T>, Vec<T>, Scratch<T>, Vec<Vec<T>>)>>;
 
 #[derive(Copy, Clone)]
 struct SendPtr<T>(*mut T);
@@ -218,6 +233,7 @@ pub fn sweep<T: StencilFloat>(
     let bands = l.shape[0].div_ceil(plan.band);
     let slab = l.slab();
     let locals: Locals<T> = Mutex::new(Vec::new());
+    let slab_prog = if plan.wave { Some(crate::stencil_wave::SlabProgram::new(prog, l)) } else { None };
     let out_ptr = SendPtr(out.as_mut_ptr());
     let tmp_ptr = SendPtr(tmp.as_mut_ptr());
     let mut done = 0;
@@ -243,9 +259,24 @@ pub fn sweep<T: StencilFloat>(
             // SAFETY: bands own disjoint slab ranges of the destination, which holds `len` cells.
             let dst = unsafe { std::slice::from_raw_parts_mut(dst_ptr.get().add(s0 * slab), (s1 - s0) * slab) };
             let mut local = locals.lock().expect("stencil buffers poisoned").pop();
-            let (mut b0, mut b1, mut scratch) =
-                local.take().unwrap_or_else(|| (Vec::new(), Vec::new(), Scratch::new(prog)));
-            if k == 1 {
+            let (mut b0, mut b1, mut scratch, mut rings) =
+                local.take().unwrap_or_else(|| (Vec::new(), Vec::new(), Scratch::new(prog), Vec::new()));
+            if let (Some(sp), true) = (slab_prog.as_ref(), k > 1) {
+                rings.resize_with(k - 1, Vec::new);
+                crate::stencil_wave::wave_band(
+                    sp,
+                    l,
+                    fields,
+                    src,
+                    fixed,
+                    dst,
+                    s0,
+                    s1,
+                    k,
+                    &mut rings[..k - 1],
+                    &mut scratch,
+                );
+            } else if k == 1 {
                 let srcs = srcs_of(fields, src, 0);
                 step_slabs(prog, l, fixed, &srcs, dst, s0 * slab, s0, s1, &mut scratch);
             } else {
@@ -267,7 +298,7 @@ pub fn sweep<T: StencilFloat>(
                 let srcs = srcs_of(fields, from.as_slice(), g0);
                 step_slabs(prog, l, fixed, &srcs, dst, s0 * slab, s0, s1, &mut scratch);
             }
-            locals.lock().expect("stencil buffers poisoned").push((b0, b1, scratch));
+            locals.lock().expect("stencil buffers poisoned").push((b0, b1, scratch, rings));
         };
         par(bands, &band_work);
     }

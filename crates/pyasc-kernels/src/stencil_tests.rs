@@ -206,3 +206,49 @@ fn fused_sums_give_the_bits_of_binary_chains() {
     };
     assert!(bad.check(1).is_err());
 }
+
+#[test]
+fn wavefront_blocking_matches_plain_steps() {
+    // Rows of 300 cells are swept as a wavefront; a cache of 0 bytes turns blocking off.
+    let (rows, cols) = (123, 300);
+    let u = grid(rows, cols);
+    let v: Vec<f32> = u.iter().map(|x| x * 0.5 - 1.0).collect();
+    let l = Layout { shape: [rows, cols, 1], lo: [2, 1, 0], hi: [0, 1, 0] };
+    assert!(blocking(&l, 4, 37, 2, 1 << 20).wave);
+    assert!(!blocking(&l, 4, 37, 2, 0).wave);
+    let r = |f: usize, d: [isize; 3]| Operand::Read { field: f, offset: l.offset(d) };
+    let prog = Program {
+        instrs: vec![
+            Instr::Sum {
+                ops: vec![r(0, [-2, 0, 0]), r(0, [0, 1, 0]), r(1, [0, -1, 0])],
+                neg: vec![true, false],
+                post: Some((BinOp::Mul, 0.4)),
+                dest: Some(0),
+            },
+            Instr::Bin { op: BinOp::Max, a: Operand::Tmp(0), b: r(0, [-1, -1, 0]), dest: None },
+        ],
+        tmps: 1,
+    };
+    for fixed in [Fixed::Const(0.25f32), Fixed::From(&u)] {
+        let mut want = vec![0.0f32; u.len()];
+        let mut got = vec![0.0f32; u.len()];
+        sweep(&prog, &l, &[&u, &v], fixed, &mut want, 37, 2, 0, &serial).unwrap();
+        sweep(&prog, &l, &[&u, &v], fixed, &mut got, 37, 2, 1 << 20, &serial).unwrap();
+        assert_eq!(got, want);
+    }
+    // A 3-D grid: planes of 20 x 20 cells.
+    let n = 20;
+    let w: Vec<f64> = (0..n * n * n).map(|k| ((k * 31) % 97) as f64 / 7.0).collect();
+    let l = Layout { shape: [n, n, n], lo: [1, 1, 1], hi: [1, 1, 1] };
+    let r = |d: [isize; 3]| Operand::Read { field: 0, offset: l.offset(d) };
+    let ops = vec![r([-1, 0, 0]), r([1, 0, 0]), r([0, -1, 0]), r([0, 1, 0]), r([0, 0, -1]), r([0, 0, 1])];
+    let heat = Program {
+        instrs: vec![Instr::Sum { ops, neg: vec![false; 5], post: Some((BinOp::Div, 6.0)), dest: None }],
+        tmps: 0,
+    };
+    let mut want = vec![0.0f64; w.len()];
+    let mut got = vec![0.0f64; w.len()];
+    sweep(&heat, &l, &[&w], Fixed::Const(1.0), &mut want, 9, 2, 0, &serial).unwrap();
+    sweep(&heat, &l, &[&w], Fixed::Const(1.0), &mut got, 9, 2, 1 << 20, &serial).unwrap();
+    assert_eq!(got, want);
+}
