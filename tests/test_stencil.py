@@ -129,10 +129,12 @@ def test_iterations_in_3d_and_general_bodies():
     def heat3(u):
         return (u[-1, 0, 0] + u[1, 0, 0] + u[0, -1, 0] + u[0, 1, 0] + u[0, 0, -1] + u[0, 0, 1]) / 6.0
 
-    one = u
-    for _ in range(5):
-        one = heat3(one, iterations=1)
-    assert np.array_equal(heat3(u), one)
+    for grid in (u, rng.random((10, 20, 21)).astype(np.float32)):  # planes of 90 and of 420 cells
+        one = grid
+        for _ in range(5):
+            one = heat3(one, iterations=1)
+        out = np.empty_like(grid)
+        assert heat3(grid, out=out) is out and np.array_equal(out, one)
 
     @pyasc.stencil_operator(boundary="wrap")
     def clipped(u):  # np.where and exp: the general path
