@@ -156,3 +156,26 @@ def test_article_fused_attention_is_one_kernel():
     s = q.astype(np.float64) @ k.T.astype(np.float64) / np.sqrt(dim)
     p = np.exp(s - s.max(-1, keepdims=True))
     np.testing.assert_allclose(got, (p / p.sum(-1, keepdims=True)) @ v, rtol=2e-5, atol=2e-6)
+
+
+def test_article_pde_stencil():
+    # 5.3 科学计算：气象预测加速
+    def solve_pde(u, dx, dy, dt):
+        u_new = u.copy()
+        u_new[1:-1, 1:-1] = (u[0:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, 0:-2] + u[1:-1, 2:]) * dt
+        return u_new
+
+    @pyasc.stencil_operator
+    def pde_stencil(u, parameters):
+        # 自动展开为并行计算
+        return (u[-1, 0] + u[1, 0] + u[0, -1] + u[0, 1]) * parameters[0]
+
+    u = np.random.default_rng(11).random((2048, 2048)).astype(np.float32)
+    parameters = np.array([0.25], np.float32)
+    got = pde_stencil(u, parameters)
+    want = solve_pde(u.astype(np.float64), 1.0, 1.0, 0.25)
+    inner = (slice(1, -1), slice(1, -1))
+    np.testing.assert_allclose(got[inner], want[inner], rtol=1e-6)
+    assert (got[0] == 0).all() and (got[:, -1] == 0).all()  # numba.stencil's border: cval
+    skip = pyasc.stencil_operator(boundary="skip")(pde_stencil.__wrapped__)
+    np.testing.assert_allclose(skip(u, parameters), want, rtol=1e-6)

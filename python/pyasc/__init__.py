@@ -103,6 +103,7 @@ from .sorting import (
     topk,
     unique,
 )
+from .stencil import StencilOperator, stencil_operator
 from .streams import (
     DeviceArray,
     Event,
@@ -199,6 +200,8 @@ __all__ = [
     "Pipeline",
     "PipelineError",
     "fused_operator",
+    "stencil_operator",
+    "StencilOperator",
     "GraphMode",
     "LazyArray",
     "layer_norm",

@@ -645,6 +645,10 @@ def run(quick: bool = False, only: Optional[List[str]] = None) -> int:
         from .bench_detection import run_entries as run_detection
 
         run_detection(want, quick, repeat, summary)
+    if want & {"stencil", "stencil_steps", "stencil_3d"}:
+        from .bench_stencil import run_entries as run_stencil
+
+        run_stencil(want, quick, repeat, summary)
     print("\nsummary")
     for line in summary:
         print(f"  {line}")

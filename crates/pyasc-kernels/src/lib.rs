@@ -38,6 +38,11 @@ pub mod reduce_map;
 pub mod scan;
 mod scan_simd;
 mod src;
+pub mod stencil;
+pub mod stencil_sweep;
+#[cfg(test)]
+mod stencil_tests;
+mod stencil_wave;
 pub mod unary;
 
 pub use cast::{cast, fill, select};

@@ -42,6 +42,7 @@ pub mod operands;
 pub mod operator;
 pub mod placement;
 pub mod precision;
+pub mod stencil;
 pub mod stream;
 pub mod tensor;
 pub mod trace_ops;
@@ -105,6 +106,7 @@ fn _pyasc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(precision::precision_scope_push, m)?)?;
     m.add_function(wrap_pyfunction!(precision::precision_scope_pop, m)?)?;
     m.add_function(wrap_pyfunction!(device_info, m)?)?;
+    m.add_function(wrap_pyfunction!(stencil::stencil_sweep, m)?)?;
     m.add_function(wrap_pyfunction!(monitor::utilization, m)?)?;
     m.add_function(wrap_pyfunction!(monitor::temperature, m)?)?;
     m.add_function(wrap_pyfunction!(monitor::measure_peaks, m)?)?;

@@ -1,0 +1,518 @@
+//! Stencil bodies as small register programs, evaluated over runs of contiguous cells.
+//!
+//! A [`Program`] is the traced body of a stencil: instructions over operands that read a field
+//! at a constant linear offset from the cell being computed, a temporary register, or a
+//! constant. [`eval_range`] evaluates it over a linear range of cells in chunks of [`CHUNK`]
+//! elements: each instruction is one tight loop over a chunk, reading the fields in place (a
+//! read at offset `d` is the source slice shifted by `d`, no copy) and keeping temporaries in
+//! a chunk-sized scratch that stays in L1. Every operation rounds in the element type exactly as
+//! NumPy's elementwise ufuncs do (no contraction into fused multiply-adds), so a cell's value
+//! never depends on how the range was split.
+//!
+//! The loops are compiled once per ISA (AVX-512, AVX2, portable) and chosen at run time by
+//! [`crate::isa::active`].
+
+use crate::isa::{self, Isa};
+use std::ops::{Add, Div, Mul, Neg, Sub};
+
+/// Most operands of one [`Instr::Sum`].
+pub const MAX_SUM: usize = 8;
+
+/// Cells per chunk: the temporaries of a chunk stay in L1.
+pub const CHUNK: usize = 2048;
+
+/// The element types a stencil program computes in.
+pub trait StencilFloat:
+    Copy
+    + Send
+    + Sync
+    + PartialOrd
+    + Add<Output = Self>
+    + Sub<Output = Self>
+    + Mul<Output = Self>
+    + Div<Output = Self>
+    + Neg<Output = Self>
+{
+    /// The nearest value of this type (round to nearest even, as NumPy casts a Python float).
+    fn from_f64(v: f64) -> Self;
+    /// Square root, correctly rounded.
+    fn sqrt(self) -> Self;
+    /// Absolute value.
+    fn abs(self) -> Self;
+    /// Whether the value is NaN.
+    fn is_nan(self) -> bool;
+}
+
+macro_rules! stencil_float {
+    ($t:ty) => {
+        impl StencilFloat for $t {
+            #[inline(always)]
+            fn from_f64(v: f64) -> Self {
+                v as $t
+            }
+            #[inline(always)]
+            fn sqrt(self) -> Self {
+                <$t>::sqrt(self)
+            }
+            #[inline(always)]
+            fn abs(self) -> Self {
+                <$t>::abs(self)
+            }
+            #[inline(always)]
+            fn is_nan(self) -> bool {
+                <$t>::is_nan(self)
+            }
+        }
+    };
+}
+stencil_float!(f32);
+stencil_float!(f64);
+
+/// A binary operation of a stencil body.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum BinOp {
+    /// `a + b`
+    Add,
+    /// `a - b`
+    Sub,
+    /// `a * b`
+    Mul,
+    /// `a / b`
+    Div,
+    /// `np.minimum(a, b)`: NaN if either is NaN.
+    Min,
+    /// `np.maximum(a, b)`: NaN if either is NaN.
+    Max,
+}
+
+/// A unary operation of a stencil body.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum UnOp {
+    /// `-a`
+    Neg,
+    /// `abs(a)`
+    Abs,
+    /// `np.sqrt(a)`
+    Sqrt,
+    /// `a` itself (a body that returns one read).
+    Copy,
+}
+
+/// Where an instruction takes a value from.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum Operand {
+    /// A field read at a linear offset from the cell.
+    Read {
+        /// Which field.
+        field: usize,
+        /// Linear offset from the cell being computed.
+        offset: isize,
+    },
+    /// Temporary register.
+    Tmp(usize),
+    /// A constant (already rounded to the element type when the program is built).
+    Const(f64),
+}
+
+/// One instruction; `dest` is a temporary register, or `None` for the output cell.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Instr {
+    /// `dest = op(a, b)`
+    Bin {
+        /// The operation.
+        op: BinOp,
+        /// Left operand.
+        a: Operand,
+        /// Right operand.
+        b: Operand,
+        /// Register written, `None` for the output.
+        dest: Option<usize>,
+    },
+    /// `dest = post(((a0 ± a1) ± a2) ± ...)`: a left-to-right chain of additions and subtractions
+    /// in one pass (the same roundings as the chain of binary instructions), optionally then
+    /// multiplied or divided by a constant. `a - b` is computed as `a + (-b)`, which IEEE 754
+    /// defines to be the same.
+    Sum {
+        /// The operands, reads or registers, 2 to [`MAX_SUM`] of them.
+        ops: Vec<Operand>,
+        /// Per operand after the first: subtract it instead of adding it.
+        neg: Vec<bool>,
+        /// `Some((Mul, c))` or `Some((Div, c))`: applied to the sum.
+        post: Option<(BinOp, f64)>,
+        /// Register written, `None` for the output.
+        dest: Option<usize>,
+    },
+    /// `dest = op(a)`
+    Un {
+        /// The operation.
+        op: UnOp,
+        /// The operand.
+        a: Operand,
+        /// Register written, `None` for the output.
+        dest: Option<usize>,
+    },
+}
+
+/// A traced stencil body: instructions in order, the last writing the output.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Program {
+    /// The instructions; exactly the last one has `dest: None`.
+    pub instrs: Vec<Instr>,
+    /// Number of temporary registers.
+    pub tmps: usize,
+}
+
+impl Program {
+    /// Checks the program's shape: temporaries in range, written before read and never read by the
+    /// instruction that writes them, the output written last.
+    pub fn check(&self, fields: usize) -> Result<(), String> {
+        let mut written = vec![false; self.tmps];
+        let n = self.instrs.len();
+        if n == 0 {
+            return Err("a stencil program needs at least one instruction".into());
+        }
+        for (i, ins) in self.instrs.iter().enumerate() {
+            let (ops, dest): (Vec<Operand>, Option<usize>) = match ins {
+                Instr::Bin { a, b, dest, .. } => (vec![*a, *b], *dest),
+                Instr::Un { a, dest, .. } => (vec![*a], *dest),
+                Instr::Sum { ops, neg, post, dest } => {
+                    if !(2..=MAX_SUM).contains(&ops.len()) || neg.len() + 1 != ops.len() {
+                        return Err(format!("instruction {i} sums {} operands with {} signs", ops.len(), neg.len()));
+                    }
+                    if ops.iter().any(|o| matches!(o, Operand::Const(_))) {
+                        return Err(format!("instruction {i} sums a constant"));
+                    }
+                    if matches!(post, Some((op, _)) if !matches!(op, BinOp::Mul | BinOp::Div)) {
+                        return Err(format!("instruction {i} scales its sum by {post:?}"));
+                    }
+                    (ops.clone(), *dest)
+                }
+            };
+            for op in ops {
+                match op {
+                    Operand::Tmp(t) if Some(t) == dest => {
+                        return Err(format!("instruction {i} reads the register {t} it writes"))
+                    }
+                    Operand::Tmp(t) if t >= self.tmps || !written[t] => {
+                        return Err(format!("instruction {i} reads register {t} before it is written"))
+                    }
+                    Operand::Read { field, .. } if field >= fields => {
+                        return Err(format!("instruction {i} reads field {field} of {fields}"))
+                    }
+                    _ => {}
+                }
+            }
+            match dest {
+                Some(t) if t >= self.tmps => {
+                    return Err(format!("instruction {i} writes register {t} of {}", self.tmps))
+                }
+                Some(t) if i + 1 < n => written[t] = true,
+                None if i + 1 == n => {}
+                _ => return Err("only the last instruction writes the output".into()),
+            }
+        }
+        Ok(())
+    }
+
+    /// The smallest and largest linear offset the program reads (0, 0 without reads).
+    pub fn offset_range(&self) -> (isize, isize) {
+        let mut lo = 0;
+        let mut hi = 0;
+        for ins in &self.instrs {
+            let ops: Vec<Operand> = match ins {
+                Instr::Bin { a, b, .. } => vec![*a, *b],
+                Instr::Un { a, .. } => vec![*a],
+                Instr::Sum { ops, .. } => ops.clone(),
+            };
+            for op in &ops {
+                if let Operand::Read { offset, .. } = op {
+                    lo = lo.min(*offset);
+                    hi = hi.max(*offset);
+                }
+            }
+        }
+        (lo, hi)
+    }
+}
+
+/// A field as a kernel reads it: `data[i - base]` is the value of global cell `i`.
+#[derive(Copy, Clone)]
+pub struct Src<'a, T> {
+    /// The cells held.
+    pub data: &'a [T],
+    /// Global linear index of `data[0]`.
+    pub base: usize,
+}
+
+enum Val<'a, T> {
+    Slice(&'a [T]),
+    Scalar(T),
+}
+
+#[inline(always)]
+fn min_nan<T: StencilFloat>(a: T, b: T) -> T {
+    if a.is_nan() || a <= b {
+        a
+    } else if b.is_nan() || b < a {
+        b
+    } else {
+        a
+    }
+}
+
+#[inline(always)]
+fn max_nan<T: StencilFloat>(a: T, b: T) -> T {
+    if a.is_nan() || a >= b {
+        a
+    } else if b.is_nan() || b > a {
+        b
+    } else {
+        a
+    }
+}
+
+#[inline(always)]
+fn apply_bin<T: StencilFloat>(op: BinOp, x: T, y: T) -> T {
+    match op {
+        BinOp::Add => x + y,
+        BinOp::Sub => x - y,
+        BinOp::Mul => x * y,
+        BinOp::Div => x / y,
+        BinOp::Min => min_nan(x, y),
+        BinOp::Max => max_nan(x, y),
+    }
+}
+
+#[inline(always)]
+fn bin_loop<T: StencilFloat>(op: BinOp, a: &Val<T>, b: &Val<T>, out: &mut [T]) {
+    macro_rules! each {
+        ($f:expr) => {
+            match (a, b) {
+                (Val::Slice(x), Val::Slice(y)) => {
+                    for ((o, &x), &y) in out.iter_mut().zip(x.iter()).zip(y.iter()) {
+                        *o = $f(x, y);
+                    }
+                }
+                (Val::Slice(x), Val::Scalar(y)) => {
+                    for (o, &x) in out.iter_mut().zip(x.iter()) {
+                        *o = $f(x, *y);
+                    }
+                }
+                (Val::Scalar(x), Val::Slice(y)) => {
+                    for (o, &y) in out.iter_mut().zip(y.iter()) {
+                        *o = $f(*x, y);
+                    }
+                }
+                (Val::Scalar(x), Val::Scalar(y)) => out.fill($f(*x, *y)),
+            }
+        };
+    }
+    match op {
+        BinOp::Add => each!(|x: T, y: T| x + y),
+        BinOp::Sub => each!(|x: T, y: T| x - y),
+        BinOp::Mul => each!(|x: T, y: T| x * y),
+        BinOp::Div => each!(|x: T, y: T| x / y),
+        BinOp::Min => each!(|x: T, y: T| apply_bin(BinOp::Min, x, y)),
+        BinOp::Max => each!(|x: T, y: T| apply_bin(BinOp::Max, x, y)),
+    }
+}
+
+#[inline(always)]
+fn un_loop<T: StencilFloat>(op: UnOp, a: &Val<T>, out: &mut [T]) {
+    let f = |x: T| match op {
+        UnOp::Neg => -x,
+        UnOp::Abs => x.abs(),
+        UnOp::Sqrt => x.sqrt(),
+        UnOp::Copy => x,
+    };
+    match a {
+        Val::Slice(x) => match op {
+            UnOp::Neg => out.iter_mut().zip(x.iter()).for_each(|(o, &x)| *o = -x),
+            UnOp::Abs => out.iter_mut().zip(x.iter()).for_each(|(o, &x)| *o = x.abs()),
+            UnOp::Sqrt => out.iter_mut().zip(x.iter()).for_each(|(o, &x)| *o = x.sqrt()),
+            UnOp::Copy => out.copy_from_slice(&x[..out.len()]),
+        },
+        Val::Scalar(x) => out.fill(f(*x)),
+    }
+}
+
+/// `out = ((s0 ± s1) ± ...)`, then the post operation: one pass with the operand count fixed at
+/// compile time so the sum stays in vector registers.
+#[inline(always)]
+fn sum_n<T: StencilFloat, const N: usize>(
+    s: &[&[T]],
+    sign: &[T; N],
+    signed: bool,
+    post: Option<(BinOp, T)>,
+    out: &mut [T],
+) {
+    let len = out.len();
+    let s: [&[T]; N] = std::array::from_fn(|j| &s[j][..len]);
+    macro_rules! run {
+        ($term:expr, $fin:expr) => {
+            for k in 0..len {
+                let mut acc = s[0][k];
+                for j in 1..N {
+                    acc = acc + $term(s[j][k], sign[j]);
+                }
+                out[k] = $fin(acc);
+            }
+        };
+    }
+    let plain = |x: T, _: T| x;
+    let times = |x: T, g: T| x * g;
+    match (signed, post) {
+        (false, None) => run!(plain, |a: T| a),
+        (false, Some((BinOp::Div, c))) => run!(plain, |a: T| a / c),
+        (false, Some((_, c))) => run!(plain, |a: T| a * c),
+        (true, None) => run!(times, |a: T| a),
+        (true, Some((BinOp::Div, c))) => run!(times, |a: T| a / c),
+        (true, Some((_, c))) => run!(times, |a: T| a * c),
+    }
+}
+
+#[inline(always)]
+fn sum_loop<T: StencilFloat>(s: &[&[T]], neg: &[bool], post: Option<(BinOp, T)>, out: &mut [T]) {
+    let one = T::from_f64(1.0);
+    let mut sign = [one; MAX_SUM];
+    for (g, &n) in sign[1..].iter_mut().zip(neg) {
+        if n {
+            *g = -one;
+        }
+    }
+    let signed = neg.iter().any(|&n| n);
+    macro_rules! arity {
+        ($($n:literal),*) => {
+            match s.len() {
+                $($n => {
+                    let sg: [T; $n] = std::array::from_fn(|j| sign[j]);
+                    sum_n::<T, $n>(s, &sg, signed, post, out)
+                })*
+                n => unreachable!("a sum of {n} operands"),
+            }
+        };
+    }
+    arity!(2, 3, 4, 5, 6, 7, 8);
+}
+
+/// Per-thread temporaries of [`eval_range`]: `tmps` registers of [`CHUNK`] cells.
+pub struct Scratch<T> {
+    regs: Vec<Vec<T>>,
+}
+
+impl<T: StencilFloat> Scratch<T> {
+    /// Registers for `prog`.
+    pub fn new(prog: &Program) -> Self {
+        Scratch { regs: (0..prog.tmps).map(|_| vec![T::from_f64(0.0); CHUNK]).collect() }
+    }
+}
+
+#[inline(always)]
+fn eval_impl<T: StencilFloat>(
+    prog: &Program,
+    srcs: &[Src<T>],
+    dst: &mut [T],
+    dst_base: usize,
+    start: usize,
+    end: usize,
+    scratch: &mut Scratch<T>,
+) {
+    let mut c = start;
+    while c < end {
+        let len = CHUNK.min(end - c);
+        for ins in &prog.instrs {
+            let dest = match ins {
+                Instr::Bin { dest, .. } | Instr::Un { dest, .. } | Instr::Sum { dest, .. } => *dest,
+            };
+            let mut out_reg = dest.map(|t| std::mem::take(&mut scratch.regs[t]));
+            {
+                let regs = &scratch.regs;
+                let val = |op: Operand| -> Val<T> {
+                    match op {
+                        Operand::Read { field, offset } => {
+                            let s = &srcs[field];
+                            let i = (c as isize + offset) as usize - s.base;
+                            Val::Slice(&s.data[i..i + len])
+                        }
+                        Operand::Tmp(t) => Val::Slice(&regs[t][..len]),
+                        Operand::Const(v) => Val::Scalar(T::from_f64(v)),
+                    }
+                };
+                let out: &mut [T] = match out_reg.as_mut() {
+                    Some(r) => &mut r[..len],
+                    None => &mut dst[c - dst_base..c - dst_base + len],
+                };
+                match ins {
+                    Instr::Bin { op, a, b, .. } => bin_loop(*op, &val(*a), &val(*b), out),
+                    Instr::Un { op, a, .. } => un_loop(*op, &val(*a), out),
+                    Instr::Sum { ops, neg, post, .. } => {
+                        let mut slices: [&[T]; MAX_SUM] = [&[]; MAX_SUM];
+                        for (s, o) in slices.iter_mut().zip(ops) {
+                            if let Val::Slice(x) = val(*o) {
+                                *s = x;
+                            }
+                        }
+                        let post = post.map(|(op, v)| (op, T::from_f64(v)));
+                        sum_loop(&slices[..ops.len()], neg, post, out);
+                    }
+                }
+            }
+            if let (Some(t), Some(r)) = (dest, out_reg) {
+                scratch.regs[t] = r;
+            }
+        }
+        c += len;
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vl,avx2")]
+unsafe fn eval_avx512<T: StencilFloat>(
+    prog: &Program,
+    srcs: &[Src<T>],
+    dst: &mut [T],
+    dst_base: usize,
+    start: usize,
+    end: usize,
+    scratch: &mut Scratch<T>,
+) {
+    eval_impl(prog, srcs, dst, dst_base, start, end, scratch)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn eval_avx2<T: StencilFloat>(
+    prog: &Program,
+    srcs: &[Src<T>],
+    dst: &mut [T],
+    dst_base: usize,
+    start: usize,
+    end: usize,
+    scratch: &mut Scratch<T>,
+) {
+    eval_impl(prog, srcs, dst, dst_base, start, end, scratch)
+}
+
+/// Evaluates `prog` for global cells `start..end`, writing `dst[i - dst_base]`.
+///
+/// Panics if a read falls outside its source's slice (the caller sizes sources by the
+/// program's [`Program::offset_range`]).
+pub fn eval_range<T: StencilFloat>(
+    prog: &Program,
+    srcs: &[Src<T>],
+    dst: &mut [T],
+    dst_base: usize,
+    start: usize,
+    end: usize,
+    scratch: &mut Scratch<T>,
+) {
+    match isa::active() {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `active` only reports ISAs this CPU supports.
+        Isa::Avx512 => unsafe { eval_avx512(prog, srcs, dst, dst_base, start, end, scratch) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        Isa::Avx2Fma => unsafe { eval_avx2(prog, srcs, dst, dst_base, start, end, scratch) },
+        _ => eval_impl(prog, srcs, dst, dst_base, start, end, scratch),
+    }
+}
