@@ -641,6 +641,10 @@ def run(quick: bool = False, only: Optional[List[str]] = None) -> int:
         from .bench_graph import run_entries
 
         run_entries(want, quick, repeat, summary)
+    if want & {"mandelbrot", "piecewise"}:
+        from .bench_vectorized import run_entries as run_vectorized
+
+        run_vectorized(want, quick, repeat, summary)
     print("\nsummary")
     for line in summary:
         print(f"  {line}")

@@ -11,7 +11,7 @@ BENCHMARKS = ("gelu", "normalize", "first_call", "cached_call", "launch", "copy_
               "matmul", "matmul_large", "matmul_bf16", "dynamic", "long_row", "cumsum_rows", "cumsum_cols",
               "cumsum_fused", "sort", "topk", "einsum", "einsum_batched", "profiler", "half_elementwise",
               "bert_gelu", "matmul_policy", "conv2d", "sr_inference", "attention", "attention_long",
-              "attention_causal", "graph_mode", "pipeline")
+              "attention_causal", "graph_mode", "pipeline", "mandelbrot", "piecewise")
 
 
 def _positive_int(text: str) -> int:
