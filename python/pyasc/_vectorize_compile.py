@@ -31,7 +31,7 @@ import numpy as np
 
 from . import _vectorize_types as vt
 from ._vectorize_calls import resolve_call
-from ._vectorize_ir import Builder, Value, coalesce_copies, eliminate_dead
+from ._vectorize_ir import Builder, Value, coalesce_copies, eliminate_dead, narrow_floats
 from .errors import DTypeError, TraceError
 
 #: Marks the lanes that no longer run (after a return on every lane).
@@ -574,7 +574,7 @@ def compile_function(src: Source, args: Sequence[vt.VType]) -> Tuple[Builder, Va
             new[k] = vt.join(hints[k], t) if k in hints else t
         if new == hints:
             c.b.emit(("store", c.reg(result, result.t.dtype, src.node)))
-            c.b.stack[0] = coalesce_copies(eliminate_dead(c.b.body))
+            c.b.stack[0] = coalesce_copies(eliminate_dead(narrow_floats(c.b.body, c.b.regs)))
             return c.b, result
         hints = new
     raise src.error(src.node, "the types of this function's variables do not settle (a loop keeps widening them)")

@@ -88,6 +88,8 @@ def _reads(s: tuple) -> List[int]:
         return [s[1]]
     if k in ("unary", "binary"):
         return list(s[3:])
+    if k == "chain":
+        return list(s[5:])
     if k == "while":
         return [s[1], *s[2]]
     return list(s[2:])  # select, cast, copy
@@ -96,6 +98,8 @@ def _reads(s: tuple) -> List[int]:
 def _writes(s: tuple) -> Optional[int]:
     if s[0] in ("unary", "binary"):
         return s[2]
+    if s[0] == "chain":
+        return s[4]
     if s[0] in ("store", "while"):
         return None
     return s[1]
@@ -184,6 +188,122 @@ def coalesce_copies(body: List[tuple]) -> List[tuple]:
                         continue
             j += 1
         return stmts
+
+    return walk(body)
+
+
+def _defs(stmts: List[tuple], out: Dict[int, Any]) -> None:
+    for s in stmts:
+        if s[0] == "while":
+            _defs(s[3], out)
+        w = _writes(s)
+        if w is not None:
+            out[w] = s if w not in out else None  # None: written more than once
+
+
+def narrow_floats(body: List[tuple], regs: List[Tuple[str, Any]]) -> List[tuple]:
+    """Compute float32 ``+ - * /`` and ``sqrt`` done in float64 and rounded back in float32.
+
+    ``float32(op(float64(a), float64(b)))`` equals ``op(a, b)`` in float32 for these correctly
+    rounded operations (float64 has more than twice float32's precision plus two bits), as in
+    ``math.sqrt(v)`` on a float32 ``v`` whose result is stored as float32.
+    """
+    defs: Dict[int, Any] = {}
+    _defs(body, defs)
+
+    def narrow(r: int) -> Optional[int]:
+        """Find a float32 register holding the float64 value of ``r`` exactly (constants: -1 - reg)."""
+        d, const = regs[r]
+        if const is not None and d == "float64" and float(np.float32(const)) == const:
+            return -1 - r  # a constant: -1 - its register
+        s = defs.get(r)
+        if s is not None and s[0] == "cast" and regs[s[2]][0] == "float32" and d == "float64":
+            return s[2]
+        return None
+
+    def rewrite(stmts: List[tuple]) -> List[tuple]:
+        out = []
+        for s in stmts:
+            if s[0] == "while":
+                out.append((s[0], s[1], s[2], rewrite(s[3])))
+                continue
+            if s[0] == "cast" and regs[s[1]][0] == "float32" and regs[s[2]][0] == "float64":
+                inner = defs.get(s[2])
+                if inner is not None and inner[0] == "unary" and inner[1] == "sqrt":
+                    a = narrow(inner[3])
+                    if a is not None and a >= 0:
+                        out.append(("unary", "sqrt", s[1], a))
+                        continue
+                if inner is not None and inner[0] == "binary" and inner[1] in ("add", "sub", "mul", "div"):
+                    a, b = narrow(inner[3]), narrow(inner[4])
+                    if a is not None and b is not None and (a >= 0 or b >= 0):
+                        ra = a if a >= 0 else _const32(regs, -1 - a)
+                        rb = b if b >= 0 else _const32(regs, -1 - b)
+                        out.append(("binary", inner[1], s[1], ra, rb))
+                        continue
+            out.append(s)
+        return out
+
+    return rewrite(body)
+
+
+def _const32(regs: List[Tuple[str, Any]], r: int) -> int:
+    regs.append(("float32", float(regs[r][1])))
+    return len(regs) - 1
+
+
+_ARITH = ("add", "sub", "mul")
+
+
+def form_chains(body: List[tuple], regs: List[Tuple[str, Any]]) -> List[tuple]:
+    """Fuse float ``t = a op1 b; d = t op2 c`` (``t`` read once) into one two-op chain statement.
+
+    Each operation is still rounded on its own, so results are unchanged; a loop body runs one
+    pass over its tile instead of two.
+    """
+    read: Dict[int, int] = {}
+
+    def count(stmts: List[tuple]) -> None:
+        for s in stmts:
+            for r in _reads(s):
+                read[r] = read.get(r, 0) + 1
+            if s[0] == "while":
+                count(s[3])
+
+    count(body)
+
+    def walk(stmts: List[tuple]) -> List[tuple]:
+        out: List[tuple] = []
+        for s in stmts:
+            if s[0] == "while":
+                out.append((s[0], s[1], s[2], walk(s[3])))
+                continue
+            fused = None
+            if s[0] == "binary" and s[1] in _ARITH and regs[s[2]][0] in ("float32", "float64"):
+                for slot in (3, 4):
+                    t = s[slot]
+                    other = s[7 - slot]
+                    if read.get(t, 0) != 1 or t == other:
+                        continue
+                    i = next((k for k in range(len(out) - 1, -1, -1) if _writes(out[k]) == t), None)
+                    if i is None or out[i][0] != "binary" or out[i][1] not in _ARITH:
+                        continue
+                    d1 = out[i]
+                    a, b = d1[3], d1[4]
+                    dt = regs[s[2]][0]
+                    if any(regs[r][0] != dt for r in (a, b, other, t)) or s[2] in (a, b, other):
+                        continue
+                    if {a, b, other} & _all_writes(out[i + 1:]):
+                        continue
+                    fused = (i, ("chain", d1[1], s[1], slot == 4, s[2], a, b, other))
+                    break
+            if fused is None:
+                out.append(s)
+            else:
+                i, chain = fused
+                del out[i]
+                out.append(chain)
+        return out
 
     return walk(body)
 

@@ -26,6 +26,7 @@ import numpy as np
 from . import _pyasc
 from . import _vectorize_types as vt
 from ._vectorize_compile import Source, UnknownCall, compile_function, has_value_control_flow
+from ._vectorize_ir import form_chains
 from .decorators import validate_options
 from .errors import InvalidArgumentError, ShapeError
 
@@ -43,6 +44,7 @@ class _Compiled:
         self.result = result
         self.op = op
         self.plans: Dict[Tuple[Tuple[int, ...], ...], Any] = {}
+        self.chained: List[tuple] = []  # loop mode: the statements with two-op chains
 
 
 def _is_device_array(a: Any) -> bool:
@@ -92,6 +94,7 @@ class VectorizedOperator:
         else:
             if builder.uses_loops():
                 c = _Compiled("loop", builder, result)
+                c.chained = form_chains(builder.body, builder.regs)
             else:
                 c = _Compiled("fused", builder, result)
                 opts = {k: v for k, v in self.settings.items() if k not in _IGNORED}
@@ -136,7 +139,7 @@ class VectorizedOperator:
             if plan is None:
                 b = c.builder
                 inputs = [(a.dtype.name, list(a.shape)) for a in arrays]
-                plan = _pyasc.VectorizedPlan(self.name, inputs, out_dtype.name, list(shape), b.regs, b.body)
+                plan = _pyasc.VectorizedPlan(self.name, inputs, out_dtype.name, list(shape), b.regs, c.chained)
                 c.plans[key] = plan
             out = np.empty(shape, dtype=out_dtype)
             views = [a if _viewable(a) else np.ascontiguousarray(a) for a in arrays]
@@ -167,7 +170,7 @@ class VectorizedOperator:
         b = c.builder
         inputs = [(a.dtype.name, list(a.shape)) for a in arrays]
         return _pyasc.VectorizedPlan(self.name, inputs, c.result.t.dtype.name, list(shape), b.regs,
-                                     b.body).tile_program()
+                                     c.chained).tile_program()
 
 
 def _dtype_error() -> type:

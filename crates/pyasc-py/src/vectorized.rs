@@ -4,7 +4,8 @@
 //!
 //! Statements, as built by `pyasc/_vectorize_lower.py`:
 //! `("load", dst, arg)`, `("store", src)`, `("unary", name, dst, src)`,
-//! `("binary", name, dst, a, b)`, `("select", dst, cond, a, b)`, `("cast", dst, src)`,
+//! `("binary", name, dst, a, b)`, `("chain", op1, op2, swap, dst, a, b, c)` (`op2(op1(a, b), c)`,
+//! `c` first when `swap`), `("select", dst, cond, a, b)`, `("cast", dst, src)`,
 //! `("copy", dst, src)`, `("while", cond, [carried], [body])`. Registers are
 //! `(dtype name, constant or None)`.
 
@@ -54,6 +55,25 @@ fn stmts(list: &Bound<'_, PyList>) -> PyResult<Vec<Stmt>> {
                     .find(|o| o.name() == name)
                     .ok_or_else(|| to_py(bad(format!("binary op {name}"))))?;
                 Stmt::Op(Instr::Binary { op, dst: reg(&t, 2)?, a: reg(&t, 3)?, b: reg(&t, 4)? })
+            }
+            "chain" => {
+                let op = |i: usize| -> PyResult<BinaryOp> {
+                    let name: String = t.get_item(i)?.extract()?;
+                    BinaryOp::ALL
+                        .iter()
+                        .copied()
+                        .find(|o| o.name() == name)
+                        .ok_or_else(|| to_py(bad(format!("binary op {name}"))))
+                };
+                Stmt::Op(Instr::Chain {
+                    op1: op(1)?,
+                    op2: op(2)?,
+                    swap: t.get_item(3)?.extract()?,
+                    dst: reg(&t, 4)?,
+                    a: reg(&t, 5)?,
+                    b: reg(&t, 6)?,
+                    c: reg(&t, 7)?,
+                })
             }
             "select" => Stmt::Op(Instr::Select { dst: reg(&t, 1)?, cond: reg(&t, 2)?, a: reg(&t, 3)?, b: reg(&t, 4)? }),
             "cast" => Stmt::Op(Instr::Cast { dst: reg(&t, 1)?, src: reg(&t, 2)? }),
