@@ -195,6 +195,12 @@ def test_mandelbrot_and_broadcasting():
     cy = np.linspace(-1.5, 1.5, 200)[:, None]
     ref = per_element(mandel, cx, cy, 40).astype(np.int64)
     np.testing.assert_array_equal(pyasc.vectorized_operator(mandel)(cx, cy, 40), ref)
+    # Extents that are multiples of 16 run in square blocks of the grid (strided loads).
+    cx = np.linspace(-2, 1, 160)[None, :]
+    cy = np.linspace(-1.5, 1.5, 128)
+    full_cy = np.repeat(cy[:, None], 160, axis=1)[:, ::-1]  # a reversed (negative-stride) view
+    ref = per_element(mandel, cx, full_cy, 30).astype(np.int64)
+    np.testing.assert_array_equal(pyasc.vectorized_operator(mandel)(cx, full_cy, 30), ref)
 
 
 def test_result_dtypes_follow_numpy():
@@ -206,6 +212,9 @@ def test_result_dtypes_follow_numpy():
     check(b, bool_values, np.array([True, False, True, False]), np.array([True, True, False, False]))
     r = pyasc.vectorized_operator(halvings)(5.0, 1.0)  # scalars in, a scalar out
     assert np.ndim(r) == 0 and r == halvings(5.0, 1.0)
+    r = op(np.float32(2.0), 1.0)
+    assert np.ndim(r) == 0 and r.dtype == np.float32 and r == 1.0
+    assert pyasc.vectorized_operator(uses_late_global)(np.array([0.5, 2.0])).tolist() == [-0.5, 2.0]
     e = pyasc.vectorized_operator(halvings)(np.zeros((0, 3)), 1.0)
     assert e.shape == (0, 3)
 
@@ -254,6 +263,15 @@ def test_device_arrays_and_options():
         op(np.ones(3, np.float32), np.ones(4, np.float32))
     with pytest.raises(InvalidArgumentError):
         op(np.ones(3))
+
+
+def uses_late_global(v):
+    if v > LATE_LIMIT:  # defined below: globals are read when a signature compiles
+        return v
+    return -v
+
+
+LATE_LIMIT = 1.0
 
 
 def _line_of(fn, text):

@@ -25,6 +25,7 @@ import builtins
 import inspect
 import math
 import textwrap
+from collections import ChainMap
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -64,12 +65,11 @@ class Source:
             raise TraceError(f"{self.filename}:{first}: a vectorized operator must be a plain def function")
         self.node: ast.FunctionDef = defs[0]
         self.fn = fn
-        closure = inspect.getclosurevars(fn)
-        self.names: Dict[str, Any] = {**vars(builtins), **closure.globals, **closure.nonlocals}
-        for k, v in getattr(fn, "__globals__", {}).items():
-            self.names.setdefault(k, v)
+        # Looked up when a signature is compiled: globals defined after the decorator count.
+        nonlocals = inspect.getclosurevars(fn).nonlocals
+        self.names = ChainMap(nonlocals, getattr(fn, "__globals__", {}), vars(builtins))
         a = self.node.args
-        if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs and False:
+        if a.vararg or a.kwarg or a.kwonlyargs:
             raise TraceError(f"{self.where(self.node)}: a vectorized operator takes plain positional arguments")
         self.params = [p.arg for p in a.posonlyargs + a.args]
 

@@ -133,17 +133,22 @@ class VectorizedOperator:
                 out = c.op(*passed)
                 if device_out or not isinstance(out, np.ndarray):
                     return out
+                if out.dtype != out_dtype:  # the tracer's dtype rules agree; this keeps them honest
+                    out = out.astype(out_dtype)
         else:
-            key = tuple(a.shape for a in arrays)
+            blocked = _blocks(arrays, shape)
+            views, space = blocked if blocked is not None else (arrays, shape)
+            key = tuple(a.shape for a in views)
             plan = c.plans.get(key)
             if plan is None:
                 b = c.builder
-                inputs = [(a.dtype.name, list(a.shape)) for a in arrays]
-                plan = _pyasc.VectorizedPlan(self.name, inputs, out_dtype.name, list(shape), b.regs, c.chained)
+                inputs = [(a.dtype.name, list(a.shape)) for a in views]
+                plan = _pyasc.VectorizedPlan(self.name, inputs, out_dtype.name, list(space), b.regs, c.chained)
                 c.plans[key] = plan
-            out = np.empty(shape, dtype=out_dtype)
-            views = [a if _viewable(a) else np.ascontiguousarray(a) for a in arrays]
-            plan.run(views, out)
+            out = np.empty(space, dtype=out_dtype)
+            plan.run([a if _viewable(a) else np.ascontiguousarray(a) for a in views], out)
+            if blocked is not None:
+                out = out.swapaxes(-3, -2).reshape(shape)
         if device_out:
             return _pyasc.to_device(out)
         if scalar_out:
@@ -177,6 +182,31 @@ def _dtype_error() -> type:
     from .errors import DTypeError
 
     return DTypeError
+
+
+#: Side of the square blocks a looping kernel walks a 2-D (or higher) result in.
+BLOCK = 16
+
+
+def _blocks(arrays: List[np.ndarray], shape: Tuple[int, ...]) -> Optional[Tuple[List[np.ndarray], Tuple[int, ...]]]:
+    """Return views of ``arrays`` that walk the last two axes of ``shape`` in square blocks.
+
+    Lanes of one tile of a looping kernel run until the slowest is done; neighbouring points
+    (a block of an image) tend to need similar iteration counts, rows of 256 points less so
+    (a Mandelbrot grid: 101 M lane-iterations in 16x16 blocks, 140 M in rows of 256). None when
+    the last two extents are not multiples of the block or the result is small.
+    """
+    if len(shape) < 2 or shape[-2] % BLOCK or shape[-1] % BLOCK or shape[-2] * shape[-1] < 64 * BLOCK * BLOCK:
+        return None
+    nd, (h, w) = len(shape), shape[-2:]
+    views = []
+    for a in arrays:
+        a = a.reshape((1,) * (nd - a.ndim) + a.shape)
+        ah, aw = a.shape[-2:]
+        hb, bh = (h // BLOCK, BLOCK) if ah == h else (1, 1)
+        wb, bw = (w // BLOCK, BLOCK) if aw == w else (1, 1)
+        views.append(a.reshape(a.shape[:-2] + (hb, bh, wb, bw)).swapaxes(-3, -2))
+    return views, tuple(shape[:-2]) + (h // BLOCK, w // BLOCK, BLOCK, BLOCK)
 
 
 def _viewable(a: np.ndarray) -> bool:

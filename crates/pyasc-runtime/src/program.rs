@@ -228,6 +228,11 @@ impl Block<'_> {
             }
             return;
         }
+        if depth == 0 && self.loops.is_empty() {
+            // SAFETY: as above; positions row0..row0 + rows of the outer space, walked in order.
+            unsafe { self.walk_outer(acc, rp, size, load) };
+            return;
+        }
         let lens: Vec<usize> = self.chunk.iter().map(|c| c.1).collect();
         let per_row: usize = lens.iter().product();
         let mut j = vec![0usize; depth];
@@ -263,6 +268,43 @@ impl Block<'_> {
                     }
                     j[i] = 0;
                 }
+            }
+        }
+    }
+
+    /// Move the tile's positions one by one when no loop walks an axis, stepping the multi-index
+    /// like an odometer (one division per tile, not one per element and axis).
+    ///
+    /// # Safety
+    /// `rp` holds `rows` elements of `size` bytes; the access covers the outer space.
+    unsafe fn walk_outer(&self, acc: &Access, rp: *mut u8, size: usize, load: bool) {
+        let nd = self.outer.len();
+        let mut idx = vec![0usize; nd];
+        let mut q = self.row0;
+        for i in (0..nd).rev() {
+            idx[i] = q % self.outer[i].max(1);
+            q /= self.outer[i].max(1);
+        }
+        let mut off: isize = idx.iter().zip(&acc.strides).map(|(i, s)| *i as isize * s).sum();
+        for e in 0..self.rows {
+            // SAFETY: per the contract, `off` addresses a position inside the buffer.
+            unsafe {
+                let m = acc.base.0.offset(off * acc.size as isize);
+                let x = rp.add(e * size);
+                if load {
+                    load_one(acc.conv, m, x)
+                } else {
+                    store_one(acc.conv, x, m)
+                }
+            }
+            for d in (0..nd).rev() {
+                idx[d] += 1;
+                off += acc.strides[d];
+                if idx[d] < self.outer[d] {
+                    break;
+                }
+                off -= acc.strides[d] * self.outer[d] as isize;
+                idx[d] = 0;
             }
         }
     }
