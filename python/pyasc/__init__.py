@@ -202,6 +202,7 @@ __all__ = [
     "fused_operator",
     "stencil_operator",
     "StencilOperator",
+    "vectorized_operator",
     "GraphMode",
     "LazyArray",
     "layer_norm",
@@ -257,7 +258,9 @@ __all__ += ["debug", "linalg"]
 
 from .pytree import tree_flatten, tree_leaves, tree_unflatten  # noqa: E402
 from .selection import argwhere, compress, flatnonzero, nonzero  # noqa: E402
+from .vectorize import VectorizedOperator, vectorized_operator  # noqa: E402
 
+__all__ += ["VectorizedOperator"]
 __all__ += ["argwhere", "compress", "flatnonzero", "nonzero", "tree_flatten", "tree_leaves", "tree_unflatten"]
 
 _init_from_env()

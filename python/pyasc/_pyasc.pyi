@@ -80,6 +80,23 @@ class Tensor:
     def __eq__(self, other: Any) -> Tensor: ...  # type: ignore[override]
     def __ne__(self, other: Any) -> Tensor: ...  # type: ignore[override]
 
+class VectorizedPlan:
+    """One compiled signature of a looping vectorized operator: a structured tile kernel."""
+
+    def __init__(
+        self,
+        name: str,
+        inputs: List[Tuple[str, List[int]]],
+        out: str,
+        shape: List[int],
+        regs: List[Tuple[str, Any]],
+        body: List[Any],
+    ) -> None: ...
+    def tile_program(self) -> str: ...
+    @property
+    def tile_elems(self) -> int: ...
+    def run(self, inputs: List[Any], out: Any) -> None: ...
+
 class CompiledOp:
     """One compiled signature of an operator."""
 

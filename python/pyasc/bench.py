@@ -649,6 +649,10 @@ def run(quick: bool = False, only: Optional[List[str]] = None) -> int:
         from .bench_stencil import run_entries as run_stencil
 
         run_stencil(want, quick, repeat, summary)
+    if want & {"mandelbrot", "piecewise"}:
+        from .bench_vectorized import run_entries as run_vectorized
+
+        run_vectorized(want, quick, repeat, summary)
     print("\nsummary")
     for line in summary:
         print(f"  {line}")

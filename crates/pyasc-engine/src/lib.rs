@@ -15,6 +15,7 @@ pub mod operator;
 pub mod scope;
 pub mod signature;
 pub mod trace;
+pub mod vectorized;
 
 pub use operator::{take_queued_records, CacheInfo, Entry, Launched, Operator, OperatorConfig, Order, Source};
 pub use pyasc_ir::event;

@@ -24,6 +24,12 @@
 //! read after it, unless the loop *carries* it: a carried register is written before the
 //! loop (its initial value), may be updated by the body, and holds the last iteration's
 //! value after the loop.
+//!
+//! A [`WhileAny`] repeats its body while any element of a bool register is true: the lanes
+//! of the tile run in lock step, and lanes whose work is finished are kept unchanged by
+//! masks (selects) the body computes itself. It walks no axis, so it changes no levels: its
+//! body sits at the depth of the statement, but scopes registers like a loop (a register
+//! written before it and updated inside must be carried; the condition always is).
 
 use crate::dtype::DType;
 use crate::error::{IrError, Result};
@@ -57,6 +63,17 @@ pub struct Loop {
     pub body: Vec<Stmt>,
 }
 
+/// A loop run while any element of `cond` is true (the body recomputes `cond`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct WhileAny {
+    /// Bool register of the enclosing depth's level, tested before every iteration.
+    pub cond: Reg,
+    /// Registers written before the loop that the body updates (`cond` among them).
+    pub carried: Vec<Reg>,
+    /// The loop body.
+    pub body: Vec<Stmt>,
+}
+
 /// One statement of a structured program.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Stmt {
@@ -83,6 +100,8 @@ pub enum Stmt {
     },
     /// A loop with carried registers.
     Loop(Loop),
+    /// A loop while any lane of a mask is true.
+    While(WhileAny),
 }
 
 /// A structured tile program.
@@ -122,6 +141,9 @@ impl Program {
                         None => out.push((l.axis, l.step)),
                     }
                     walk(&l.body, depth + 1, out)?;
+                }
+                if let Stmt::While(w) = s {
+                    walk(&w.body, depth, out)?;
                 }
             }
             Ok(())
@@ -178,8 +200,10 @@ struct Checker<'a> {
     p: &'a Program,
     buffers: &'a [BufferDecl],
     loops: Vec<(usize, usize)>,
-    /// Depth of the scope each register was first written in.
+    /// Nesting (of loops of either kind) of the scope each register was first written in.
     scope: Vec<Option<usize>>,
+    /// Loops of either kind around the current statement.
+    nest: usize,
     /// Registers carried by the enclosing loops.
     carried: Vec<Vec<Reg>>,
 }
@@ -200,14 +224,14 @@ impl Checker<'_> {
         self.k.regs[r.0 as usize].dtype
     }
 
-    fn read(&self, r: Reg, depth: usize) -> Result<usize> {
+    fn read(&self, r: Reg, _depth: usize) -> Result<usize> {
         let l = self.level(r)?;
         match self.k.regs[r.0 as usize].kind {
             RegKind::Scalar(_) => return Ok(0),
             RegKind::Tile => {}
             _ => return self.err(format!("{r} is memory; programs touch memory by loads and stores")),
         }
-        if self.scope[r.0 as usize].is_none_or(|s| s > depth) {
+        if self.scope[r.0 as usize].is_none_or(|s| s > self.nest) {
             return self.err(format!("{r} is read before it is written (or after its loop)"));
         }
         Ok(l)
@@ -222,8 +246,8 @@ impl Checker<'_> {
             return self.err(format!("{r} of level {l} is written at depth {depth}"));
         }
         match self.scope[r.0 as usize] {
-            None => self.scope[r.0 as usize] = Some(depth),
-            Some(s) if s == depth => {}
+            None => self.scope[r.0 as usize] = Some(self.nest),
+            Some(s) if s == self.nest => {}
             Some(_) if self.carried.iter().any(|c| c.contains(&r)) => {}
             Some(_) => return self.err(format!("{r} is written in a loop that does not carry it")),
         }
@@ -299,23 +323,38 @@ impl Checker<'_> {
                         return self.err(format!("store of {} into {storage}", self.dtype(*src)));
                     }
                 }
-                Stmt::Loop(l) => {
-                    for &r in &l.carried {
-                        if self.read(r, depth)? != depth || self.scope[r.0 as usize] != Some(depth) {
-                            return self
-                                .err(format!("carried {r} is not a value of depth {depth} set before the loop"));
-                        }
+                Stmt::Loop(l) => self.nested(&l.carried, &l.body, depth, depth + 1)?,
+                Stmt::While(w) => {
+                    if self.dtype(w.cond) != DType::Bool || !w.carried.contains(&w.cond) {
+                        return self.err(format!("while condition {} is not a carried bool register", w.cond));
                     }
-                    self.carried.push(l.carried.clone());
-                    self.stmts(&l.body, depth + 1)?;
-                    self.carried.pop();
-                    // The body's own registers end with it.
-                    for s in self.scope.iter_mut() {
-                        if s.is_some_and(|s| s > depth) {
-                            *s = None;
-                        }
-                    }
+                    self.nested(&w.carried, &w.body, depth, depth)?;
                 }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Checker<'_> {
+    /// Check a loop body run at `inner` depth with `carried` registers of depth `depth`.
+    fn nested(&mut self, carried: &[Reg], body: &[Stmt], depth: usize, inner: usize) -> Result<()> {
+        for &r in carried {
+            if self.read(r, depth)? != depth || self.scope[r.0 as usize] != Some(self.nest) {
+                return self.err(format!("carried {r} is not a value of depth {depth} set before the loop"));
+            }
+        }
+        self.carried.push(carried.to_vec());
+        self.nest += 1;
+        let r = self.stmts(body, inner);
+        self.nest -= 1;
+        self.carried.pop();
+        r?;
+        // The body's own registers end with it.
+        let nest = self.nest;
+        for s in self.scope.iter_mut() {
+            if s.is_some_and(|s| s > nest) {
+                *s = None;
             }
         }
         Ok(())
@@ -351,7 +390,7 @@ pub fn verify_program(k: &TileKernel, p: &Program, buffers: &[BufferDecl], ready
         }
     }
     let loops = p.loops(k.shape.rank())?;
-    let mut c = Checker { k, p, buffers, loops, scope: vec![None; k.regs.len()], carried: Vec::new() };
+    let mut c = Checker { k, p, buffers, loops, scope: vec![None; k.regs.len()], nest: 0, carried: Vec::new() };
     for (i, r) in k.regs.iter().enumerate() {
         if let RegKind::Scalar(_) = r.kind {
             c.scope[i] = Some(0);
@@ -389,6 +428,12 @@ pub fn program_to_string(k: &TileKernel, p: &Program, out: &mut String) {
                     let carried: Vec<String> = l.carried.iter().map(|r| r.to_string()).collect();
                     let _ = writeln!(s, "{pad}loop axis {} step {} carry [{}] {{", l.axis, l.step, carried.join(", "));
                     stmts(k, &l.body, indent + 1, s);
+                    let _ = writeln!(s, "{pad}}}");
+                }
+                Stmt::While(w) => {
+                    let carried: Vec<String> = w.carried.iter().map(|r| r.to_string()).collect();
+                    let _ = writeln!(s, "{pad}while any {} carry [{}] {{", w.cond, carried.join(", "));
+                    stmts(k, &w.body, indent + 1, s);
                     let _ = writeln!(s, "{pad}}}");
                 }
             }

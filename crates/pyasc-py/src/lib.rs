@@ -48,6 +48,7 @@ pub mod tensor;
 pub mod trace_ops;
 pub mod trace_sort;
 pub mod update_ops;
+pub mod vectorized;
 
 /// The extension module `pyasc._pyasc`.
 #[pymodule]
@@ -55,6 +56,7 @@ fn _pyasc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tensor::Tensor>()?;
     m.add_class::<operator::Operator>()?;
     m.add_class::<compiled::CompiledOp>()?;
+    m.add_class::<vectorized::VectorizedPlan>()?;
     m.add_class::<arrays::PoolBuffer>()?;
     m.add_class::<device_array::DeviceArray>()?;
     m.add_class::<stream::Stream>()?;

@@ -52,6 +52,7 @@ fn program_instrs<'a>(stmts: &'a [Stmt], out: &mut Vec<&'a Instr>) {
         match s {
             Stmt::Op(i) => out.push(i),
             Stmt::Loop(l) => program_instrs(&l.body, out),
+            Stmt::While(w) => program_instrs(&w.body, out),
             Stmt::Load { .. } | Stmt::Store { .. } => {}
         }
     }

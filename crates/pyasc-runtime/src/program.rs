@@ -1,6 +1,6 @@
 //! The tile VM for structured programs ([`pyasc_ir::program`]): loads and stores through
 //! index maps with 16-bit storage conversion, loops over chunks of the trailing axes with
-//! carried registers.
+//! carried registers, and loops while any lane of a mask is true.
 //!
 //! This is the general path, written for clarity: every load and store walks its elements
 //! one by one through the map, and a register read at a level below the instruction's is
@@ -90,6 +90,19 @@ struct Access {
     strides: Vec<isize>,
     size: usize,
     conv: Conv,
+    /// How consecutive positions of the outer space are laid out when no loop walks an axis.
+    run: Run,
+}
+
+/// Layout of the outer positions in memory, for copying a whole tile at once.
+#[derive(Copy, Clone, Debug, PartialEq)]
+enum Run {
+    /// Consecutive positions are consecutive elements of the same dtype: one copy.
+    Contiguous,
+    /// Every position addresses the same element of the same dtype: one value repeated.
+    Repeated,
+    /// Anything else: element by element.
+    Other,
 }
 
 fn c_strides(dims: &[usize]) -> Vec<isize> {
@@ -111,7 +124,16 @@ fn access(view: &InputView, map: &IndexMap, space: &Shape, compute: DType) -> Re
     let size = view.dtype.size();
     // SAFETY: the verifier proved every shifted position lies inside the buffer.
     let base = SendPtr(unsafe { view.ptr.offset(shift * size as isize) } as *mut u8);
-    Ok(Access { base, strides, size, conv: conv(view.dtype, compute)? })
+    let conv = conv(view.dtype, compute)?;
+    let same = matches!(conv, Conv::Same(_));
+    let run = if same && strides == c_strides(&space.0) {
+        Run::Contiguous
+    } else if same && strides.iter().all(|&s| s == 0) {
+        Run::Repeated
+    } else {
+        Run::Other
+    };
+    Ok(Access { base, strides, size, conv, run })
 }
 
 /// Memory accesses of every load and store, keyed by the statement's address.
@@ -137,6 +159,7 @@ fn accesses(
                 into.insert(key, access(v, map, &space(), k.regs[src.0 as usize].dtype)?);
             }
             Stmt::Loop(l) => accesses(k, &l.body, depth + 1, loops, args, outs, into)?,
+            Stmt::While(w) => accesses(k, &w.body, depth, loops, args, outs, into)?,
             Stmt::Op(_) => {}
         }
     }
@@ -166,6 +189,8 @@ struct Block<'a> {
     rows: usize,
     /// (start, length) of the current chunk of each enclosing loop.
     chunk: Vec<(usize, usize)>,
+    /// The launch's cancellation token, checked between iterations of mask loops.
+    token: Option<&'a crate::interrupt::Token>,
 }
 
 impl Block<'_> {
@@ -185,6 +210,29 @@ impl Block<'_> {
         let depth = self.chunk.len();
         let size = self.k.regs[reg.0 as usize].dtype.size();
         let Val::Ptr(rp) = self.vals[reg.0 as usize] else { unreachable!("loads and stores use tile registers") };
+        let whole = acc.run == Run::Contiguous || (load && acc.run == Run::Repeated);
+        if depth == 0 && self.loops.is_empty() && whole {
+            // SAFETY: without loops the tile is outer positions row0..row0 + rows, inside the
+            // buffer as verified; the register holds `rows` elements of `size` bytes.
+            unsafe {
+                let at = |p: usize| acc.base.0.add(p * size);
+                match (acc.run, load) {
+                    (Run::Contiguous, true) => std::ptr::copy_nonoverlapping(at(self.row0), rp, self.rows * size),
+                    (Run::Contiguous, false) => std::ptr::copy_nonoverlapping(rp, at(self.row0), self.rows * size),
+                    _ => {
+                        for e in 0..self.rows {
+                            std::ptr::copy_nonoverlapping(at(0), rp.add(e * size), size);
+                        }
+                    }
+                }
+            }
+            return;
+        }
+        if depth == 0 && self.loops.is_empty() {
+            // SAFETY: as above; positions row0..row0 + rows of the outer space, walked in order.
+            unsafe { self.walk_outer(acc, rp, size, load) };
+            return;
+        }
         let lens: Vec<usize> = self.chunk.iter().map(|c| c.1).collect();
         let per_row: usize = lens.iter().product();
         let mut j = vec![0usize; depth];
@@ -224,6 +272,59 @@ impl Block<'_> {
         }
     }
 
+    /// Move the tile's positions one by one when no loop walks an axis, stepping the multi-index
+    /// like an odometer (one division per tile, not one per element and axis).
+    ///
+    /// # Safety
+    /// `rp` holds `rows` elements of `size` bytes; the access covers the outer space.
+    unsafe fn walk_outer(&self, acc: &Access, rp: *mut u8, size: usize, load: bool) {
+        let nd = self.outer.len();
+        let mut idx = vec![0usize; nd];
+        let mut q = self.row0;
+        for i in (0..nd).rev() {
+            idx[i] = q % self.outer[i].max(1);
+            q /= self.outer[i].max(1);
+        }
+        let mut off: isize = idx.iter().zip(&acc.strides).map(|(i, s)| *i as isize * s).sum();
+        for e in 0..self.rows {
+            // SAFETY: per the contract, `off` addresses a position inside the buffer.
+            unsafe {
+                let m = acc.base.0.offset(off * acc.size as isize);
+                let x = rp.add(e * size);
+                if load {
+                    load_one(acc.conv, m, x)
+                } else {
+                    store_one(acc.conv, x, m)
+                }
+            }
+            for d in (0..nd).rev() {
+                idx[d] += 1;
+                off += acc.strides[d];
+                if idx[d] < self.outer[d] {
+                    break;
+                }
+                off -= acc.strides[d] * self.outer[d] as isize;
+                idx[d] = 0;
+            }
+        }
+    }
+
+    /// True when any of the first `n` elements of the bool register `r` is true.
+    fn any(&self, r: pyasc_ir::tile::Reg, n: usize) -> bool {
+        match self.vals[r.0 as usize] {
+            Val::Scalar(v) => v.as_bool() && n > 0,
+            Val::Ptr(p) => {
+                // SAFETY: the register holds its extent, `n` bytes (bools are one byte each).
+                let bytes = unsafe { std::slice::from_raw_parts(p as *const u8, n) };
+                // Eight lanes at a time (a byte loop with an early exit does not vectorise).
+                let words = bytes.chunks_exact(8);
+                let rest = words.remainder();
+                words.fold(0u64, |acc, w| acc | u64::from_ne_bytes(w.try_into().expect("8 bytes"))) != 0
+                    || rest.iter().any(|&b| b != 0)
+            }
+        }
+    }
+
     /// Run one vector instruction.
     ///
     /// # Safety
@@ -238,6 +339,11 @@ impl Block<'_> {
         }
         let ld = self.level(ins.dst());
         let n = self.extent(ld);
+        let expand = ins.srcs().iter().any(|&r| self.level(r) < ld && matches!(self.vals[r.0 as usize], Val::Ptr(_)));
+        if !expand {
+            // SAFETY: every register value holds `n` elements (or is a scalar).
+            return unsafe { exec(ins, &k.regs, &self.vals, n) };
+        }
         let mut local = self.vals.clone();
         for (slot, &r) in ins.srcs().iter().enumerate() {
             let ls = self.level(r);
@@ -283,6 +389,19 @@ impl Block<'_> {
                     let acc = self.acc;
                     // SAFETY: as above.
                     unsafe { self.transfer(&acc[&key], *src, false) }
+                }
+                Stmt::While(w) => {
+                    let n = self.extent(self.level(w.cond));
+                    let mut turns = 0u32;
+                    while self.any(w.cond, n) {
+                        // Cancellation is polled every few iterations (a check reads the clock).
+                        turns = turns.wrapping_add(1);
+                        if let (Some(t), 0) = (self.token, turns % 64) {
+                            t.check()?;
+                        }
+                        // SAFETY: per this function's contract.
+                        unsafe { self.run(&w.body)? };
+                    }
                 }
                 Stmt::Loop(l) => {
                     let extent = self.k.shape.0[l.axis];
@@ -356,6 +475,7 @@ pub unsafe fn run_program(
             row0: 0,
             rows: 0,
             chunk: Vec::new(),
+            token: token.as_deref(),
         };
         for t in range {
             if let Some(token) = &token {
