@@ -275,3 +275,39 @@ def test_readme_validation_figures_come_from_the_example():
     for r in rows[:2]:  # the double-buffering example's serialized figures
         assert f"{r['serial_us']:.3f} us" in readme
     assert abs(rows[0]["diff"]) < 0.01 and abs(rows[2]["diff"]) < 0.001
+
+
+def test_npu_device_array_copies_must_be_32_byte_aligned():
+    host = np.arange(64, dtype=np.float32)
+    dev = pyasc.DeviceArray((64,), np.float32, alignment=128, device="npu")
+    assert dev.device == "npu-twin" and dev.data_ptr_int % 128 == 0
+    dev.copy_from(host)
+    with pytest.raises(pyasc.AlignmentError) as info:
+        dev[1:].copy_from(host[1:])  # 4 bytes past a 32-byte boundary
+    line = info.value.__traceback__.tb_lineno
+    assert info.value.code == 100001 and "ERROR 100001" in str(info.value)
+    assert info.value.filename == __file__ and info.value.lineno == line
+    out = np.zeros(62, np.float32)
+    with pytest.raises(pyasc.AlignmentError, match="copy_to"):
+        dev[2:].copy_to(out)
+    assert not out.any()  # nothing was copied
+    # 8 float32 = 32 bytes: aligned transfers work and move the right values.
+    dev[8:].copy_from(host[8:] * 10)
+    dev[8:].copy_to(out[:56])
+    np.testing.assert_array_equal(out[:56], host[8:] * 10)
+    np.testing.assert_array_equal(dev.numpy()[:8], host[:8])
+    # An NPU operator reads it; a CPU DeviceArray view has no such rule.
+    double = pyasc.operator(lambda x: x * 2, device_type="npu")
+    np.testing.assert_array_equal(np.asarray(double(dev[16:])), host[16:] * 20)
+    cpu = pyasc.DeviceArray((64,), np.float32)
+    cpu[1:].copy_from(host[1:])
+    np.testing.assert_array_equal(cpu.numpy()[1:], host[1:])
+
+
+def test_npu_device_array_options_are_checked():
+    with pytest.raises(pyasc.AlignmentError, match="at least 32"):
+        pyasc.DeviceArray((4,), np.float32, alignment=16, device="npu")
+    with pytest.raises(pyasc.InvalidArgumentError):
+        pyasc.DeviceArray((4,), np.float32, device="gpu")
+    a = pyasc.DeviceArray((3, 5), np.float16, alignment=256, device="NPU")
+    assert a.device == "npu-twin" and a.data_ptr_int % 256 == 0 and a.alignment == 256
