@@ -11,7 +11,7 @@ import pytest
 from pyasc.npu_cost import Instruction, Register, TileProgram, model_kernel, parse_tile_program
 from pyasc.npu_twin import NPU_910B
 
-# The documented table (README, "NPU twin: the modelled device"), restated by hand.
+# The documented table (README, "NPU twin: limits and cost model"), restated by hand.
 HBM = 1.6e12
 CORES = 48
 CORE_MTE = 128 * 1.8e9

@@ -283,8 +283,8 @@ class Estimate:
         widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
         fmt = "  ".join(f"{{:<{w}}}" for w in widths)
         mode = "double-buffered" if self.double_buffer else "serialized (depth 1)"
-        lines = [f"{self.model.name}, {mode}: predicted {self.total_us:.3f} us", fmt.format(*head)]
-        lines += [fmt.format(*r) for r in rows]
+        lines = [f"{self.model.name}, {mode}: predicted {self.total_us:.3f} us", fmt.format(*head).rstrip()]
+        lines += [fmt.format(*r).rstrip() for r in rows]
         lines += [f"  note ({k.name}): {n}" for k in self.kernels for n in k.notes]
         return "\n".join(lines)
 

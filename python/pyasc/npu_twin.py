@@ -178,5 +178,5 @@ def render_model(model: NpuModel = NPU_910B) -> str:
     lines = [rule, f"| {'NPU twin: modelled device'.ljust(w0 + w1 + 3)} |", rule]
     lines += [f"| {a.ljust(w0)} | {b.ljust(w1)} |" for a, b in rows]
     lines.append(rule)
-    lines.append("Sources and estimates: README, section 'NPU twin: the modelled device'.")
+    lines.append("Sources and estimates: README, section 'NPU twin: limits and cost model'.")
     return "\n".join(lines)
