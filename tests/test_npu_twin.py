@@ -311,3 +311,19 @@ def test_npu_device_array_options_are_checked():
         pyasc.DeviceArray((4,), np.float32, device="gpu")
     a = pyasc.DeviceArray((3, 5), np.float16, alignment=256, device="NPU")
     assert a.device == "npu-twin" and a.data_ptr_int % 256 == 0 and a.alignment == 256
+
+
+def test_to_device_empty_and_zeros_place_arrays_on_the_npu():
+    host = np.arange(40, dtype=np.float32)
+    a = pyasc.to_device(host, device="npu")
+    b = pyasc.empty((40,), np.float32, device="npu")
+    z = pyasc.zeros((40,), np.float32, device="npu")
+    assert {a.device, b.device, z.device} == {"npu-twin"}
+    assert all(x.data_ptr_int % 128 == 0 for x in (a, b, z))
+    np.testing.assert_array_equal(a.numpy(), host)
+    np.testing.assert_array_equal(z.numpy(), np.zeros(40, np.float32))
+    with pytest.raises(pyasc.AlignmentError):
+        a[3:].copy_to(np.empty(37, np.float32))
+    assert pyasc.to_device(host).device == "cpu" and pyasc.zeros((2,)).device == "cpu"
+    with pytest.raises(pyasc.AlignmentError, match="at least 32"):
+        pyasc.to_device(host, alignment=8, device="npu")

@@ -178,27 +178,7 @@ impl DeviceArray {
         device: Option<&str>,
     ) -> PyResult<Self> {
         crate::boundary::guard(|| {
-            let kind = match device.map(DeviceKind::parse).transpose().map_err(to_py)? {
-                Some(DeviceKind::NpuTwin) => DeviceKind::NpuTwin,
-                Some(DeviceKind::Cpu) | None => crate::placement::array_kind(),
-                Some(_) => {
-                    return Err(user_error(
-                        py,
-                        ErrorKind::InvalidArgument,
-                        format!("device must be 'cpu', 'npu' or 'auto', not {device:?}"),
-                    ))
-                }
-            };
-            if kind == DeviceKind::NpuTwin && alignment > 0 && alignment < NPU_GM_ALIGN as i64 {
-                return Err(user_error(
-                    py,
-                    ErrorKind::Alignment,
-                    format!(
-                        "an NPU DeviceArray needs an alignment of at least {NPU_GM_ALIGN} bytes (ERROR 100001), \
-                         not {alignment}"
-                    ),
-                ));
-            }
+            let kind = array_device(py, device, alignment)?;
             let shape = parse_shape(shape)?;
             let dtype = match dtype {
                 Some(d) if !d.is_none() => parse_dtype(py, d)?,
@@ -575,23 +555,52 @@ impl DeviceArray {
     }
 }
 
-/// Copy any array-like to a new DeviceArray (`dtype` casts; `alignment` in bytes).
+/// The device kind a new DeviceArray asking for `device` lives on (`None`, "cpu" and "auto":
+/// the CPU or the test placement; "npu": the NPU twin, which needs `alignment` of at least
+/// 32 bytes).
+fn array_device(py: Python<'_>, device: Option<&str>, alignment: i64) -> PyResult<DeviceKind> {
+    let kind = match device.map(DeviceKind::parse).transpose().map_err(to_py)? {
+        Some(DeviceKind::NpuTwin) => DeviceKind::NpuTwin,
+        Some(DeviceKind::Cpu) | None => crate::placement::array_kind(),
+        Some(_) => {
+            return Err(user_error(
+                py,
+                ErrorKind::InvalidArgument,
+                format!("device must be 'cpu', 'npu' or 'auto', not {device:?}"),
+            ))
+        }
+    };
+    if kind == DeviceKind::NpuTwin && alignment > 0 && alignment < NPU_GM_ALIGN as i64 {
+        return Err(user_error(
+            py,
+            ErrorKind::Alignment,
+            format!("an NPU DeviceArray needs an alignment of at least {NPU_GM_ALIGN} bytes (ERROR 100001), not {alignment}"),
+        ));
+    }
+    Ok(kind)
+}
+
+/// Copy any array-like to a new DeviceArray (`dtype` casts; `alignment` in bytes; `device`
+/// as for `DeviceArray`).
 #[pyfunction]
-#[pyo3(signature = (a, dtype = None, alignment = DEFAULT_ALIGNMENT))]
+#[pyo3(signature = (a, dtype = None, alignment = DEFAULT_ALIGNMENT, device = None))]
 pub fn to_device(
     py: Python<'_>,
     a: &Bound<'_, PyAny>,
     dtype: Option<&Bound<'_, PyAny>>,
     alignment: i64,
+    device: Option<&str>,
 ) -> PyResult<Py<DeviceArray>> {
     crate::boundary::guard(|| {
+        let kind = array_device(py, device, alignment)?;
         crate::arrays::reject_masked(py, a, || "to_device".into())?;
         if let Ok(d) = a.cast::<DeviceArray>() {
             if dtype.is_none() {
                 let src = d.get();
                 let out = Py::new(
                     py,
-                    DeviceArray::alloc(src.dtype, src.shape.clone(), alignment.max(1) as usize).map_err(to_py)?,
+                    DeviceArray::alloc_on(kind, src.dtype, src.shape.clone(), alignment.max(1) as usize)
+                        .map_err(to_py)?,
                 )?;
                 DeviceArray::copy_from(out.bind(py), d.as_any())?;
                 return Ok(out);
@@ -616,35 +625,37 @@ pub fn to_device(
                 format!("alignment must be a positive power of two, not {alignment}"),
             ));
         }
-        let out = Py::new(py, DeviceArray::alloc(dt, shape, alignment as usize).map_err(to_py)?)?;
+        let out = Py::new(py, DeviceArray::alloc_on(kind, dt, shape, alignment as usize).map_err(to_py)?)?;
         DeviceArray::write_host(out.bind(py), &arr)?;
         Ok(out)
     })
 }
 
-/// A new DeviceArray with undefined contents.
+/// A new DeviceArray with undefined contents (`device` as for `DeviceArray`).
 #[pyfunction]
-#[pyo3(signature = (shape, dtype = None, alignment = DEFAULT_ALIGNMENT))]
+#[pyo3(signature = (shape, dtype = None, alignment = DEFAULT_ALIGNMENT, device = None))]
 pub fn empty(
     py: Python<'_>,
     shape: &Bound<'_, PyAny>,
     dtype: Option<&Bound<'_, PyAny>>,
     alignment: i64,
+    device: Option<&str>,
 ) -> PyResult<DeviceArray> {
-    crate::boundary::guard(|| DeviceArray::py_new(py, shape, dtype, alignment, None))
+    crate::boundary::guard(|| DeviceArray::py_new(py, shape, dtype, alignment, device))
 }
 
-/// A new DeviceArray of zeros.
+/// A new DeviceArray of zeros (`device` as for `DeviceArray`).
 #[pyfunction]
-#[pyo3(signature = (shape, dtype = None, alignment = DEFAULT_ALIGNMENT))]
+#[pyo3(signature = (shape, dtype = None, alignment = DEFAULT_ALIGNMENT, device = None))]
 pub fn zeros(
     py: Python<'_>,
     shape: &Bound<'_, PyAny>,
     dtype: Option<&Bound<'_, PyAny>>,
     alignment: i64,
+    device: Option<&str>,
 ) -> PyResult<DeviceArray> {
     crate::boundary::guard(|| {
-        let a = DeviceArray::py_new(py, shape, dtype, alignment, None)?;
+        let a = DeviceArray::py_new(py, shape, dtype, alignment, device)?;
         let (dev, buf, n) = (a.dev(), a.buf.clone(), a.nbytes());
         py.detach(move || dev.fill_zero(&buf, 0, n)).map_err(to_py)?;
         Ok(a)
