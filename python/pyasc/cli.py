@@ -42,6 +42,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     info.add_argument("--peaks", action="store_true",
                       help="print the measured memory bandwidth and float32 FMA roofs (measured once, then cached)")
     info.add_argument("--refresh", action="store_true", help="with --peaks: measure again")
+    info.add_argument("--device", choices=("cpu", "npu"), default=None,
+                      help="show one device; npu adds the modelled Ascend NPU's figures (cores, buffers, bandwidth)")
     sub.add_parser("doctor", help="check the environment and print a fix for each problem")
     debug = sub.add_parser("debug", help="the operator debugger").add_subparsers(dest="debug_command", required=True)
     serve = debug.add_parser("serve", help="serve the intermediate results of debug=True operators on 127.0.0.1",
@@ -89,7 +91,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 0
     from .info import run as run_info
 
-    return run_info()
+    return run_info(args.device)
 
 
 if __name__ == "__main__":

@@ -43,12 +43,12 @@ def full(shape: ShapeLike, fill_value: Any, dtype: Any = None) -> Any:
     return _pyasc.to_device(np.full(_shape(shape), fill_value, dtype=dt))
 
 
-def zeros(shape: ShapeLike, dtype: Any = np.float32, alignment: int = 128) -> Any:
+def zeros(shape: ShapeLike, dtype: Any = np.float32, alignment: int = 128, device: Optional[str] = None) -> Any:
     """Make an array of zeros (a DeviceArray outside an operator, float32 by default)."""
     like = _tracing()
     if like is not None:
         return _pyasc.apply_fill(like, 0, np.dtype(dtype), _shape(shape))
-    return _pyasc.zeros(shape, dtype, alignment)
+    return _pyasc.zeros(shape, dtype, alignment, device)
 
 
 def ones(shape: ShapeLike, dtype: Any = np.float32) -> Any:

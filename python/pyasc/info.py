@@ -79,8 +79,12 @@ def render(rows: List[Dict[str, str]]) -> str:
     return "\n".join(lines)
 
 
-def run() -> int:
-    """Print the device table; returns a process exit status (2 when the environment is invalid)."""
+def run(device: Optional[str] = None) -> int:
+    """Print the device table; returns a process exit status (2 when the environment is invalid).
+
+    With ``device`` (``"cpu"`` or ``"npu"``) only that device's row, the NPU's followed by the
+    modelled NPU's figures.
+    """
     import pyasc
 
     bad = _env.problems()
@@ -94,8 +98,14 @@ def run() -> int:
     except PyAscError as e:
         print(f"pyasc info: {e} (run `pyasc doctor`)", file=sys.stderr)
         return 2
+    if device is not None:
+        rows = [r for r in rows if r["kind"].split()[0] == device]
     print(f"pyasc {pyasc.__version__}")
     print(render(rows))
+    if device == "npu":
+        from .npu_twin import render_model
+
+        print(render_model())
     if no_temp:
         print(f"Temp n/a: {no_temp}")
     return 0

@@ -222,8 +222,12 @@ class profile:
     def chrome_trace(self) -> Dict[str, Any]:
         """Return the events in the Chrome trace-event format (Perfetto, chrome://tracing)."""
         from ._trace_format import chrome_trace
+        from .npu_cost import trace_events
 
-        return chrome_trace(self)
+        trace = chrome_trace(self)
+        # Operators on the NPU twin: the modelled NPU's pipelines beside the host timeline.
+        trace["traceEvents"].extend(trace_events(self))
+        return trace
 
     def export_chrome_trace(self, path: str) -> None:
         """Write :meth:`chrome_trace` as JSON to ``path``."""

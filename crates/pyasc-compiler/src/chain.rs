@@ -26,7 +26,7 @@ impl Pass for ChainPass {
                 if n > 0 {
                     if k.library.is_none() {
                         // Fewer scratch tiles: larger tiles fit the same budget.
-                        k.tile_elems = crate::lower::choose_tile(k, &plan.buffers, st.options.tile_budget_bytes);
+                        k.tile_elems = crate::lower::choose_tile(k, &plan.buffers, st.options.budget());
                     }
                     st.notes.push(format!("{}: {n} instruction pair(s) chained, tile {}", k.name, k.tile_elems));
                 }

@@ -14,7 +14,7 @@
 
 use crate::fuse::{count_ops, Fusion, Group, Space};
 use crate::pass::{CompileState, Pass};
-use pyasc_ir::error::{IrError, Result};
+use pyasc_ir::error::{ErrorKind, IrError, Result};
 use pyasc_ir::op::Op;
 use pyasc_ir::tile::{BufferDecl, BufferId, BufferKind, Instr, KernelPlan, Reg, RegDecl, RegKind, TileKernel};
 use pyasc_ir::view::ViewSpec;
@@ -59,7 +59,7 @@ impl Pass for LowerPass {
                 value: HashMap::new(),
                 level_row: HashMap::new(),
             };
-            let kernel = b.lower(group, name, st.options.tile_budget_bytes)?;
+            let kernel = b.lower(group, name, st.options.budget())?;
             st.notes.push(format!(
                 "{}: {} instructions, {} registers, tile {} elements",
                 kernel.name,
@@ -215,7 +215,7 @@ impl Builder<'_> {
         })
     }
 
-    fn lower(&mut self, group: &Group, name: String, budget: usize) -> Result<TileKernel> {
+    fn lower(&mut self, group: &Group, name: String, budget: TileBudget) -> Result<TileKernel> {
         if let Space::Library(_) = group.space {
             if group.anchors.len() == 1 {
                 return self.lower_library(group, name);
@@ -445,11 +445,22 @@ fn bytes_per_element(k: &TileKernel, buffers: &[BufferDecl]) -> usize {
 /// 2.17 ms with tiles of 2 rows, 1.85 ms with tiles of 10.
 const SCAN_BUDGET_FACTOR: usize = 4;
 
-/// Elements per tile for `k` so the tile memory its body touches fits `budget` bytes; row
-/// kernels get whole rows (a row longer than the budget is one tile by itself).
-pub(crate) fn choose_tile(k: &TileKernel, buffers: &[BufferDecl], budget: usize) -> usize {
+/// The bytes of tile memory a block may use, and whether that is a hard limit.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct TileBudget {
+    /// Bytes of tile registers per block.
+    pub bytes: usize,
+    /// A hard limit (the NPU twin's Unified Buffer) rather than a cache size to aim for.
+    pub hard: bool,
+}
+
+/// Elements per tile for `k` so the tile memory its body touches fits the budget; row
+/// kernels get whole rows (a row longer than the budget is one tile by itself, which
+/// [`check_tiles_fit`] refuses under a hard budget).
+pub(crate) fn choose_tile(k: &TileKernel, buffers: &[BufferDecl], budget: TileBudget) -> usize {
     let scans = k.body.iter().any(|i| matches!(i, Instr::Scan { .. }));
-    let budget = if scans { budget.saturating_mul(SCAN_BUDGET_FACTOR) } else { budget };
+    let (hard, budget) = (budget.hard, budget.bytes);
+    let budget = if scans && !hard { budget.saturating_mul(SCAN_BUDGET_FACTOR) } else { budget };
     let per_elem = bytes_per_element(k, buffers).max(1);
     let numel = k.shape.numel();
     if let Some(rows) = numel.checked_div(k.row_len) {
@@ -458,13 +469,39 @@ pub(crate) fn choose_tile(k: &TileKernel, buffers: &[BufferDecl], budget: usize)
         // float32 (one 24 KiB row per tile) 16% faster; tiles already holding two rows gained
         // nothing from larger ones.
         let fit = budget / per_elem / k.row_len;
-        let fit = if fit == 1 && 2 * per_elem * k.row_len <= 2 * budget { 2 } else { fit };
+        let fit = if fit == 1 && !hard && 2 * per_elem * k.row_len <= 2 * budget { 2 } else { fit };
         let rows_per_tile = fit.clamp(1, rows.max(1));
         (rows_per_tile * k.row_len).max(1)
+    } else if hard {
+        // Whole multiples of 256 elements when that many fit, never more than the budget.
+        let fit = (budget / per_elem).min(TILE_MAX);
+        let tile = if fit >= 256 { fit / 256 * 256 } else { fit.max(1) };
+        tile.min(numel).max(1)
     } else {
         let tile = (budget / per_elem).clamp(TILE_MIN, TILE_MAX) / 256 * 256;
         tile.min(numel).max(1)
     }
+}
+
+/// Under a hard budget: an error naming the first kernel whose tile registers exceed it
+/// (a row kernel whose single row does not fit the Unified Buffer).
+pub(crate) fn check_tiles_fit(plan: &KernelPlan, budget: TileBudget) -> Result<()> {
+    for k in plan.kernels.iter().filter(|k| k.program.is_none() && !k.body.is_empty()) {
+        let bytes = k.tile_elems.saturating_mul(bytes_per_element(k, &plan.buffers));
+        if bytes > budget.bytes {
+            let mut e = IrError::new(
+                ErrorKind::OutOfMemory,
+                format!(
+                    "kernel {} needs {bytes} bytes of tile registers per block for a tile of {} elements \
+                     (row length {}), more than the {}-byte Unified Buffer of an AI Core",
+                    k.name, k.tile_elems, k.row_len, budget.bytes
+                ),
+            );
+            e.loc = k.locs.first().cloned();
+            return Err(e);
+        }
+    }
+    Ok(())
 }
 
 /// `order` with the one-element ops whose operands are leaves or such ops first (the casts

@@ -18,6 +18,9 @@ pub struct CompileOptions {
     /// Bytes of local memory a block's tile registers may use (L2 share on a CPU,
     /// the 192 KiB Unified Buffer on the NPU twin).
     pub tile_budget_bytes: usize,
+    /// The budget is a hard limit (the NPU twin's Unified Buffer): tiles never exceed it, and
+    /// a kernel whose smallest tile (one row) does not fit is an error.
+    pub tile_budget_hard: bool,
     /// Run the verifier after every pass.
     pub verify_each_pass: bool,
     /// The precision policy (`precision_mode`).
@@ -26,12 +29,20 @@ pub struct CompileOptions {
     pub single_kernel: bool,
 }
 
+impl CompileOptions {
+    /// The tile budget the lowering sizes tiles for.
+    pub fn budget(&self) -> crate::lower::TileBudget {
+        crate::lower::TileBudget { bytes: self.tile_budget_bytes, hard: self.tile_budget_hard }
+    }
+}
+
 impl Default for CompileOptions {
     fn default() -> Self {
         CompileOptions {
             op_break_level: 3,
             kernel_name: "op".to_string(),
             tile_budget_bytes: pyasc_ir::tile::DEFAULT_TILE_BUDGET,
+            tile_budget_hard: false,
             verify_each_pass: cfg!(debug_assertions),
             precision: pyasc_ir::precision::PrecisionMode::Fp32,
             single_kernel: false,
@@ -188,6 +199,9 @@ pub fn compile(graph: Graph, options: &CompileOptions) -> Result<Compiled> {
         reports.push(report);
     }
     let plan = st.plan.take().ok_or_else(|| pyasc_ir::IrError::internal("lowering produced no plan"))?;
+    if options.tile_budget_hard {
+        crate::lower::check_tiles_fit(&plan, options.budget())?;
+    }
     if options.single_kernel {
         crate::single::check_one_kernel(&plan, &options.kernel_name)?;
     }

@@ -324,7 +324,9 @@ impl Operator {
 
     fn options(&self) -> CompileOptions {
         let mut options = self.config.options.clone();
-        options.tile_budget_bytes = self.device.info().local_memory_bytes;
+        let info = self.device.info();
+        options.tile_budget_bytes = info.local_memory_bytes;
+        options.tile_budget_hard = info.kind == pyasc_runtime::DeviceKind::NpuTwin;
         options
     }
 
@@ -502,7 +504,8 @@ impl Operator {
         if let Some(t) = began {
             let mut ev = Event::new(EventKind::Launch, self.config.name.clone(), t, Instant::now())
                 .with("id", launch)
-                .label("operator", self.config.name.clone());
+                .label("operator", self.config.name.clone())
+                .label("device", self.config.device.name());
             ev = entry.describe_into(ev);
             if let Some(s) = to_stream {
                 ev = ev.with("to_stream", s);

@@ -21,6 +21,9 @@ use std::sync::Arc;
 /// Default alignment of device allocations, in bytes.
 pub const DEFAULT_ALIGNMENT: i64 = 128;
 
+/// Bytes every global-memory transfer of the NPU twin must be aligned to.
+const NPU_GM_ALIGN: usize = 32;
+
 /// An array in device memory.
 #[pyclass(module = "pyasc._pyasc", name = "DeviceArray", frozen)]
 pub struct DeviceArray {
@@ -105,6 +108,24 @@ impl DeviceArray {
         self.shape.iter().product()
     }
 
+    /// On the NPU twin: an `AlignmentError` (code 100001) at the user's line when the array's
+    /// first element is not on a 32-byte boundary, so a transfer `what` names would be misaligned.
+    pub fn check_npu_transfer(&self, py: Python<'_>, what: &str) -> PyResult<()> {
+        let off = self.data_ptr() as usize % NPU_GM_ALIGN;
+        if self.kind != DeviceKind::NpuTwin || off == 0 || self.numel() == 0 {
+            return Ok(());
+        }
+        Err(user_error(
+            py,
+            ErrorKind::Alignment,
+            format!(
+                "{what} NPU DeviceArray starts {off} bytes past a {NPU_GM_ALIGN}-byte boundary (ERROR 100001): \
+                 global-memory transfers of an AI Core must be {NPU_GM_ALIGN}-byte aligned; use a view whose byte \
+                 offset is a multiple of {NPU_GM_ALIGN}"
+            ),
+        ))
+    }
+
     /// True when the elements are contiguous in C order.
     pub fn is_c_contiguous(&self) -> bool {
         self.numel() <= 1
@@ -144,16 +165,20 @@ impl DeviceArray {
 #[pymethods]
 impl DeviceArray {
     /// Allocate an array of `shape` and `dtype` (contents undefined, like `pyasc.empty`) with
-    /// its start aligned to `alignment` bytes (a power of two; default 128).
+    /// its start aligned to `alignment` bytes (a power of two; default 128). `device="npu"`
+    /// places it on the NPU twin, whose transfers (`copy_from`, `copy_to`, operator
+    /// arguments) must start on 32-byte boundaries.
     #[new]
-    #[pyo3(signature = (shape, dtype = None, alignment = DEFAULT_ALIGNMENT))]
+    #[pyo3(signature = (shape, dtype = None, alignment = DEFAULT_ALIGNMENT, device = None))]
     fn py_new(
         py: Python<'_>,
         shape: &Bound<'_, PyAny>,
         dtype: Option<&Bound<'_, PyAny>>,
         alignment: i64,
+        device: Option<&str>,
     ) -> PyResult<Self> {
         crate::boundary::guard(|| {
+            let kind = array_device(py, device, alignment)?;
             let shape = parse_shape(shape)?;
             let dtype = match dtype {
                 Some(d) if !d.is_none() => parse_dtype(py, d)?,
@@ -166,7 +191,7 @@ impl DeviceArray {
                     format!("alignment must be a positive power of two, not {alignment}"),
                 ));
             }
-            DeviceArray::alloc(dtype, shape, alignment as usize)
+            DeviceArray::alloc_on(kind, dtype, shape, alignment as usize)
                 .map_err(|e| to_py(e.at(crate::frames::user_loc(py).as_ref())))
         })
     }
@@ -235,6 +260,10 @@ impl DeviceArray {
         crate::boundary::guard(|| {
             let py = slf.py();
             let me = slf.get();
+            me.check_npu_transfer(py, "copy_from: this")?;
+            if let Ok(other) = src.cast::<DeviceArray>() {
+                other.get().check_npu_transfer(py, "copy_from: the source")?;
+            }
             crate::arrays::reject_masked(py, src, || "copy_from".into())?;
             if me.buf.is_readonly() {
                 return Err(user_error(
@@ -298,6 +327,7 @@ impl DeviceArray {
     fn copy_to(slf: &Bound<'_, Self>, dst: &Bound<'_, PyAny>) -> PyResult<()> {
         crate::boundary::guard(|| {
             let me = slf.get();
+            me.check_npu_transfer(slf.py(), "copy_to: this")?;
             me.wait_host(slf.py(), false)?;
             let host = DeviceArray::host_readable(slf)?;
             numpy(slf.py())?.call_method1("copyto", (dst, host))?;
@@ -525,23 +555,52 @@ impl DeviceArray {
     }
 }
 
-/// Copy any array-like to a new DeviceArray (`dtype` casts; `alignment` in bytes).
+/// The device kind a new DeviceArray asking for `device` lives on (`None`, "cpu" and "auto":
+/// the CPU or the test placement; "npu": the NPU twin, which needs `alignment` of at least
+/// 32 bytes).
+fn array_device(py: Python<'_>, device: Option<&str>, alignment: i64) -> PyResult<DeviceKind> {
+    let kind = match device.map(DeviceKind::parse).transpose().map_err(to_py)? {
+        Some(DeviceKind::NpuTwin) => DeviceKind::NpuTwin,
+        Some(DeviceKind::Cpu) | None => crate::placement::array_kind(),
+        Some(_) => {
+            return Err(user_error(
+                py,
+                ErrorKind::InvalidArgument,
+                format!("device must be 'cpu', 'npu' or 'auto', not {device:?}"),
+            ))
+        }
+    };
+    if kind == DeviceKind::NpuTwin && alignment > 0 && alignment < NPU_GM_ALIGN as i64 {
+        return Err(user_error(
+            py,
+            ErrorKind::Alignment,
+            format!("an NPU DeviceArray needs an alignment of at least {NPU_GM_ALIGN} bytes (ERROR 100001), not {alignment}"),
+        ));
+    }
+    Ok(kind)
+}
+
+/// Copy any array-like to a new DeviceArray (`dtype` casts; `alignment` in bytes; `device`
+/// as for `DeviceArray`).
 #[pyfunction]
-#[pyo3(signature = (a, dtype = None, alignment = DEFAULT_ALIGNMENT))]
+#[pyo3(signature = (a, dtype = None, alignment = DEFAULT_ALIGNMENT, device = None))]
 pub fn to_device(
     py: Python<'_>,
     a: &Bound<'_, PyAny>,
     dtype: Option<&Bound<'_, PyAny>>,
     alignment: i64,
+    device: Option<&str>,
 ) -> PyResult<Py<DeviceArray>> {
     crate::boundary::guard(|| {
+        let kind = array_device(py, device, alignment)?;
         crate::arrays::reject_masked(py, a, || "to_device".into())?;
         if let Ok(d) = a.cast::<DeviceArray>() {
             if dtype.is_none() {
                 let src = d.get();
                 let out = Py::new(
                     py,
-                    DeviceArray::alloc(src.dtype, src.shape.clone(), alignment.max(1) as usize).map_err(to_py)?,
+                    DeviceArray::alloc_on(kind, src.dtype, src.shape.clone(), alignment.max(1) as usize)
+                        .map_err(to_py)?,
                 )?;
                 DeviceArray::copy_from(out.bind(py), d.as_any())?;
                 return Ok(out);
@@ -566,35 +625,37 @@ pub fn to_device(
                 format!("alignment must be a positive power of two, not {alignment}"),
             ));
         }
-        let out = Py::new(py, DeviceArray::alloc(dt, shape, alignment as usize).map_err(to_py)?)?;
+        let out = Py::new(py, DeviceArray::alloc_on(kind, dt, shape, alignment as usize).map_err(to_py)?)?;
         DeviceArray::write_host(out.bind(py), &arr)?;
         Ok(out)
     })
 }
 
-/// A new DeviceArray with undefined contents.
+/// A new DeviceArray with undefined contents (`device` as for `DeviceArray`).
 #[pyfunction]
-#[pyo3(signature = (shape, dtype = None, alignment = DEFAULT_ALIGNMENT))]
+#[pyo3(signature = (shape, dtype = None, alignment = DEFAULT_ALIGNMENT, device = None))]
 pub fn empty(
     py: Python<'_>,
     shape: &Bound<'_, PyAny>,
     dtype: Option<&Bound<'_, PyAny>>,
     alignment: i64,
+    device: Option<&str>,
 ) -> PyResult<DeviceArray> {
-    crate::boundary::guard(|| DeviceArray::py_new(py, shape, dtype, alignment))
+    crate::boundary::guard(|| DeviceArray::py_new(py, shape, dtype, alignment, device))
 }
 
-/// A new DeviceArray of zeros.
+/// A new DeviceArray of zeros (`device` as for `DeviceArray`).
 #[pyfunction]
-#[pyo3(signature = (shape, dtype = None, alignment = DEFAULT_ALIGNMENT))]
+#[pyo3(signature = (shape, dtype = None, alignment = DEFAULT_ALIGNMENT, device = None))]
 pub fn zeros(
     py: Python<'_>,
     shape: &Bound<'_, PyAny>,
     dtype: Option<&Bound<'_, PyAny>>,
     alignment: i64,
+    device: Option<&str>,
 ) -> PyResult<DeviceArray> {
     crate::boundary::guard(|| {
-        let a = DeviceArray::py_new(py, shape, dtype, alignment)?;
+        let a = DeviceArray::py_new(py, shape, dtype, alignment, device)?;
         let (dev, buf, n) = (a.dev(), a.buf.clone(), a.nbytes());
         py.detach(move || dev.fill_zero(&buf, 0, n)).map_err(to_py)?;
         Ok(a)

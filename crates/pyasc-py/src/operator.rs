@@ -475,6 +475,20 @@ impl Operator {
         py.import("pyasc.accuracy")?.getattr("check_accuracy")?.call1(PyTuple::new(py, all)?)
     }
 
+    /// Predicted duration of a call on `args` on the modelled Ascend NPU (see
+    /// `pyasc.npu_cost.estimate`; `double_buffer=False` serializes the pipelines).
+    #[pyo3(signature = (*args, **kwargs))]
+    fn estimate<'py>(
+        slf: &Bound<'py, Self>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let mut all = vec![slf.clone().into_any()];
+        all.extend(args.iter());
+        py.import("pyasc.npu_cost")?.getattr("estimate")?.call(PyTuple::new(py, all)?, kwargs)
+    }
+
     /// Run the operator: NumPy arrays and scalars in, NumPy arrays out.
     #[pyo3(signature = (*args, **kwargs))]
     fn __call__<'py>(
@@ -486,6 +500,10 @@ impl Operator {
         let me = slf.get();
         crate::boundary::guard(|| {
             let mut args = me.positional(py, args, kwargs)?;
+            if me.device() == DeviceKind::NpuTwin {
+                // Global-memory transfers of the twin must be 32-byte aligned.
+                py.import("pyasc.npu_twin")?.call_method1("check_transfers", (&args,))?;
+            }
             if !crate::graph_hook::never_used() {
                 if let Some(lazy) = crate::graph_hook::record(py, slf.as_any(), &args)? {
                     return Ok(lazy);
