@@ -154,12 +154,8 @@ def _with_dst(s: tuple, dst: int) -> tuple:
     return (s[0], dst, *s[2:])
 
 
-def coalesce_copies(body: List[tuple]) -> List[tuple]:
-    """Write loop-carried registers directly instead of through a temporary and a copy.
-
-    ``t = f(...); ...; c = copy(t)`` becomes ``...; c = f(...)`` when ``t`` is read by the copy
-    only, ``f`` does not read ``c`` and nothing in between writes ``f``'s operands.
-    """
+def _read_counts(body: List[tuple]) -> Dict[int, int]:
+    """How many statements read each register, loop bodies included."""
     read: Dict[int, int] = {}
 
     def count(stmts: List[tuple]) -> None:
@@ -170,6 +166,16 @@ def coalesce_copies(body: List[tuple]) -> List[tuple]:
                 count(s[3])
 
     count(body)
+    return read
+
+
+def coalesce_copies(body: List[tuple]) -> List[tuple]:
+    """Write loop-carried registers directly instead of through a temporary and a copy.
+
+    ``t = f(...); ...; c = copy(t)`` becomes ``...; c = f(...)`` when ``t`` is read by the copy
+    only, ``f`` does not read ``c`` and nothing in between writes ``f``'s operands.
+    """
+    read = _read_counts(body)
 
     def walk(stmts: List[tuple]) -> List[tuple]:
         stmts = [(s[0], s[1], s[2], walk(s[3])) if s[0] == "while" else s for s in stmts]
@@ -261,16 +267,7 @@ def form_chains(body: List[tuple], regs: List[Tuple[str, Any]]) -> List[tuple]:
     Each operation is still rounded on its own, so results are unchanged; a loop body runs one
     pass over its tile instead of two.
     """
-    read: Dict[int, int] = {}
-
-    def count(stmts: List[tuple]) -> None:
-        for s in stmts:
-            for r in _reads(s):
-                read[r] = read.get(r, 0) + 1
-            if s[0] == "while":
-                count(s[3])
-
-    count(body)
+    read = _read_counts(body)
 
     def walk(stmts: List[tuple]) -> List[tuple]:
         out: List[tuple] = []
