@@ -94,6 +94,25 @@ struct Access {
     run: Run,
 }
 
+impl Access {
+    /// Load the element at element offset `off` into the register element at `reg`
+    /// (`load`), or store `reg` there.
+    ///
+    /// # Safety
+    /// `off` addresses an element inside the buffer; `reg` one register element.
+    unsafe fn move_one(&self, off: isize, reg: *mut u8, load: bool) {
+        // SAFETY: per the contract.
+        unsafe {
+            let m = self.base.0.offset(off * self.size as isize);
+            if load {
+                load_one(self.conv, m, reg)
+            } else {
+                store_one(self.conv, reg, m)
+            }
+        }
+    }
+}
+
 /// Layout of the outer positions in memory, for copying a whole tile at once.
 #[derive(Copy, Clone, Debug, PartialEq)]
 enum Run {
@@ -251,15 +270,7 @@ impl Block<'_> {
                 }
                 // SAFETY: verified positions inside the buffer; `e` counts the register's
                 // elements at this depth.
-                unsafe {
-                    let m = acc.base.0.offset(off * acc.size as isize);
-                    let x = rp.add(e * size);
-                    if load {
-                        load_one(acc.conv, m, x)
-                    } else {
-                        store_one(acc.conv, x, m)
-                    }
-                }
+                unsafe { acc.move_one(off, rp.add(e * size), load) }
                 e += 1;
                 for i in (0..depth).rev() {
                     j[i] += 1;
@@ -288,15 +299,7 @@ impl Block<'_> {
         let mut off: isize = idx.iter().zip(&acc.strides).map(|(i, s)| *i as isize * s).sum();
         for e in 0..self.rows {
             // SAFETY: per the contract, `off` addresses a position inside the buffer.
-            unsafe {
-                let m = acc.base.0.offset(off * acc.size as isize);
-                let x = rp.add(e * size);
-                if load {
-                    load_one(acc.conv, m, x)
-                } else {
-                    store_one(acc.conv, x, m)
-                }
-            }
+            unsafe { acc.move_one(off, rp.add(e * size), load) }
             for d in (0..nd).rev() {
                 idx[d] += 1;
                 off += acc.strides[d];
