@@ -184,3 +184,36 @@ def test_16_bit_jax_arrays_go_in_and_come_out_as_jax_arrays(name):
     d = pyasc.from_dlpack(j)
     assert d.dtype == np.asarray(j).dtype
     np.testing.assert_array_equal(d.numpy(), np.asarray(j))
+
+
+def test_consumer_array_alive_at_interpreter_exit_is_freed_cleanly():
+    # A NumPy view of a DeviceArray that lives until the modules are torn down: its owner is
+    # released while the interpreter shuts down, which must neither abort nor print a panic.
+    import subprocess
+    import sys
+
+    code = ("import numpy as np, pyasc\n"
+            "d = pyasc.from_dlpack(np.arange(12, dtype=np.float32))\n"
+            "view = np.from_dlpack(d)\n"
+            "del d\n"
+            "print(float(view.sum()))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "66.0"
+    assert "panicked" not in r.stderr
+
+
+def test_host_empty_arrays_are_writable_c_contiguous_and_reused_from_the_pool():
+    shape, dtype = (1024, 1024), np.float32  # past the pool's size threshold
+    a = _pyasc._host_empty(list(shape), dtype)
+    assert a.shape == shape and a.dtype == dtype and a.flags.c_contiguous and a.flags.writeable
+    assert a.ctypes.data % 128 == 0
+    a[...] = 3.0
+    assert float(a.sum(dtype=np.float64)) == 3.0 * a.size
+    addr = a.ctypes.data
+    del a
+    gc.collect()
+    b = _pyasc._host_empty(list(shape), dtype)
+    assert b.ctypes.data == addr  # the freed block came back warm
+    small = _pyasc._host_empty([3], np.int64)
+    assert small.shape == (3,) and small.dtype == np.int64

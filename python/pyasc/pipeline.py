@@ -237,7 +237,7 @@ class Pipeline(GraphMode):
         out_arrays = {}
         for n, k in results:
             shape, dtype = nodes[n].avals[k]
-            out_arrays[(n, k)] = np.empty(shape, dtype)
+            out_arrays[(n, k)] = _pyasc._host_empty(shape, dtype)  # warm pool pages
         mb = self.micro_batch or self._auto_micro_batch(nodes, n_rows, len(groups))
         starts = list(range(0, n_rows, mb))
         self.last_schedule = {"stages": len(groups), "micro_batch": mb, "micro_batches": len(starts),

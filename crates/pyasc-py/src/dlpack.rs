@@ -116,7 +116,14 @@ unsafe extern "C" fn deleter(t: *mut DLManagedTensor) {
     // SAFETY: `t` and its context were made by `Box::into_raw` in `export_capsule` and are freed once.
     let (tensor, mut ctx) = unsafe { (Box::from_raw(t), Box::from_raw((*t).manager_ctx as *mut Context)) };
     if let Some(owner) = ctx.owner.take() {
-        Python::attach(move |_py| drop(owner));
+        // SAFETY: a plain query of the interpreter's state.
+        if unsafe { ffi::Py_IsInitialized() } == 0 {
+            // The interpreter is shutting down (a consumer's array freed with the modules):
+            // nothing can be attached to any more, and the process frees the owner's memory.
+            std::mem::forget(owner);
+        } else {
+            Python::attach(move |_py| drop(owner));
+        }
     }
     drop(ctx);
     drop(tensor);

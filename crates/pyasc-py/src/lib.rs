@@ -73,6 +73,7 @@ fn _pyasc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(stream::synchronize, m)?)?;
     m.add_function(wrap_pyfunction!(memory_stats, m)?)?;
     m.add_function(wrap_pyfunction!(empty_cache, m)?)?;
+    m.add_function(wrap_pyfunction!(_host_empty, m)?)?;
     m.add_function(wrap_pyfunction!(reset_peak_memory_stats, m)?)?;
     m.add_function(wrap_pyfunction!(_set_debug_capture, m)?)?;
     m.add_function(wrap_pyfunction!(_debug_capture_active, m)?)?;
@@ -192,6 +193,14 @@ fn memory_stats(py: Python<'_>) -> PyResult<Py<PyAny>> {
 #[pyfunction]
 fn reset_peak_memory_stats() {
     pyasc_runtime::memory::reset_peak();
+}
+
+/// A new uninitialised C-contiguous NumPy array; large ones live in warm pool blocks, so
+/// filling one does not fault in fresh pages from the OS as `np.empty` does past 32 MiB.
+#[pyfunction]
+fn _host_empty<'py>(py: Python<'py>, shape: Vec<usize>, dtype: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let dt = crate::operands::parse_dtype(py, dtype)?;
+    Ok(crate::arrays::empty(py, dt, &shape, false).map_err(crate::errors::to_py)?.0)
 }
 
 /// Return every cached (free) pool block to the system.

@@ -125,6 +125,9 @@ pub fn run_gemm(a: &InputView, b: &InputView, out: *mut u8) -> Result<()> {
     };
     let one = |bi: usize, workers: usize| piece(bi, (0, n), (0, m), workers);
     let flops = 2.0 * (batches * n * m * k) as f64;
+    // Rayon's workers run a large product: the launch team's idle helpers would take their
+    // cores while they spin.
+    let _parked = (threads > 1 && flops >= PARK_FLOPS).then(crate::team::park);
     if batches >= 2 * threads && flops > 1e6 {
         crate::pool::install(|| (0..batches).into_par_iter().for_each(|bi| one(bi, 1)));
     } else {
@@ -165,6 +168,11 @@ pub fn run_gemm(a: &InputView, b: &InputView, out: *mut u8) -> Result<()> {
     }
     Ok(())
 }
+
+/// Products of at least this many FLOPs (about 150 us at 200 GFLOP/s) send the launch team's
+/// spinning helpers to sleep first; a smaller one ends before their spin would cost more than
+/// waking them again for the next launch.
+const PARK_FLOPS: f64 = 3e7;
 
 /// Whether a `rows x cols` float32/float64 product runs as one band of rows per worker: when
 /// it is tall (at least twice as many rows as columns, 128 rows per worker or more). Square

@@ -10,6 +10,11 @@
 //!
 //! One job runs at a time; a launch that finds the team busy (another thread is launching)
 //! uses rayon's pool instead.
+//!
+//! Work that runs on rayon's pool for a long time (a large matrix product) holds a [`park`]
+//! guard while it runs: idle helpers sleep at once instead of spinning on cores that rayon's
+//! workers need (on a machine with as many workers as cores, a spinning helper slows such a
+//! product by a third). Launches in the meantime still wake them.
 
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
@@ -91,7 +96,8 @@ fn helper(t: &'static Team) {
                 break s;
             }
             spins += 1;
-            if spins.is_multiple_of(1024) && idle_since.elapsed() > SPIN {
+            let parked = HEAVY.load(Ordering::Relaxed) > 0;
+            if parked || (spins.is_multiple_of(1024) && idle_since.elapsed() > SPIN) {
                 let mut n = t.sleeping.lock().expect("team lock poisoned");
                 *n += 1;
                 // Re-check under the lock: a launcher bumps the epoch before it takes the
@@ -115,6 +121,25 @@ fn helper(t: &'static Team) {
             t.done.fetch_add(1, Ordering::Release);
         }
     }
+}
+
+/// Long-running work on rayon's pool in progress (live [`Parked`] guards).
+static HEAVY: AtomicUsize = AtomicUsize::new(0);
+
+/// While alive, idle helpers sleep instead of spinning; see [`park`].
+pub struct Parked(());
+
+impl Drop for Parked {
+    fn drop(&mut self) {
+        HEAVY.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Keep idle helpers asleep while the returned guard lives: taken around work that keeps
+/// rayon's workers busy for long. A launch meanwhile still wakes them for its job.
+pub fn park() -> Parked {
+    HEAVY.fetch_add(1, Ordering::Relaxed);
+    Parked(())
 }
 
 /// Join job `epoch` if it is still open.
@@ -213,5 +238,44 @@ mod tests {
         run_now(&work);
         let want = if helpers > 0 { 2 } else { 1 };
         assert!(entered.load(Ordering::SeqCst) >= want, "{} threads ran the job", entered.load(Ordering::SeqCst));
+    }
+
+    #[test]
+    fn parked_helpers_sleep_at_once_and_launches_still_wake_them() {
+        if crate::pool::num_threads() < 2 {
+            return; // no helper to park
+        }
+        run_now(&|| {});
+        let t = team();
+        {
+            let _parked = park();
+            // After a launch, every idle helper is asleep well within the spin time (retried:
+            // other tests' launches keep helpers busy now and then).
+            let helpers = crate::pool::num_threads() - 1;
+            let asleep_soon = || {
+                run_now(&|| {});
+                let began = Instant::now();
+                while began.elapsed() < SPIN / 2 {
+                    if *t.sleeping.lock().unwrap() >= helpers {
+                        return true;
+                    }
+                    std::thread::yield_now();
+                }
+                false
+            };
+            assert!((0..50).any(|_| asleep_soon()), "parked helpers kept spinning");
+            // A launch meanwhile still gets a helper (the launcher waits for one to join).
+            let entered = AtomicUsize::new(0);
+            let work = || {
+                entered.fetch_add(1, Ordering::SeqCst);
+                let began = Instant::now();
+                while entered.load(Ordering::SeqCst) < 2 && began.elapsed() < Duration::from_secs(5) {
+                    std::hint::spin_loop();
+                }
+            };
+            run_now(&work);
+            assert_eq!(entered.load(Ordering::SeqCst), 2);
+        }
+        assert_eq!(HEAVY.load(Ordering::Relaxed), 0);
     }
 }
