@@ -46,25 +46,33 @@ _SCALARS = (bool, int, float)
 _PKG = __file__.rsplit("/", 1)[0] + "/"
 
 
+def _line_at(code: Any, lasti: int) -> int:
+    """Return the source line of the instruction at byte offset ``lasti`` of ``code``."""
+    for start, end, line in code.co_lines():
+        if start <= lasti < end and line is not None:
+            return line
+    return code.co_firstlineno
+
+
 class _Node:
     """One recorded call: the operator, where its arguments come from, its call site."""
 
-    __slots__ = ("op", "func", "spec", "tuple_out", "file", "line", "avals")
+    __slots__ = ("op", "func", "spec", "tuple_out", "code", "lasti", "avals")
 
-    def __init__(self, op: Any, func: Any, spec: tuple, tuple_out: bool, file: str, line: int,
+    def __init__(self, op: Any, func: Any, spec: tuple, tuple_out: bool, code: Any, lasti: int,
                  avals: Optional[list]) -> None:
         self.op = op
         self.func = func
         self.spec = spec  # per argument: (0, leaf index) or (1, node index, output index)
         self.tuple_out = tuple_out
-        self.file = file
-        self.line = line
+        self.code = code  # the calling frame's code and instruction: the line, when asked for
+        self.lasti = lasti
         self.avals = avals  # per result: (shape, dtype), traced when first asked for
 
     @property
     def site(self) -> Tuple[str, int]:
         """File and line of the recording call."""
-        return self.file, self.line
+        return self.code.co_filename, _line_at(self.code, self.lasti)
 
 
 class LazyArray:
@@ -602,7 +610,7 @@ def record(op: Any, args: tuple) -> Any:
         code = f.f_code
     nodes = rec.nodes
     n = len(nodes)
-    nodes.append(_Node(op, func, tuple(spec), tuple_out, code.co_filename, f.f_lineno, avals))
+    nodes.append(_Node(op, func, tuple(spec), tuple_out, code, f.f_lasti, avals))
     if n_out == 1 and not tuple_out:
         out = LazyArray(rec, (1, n, 0))
         rec.outs.append(weakref.ref(out))
