@@ -145,10 +145,14 @@ class VectorizedOperator:
                 inputs = [(a.dtype.name, list(a.shape)) for a in views]
                 plan = _pyasc.VectorizedPlan(self.name, inputs, out_dtype.name, list(space), b.regs, c.chained)
                 c.plans[key] = plan
-            out = np.empty(space, dtype=out_dtype)
+            out = _pyasc._host_empty(list(space), out_dtype)  # warm pool pages, not fresh ones
             plan.run([a if _viewable(a) else np.ascontiguousarray(a) for a in views], out)
             if blocked is not None:
-                out = out.swapaxes(-3, -2).reshape(shape)
+                # Back from square blocks to C order: (..., hb, wb, B, B) -> (..., hb, B, wb, B).
+                final = _pyasc._host_empty(list(shape), out_dtype)
+                np.copyto(final.reshape(out.shape[:-4] + (out.shape[-4], BLOCK, out.shape[-3], BLOCK)),
+                          out.swapaxes(-3, -2))
+                out = final
         if device_out:
             return _pyasc.to_device(out)
         if scalar_out:
