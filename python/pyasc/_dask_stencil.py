@@ -114,6 +114,8 @@ def call(op: Any, args: Sequence[Any], kwargs: Dict[str, Any], iterations: Optio
     while done < steps:
         k = min(per, steps - done)
         depth = tuple(k * r for r in reach)
+        wide = {ax: da.overlap.ensure_minimum_chunksize(d, grid[0].chunks[ax]) for ax, d in enumerate(depth) if d}
+        grid = [a.rechunk(wide) if i in fields else a for i, a in enumerate(grid)]
         expanded = [da.overlap.overlap(grid[i], depth=dict(enumerate(depth)),
                                        boundary="periodic" if everywhere else "none") for i in fields]
         chunks = grid[0].chunks
