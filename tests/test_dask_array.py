@@ -195,3 +195,16 @@ def test_lambda_operator_pickling_is_a_clear_error():
     op = pyasc.operator(lambda x: x + 1)
     with pytest.raises(pyasc.InvalidArgumentError, match="lambda"):
         pickle.dumps(op)
+
+
+@pyasc.operator
+def running_total(x):
+    return pyasc.cumsum(x, axis=0)
+
+
+def test_scan_over_a_chunked_axis_rechunks_that_axis_only():
+    x = RNG.standard_normal((90, 40)).astype(np.float32)
+    dx = da.from_array(x, chunks=(20, 10))
+    out = running_total(dx)
+    assert out.chunks == ((90,), dx.chunks[1])
+    np.testing.assert_allclose(out.compute(), np.cumsum(x.astype(np.float64), axis=0), rtol=1e-5, atol=1e-5)
