@@ -208,3 +208,29 @@ def test_scan_over_a_chunked_axis_rechunks_that_axis_only():
     out = running_total(dx)
     assert out.chunks == ((90,), dx.chunks[1])
     np.testing.assert_allclose(out.compute(), np.cumsum(x.astype(np.float64), axis=0), rtol=1e-5, atol=1e-5)
+
+
+@pyasc.operator(dynamic_shape=True, gears="pow2")
+def geared_affine(x, y):
+    return x * 2 + y
+
+
+def test_geared_operator_on_dask_and_pickled():
+    x = RNG.standard_normal((50, 70)).astype(np.float32)
+    y = RNG.standard_normal(70).astype(np.float32)
+    out = geared_affine(da.from_array(x, chunks=(20, 30)), y)
+    assert out.chunks == ((20, 20, 10), (30, 30, 10))
+    np.testing.assert_allclose(out.compute(), 2 * x.astype(np.float64) + y, rtol=1e-6, atol=1e-6)
+    assert pickle.loads(pickle.dumps(geared_affine)) is geared_affine
+
+
+@pyasc.operator(dynamic_shape=True, gears="pow2")
+def geared_row_sums(x):
+    return (x * 2).sum(axis=1)
+
+
+def test_geared_reduction_results_are_cut_to_the_chunks():
+    x = RNG.standard_normal((50, 70)).astype(np.float32)
+    out = geared_row_sums(da.from_array(x, chunks=(20, 30)))
+    assert not any("rechunk" in name for name in out.dask.layers)
+    np.testing.assert_allclose(out.compute(), 2 * x.astype(np.float64).sum(axis=1), rtol=1e-5, atol=1e-5)

@@ -131,6 +131,7 @@ def _rebuild(kind: str, recipe: Tuple[Any, ...], options: Dict[str, Any]) -> Any
 
 
 def _kind_options(op: Any) -> Tuple[str, Callable[..., Any], Dict[str, Any]]:
+    from .dynamic import GearedOperator
     from .stencil import StencilOperator
     from .vectorize import _IGNORED, VectorizedOperator
 
@@ -138,6 +139,8 @@ def _kind_options(op: Any) -> Tuple[str, Callable[..., Any], Dict[str, Any]]:
         opts = dict(op._settings, boundary=op.boundary, cval=op.cval, neighborhood=op.neighborhood,
                     standard_indexing=op.standard_indexing, iterations=op.iterations)
         return "stencil", op.__wrapped__, opts
+    if isinstance(op, GearedOperator):
+        return "operator", op.__wrapped__, dict(op.options)
     if isinstance(op, VectorizedOperator):
         return "vectorized", op.fn, {k: v for k, v in op.settings.items() if k not in _IGNORED}
     return "operator", op.__wrapped__, dict(op.options)
@@ -158,10 +161,11 @@ def register() -> None:
     if _REGISTERED:
         return
     from . import _pyasc
+    from .dynamic import GearedOperator
     from .stencil import StencilOperator
     from .vectorize import VectorizedOperator
 
-    for cls in (_pyasc.Operator, StencilOperator, VectorizedOperator):
+    for cls in (_pyasc.Operator, GearedOperator, StencilOperator, VectorizedOperator):
         copyreg.pickle(cls, reduce_operator)
     _REGISTERED = True
 

@@ -119,13 +119,16 @@ def call(op: Any, args: Sequence[Any]) -> Any:
 
     ensure_registered()
     arrays, rank = _arrays(args)
-    compiled, probe = _compiled(op, arrays)
+    # A geared operator pads its inputs: its plain companion shows the graph on the true shapes.
+    compiled, probe = _compiled(op._make(op._func, False) if hasattr(op, "_make") else op, arrays)
     outputs = compiled.outputs
     if len(outputs) != 1 or compiled.returns_tuple:
         raise UnsupportedError(f"{op.__name__}: an operator with several results cannot run on Dask arrays; "
                                "return one array")
     dtype = outputs[0][1]
     s = graph.classify(compiled.graph_ir(True), rank)
+    if hasattr(op, "_make"):
+        op = _Cropped(op, rank, s, tuple(outputs[0][0]), probe)
     if s.kind == "pointwise":
         return _blockwise(op, arrays, rank, dtype)
     if s.kind == "matmul":
@@ -183,3 +186,29 @@ def _drop(op: Any, arrays: Sequence[Any], rank: int, dtype: Any, dropped: Sequen
         pairs += [a, _index(a.ndim, rank)] if is_dask_array(a) else [a, None]
     return da.blockwise(op, out, *pairs, dtype=dtype, meta=_meta(dtype, len(out)), concatenate=True,
                         align_arrays=True)
+
+
+class _Cropped:
+    """A geared operator on one set of blocks, its result cut from the gear's extents to the blocks'."""
+
+    def __init__(self, op: Any, rank: int, s: Any, out_probe: Tuple[int, ...], probe: Sequence[Any]):
+        self.op, self.rank, self.matmul = op, rank, s.kind == "matmul"
+        self.__name__ = getattr(op, "__name__", "operator")
+        full = np.broadcast_shapes(*(p.shape for p in probe if isinstance(p, np.ndarray))) if not self.matmul else ()
+        if self.matmul or len(out_probe) == rank:
+            self.kept = list(range(rank))
+        else:
+            self.kept = [i for i in range(rank) if full[i] in out_probe]
+
+    def __call__(self, *blocks: Any) -> np.ndarray:
+        out = np.asarray(self.op(*blocks))
+        arrays = [b for b in blocks if isinstance(b, np.ndarray)]
+        if self.matmul:
+            extents = (arrays[0].shape[0], arrays[1].shape[1])
+        else:
+            full = np.broadcast_shapes(*(a.shape for a in arrays))
+            full = (1,) * (self.rank - len(full)) + tuple(full)
+            extents = tuple(full[i] for i in self.kept)
+        if len(extents) != out.ndim:
+            return out
+        return out[tuple(slice(0, n) for n in extents)]
