@@ -234,3 +234,28 @@ def test_geared_reduction_results_are_cut_to_the_chunks():
     out = geared_row_sums(da.from_array(x, chunks=(20, 30)))
     assert not any("rechunk" in name for name in out.dask.layers)
     np.testing.assert_allclose(out.compute(), 2 * x.astype(np.float64).sum(axis=1), rtol=1e-5, atol=1e-5)
+
+
+WEIGHTS = RNG.standard_normal(40).astype(np.float32)
+
+
+@pyasc.operator
+def weighted(x):
+    return x * WEIGHTS
+
+
+@pyasc.operator
+def project(x):
+    return x @ WEIGHTS.reshape(40, 1)
+
+
+def test_captured_arrays_keep_their_axes_whole():
+    x = RNG.standard_normal((30, 40)).astype(np.float32)
+    out = weighted(da.from_array(x, chunks=(10, 40)))
+    assert out.chunks == ((10, 10, 10), (40,))
+    np.testing.assert_allclose(out.compute(), x.astype(np.float64) * WEIGHTS, rtol=1e-6)
+    # Blocks that cut the captured array's axis cannot be traced: a typed error, not a wrong answer.
+    with pytest.raises(pyasc.UnsupportedError, match="cannot trace"):
+        weighted(da.from_array(x, chunks=(10, 15)))
+    with pytest.raises(pyasc.UnsupportedError, match="matmul with an array the function captures"):
+        project(da.from_array(x, chunks=(10, 40)))

@@ -97,13 +97,25 @@ def _axes(attrs: str, rank: int) -> Optional[Tuple[Tuple[int, ...], bool]]:
     return (tuple(axes), keep) if axes else None
 
 
-def classify(text: str, rank: int) -> Structure:
-    """Classify a traced graph whose arguments broadcast to ``rank`` dimensions."""
+def _argument(node: Node, nargs: int) -> bool:
+    """Return True for an input node that is one of the call's ``nargs`` arguments (not a captured array)."""
+    m = re.fullmatch(r"input(\d+)", node.name)
+    return m is not None and int(m.group(1)) < nargs
+
+
+def classify(text: str, rank: int, nargs: int) -> Structure:
+    """Classify a traced graph of ``nargs`` arguments whose arrays broadcast to ``rank`` dimensions.
+
+    Arrays the function captures (inputs beyond its arguments) span whole axes: the axes
+    they align with (from the right, extent above 1) are coupled.
+    """
     nodes, returns = parse(text)
     by_index = {n.index: n for n in nodes}
     coupled: set = set()
     non_pointwise: List[Node] = []
     for n in nodes:
+        if n.name.startswith("input") and not _argument(n, nargs):
+            coupled.update(rank - len(n.shape) + j for j, e in enumerate(n.shape) if e != 1 and len(n.shape) <= rank)
         if not n.operands:
             continue  # inputs and constants
         shapes = [by_index[o].shape for o in n.operands if o in by_index]
@@ -118,13 +130,15 @@ def classify(text: str, rank: int) -> Structure:
         coupled.update(ax[0])
         non_pointwise.append(n)
     if not non_pointwise:
-        return Structure("pointwise")
+        return Structure("coupled", coupled=frozenset(coupled)) if coupled else Structure("pointwise")
     if len(non_pointwise) == 1 and non_pointwise[0].name == "matmul":
         m = non_pointwise[0]
         if (len(nodes) == 3 and returns == [m.index] and len(m.operands) == 2 and rank == 2
-                and all(len(by_index[o].shape) == 2 and not by_index[o].operands for o in m.operands)):
+                and all(len(by_index[o].shape) == 2 and _argument(by_index[o], nargs) for o in m.operands)):
             return Structure("matmul", nodes=[m])
-        return Structure("unsupported", why="matmul inside a larger expression", nodes=[m])
+        captured = any(not _argument(by_index[o], nargs) for o in m.operands if not by_index[o].operands)
+        why = "matmul with an array the function captures" if captured else "matmul inside a larger expression"
+        return Structure("unsupported", why=why, nodes=[m])
     if any(n.name == "matmul" for n in non_pointwise):
         m = next(n for n in non_pointwise if n.name == "matmul")
         return Structure("unsupported", why="matmul inside a larger expression", nodes=[m])

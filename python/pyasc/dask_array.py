@@ -77,16 +77,21 @@ def _stand_in(x: Any, by_extent: Any = None) -> Any:
 
 def _compiled(op: Any, arrays: Sequence[Any]) -> Tuple[Any, list]:
     """Compile ``op`` for tiny stand-ins of the arguments: per-axis extents, else per-extent (matmul)."""
-    probe = [_stand_in(a) for a in arrays]
-    try:
-        return op.get_compiled_op(*probe), probe
-    except Exception:
-        extents = sorted({n for a in arrays if is_dask_array(a) for n in a.shape if n != 1})
-        if len(extents) > len(_PRIMES):
-            raise
-        table = dict(zip(extents, _PRIMES))
-        probe = [_stand_in(a, table) for a in arrays]
-        return op.get_compiled_op(*probe), probe
+    extents = sorted({n for a in arrays if is_dask_array(a) for n in a.shape if n != 1})
+    table = dict(zip(extents, _PRIMES)) if len(extents) <= len(_PRIMES) else None
+    attempts = [lambda a: _stand_in(a), lambda a: _stand_in(a, table),
+                # Captured arrays tie extents to the real ones: the first block's shape.
+                lambda a: np.ones(tuple(c[0] for c in a.chunks), a.dtype) if is_dask_array(a) else a]
+    error: Exception = UnsupportedError("no stand-in arguments")
+    for make in attempts if table is not None else attempts[::2]:
+        probe = [make(a) for a in arrays]
+        try:
+            return op.get_compiled_op(*probe), probe
+        except Exception as e:  # a stand-in shape the function cannot take: try the next
+            error = e
+    raise UnsupportedError(f"{op.__name__}: cannot trace it on blocks of its Dask arguments ({error}); an array "
+                           "the function captures needs the axes it spans whole in every chunk: rechunk them, "
+                           "compute the arrays first (np.asarray) or call the operator per block with map_blocks")
 
 
 def _meta(dtype: Any, ndim: int) -> np.ndarray:
@@ -126,7 +131,7 @@ def call(op: Any, args: Sequence[Any]) -> Any:
         raise UnsupportedError(f"{op.__name__}: an operator with several results cannot run on Dask arrays; "
                                "return one array")
     dtype = outputs[0][1]
-    s = graph.classify(compiled.graph_ir(True), rank)
+    s = graph.classify(compiled.graph_ir(True), rank, len(arrays))
     if hasattr(op, "_make"):
         op = _Cropped(op, rank, s, tuple(outputs[0][0]), probe)
     if s.kind == "pointwise":
