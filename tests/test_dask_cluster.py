@@ -37,7 +37,7 @@ def _rebuilt_compiles():
 
 
 def _exit_once(block, marker):
-    """Kill this worker process the first time any task runs it (the marker file says it happened)."""
+    """Kill this worker process the first time a block gets here (the marker file says it happened)."""
     if not os.path.exists(marker):
         with open(marker, "w") as f:
             f.write(str(os.getpid()))

@@ -3,8 +3,8 @@
 An operator pickles as the recipe that made it, never as compiled code: by its qualified
 name when its module attribute is the operator itself, otherwise as the function's source
 text, the globals and closure values the body names, and the decorator's options. Unpickling
-rebuilds the operator once per process (a table keyed by the recipe), so every task of a
-worker that runs it shares one kernel cache and compiles each signature once.
+rebuilds the operator once per process (a table keyed by the recipe), so all the chunks a
+worker runs share one kernel cache and each signature compiles once.
 """
 
 from __future__ import annotations
