@@ -269,3 +269,7 @@ _env.warn_problems()
 from .profiler import start_from_environment as _start_profile  # noqa: E402
 
 _start_profile()
+
+from ._dask_pickle import register as _register_pickling  # noqa: E402
+
+_register_pickling()

@@ -38,6 +38,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     bench.add_argument("--quick", action="store_true", help="small sizes and few repeats (a smoke test)")
     bench.add_argument("--only", action="append", default=None, choices=BENCHMARKS,
                        help="run only the named benchmark (repeatable)")
+    bench.add_argument("--dask", action="store_true",
+                       help="run only the Dask entries on a local two-worker cluster (sizes: PYASC_BENCH_DASK_GIB, "
+                            "PYASC_BENCH_DASK_GRID)")
     info = sub.add_parser("info", help="show the devices pyasc can run on (like npu-smi info)")
     info.add_argument("--peaks", action="store_true",
                       help="print the measured memory bandwidth and float32 FMA roofs (measured once, then cached)")
@@ -77,6 +80,10 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(f"pyasc demo: {args.size:,} elements do not fit in memory ({e})", file=sys.stderr)
             return 1
     if args.command == "bench":
+        if args.dask:
+            from .bench_dask import run as run_dask
+
+            return run_dask(quick=args.quick)
         from .bench import run as run_bench
 
         return run_bench(quick=args.quick, only=args.only)

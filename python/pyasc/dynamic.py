@@ -25,6 +25,7 @@ import numpy as np
 
 from . import _pyasc, updates
 from ._binding import bind
+from .dask_array import has_dask
 from .errors import InvalidArgumentError, ShapeError
 from .pytree import call as pytree_call
 from .pytree import clear as clear_companions
@@ -213,6 +214,10 @@ class GearedOperator:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Pad the geared dimensions, then run the operator for that gear."""
+        if has_dask(args) or has_dask(tuple(kwargs.values())):  # a lazy Dask array (see pyasc.dask_array)
+            from .dask_array import call
+
+            return call(self, bind(self._func, args, kwargs) if kwargs else args)
         if has_structure(args) or has_structure(tuple(kwargs.values())):
             # Nested arguments: a geared companion over the flat leaves (see `pyasc.pytree`).
             return pytree_call(self, bind(self._func, args, kwargs) if kwargs else args)

@@ -21,6 +21,7 @@ from . import _stencil_border as border
 from . import _stencil_sweep as sweep
 from ._stencil_expr import record
 from ._stencil_probe import Neighborhood, SliceField, call_body, halo, probe
+from .dask_array import has_dask
 from .debug._store import register
 from .decorators import validate_options
 from .errors import DTypeError, InvalidArgumentError, ShapeError, UnsupportedError, at_user_line
@@ -89,6 +90,10 @@ class StencilOperator:
     def __call__(self, *args: Any, iterations: Optional[int] = None, out: Optional[np.ndarray] = None,
                  **kwargs: Any) -> np.ndarray:
         """Apply the stencil (``iterations`` times) to the fields; ``out=`` receives the result."""
+        if has_dask(args):  # Dask array fields: a lazy Dask array (see pyasc._dask_stencil)
+            from ._dask_stencil import call
+
+            return call(self, args, kwargs, iterations, out)
         steps = self.iterations if iterations is None else _iterations(iterations)
         arrays, fields, ndim = self._arguments(args)
         if self.neighborhood is not None and len(self.neighborhood) != ndim:

@@ -27,6 +27,7 @@ from . import _pyasc
 from . import _vectorize_types as vt
 from ._vectorize_compile import Source, UnknownCall, compile_function, has_value_control_flow
 from ._vectorize_ir import form_chains
+from .dask_array import call_elementwise, has_dask
 from .decorators import validate_options
 from .errors import InvalidArgumentError, ShapeError
 
@@ -113,6 +114,8 @@ class VectorizedOperator:
 
     def __call__(self, *args: Any) -> Any:
         """Apply the function to every element of the broadcast arguments."""
+        if has_dask(args):  # Dask arrays: mapped over their aligned blocks (see pyasc.dask_array)
+            return call_elementwise(self, args)
         c, arrays, types = self._prepare(args)
         if c.mode == "whole":
             return self.fn(*args)

@@ -529,6 +529,11 @@ impl Operator {
             let mut parsed = match parse(py, &args, &me.params) {
                 Ok(p) => p,
                 Err(e) => {
+                    // Dask arrays: a lazy Dask array of per-chunk calls (see `pyasc.dask_array`).
+                    let lazy = py.import("pyasc.dask_array")?;
+                    if lazy.call_method1("has_dask", (&args,))?.is_truthy()? {
+                        return Ok(lazy.call_method1("call", (slf, &args))?.unbind());
+                    }
                     // Complex arguments run as pairs of real ones (see `pyasc._complex`).
                     if py.import("pyasc._complex")?.call_method1("has_complex", (&args,))?.is_truthy()? {
                         return complex();

@@ -1,0 +1,80 @@
+"""pyasc operators on a distributed LocalCluster: worker processes, memory limits, a worker lost mid-run."""
+
+import os
+
+import numpy as np
+import pyasc
+import pytest
+
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                       memory_limit="1GiB", host="127.0.0.1")
+    c = distributed.Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
+@pyasc.operator
+def total(x):
+    return x.sum()
+
+
+def _gelu64(x):
+    x = np.asarray(x, np.float64)
+    return 0.5 * x * (1 + np.tanh(0.7978845608 * (x + 0.044715 * x ** 3)))
+
+
+def _rebuilt_compiles():
+    from pyasc._dask_pickle import rebuilt_operators
+
+    return [(op.__name__, op.cache_info().compiles) for op in rebuilt_operators()]
+
+
+def _exit_once(block, marker):
+    """Kill this worker process the first time a block gets here (the marker file says it happened)."""
+    if not os.path.exists(marker):
+        with open(marker, "w") as f:
+            f.write(str(os.getpid()))
+        os._exit(1)
+    return block
+
+
+def test_workers_rebuild_the_operator_once_and_compile_once(client):
+    @pyasc.operator
+    def gelu_local(x):
+        return 0.5 * x * (1 + np.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
+
+    x = np.linspace(-4, 4, 64 * 1000, dtype=np.float32).reshape(64, 1000)
+    dx = da.from_array(x, chunks=(8, 250))  # 32 chunks of one shape
+    out = client.compute(gelu_local(dx)).result()
+    np.testing.assert_allclose(out, _gelu64(x), rtol=1e-5, atol=1e-6)
+    per_worker = client.run(_rebuilt_compiles)
+    compiles = [n for stats in per_worker.values() for name, n in stats if name == "gelu_local"]
+    assert compiles and all(n == 1 for n in compiles), per_worker
+
+
+def test_reduction_over_more_data_than_a_worker_may_hold(client):
+    n = 1 << 28  # 1 GiB of float32, generated on the workers, each of which may hold 1 GiB
+    x = da.full((n,), 0.5, dtype=np.float32, chunks=1 << 22)
+    limits = client.run(lambda dask_worker: dask_worker.memory_manager.memory_limit)
+    assert all(v == 1 << 30 for v in limits.values())
+    got = float(total(x).compute())
+    assert got == pytest.approx(0.5 * n, rel=1e-7)
+
+
+def test_result_is_correct_after_a_worker_dies_mid_computation(client, tmp_path):
+    marker = str(tmp_path / "died")
+    x = np.arange(200_000, dtype=np.float32) / 1000
+    dx = da.from_array(x, chunks=20_000).map_blocks(_exit_once, marker, meta=np.empty(0, np.float32))
+    before = set(client.scheduler_info()["workers"])
+    got = float(client.compute(total(dx)).result())
+    assert os.path.exists(marker)
+    assert got == pytest.approx(x.astype(np.float64).sum(), rel=1e-6)
+    client.wait_for_workers(2, timeout=60)
+    assert set(client.scheduler_info()["workers"]) != before  # a worker process was replaced
