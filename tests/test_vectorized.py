@@ -201,6 +201,11 @@ def test_mandelbrot_and_broadcasting():
     full_cy = np.repeat(cy[:, None], 160, axis=1)[:, ::-1]  # a reversed (negative-stride) view
     ref = per_element(mandel, cx, full_cy, 30).astype(np.int64)
     np.testing.assert_array_equal(pyasc.vectorized_operator(mandel)(cx, full_cy, 30), ref)
+    # Whole C-contiguous grids: each row of a block moves with one copy.
+    gx, gy = np.meshgrid(np.linspace(-2, 1, 160), np.linspace(-1.5, 1.5, 112))
+    ref = per_element(mandel, gx, gy, 25).astype(np.int64)
+    np.testing.assert_array_equal(pyasc.vectorized_operator(mandel)(gx, gy, 25), ref)
+    np.testing.assert_array_equal(pyasc.vectorized_operator(mandel)(gx[None], gy, 25), ref[None])
 
 
 def test_result_dtypes_follow_numpy():

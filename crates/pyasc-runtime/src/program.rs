@@ -48,7 +48,7 @@ unsafe fn load_one(c: Conv, mem: *const u8, reg: *mut u8) {
     // SAFETY: per the contract; unaligned accesses where storage may be unaligned.
     unsafe {
         match c {
-            Conv::Same(n) => std::ptr::copy_nonoverlapping(mem, reg, n),
+            Conv::Same(n) => copy_one(mem, reg, n),
             Conv::F16F32 => (reg as *mut f32).write_unaligned(half::f16::from_bits(read16(mem)).to_f32()),
             Conv::F16F64 => (reg as *mut f64).write_unaligned(half::f16::from_bits(read16(mem)).to_f64()),
             Conv::Bf16F32 => (reg as *mut f32).write_unaligned(half::bf16::from_bits(read16(mem)).to_f32()),
@@ -66,13 +66,32 @@ unsafe fn store_one(c: Conv, reg: *const u8, mem: *mut u8) {
     // SAFETY: per the contract.
     unsafe {
         let bits = match c {
-            Conv::Same(n) => return std::ptr::copy_nonoverlapping(reg, mem, n),
+            Conv::Same(n) => return copy_one(reg, mem, n),
             Conv::F16F32 => half::f16::from_f32((reg as *const f32).read_unaligned()).to_bits(),
             Conv::F16F64 => half::f16::from_f64((reg as *const f64).read_unaligned()).to_bits(),
             Conv::Bf16F32 => half::bf16::from_f32((reg as *const f32).read_unaligned()).to_bits(),
             Conv::Bf16F64 => half::bf16::from_f64((reg as *const f64).read_unaligned()).to_bits(),
         };
         (mem as *mut u16).write_unaligned(bits);
+    }
+}
+
+/// Copy one element of `n` bytes: a single move for the usual sizes (a `memcpy` call per
+/// element otherwise, as for a length known only at run time).
+///
+/// # Safety
+/// `src` is readable and `dst` writable for `n` bytes.
+#[inline(always)]
+unsafe fn copy_one(src: *const u8, dst: *mut u8, n: usize) {
+    // SAFETY: per the contract; unaligned moves.
+    unsafe {
+        match n {
+            8 => (dst as *mut u64).write_unaligned((src as *const u64).read_unaligned()),
+            4 => (dst as *mut u32).write_unaligned((src as *const u32).read_unaligned()),
+            2 => (dst as *mut u16).write_unaligned((src as *const u16).read_unaligned()),
+            1 => *dst = *src,
+            _ => std::ptr::copy_nonoverlapping(src, dst, n),
+        }
     }
 }
 
@@ -297,17 +316,41 @@ impl Block<'_> {
             q /= self.outer[i].max(1);
         }
         let mut off: isize = idx.iter().zip(&acc.strides).map(|(i, s)| *i as isize * s).sum();
-        for e in 0..self.rows {
-            // SAFETY: per the contract, `off` addresses a position inside the buffer.
-            unsafe { acc.move_one(off, rp.add(e * size), load) }
-            for d in (0..nd).rev() {
-                idx[d] += 1;
-                off += acc.strides[d];
+        // Runs along a last axis of consecutive same-dtype elements move with one copy each
+        // (a square block of an image: one row of the block at a time).
+        let runs = nd > 0 && acc.strides[nd - 1] == 1 && matches!(acc.conv, Conv::Same(_));
+        let mut e = 0;
+        while e < self.rows {
+            let run = if runs { (self.outer[nd - 1] - idx[nd - 1]).min(self.rows - e) } else { 1 };
+            // SAFETY: per the contract, positions `off..off + run` (consecutive elements when
+            // `run > 1`) lie inside the buffer, and the register holds `rows` elements.
+            unsafe {
+                if run == 1 {
+                    acc.move_one(off, rp.add(e * size), load)
+                } else {
+                    let m = acc.base.0.offset(off * size as isize);
+                    let r = rp.add(e * size);
+                    if load {
+                        std::ptr::copy_nonoverlapping(m as *const u8, r, run * size)
+                    } else {
+                        std::ptr::copy_nonoverlapping(r as *const u8, m, run * size)
+                    }
+                }
+            }
+            e += run;
+            // Advance `run` positions along the last axis, then carry into the others.
+            let mut d = nd;
+            let mut step = run;
+            while d > 0 {
+                d -= 1;
+                idx[d] += step;
+                off += acc.strides[d] * step as isize;
                 if idx[d] < self.outer[d] {
                     break;
                 }
                 off -= acc.strides[d] * self.outer[d] as isize;
                 idx[d] = 0;
+                step = 1;
             }
         }
     }
