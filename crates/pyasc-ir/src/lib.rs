@@ -18,6 +18,7 @@
 //! * [`forksafe`]: the fork gate, which keeps worker threads' mutexes usable in a forked child.
 
 pub mod attr;
+pub mod block;
 pub mod dtype;
 pub mod error;
 pub mod event;

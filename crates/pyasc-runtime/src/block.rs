@@ -1,0 +1,296 @@
+//! The VM for block programs ([`pyasc_ir::block`]): the kernel language's kernels, run once
+//! per block index with the blocks dealt out to the worker threads.
+//!
+//! A launch first walks every block without touching memory, evaluating each copy's offsets
+//! and each instruction's count with the launch's values and checking them against the
+//! global buffers and the registers' capacities; only then do the blocks run, so a bad access
+//! is an error naming the user's line before anything is written. Each worker owns one
+//! Unified Buffer (`ub_bytes`, 64-byte aligned) and runs whole blocks in it. Vector
+//! instructions run on the tile VM's SIMD kernels ([`exec`], [`exec_reduce`]); an instruction
+//! whose destination overlaps an operand reads a copy of that operand.
+
+use crate::instr::{exec, exec_reduce, Val};
+use crate::pool::num_threads;
+use pyasc_ir::block::{BStmt, BlockProgram, Env, Expr};
+use pyasc_ir::error::{ErrorKind, IrError, Result, SourceLoc};
+use pyasc_ir::tile::{Reg, RegKind};
+
+/// Bytes a `DataCopy` moves must be a multiple of this (Ascend's 32-byte transfer unit).
+pub const COPY_ALIGN: usize = 32;
+
+/// One global buffer of a launch: its base address and length in elements.
+#[derive(Copy, Clone, Debug)]
+pub struct GlobalBuf {
+    /// First element.
+    pub ptr: *mut u8,
+    /// Elements.
+    pub len: usize,
+}
+
+#[repr(C, align(64))]
+#[derive(Copy, Clone)]
+struct Line([u8; 64]);
+
+fn lines(bytes: usize) -> Vec<Line> {
+    vec![Line([0; 64]); bytes.div_ceil(64).max(1)]
+}
+
+/// One worker's state while it runs blocks.
+struct Exec<'a> {
+    p: &'a BlockProgram,
+    globals: &'a [GlobalBuf],
+    args: &'a [i64],
+    block: i64,
+    block_num: i64,
+    vars: Vec<i64>,
+    vals: Vec<Val>,
+    tmp: [Vec<Line>; 3],
+    /// Check only: evaluate and check every access without touching memory.
+    dry: bool,
+}
+
+fn fail(kind: ErrorKind, site: &Option<SourceLoc>, m: String) -> IrError {
+    IrError::new(kind, m).at(site.as_ref())
+}
+
+impl Exec<'_> {
+    fn eval(&self, e: &Expr, site: &Option<SourceLoc>) -> Result<i64> {
+        let env = Env { block: self.block, block_num: self.block_num, vars: &self.vars, args: self.args };
+        e.eval(&env).map_err(|m| fail(ErrorKind::InvalidArgument, site, format!("{m} in block {}", self.block)))
+    }
+
+    /// `n` elements of register `r` fit its capacity (`n >= 0`).
+    fn fits(&self, r: Reg, n: i64, site: &Option<SourceLoc>) -> Result<usize> {
+        let cap = self.p.cap[r.0 as usize];
+        if matches!(self.p.regs[r.0 as usize].kind, RegKind::Tile) && (n < 0 || n as u64 > cap as u64) {
+            return Err(fail(
+                ErrorKind::InvalidArgument,
+                site,
+                format!("{n} elements of a local tensor of {cap} (block {})", self.block),
+            ));
+        }
+        Ok(n.max(0) as usize)
+    }
+
+    fn ptr(&self, r: Reg) -> *mut u8 {
+        match self.vals[r.0 as usize] {
+            Val::Ptr(p) => p,
+            Val::Scalar(_) => std::ptr::null_mut(),
+        }
+    }
+
+    fn copy(&mut self, s: &BStmt) -> Result<()> {
+        let BStmt::Copy { to_local, global, reg, start, lo, hi, count, pad, site } = s else { unreachable!() };
+        let (start, lo, hi, n) =
+            (self.eval(start, site)?, self.eval(lo, site)?, self.eval(hi, site)?, self.eval(count, site)?);
+        let g = self.globals[*global as usize];
+        let size = self.p.dtype(*reg).size();
+        let n = self.fits(*reg, n, site)?;
+        if !(0 <= lo && lo <= start && start.saturating_add(n as i64) <= hi && hi as u64 <= g.len as u64) {
+            return Err(fail(
+                ErrorKind::InvalidArgument,
+                site,
+                format!(
+                    "data_copy of elements {start}..{} of a global view {lo}..{hi} of {} elements: out of bounds \
+                     (block {})",
+                    start.saturating_add(n as i64),
+                    g.len,
+                    self.block
+                ),
+            ));
+        }
+        if !pad && !(n * size).is_multiple_of(COPY_ALIGN) {
+            return Err(fail(
+                ErrorKind::Alignment,
+                site,
+                format!(
+                    "data_copy of {n} elements ({} bytes) is not a multiple of {COPY_ALIGN} bytes (ERROR 100001); \
+                     use data_copy_pad for a tail",
+                    n * size
+                ),
+            ));
+        }
+        if !self.dry {
+            // SAFETY: the global range start..start + n lies in the buffer (checked above) and
+            // the register holds at least n elements inside the Unified Buffer (verified).
+            unsafe {
+                let gp = g.ptr.add(start as usize * size);
+                let lp = self.ptr(*reg);
+                if *to_local {
+                    std::ptr::copy(gp, lp, n * size);
+                } else {
+                    std::ptr::copy(lp, gp, n * size);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Run one vector instruction over `n` elements.
+    fn op(&mut self, ins: &pyasc_ir::tile::Instr, n: usize) -> Result<()> {
+        let p = self.p;
+        let dst = ins.dst();
+        let d0 = self.ptr(dst) as usize;
+        let d1 = d0 + n * p.dtype(dst).size();
+        let mut local: Option<Vec<Val>> = None;
+        for (slot, &r) in ins.srcs().iter().enumerate() {
+            let Val::Ptr(sp) = self.vals[r.0 as usize] else { continue };
+            let bytes = n * p.dtype(r).size();
+            let (s0, s1) = (sp as usize, sp as usize + bytes);
+            if s0 < d1 && d0 < s1 && bytes > 0 {
+                // The destination overlaps this operand: read a copy.
+                if self.tmp[slot].len() * 64 < bytes {
+                    self.tmp[slot] = lines(bytes);
+                }
+                let tp = self.tmp[slot].as_mut_ptr() as *mut u8;
+                // SAFETY: the operand holds `bytes` bytes, the scratch at least as many.
+                unsafe { std::ptr::copy_nonoverlapping(sp, tp, bytes) };
+                local.get_or_insert_with(|| self.vals.clone())[r.0 as usize] = Val::Ptr(tp);
+            }
+        }
+        let vals = local.as_deref().unwrap_or(&self.vals);
+        // SAFETY: every tile register holds at least `n` elements (checked by the caller).
+        unsafe { exec(ins, &p.regs, vals, n) }
+    }
+
+    fn run(&mut self, stmts: &[BStmt]) -> Result<()> {
+        for s in stmts {
+            match s {
+                BStmt::Copy { .. } => self.copy(s)?,
+                BStmt::Op { ins, len, site } => {
+                    let n = self.eval(len, site)?;
+                    let mut m = self.fits(ins.dst(), n, site)?;
+                    for &r in ins.srcs().iter() {
+                        m = self.fits(r, n, site)?;
+                    }
+                    if !self.dry && m > 0 {
+                        self.op(ins, m).map_err(|e| e.at(site.as_ref()))?;
+                    }
+                }
+                BStmt::Reduce { op, dst, src, rows, cols, site } => {
+                    let (r, c) = (self.eval(rows, site)?, self.eval(cols, site)?);
+                    self.fits(*dst, r, site)?;
+                    let rc = r.checked_mul(c.max(0)).unwrap_or(i64::MAX);
+                    self.fits(*src, rc, site)?;
+                    if c <= 0 {
+                        return Err(fail(ErrorKind::InvalidArgument, site, format!("a reduction over rows of {c}")));
+                    }
+                    if !self.dry && r > 0 {
+                        let (sv, dv) = (self.vals[src.0 as usize], self.vals[dst.0 as usize]);
+                        let dtype = self.p.dtype(*src);
+                        // SAFETY: the source holds r rows of c elements, the destination r values.
+                        unsafe { exec_reduce(*op, dtype, sv, dv, r as usize, c as usize) }
+                            .map_err(|e| e.at(site.as_ref()))?;
+                    }
+                }
+                BStmt::Broadcast { dst, src, rows, cols, site } => {
+                    let (r, c) = (self.eval(rows, site)?, self.eval(cols, site)?);
+                    let rc = r.max(0).checked_mul(c.max(0)).unwrap_or(i64::MAX);
+                    let (r, c) = (self.fits(*src, r, site)?, c.max(0) as usize);
+                    self.fits(*dst, rc, site)?;
+                    if !self.dry {
+                        self.broadcast(*dst, *src, r, c);
+                    }
+                }
+                BStmt::Loop { var, start, end, step, body } => {
+                    let (a, b) = (self.eval(start, &None)?, self.eval(end, &None)?);
+                    let mut v = a;
+                    while v < b {
+                        self.vars[*var as usize] = v;
+                        self.run(body)?;
+                        v = v.saturating_add(*step);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn broadcast(&mut self, dst: Reg, src: Reg, rows: usize, cols: usize) {
+        let size = self.p.dtype(src).size();
+        let (dp, sp) = (self.ptr(dst), self.ptr(src));
+        // Rows are spread from last to first so a source at the start of the destination is
+        // read before it is overwritten.
+        for r in (0..rows).rev() {
+            let mut v = [0u8; 8];
+            // SAFETY: the source holds `rows` elements, the destination `rows * cols` (checked).
+            unsafe {
+                std::ptr::copy(sp.add(r * size), v.as_mut_ptr(), size);
+                for c in 0..cols {
+                    std::ptr::copy_nonoverlapping(v.as_ptr(), dp.add((r * cols + c) * size), size);
+                }
+            }
+        }
+    }
+}
+
+/// Run `p` for blocks `0..block_dim` over `globals` with integer scalar arguments `args`;
+/// returns the number of worker threads used. Every block is checked before any runs.
+///
+/// # Safety
+/// Each global buffer addresses `len` live elements of its dtype, which stay valid and are
+/// not written by anything else until the call returns. Blocks that write overlapping global
+/// elements race as on the device (the program's responsibility).
+pub unsafe fn run_block_program(
+    p: &BlockProgram,
+    globals: &[GlobalBuf],
+    args: &[i64],
+    block_dim: usize,
+) -> Result<usize> {
+    pyasc_ir::block::verify_block(p)?;
+    if globals.len() != p.globals.len() || args.len() != p.args {
+        return Err(IrError::internal(format!("block kernel {}: wrong number of arguments", p.name)));
+    }
+    struct Shared<'a>(&'a [GlobalBuf]);
+    // SAFETY: the buffers are only read and written through checked copies (caller's contract).
+    unsafe impl Sync for Shared<'_> {}
+    let shared = Shared(globals);
+    let worker = |dry: bool| {
+        let shared = &shared;
+        move |blocks: std::ops::Range<usize>| -> Result<()> {
+            let mut ub = lines(p.ub_bytes);
+            let base = ub.as_mut_ptr() as *mut u8;
+            let vals = p
+                .regs
+                .iter()
+                .enumerate()
+                .map(|(i, r)| match r.kind {
+                    RegKind::Scalar(v) => Val::Scalar(v),
+                    // SAFETY: verified inside the Unified Buffer.
+                    _ => Val::Ptr(unsafe { base.add(p.at[i]) }),
+                })
+                .collect();
+            let mut e = Exec {
+                p,
+                globals: shared.0,
+                args,
+                block: 0,
+                block_num: block_dim as i64,
+                vars: vec![0; p.vars],
+                vals,
+                tmp: [Vec::new(), Vec::new(), Vec::new()],
+                dry,
+            };
+            let token = crate::interrupt::current();
+            for b in blocks {
+                if let Some(t) = &token {
+                    t.check()?;
+                }
+                e.block = b as i64;
+                e.run(&p.body)?;
+            }
+            drop(ub);
+            Ok(())
+        }
+    };
+    worker(true)(0..block_dim)?;
+    let threads = num_threads().min(block_dim).max(1);
+    if threads == 1 {
+        worker(false)(0..block_dim)?;
+        return Ok(1);
+    }
+    let run = worker(false);
+    // Contiguous runs of blocks per worker: one Unified Buffer each.
+    crate::pool::for_blocks(threads, threads - 1, |w| run(w * block_dim / threads..(w + 1) * block_dim / threads))?;
+    Ok(threads)
+}
