@@ -15,95 +15,13 @@
 //! touched); [`verify_block`] checks what is static: dtypes, register placement, loop
 //! variables.
 
+use crate::block_expr::ExprId as E;
 use crate::dtype::DType;
 use crate::error::{IrError, Result, SourceLoc};
 use crate::op::ReduceOp;
 use crate::tile::{dtypes_ok, Instr, Reg, RegDecl, RegKind};
 
-/// An integer expression of the block index, loop variables and scalar arguments.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Expr {
-    /// A constant.
-    Const(i64),
-    /// The running block's index.
-    Block,
-    /// The number of blocks of the launch.
-    BlockNum,
-    /// The current value of loop variable `i`.
-    Var(u16),
-    /// Integer scalar argument `i`.
-    Arg(u16),
-    /// A binary integer operation.
-    Bin(IntOp, Box<Expr>, Box<Expr>),
-}
-
-/// Integer operations of [`Expr`] (division and remainder floor, as in Python).
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum IntOp {
-    /// `a + b`.
-    Add,
-    /// `a - b`.
-    Sub,
-    /// `a * b`.
-    Mul,
-    /// `a // b`.
-    FloorDiv,
-    /// `a % b`.
-    Mod,
-    /// `min(a, b)`.
-    Min,
-    /// `max(a, b)`.
-    Max,
-}
-
-/// The values an [`Expr`] is evaluated with.
-#[derive(Clone, Copy, Debug)]
-pub struct Env<'a> {
-    /// Block index.
-    pub block: i64,
-    /// Blocks of the launch.
-    pub block_num: i64,
-    /// Loop variables by id.
-    pub vars: &'a [i64],
-    /// Integer scalar arguments.
-    pub args: &'a [i64],
-}
-
-impl Expr {
-    /// The value in `env` (`Err` with a message on overflow or division by zero).
-    pub fn eval(&self, env: &Env<'_>) -> std::result::Result<i64, String> {
-        Ok(match self {
-            Expr::Const(c) => *c,
-            Expr::Block => env.block,
-            Expr::BlockNum => env.block_num,
-            Expr::Var(i) => *env.vars.get(*i as usize).ok_or("an unknown loop variable")?,
-            Expr::Arg(i) => *env.args.get(*i as usize).ok_or("a missing scalar argument")?,
-            Expr::Bin(op, a, b) => {
-                let (a, b) = (a.eval(env)?, b.eval(env)?);
-                let r = match op {
-                    IntOp::Add => a.checked_add(b),
-                    IntOp::Sub => a.checked_sub(b),
-                    IntOp::Mul => a.checked_mul(b),
-                    IntOp::FloorDiv | IntOp::Mod if b == 0 => return Err("integer division by zero".into()),
-                    IntOp::FloorDiv => Some(a.div_euclid(b) - i64::from(b < 0 && a.rem_euclid(b) != 0)),
-                    IntOp::Mod => Some(a - b * (a.div_euclid(b) - i64::from(b < 0 && a.rem_euclid(b) != 0))),
-                    IntOp::Min => Some(a.min(b)),
-                    IntOp::Max => Some(a.max(b)),
-                };
-                r.ok_or("integer overflow")?
-            }
-        })
-    }
-
-    /// The first loop variable this expression reads that `open` lacks.
-    fn stray_var(&self, open: &[u16]) -> Option<u16> {
-        match self {
-            Expr::Var(i) if !open.contains(i) => Some(*i),
-            Expr::Bin(_, a, b) => a.stray_var(open).or_else(|| b.stray_var(open)),
-            _ => None,
-        }
-    }
-}
+pub use crate::block_expr::{Expr, ExprId, Exprs, IntOp};
 
 /// One statement of a block program; `site` is the user's line that wrote it.
 #[derive(Clone, Debug, PartialEq)]
@@ -119,13 +37,13 @@ pub enum BStmt {
         /// Local tensor register.
         reg: Reg,
         /// First element moved.
-        start: Expr,
+        start: E,
         /// First element of the global view.
-        lo: Expr,
+        lo: E,
         /// End of the global view.
-        hi: Expr,
+        hi: E,
         /// Elements moved.
-        count: Expr,
+        count: E,
         /// Any byte count (Ascend C's `DataCopyPad`).
         pad: bool,
         /// The user's line.
@@ -136,7 +54,7 @@ pub enum BStmt {
         /// The instruction (`Reduce`, `ReduceMap` and `Scan` are not used here).
         ins: Instr,
         /// Elements.
-        len: Expr,
+        len: E,
         /// The user's line.
         site: Option<SourceLoc>,
     },
@@ -149,9 +67,9 @@ pub enum BStmt {
         /// Source (`rows * cols` values, row-major).
         src: Reg,
         /// Rows.
-        rows: Expr,
+        rows: E,
         /// Row length.
-        cols: Expr,
+        cols: E,
         /// The user's line.
         site: Option<SourceLoc>,
     },
@@ -162,9 +80,9 @@ pub enum BStmt {
         /// Source (`rows` values).
         src: Reg,
         /// Rows.
-        rows: Expr,
+        rows: E,
         /// Row length.
-        cols: Expr,
+        cols: E,
         /// The user's line.
         site: Option<SourceLoc>,
     },
@@ -173,9 +91,9 @@ pub enum BStmt {
         /// Loop variable id.
         var: u16,
         /// First value.
-        start: Expr,
+        start: E,
         /// Bound (exclusive).
-        end: Expr,
+        end: E,
         /// Positive step.
         step: i64,
         /// Body.
@@ -202,6 +120,8 @@ pub struct BlockProgram {
     pub ub_bytes: usize,
     /// Number of loop variables.
     pub vars: usize,
+    /// The integer expressions statements refer to.
+    pub exprs: Exprs,
     /// Statements.
     pub body: Vec<BStmt>,
 }
@@ -210,6 +130,23 @@ impl BlockProgram {
     /// The element dtype of register `r`.
     pub fn dtype(&self, r: Reg) -> DType {
         self.regs[r.0 as usize].dtype
+    }
+
+    /// The nesting depth of each loop variable's loop (0 for a loop at the top level).
+    pub fn var_depths(&self) -> Vec<usize> {
+        fn walk(stmts: &[BStmt], d: usize, out: &mut Vec<usize>) {
+            for s in stmts {
+                if let BStmt::Loop { var, body, .. } = s {
+                    if let Some(slot) = out.get_mut(*var as usize) {
+                        *slot = d;
+                    }
+                    walk(body, d + 1, out);
+                }
+            }
+        }
+        let mut out = vec![0; self.vars];
+        walk(&self.body, 0, &mut out);
+        out
     }
 }
 
@@ -229,7 +166,7 @@ pub fn verify_block(p: &BlockProgram) -> Result<()> {
             _ => return err(format!("register r{i} is neither a local tensor nor a constant")),
         }
     }
-    fn walk(p: &BlockProgram, stmts: &[BStmt], open: &mut Vec<u16>) -> std::result::Result<(), String> {
+    fn walk(p: &BlockProgram, sets: &[u64], stmts: &[BStmt], open: &mut Vec<u16>) -> std::result::Result<(), String> {
         let reg = |r: Reg| -> std::result::Result<&RegDecl, String> {
             p.regs.get(r.0 as usize).ok_or_else(|| format!("{r} is not a register"))
         };
@@ -239,12 +176,14 @@ pub fn verify_block(p: &BlockProgram) -> Result<()> {
                 _ => Err(format!("{r} is not a local tensor")),
             }
         };
-        fn vars(e: &Expr, open: &[u16]) -> std::result::Result<(), String> {
-            match e.stray_var(open) {
-                Some(v) => Err(format!("loop variable {v} used outside its loop")),
-                None => Ok(()),
+        let vars = |e: &E, open: &[u16]| -> std::result::Result<(), String> {
+            let set = *sets.get(*e as usize).ok_or_else(|| format!("expression {e} is not in the table"))?;
+            let mask = open.iter().fold(0u64, |m, v| m | (1u64 << v));
+            match set & !mask {
+                0 => Ok(()),
+                stray => Err(format!("loop variable {} used outside its loop", stray.trailing_zeros())),
             }
-        }
+        };
         for s in stmts {
             match s {
                 BStmt::Copy { global, reg: r, start, lo, hi, count, .. } => {
@@ -295,53 +234,37 @@ pub fn verify_block(p: &BlockProgram) -> Result<()> {
                     vars(cols, open)?;
                 }
                 BStmt::Loop { var, start, end, step, body } => {
-                    if *var as usize >= p.vars || open.contains(var) || *step <= 0 {
+                    if *var as usize >= p.vars.min(64) || open.contains(var) || *step <= 0 {
                         return Err(format!("loop variable {var} (step {step}) is not a fresh variable"));
                     }
                     vars(start, open)?;
                     vars(end, open)?;
                     open.push(*var);
-                    walk(p, body, open)?;
+                    walk(p, sets, body, open)?;
                     open.pop();
                 }
             }
         }
         Ok(())
     }
-    walk(p, &p.body, &mut Vec::new()).or_else(err)
+    let sets = p.exprs.var_sets().map_err(|m| IrError::internal(format!("block kernel {}: {m}", p.name)))?;
+    walk(p, &sets, &p.body, &mut Vec::new()).or_else(err)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn env(args: &[i64]) -> Env<'_> {
-        Env { block: 3, block_num: 8, vars: &[5], args }
-    }
-
-    fn bin(op: IntOp, a: Expr, b: Expr) -> Expr {
-        Expr::Bin(op, Box::new(a), Box::new(b))
-    }
-
-    #[test]
-    fn expressions_follow_python_integer_rules() {
-        let e = env(&[-7]);
-        assert_eq!(bin(IntOp::FloorDiv, Expr::Arg(0), Expr::Const(2)).eval(&e), Ok(-4));
-        assert_eq!(bin(IntOp::Mod, Expr::Arg(0), Expr::Const(2)).eval(&e), Ok(1));
-        assert_eq!(bin(IntOp::FloorDiv, Expr::Const(7), Expr::Const(-2)).eval(&e), Ok(-4));
-        assert_eq!(bin(IntOp::Mod, Expr::Const(7), Expr::Const(-2)).eval(&e), Ok(-1));
-        let off = bin(IntOp::Add, bin(IntOp::Mul, Expr::Block, Expr::Const(100)), Expr::Var(0));
-        assert_eq!(off.eval(&e), Ok(305));
-        assert_eq!(bin(IntOp::Min, Expr::BlockNum, Expr::Const(4)).eval(&e), Ok(4));
-        assert!(bin(IntOp::Mod, Expr::Const(1), Expr::Const(0)).eval(&e).is_err());
-        assert!(bin(IntOp::Mul, Expr::Const(i64::MAX), Expr::Const(2)).eval(&e).is_err());
-    }
-
     fn tile(d: DType) -> RegDecl {
         RegDecl { dtype: d, kind: RegKind::Tile, row: false }
     }
 
+    /// A program over `body` whose expression table holds 0, 16, 8 and variable 0 (ids 0..4).
     fn program(body: Vec<BStmt>) -> BlockProgram {
+        let mut exprs = Exprs::default();
+        for e in [Expr::Const(0), Expr::Const(16), Expr::Const(8), Expr::Var(0)] {
+            exprs.intern(e);
+        }
         BlockProgram {
             name: "k".into(),
             globals: vec![DType::F32],
@@ -351,41 +274,27 @@ mod tests {
             cap: vec![16, 8],
             ub_bytes: 128,
             vars: 1,
+            exprs,
             body,
         }
     }
 
-    fn copy(reg: u16, count: Expr) -> BStmt {
-        BStmt::Copy {
-            to_local: true,
-            global: 0,
-            reg: Reg(reg),
-            start: Expr::Const(0),
-            lo: Expr::Const(0),
-            hi: Expr::Const(16),
-            count,
-            pad: false,
-            site: None,
-        }
+    fn copy(reg: u16, count: E) -> BStmt {
+        BStmt::Copy { to_local: true, global: 0, reg: Reg(reg), start: 0, lo: 0, hi: 1, count, pad: false, site: None }
     }
 
     #[test]
     fn verify_checks_dtypes_placement_and_loop_scopes() {
-        assert!(verify_block(&program(vec![copy(0, Expr::Const(8))])).is_ok());
-        assert!(verify_block(&program(vec![copy(1, Expr::Const(8))])).is_err(), "f32 global into f64 tensor");
-        assert!(verify_block(&program(vec![copy(0, Expr::Var(0))])).is_err(), "loop variable outside its loop");
-        let looped = BStmt::Loop {
-            var: 0,
-            start: Expr::Const(0),
-            end: Expr::Const(4),
-            step: 1,
-            body: vec![copy(0, Expr::Var(0))],
-        };
+        assert!(verify_block(&program(vec![copy(0, 2)])).is_ok());
+        assert!(verify_block(&program(vec![copy(1, 2)])).is_err(), "f32 global into f64 tensor");
+        assert!(verify_block(&program(vec![copy(0, 3)])).is_err(), "loop variable outside its loop");
+        assert!(verify_block(&program(vec![copy(0, 9)])).is_err(), "an expression not in the table");
+        let looped = BStmt::Loop { var: 0, start: 0, end: 2, step: 1, body: vec![copy(0, 3)] };
         assert!(verify_block(&program(vec![looped])).is_ok());
         let mut p = program(vec![]);
         p.cap[1] = 9;
         assert!(verify_block(&p).is_err(), "a register past the Unified Buffer");
         let add = Instr::Binary { op: crate::op::BinaryOp::Add, dst: Reg(0), a: Reg(0), b: Reg(1) };
-        assert!(verify_block(&program(vec![BStmt::Op { ins: add, len: Expr::Const(4), site: None }])).is_err());
+        assert!(verify_block(&program(vec![BStmt::Op { ins: add, len: 2, site: None }])).is_err());
     }
 }

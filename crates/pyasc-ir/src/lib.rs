@@ -19,6 +19,7 @@
 
 pub mod attr;
 pub mod block;
+pub mod block_expr;
 pub mod dtype;
 pub mod error;
 pub mod event;

@@ -13,7 +13,7 @@
 use crate::arrays::dtype_of;
 use crate::errors::to_py;
 use numpy::{PyUntypedArray, PyUntypedArrayMethods};
-use pyasc_ir::block::{BStmt, BlockProgram, Expr, IntOp};
+use pyasc_ir::block::{BStmt, BlockProgram, Expr, ExprId, Exprs, IntOp};
 use pyasc_ir::error::{IrError, Result, SourceLoc};
 use pyasc_ir::op::{BinaryOp, ReduceOp, UnaryOp};
 use pyasc_ir::tile::{Instr, Reg, RegDecl, RegKind};
@@ -30,18 +30,17 @@ fn dtype(name: &str) -> PyResult<DType> {
     DType::from_name(name).ok_or_else(|| bad(format!("dtype {name}")))
 }
 
-fn expr(v: &Bound<'_, PyAny>) -> PyResult<Expr> {
+fn expr(v: &Bound<'_, PyAny>, ex: &mut Exprs) -> PyResult<ExprId> {
     if let Ok(c) = v.extract::<i64>() {
-        return Ok(Expr::Const(c));
+        return Ok(ex.intern(Expr::Const(c)));
     }
     let t = v.cast::<PyTuple>()?;
     let tag: String = t.get_item(0)?.extract()?;
-    let sub = |i: usize| -> PyResult<Box<Expr>> { Ok(Box::new(expr(&t.get_item(i)?)?)) };
     let op = match tag.as_str() {
-        "block" => return Ok(Expr::Block),
-        "block_num" => return Ok(Expr::BlockNum),
-        "var" => return Ok(Expr::Var(t.get_item(1)?.extract()?)),
-        "arg" => return Ok(Expr::Arg(t.get_item(1)?.extract()?)),
+        "block" => return Ok(ex.intern(Expr::Block)),
+        "block_num" => return Ok(ex.intern(Expr::BlockNum)),
+        "var" => return Ok(ex.intern(Expr::Var(t.get_item(1)?.extract()?))),
+        "arg" => return Ok(ex.intern(Expr::Arg(t.get_item(1)?.extract()?))),
         "add" => IntOp::Add,
         "sub" => IntOp::Sub,
         "mul" => IntOp::Mul,
@@ -51,7 +50,9 @@ fn expr(v: &Bound<'_, PyAny>) -> PyResult<Expr> {
         "max" => IntOp::Max,
         other => return Err(bad(format!("expression {other}"))),
     };
-    Ok(Expr::Bin(op, sub(1)?, sub(2)?))
+    let a = expr(&t.get_item(1)?, ex)?;
+    let b = expr(&t.get_item(2)?, ex)?;
+    Ok(ex.intern(Expr::Bin(op, a, b)))
 }
 
 fn site(v: &Bound<'_, PyAny>) -> PyResult<Option<SourceLoc>> {
@@ -62,16 +63,16 @@ fn site(v: &Bound<'_, PyAny>) -> PyResult<Option<SourceLoc>> {
     Ok(Some(SourceLoc { file: file.into(), line }))
 }
 
-fn stmts(list: &Bound<'_, PyList>) -> PyResult<Vec<BStmt>> {
+fn stmts(list: &Bound<'_, PyList>, exprs: &mut Exprs) -> PyResult<Vec<BStmt>> {
     let mut out = Vec::with_capacity(list.len());
     for item in list.iter() {
         let t = item.cast_into::<PyTuple>()?;
         let tag: String = t.get_item(0)?.extract()?;
         let reg = |i: usize| -> PyResult<Reg> { Ok(Reg(t.get_item(i)?.extract::<u16>()?)) };
-        let ex = |i: usize| -> PyResult<Expr> { expr(&t.get_item(i)?) };
+        let mut ex = |i: usize| -> PyResult<ExprId> { expr(&t.get_item(i)?, exprs) };
         let name = || -> PyResult<String> { t.get_item(1)?.extract() };
         let last = || -> PyResult<Option<SourceLoc>> { site(&t.get_item(t.len() - 1)?) };
-        let op = |ins: Instr, i: usize| -> PyResult<BStmt> { Ok(BStmt::Op { ins, len: ex(i)?, site: last()? }) };
+        let op = |ins: Instr, len: ExprId| -> PyResult<BStmt> { Ok(BStmt::Op { ins, len, site: last()? }) };
         let s = match tag.as_str() {
             "copy" => BStmt::Copy {
                 to_local: t.get_item(1)?.extract()?,
@@ -86,15 +87,15 @@ fn stmts(list: &Bound<'_, PyList>) -> PyResult<Vec<BStmt>> {
             },
             "unary" => {
                 let op_ = UnaryOp::from_name(&name()?).ok_or_else(|| bad("unary op"))?;
-                op(Instr::Unary { op: op_, dst: reg(2)?, src: reg(3)? }, 4)?
+                op(Instr::Unary { op: op_, dst: reg(2)?, src: reg(3)? }, ex(4)?)?
             }
             "binary" => {
                 let op_ = BinaryOp::from_name(&name()?).ok_or_else(|| bad("binary op"))?;
-                op(Instr::Binary { op: op_, dst: reg(2)?, a: reg(3)?, b: reg(4)? }, 5)?
+                op(Instr::Binary { op: op_, dst: reg(2)?, a: reg(3)?, b: reg(4)? }, ex(5)?)?
             }
-            "select" => op(Instr::Select { dst: reg(1)?, cond: reg(2)?, a: reg(3)?, b: reg(4)? }, 5)?,
-            "cast" => op(Instr::Cast { dst: reg(1)?, src: reg(2)? }, 3)?,
-            "copy_reg" => op(Instr::Copy { dst: reg(1)?, src: reg(2)? }, 3)?,
+            "select" => op(Instr::Select { dst: reg(1)?, cond: reg(2)?, a: reg(3)?, b: reg(4)? }, ex(5)?)?,
+            "cast" => op(Instr::Cast { dst: reg(1)?, src: reg(2)? }, ex(3)?)?,
+            "copy_reg" => op(Instr::Copy { dst: reg(1)?, src: reg(2)? }, ex(3)?)?,
             "reduce" => BStmt::Reduce {
                 op: ReduceOp::from_name(&name()?).ok_or_else(|| bad("reduction"))?,
                 dst: reg(2)?,
@@ -104,13 +105,11 @@ fn stmts(list: &Bound<'_, PyList>) -> PyResult<Vec<BStmt>> {
                 site: last()?,
             },
             "broadcast" => BStmt::Broadcast { dst: reg(1)?, src: reg(2)?, rows: ex(3)?, cols: ex(4)?, site: last()? },
-            "loop" => BStmt::Loop {
-                var: t.get_item(1)?.extract()?,
-                start: ex(2)?,
-                end: ex(3)?,
-                step: t.get_item(4)?.extract()?,
-                body: stmts(&t.get_item(5)?.cast_into::<PyList>()?)?,
-            },
+            "loop" => {
+                let (start, end) = (ex(2)?, ex(3)?);
+                let body = stmts(&t.get_item(5)?.cast_into::<PyList>()?, exprs)?;
+                BStmt::Loop { var: t.get_item(1)?.extract()?, start, end, step: t.get_item(4)?.extract()?, body }
+            }
             other => return Err(bad(format!("statement {other}"))),
         };
         out.push(s);
@@ -153,8 +152,10 @@ impl BlockKernelPlan {
             at.push(a);
             cap.push(n);
         }
+        let mut exprs = Exprs::default();
+        let body = stmts(body, &mut exprs)?;
         let program =
-            BlockProgram { name: name.into(), globals, args, regs: decls, at, cap, ub_bytes, vars, body: stmts(body)? };
+            BlockProgram { name: name.into(), globals, args, regs: decls, at, cap, ub_bytes, vars, exprs, body };
         pyasc_ir::block::verify_block(&program).map_err(to_py)?;
         Ok(BlockKernelPlan { program })
     }

@@ -11,7 +11,8 @@
 
 use crate::instr::{exec, exec_reduce, Val};
 use crate::pool::num_threads;
-use pyasc_ir::block::{BStmt, BlockProgram, Env, Expr};
+use pyasc_ir::block::{BStmt, BlockProgram, ExprId};
+use pyasc_ir::block_expr::ExprValues;
 use pyasc_ir::error::{ErrorKind, IrError, Result, SourceLoc};
 use pyasc_ir::tile::{Reg, RegKind};
 
@@ -40,9 +41,10 @@ struct Exec<'a> {
     p: &'a BlockProgram,
     globals: &'a [GlobalBuf],
     args: &'a [i64],
-    block: i64,
-    block_num: i64,
-    vars: Vec<i64>,
+    /// Expression values: those of no loop at the block's start, the others per iteration.
+    ex: ExprValues,
+    top: &'a [ExprId],
+    by_var: &'a [Vec<ExprId>],
     vals: Vec<Val>,
     tmp: [Vec<Line>; 3],
     /// Check only: evaluate and check every access without touching memory.
@@ -54,9 +56,16 @@ fn fail(kind: ErrorKind, site: &Option<SourceLoc>, m: String) -> IrError {
 }
 
 impl Exec<'_> {
-    fn eval(&self, e: &Expr, site: &Option<SourceLoc>) -> Result<i64> {
-        let env = Env { block: self.block, block_num: self.block_num, vars: &self.vars, args: self.args };
-        e.eval(&env).map_err(|m| fail(ErrorKind::InvalidArgument, site, format!("{m} in block {}", self.block)))
+    fn eval(&self, e: &ExprId, _site: &Option<SourceLoc>) -> Result<i64> {
+        Ok(self.ex.vals[*e as usize])
+    }
+
+    /// Evaluate the expressions `ids` (after the block or a loop variable changed).
+    fn update(&mut self, ids: &[ExprId]) -> Result<()> {
+        let (nodes, args) = (&self.p.exprs.nodes, self.args);
+        self.ex.update(nodes, ids, args).map_err(|m| {
+            IrError::new(ErrorKind::InvalidArgument, format!("{m} in an offset or count of block {}", self.ex.block))
+        })
     }
 
     /// `n` elements of register `r` fit its capacity (`n >= 0`).
@@ -66,7 +75,7 @@ impl Exec<'_> {
             return Err(fail(
                 ErrorKind::InvalidArgument,
                 site,
-                format!("{n} elements of a local tensor of {cap} (block {})", self.block),
+                format!("{n} elements of a local tensor of {cap} (block {})", self.ex.block),
             ));
         }
         Ok(n.max(0) as usize)
@@ -95,7 +104,7 @@ impl Exec<'_> {
                      (block {})",
                     start.saturating_add(n as i64),
                     g.len,
-                    self.block
+                    self.ex.block
                 ),
             ));
         }
@@ -195,8 +204,10 @@ impl Exec<'_> {
                 BStmt::Loop { var, start, end, step, body } => {
                     let (a, b) = (self.eval(start, &None)?, self.eval(end, &None)?);
                     let mut v = a;
+                    let by_var = self.by_var;
                     while v < b {
-                        self.vars[*var as usize] = v;
+                        self.ex.vars[*var as usize] = v;
+                        self.update(&by_var[*var as usize])?;
                         self.run(body)?;
                         v = v.saturating_add(*step);
                     }
@@ -209,16 +220,29 @@ impl Exec<'_> {
     fn broadcast(&mut self, dst: Reg, src: Reg, rows: usize, cols: usize) {
         let size = self.p.dtype(src).size();
         let (dp, sp) = (self.ptr(dst), self.ptr(src));
-        // Rows are spread from last to first so a source at the start of the destination is
-        // read before it is overwritten.
-        for r in (0..rows).rev() {
-            let mut v = [0u8; 8];
-            // SAFETY: the source holds `rows` elements, the destination `rows * cols` (checked).
-            unsafe {
-                std::ptr::copy(sp.add(r * size), v.as_mut_ptr(), size);
-                for c in 0..cols {
-                    std::ptr::copy_nonoverlapping(v.as_ptr(), dp.add((r * cols + c) * size), size);
+        /// Spread rows from last to first, so a source at the start of the destination is read
+        /// before it is overwritten.
+        ///
+        /// # Safety
+        /// `sp` holds `rows` elements, `dp` `rows * cols` (both of `T`, aligned).
+        unsafe fn spread<T: Copy>(dp: *mut u8, sp: *const u8, rows: usize, cols: usize) {
+            for r in (0..rows).rev() {
+                // SAFETY: per the contract.
+                unsafe {
+                    let v = (sp as *const T).add(r).read();
+                    std::slice::from_raw_parts_mut((dp as *mut T).add(r * cols), cols).fill(v);
                 }
+            }
+        }
+        // SAFETY: the source holds `rows` elements, the destination `rows * cols` (checked);
+        // registers sit at 32-byte aligned offsets of the 64-byte aligned Unified Buffer plus
+        // whole elements.
+        unsafe {
+            match size {
+                8 => spread::<u64>(dp, sp, rows, cols),
+                4 => spread::<u32>(dp, sp, rows, cols),
+                2 => spread::<u16>(dp, sp, rows, cols),
+                _ => spread::<u8>(dp, sp, rows, cols),
             }
         }
     }
@@ -241,6 +265,9 @@ pub unsafe fn run_block_program(
     if globals.len() != p.globals.len() || args.len() != p.args {
         return Err(IrError::internal(format!("block kernel {}: wrong number of arguments", p.name)));
     }
+    let (top, by_var) =
+        p.exprs.schedule(&p.var_depths()).map_err(|m| IrError::internal(format!("block kernel {}: {m}", p.name)))?;
+    let (top, by_var) = (&top, &by_var);
     struct Shared<'a>(&'a [GlobalBuf]);
     // SAFETY: the buffers are only read and written through checked copies (caller's contract).
     unsafe impl Sync for Shared<'_> {}
@@ -264,9 +291,14 @@ pub unsafe fn run_block_program(
                 p,
                 globals: shared.0,
                 args,
-                block: 0,
-                block_num: block_dim as i64,
-                vars: vec![0; p.vars],
+                ex: ExprValues {
+                    block: 0,
+                    block_num: block_dim as i64,
+                    vars: vec![0; p.vars],
+                    vals: vec![0; p.exprs.nodes.len()],
+                },
+                top,
+                by_var,
                 vals,
                 tmp: [Vec::new(), Vec::new(), Vec::new()],
                 dry,
@@ -276,7 +308,8 @@ pub unsafe fn run_block_program(
                 if let Some(t) = &token {
                     t.check()?;
                 }
-                e.block = b as i64;
+                e.ex.block = b as i64;
+                e.update(e.top)?;
                 e.run(&p.body)?;
             }
             drop(ub);
