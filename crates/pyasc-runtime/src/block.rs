@@ -14,7 +14,7 @@ use crate::pool::num_threads;
 use pyasc_ir::block::{BStmt, BlockProgram, ExprId};
 use pyasc_ir::block_expr::ExprValues;
 use pyasc_ir::error::{ErrorKind, IrError, Result, SourceLoc};
-use pyasc_ir::tile::{Reg, RegKind};
+use pyasc_ir::tile::{Instr, Reg, RegDecl, RegKind};
 
 /// Bytes a `DataCopy` moves must be a multiple of this (Ascend's 32-byte transfer unit).
 pub const COPY_ALIGN: usize = 32;
@@ -45,7 +45,10 @@ struct Exec<'a> {
     ex: ExprValues,
     top: &'a [ExprId],
     by_var: &'a [Vec<ExprId>],
+    /// Register values, then one scratch slot per operand for overlapping operands.
     vals: Vec<Val>,
+    /// The program's registers and the scratch slots' declarations.
+    decls: Vec<RegDecl>,
     tmp: [Vec<Line>; 3],
     /// Check only: evaluate and check every access without touching memory.
     dry: bool,
@@ -136,30 +139,32 @@ impl Exec<'_> {
     }
 
     /// Run one vector instruction over `n` elements.
-    fn op(&mut self, ins: &pyasc_ir::tile::Instr, n: usize) -> Result<()> {
+    fn op(&mut self, ins: &Instr, n: usize) -> Result<()> {
         let p = self.p;
         let dst = ins.dst();
         let d0 = self.ptr(dst) as usize;
         let d1 = d0 + n * p.dtype(dst).size();
-        let mut local: Option<Vec<Val>> = None;
+        let mut run = *ins;
         for (slot, &r) in ins.srcs().iter().enumerate() {
             let Val::Ptr(sp) = self.vals[r.0 as usize] else { continue };
             let bytes = n * p.dtype(r).size();
             let (s0, s1) = (sp as usize, sp as usize + bytes);
-            if s0 < d1 && d0 < s1 && bytes > 0 {
-                // The destination overlaps this operand: read a copy.
+            if s0 < d1 && d0 < s1 && bytes > 0 && run.srcs().contains(&r) {
+                // The destination overlaps this operand: read a copy, as a scratch register.
                 if self.tmp[slot].len() * 64 < bytes {
                     self.tmp[slot] = lines(bytes);
                 }
                 let tp = self.tmp[slot].as_mut_ptr() as *mut u8;
                 // SAFETY: the operand holds `bytes` bytes, the scratch at least as many.
                 unsafe { std::ptr::copy_nonoverlapping(sp, tp, bytes) };
-                local.get_or_insert_with(|| self.vals.clone())[r.0 as usize] = Val::Ptr(tp);
+                let t = p.regs.len() + slot;
+                self.decls[t] = p.regs[r.0 as usize];
+                self.vals[t] = Val::Ptr(tp);
+                run = replace_src(run, r, Reg(t as u16));
             }
         }
-        let vals = local.as_deref().unwrap_or(&self.vals);
         // SAFETY: every tile register holds at least `n` elements (checked by the caller).
-        unsafe { exec(ins, &p.regs, vals, n) }
+        unsafe { exec(&run, &self.decls, &self.vals, n) }
     }
 
     fn run(&mut self, stmts: &[BStmt]) -> Result<()> {
@@ -235,16 +240,36 @@ impl Exec<'_> {
             }
         }
         // SAFETY: the source holds `rows` elements, the destination `rows * cols` (checked);
-        // registers sit at 32-byte aligned offsets of the 64-byte aligned Unified Buffer plus
-        // whole elements.
+        // the typed paths run on addresses aligned for their element type.
+        let aligned = (dp as usize | sp as usize).is_multiple_of(size.max(1));
         unsafe {
             match size {
+                _ if !aligned => {
+                    for r in (0..rows).rev() {
+                        for c in 0..cols {
+                            std::ptr::copy(sp.add(r * size), dp.add((r * cols + c) * size), size);
+                        }
+                    }
+                }
                 8 => spread::<u64>(dp, sp, rows, cols),
                 4 => spread::<u32>(dp, sp, rows, cols),
                 2 => spread::<u16>(dp, sp, rows, cols),
                 _ => spread::<u8>(dp, sp, rows, cols),
             }
         }
+    }
+}
+
+/// `ins` reading `to` where it read `from`.
+fn replace_src(ins: Instr, from: Reg, to: Reg) -> Instr {
+    let m = |r: Reg| if r == from { to } else { r };
+    match ins {
+        Instr::Unary { op, dst, src } => Instr::Unary { op, dst, src: m(src) },
+        Instr::Binary { op, dst, a, b } => Instr::Binary { op, dst, a: m(a), b: m(b) },
+        Instr::Select { dst, cond, a, b } => Instr::Select { dst, cond: m(cond), a: m(a), b: m(b) },
+        Instr::Cast { dst, src } => Instr::Cast { dst, src: m(src) },
+        Instr::Copy { dst, src } => Instr::Copy { dst, src: m(src) },
+        other => other,
     }
 }
 
@@ -277,7 +302,7 @@ pub unsafe fn run_block_program(
         move |blocks: std::ops::Range<usize>| -> Result<()> {
             let mut ub = lines(p.ub_bytes);
             let base = ub.as_mut_ptr() as *mut u8;
-            let vals = p
+            let mut vals: Vec<Val> = p
                 .regs
                 .iter()
                 .enumerate()
@@ -287,6 +312,9 @@ pub unsafe fn run_block_program(
                     _ => Val::Ptr(unsafe { base.add(p.at[i]) }),
                 })
                 .collect();
+            vals.extend([Val::Scalar(pyasc_ir::Scalar::Int(0)); 3]);
+            let mut decls = p.regs.clone();
+            decls.extend(p.regs.first().copied().into_iter().cycle().take(3));
             let mut e = Exec {
                 p,
                 globals: shared.0,
@@ -300,6 +328,7 @@ pub unsafe fn run_block_program(
                 top,
                 by_var,
                 vals,
+                decls,
                 tmp: [Vec::new(), Vec::new(), Vec::new()],
                 dry,
             };
