@@ -43,6 +43,18 @@ def _written(body: List[Any], out: set) -> set:
     return out
 
 
+def _user_frame(tb: Any) -> Optional[Tuple[str, int]]:
+    """Return ``(file, line)`` of the innermost traceback entry outside pyasc."""
+    here = _trace._HERE
+    found = None
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if not name.startswith(here) and not name.startswith("<"):
+            found = (name, tb.tb_lineno)
+        tb = tb.tb_next
+    return found
+
+
 class Kernel:
     """A kernel-language kernel, launched with ``k[block_dim](*args)``.
 
@@ -132,7 +144,13 @@ class Kernel:
             except PyAscError:
                 raise
             except (TypeError, ValueError) as e:
-                raise at_user_line(TraceError(f"kernel {self.__name__!r} could not be traced: {e}")) from e
+                exc = TraceError(f"kernel {self.__name__!r} could not be traced: {e}")
+                where = _user_frame(e.__traceback__)
+                if where is None:
+                    raise at_user_line(exc) from e
+                exc.filename, exc.lineno = where
+                exc.args = (f"{exc.args[0]} (at {where[0]}:{where[1]})",)
+                raise exc from e
             if st.open_loops:
                 raise at_user_line(TraceError(f"kernel {self.__name__!r} left a loop early (break or return in a "
                                               "kernel loop is not supported)"))

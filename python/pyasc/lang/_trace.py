@@ -105,6 +105,12 @@ class Sym:
 
     __int__ = __index__
 
+    def _compare(self, other: Any) -> bool:
+        raise fail(TraceError, "a kernel value known only at launch cannot be compared in Python; use "
+                               "pyasc.lang.min/max for bounds, or compare() on tensors")
+
+    __lt__ = __le__ = __gt__ = __ge__ = _compare
+
     def __repr__(self) -> str:
         return f"Sym({self.e!r})"
 
