@@ -205,6 +205,36 @@ def test_vector_instructions_against_numpy():
     np.testing.assert_array_equal(ints, a.astype(np.int32))
 
 
+def test_per_row_arithmetic_and_broadcast_against_numpy():
+    rows, cols = 12, 37
+
+    @pyasc.kernel
+    def k(x, v, out):
+        pipe = asc.TPipe()
+        buf = asc.TBuf()
+        pipe.init_buffer(buf, 3 * 512 * 4)
+        t = buf.get(np.float32)
+        a, b, r = t[:512], t[512:1024], t[1024:1536]
+        asc.data_copy_pad(a, x, rows * cols)
+        asc.data_copy_pad(b, v, rows)
+        for i, f in enumerate([asc.add_rows, asc.sub_rows, asc.mul_rows, asc.div_rows]):
+            f(r, a, b, rows, cols)
+            asc.data_copy_pad(out[i * rows * cols:], r, rows * cols)
+        asc.mul_rows(a, a, b, rows, cols)  # in place
+        asc.data_copy_pad(out[4 * rows * cols:], a, rows * cols)
+        asc.broadcast(r, b, rows, cols)
+        asc.data_copy_pad(out[5 * rows * cols:], r, rows * cols)
+
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((rows, cols)).astype(np.float32)
+    v = rng.uniform(0.5, 2, rows).astype(np.float32)
+    out = np.zeros((6, rows, cols), np.float32)
+    k[1](x, v, out)
+    col = v[:, None]
+    for i, want in enumerate([x + col, x - col, x * col, x / col, x * col, np.broadcast_to(col, x.shape)]):
+        np.testing.assert_array_equal(out[i], want)
+
+
 def test_set_global_buffer_and_stream_launch():
     @pyasc.kernel
     def scale(x, y, n):

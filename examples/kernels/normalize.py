@@ -1,8 +1,8 @@
 """Row normalize (layer norm without weight and bias) written per block in the kernel language.
 
-``y = (x - mean) / sqrt(var + eps)`` over each row: row sums give the mean, spread over the
-rows and subtracted; the squares' row sums give the variance, and ``rsqrt`` of it plus
-``eps`` scales each row. ``make_normalize(cols)`` builds one kernel per row length (a
+``y = (x - mean) / sqrt(var + eps)`` over each row: row sums give the mean, subtracted from
+each row (``sub_rows``); the squares' row sums give the variance, and ``rsqrt`` of it plus
+``eps`` scales each row (``mul_rows``). ``make_normalize(cols)`` builds one kernel per row length (a
 tiling constant). Run as a script to check it against NumPy (float64 reference).
 """
 
@@ -47,15 +47,13 @@ def make_normalize(cols: int, device_type: str = "cpu"):
             yl = q_out.alloc_tensor(np.float32)
             asc.reduce_sum(s1, xv, r, cols)
             asc.muls(s2, s1, 1.0 / cols, r)
-            asc.broadcast(yl, s2, r, cols)
-            asc.sub(w, xv, yl, count)
+            asc.sub_rows(w, xv, s2, r, cols)
             asc.mul(xv, w, w, count)
             asc.reduce_sum(s1, xv, r, cols)
             asc.muls(s2, s1, 1.0 / cols, r)
             asc.adds(s1, s2, EPS, r)
             asc.rsqrt(s2, s1, r)
-            asc.broadcast(xv, s2, r, cols)
-            asc.mul(yl, w, xv, count)
+            asc.mul_rows(yl, w, s2, r, cols)
             q_in.free_tensor(xv)
             q_out.enque(yl)
             yv = q_out.deque(np.float32)

@@ -1,8 +1,8 @@
 """Row softmax written per block in the kernel language.
 
 Each block takes a run of rows and walks it ``rows_per_tile`` rows at a time: row maxima
-(``reduce_max``), spread over the rows (``broadcast``) and subtracted, ``exp``, row sums,
-division. The row length is a constant of the kernel (like a tiling constant in Ascend C),
+(``reduce_max``) subtracted from their rows (``sub_rows``), ``exp``, row sums, division of each
+row by its sum (``div_rows``). The row length is a constant of the kernel (like a tiling constant in Ascend C),
 so ``make_softmax(cols)`` builds one kernel per row length. Run as a script to check it.
 """
 
@@ -44,12 +44,10 @@ def make_softmax(cols: int, device_type: str = "cpu"):
             m = stats.get(np.float32)
             yl = q_out.alloc_tensor(np.float32)
             asc.reduce_max(m, xv, r, cols)
-            asc.broadcast(w, m, r, cols)
-            asc.sub(yl, xv, w, count)
-            asc.exp(w, yl, count)
-            asc.reduce_sum(m, w, r, cols)
-            asc.broadcast(xv, m, r, cols)
-            asc.div(yl, w, xv, count)
+            asc.sub_rows(w, xv, m, r, cols)
+            asc.exp(yl, w, count)
+            asc.reduce_sum(m, yl, r, cols)
+            asc.div_rows(yl, yl, m, r, cols)
             q_in.free_tensor(xv)
             q_out.enque(yl)
             yv = q_out.deque(np.float32)

@@ -18,7 +18,7 @@
 use crate::block_expr::ExprId as E;
 use crate::dtype::DType;
 use crate::error::{IrError, Result, SourceLoc};
-use crate::op::ReduceOp;
+use crate::op::{BinaryOp, ReduceOp};
 use crate::tile::{dtypes_ok, Instr, Reg, RegDecl, RegKind};
 
 pub use crate::block_expr::{Expr, ExprId, Exprs, IntOp};
@@ -79,6 +79,24 @@ pub enum BStmt {
         dst: Reg,
         /// Source (`rows` values).
         src: Reg,
+        /// Rows.
+        rows: E,
+        /// Row length.
+        cols: E,
+        /// The user's line.
+        site: Option<SourceLoc>,
+    },
+    /// `dst[r, c] = op(a[r, c], b[r])` for `r < rows`, `c < cols`: a per-row value applied
+    /// to its row without spreading it first.
+    RowOp {
+        /// Arithmetic (add, sub, mul, div).
+        op: BinaryOp,
+        /// Destination (`rows * cols` values).
+        dst: Reg,
+        /// Rows (`rows * cols` values).
+        a: Reg,
+        /// One value per row.
+        b: Reg,
         /// Rows.
         rows: E,
         /// Row length.
@@ -229,6 +247,22 @@ pub fn verify_block(p: &BlockProgram) -> Result<()> {
                     tile(*src)?;
                     if reg(*src)?.dtype != reg(*dst)?.dtype {
                         return Err("a broadcast between dtypes".into());
+                    }
+                    vars(rows, open)?;
+                    vars(cols, open)?;
+                }
+                BStmt::RowOp { op, dst, a, b, rows, cols, .. } => {
+                    for r in [dst, a, b] {
+                        tile(*r)?;
+                    }
+                    let d = reg(*a)?.dtype;
+                    let arith = [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div];
+                    let ok = matches!(d, DType::F32 | DType::F64)
+                        && reg(*b)?.dtype == d
+                        && reg(*dst)?.dtype == d
+                        && arith.contains(op);
+                    if !ok {
+                        return Err(format!("a per-row {} of {d}", op.name()));
                     }
                     vars(rows, open)?;
                     vars(cols, open)?;

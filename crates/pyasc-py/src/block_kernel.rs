@@ -5,7 +5,7 @@
 //! `("unary", name, dst, src, len, site)`, `("binary", name, dst, a, b, len, site)`,
 //! `("select", dst, cond, a, b, len, site)`, `("cast", dst, src, len, site)`,
 //! `("copy_reg", dst, src, len, site)`, `("reduce", name, dst, src, rows, cols, site)`,
-//! `("broadcast", dst, src, rows, cols, site)`, `("loop", var, start, end, step, [body])`.
+//! `("broadcast", dst, src, rows, cols, site)`, `("row_op", name, dst, a, b, rows, cols, site)`, `("loop", var, start, end, step, [body])`.
 //! Expressions: an int, `("block",)`, `("block_num",)`, `("var", i)`, `("arg", i)` or
 //! `(op, a, b)` with op one of `add sub mul floordiv mod min max`. Sites: `(file, line)` or
 //! `None`. Registers: `(dtype name, constant or None, byte offset, capacity)`.
@@ -105,6 +105,15 @@ fn stmts(list: &Bound<'_, PyList>, exprs: &mut Exprs) -> PyResult<Vec<BStmt>> {
                 site: last()?,
             },
             "broadcast" => BStmt::Broadcast { dst: reg(1)?, src: reg(2)?, rows: ex(3)?, cols: ex(4)?, site: last()? },
+            "row_op" => BStmt::RowOp {
+                op: BinaryOp::from_name(&name()?).ok_or_else(|| bad("row op"))?,
+                dst: reg(2)?,
+                a: reg(3)?,
+                b: reg(4)?,
+                rows: ex(5)?,
+                cols: ex(6)?,
+                site: last()?,
+            },
             "loop" => {
                 let (start, end) = (ex(2)?, ex(3)?);
                 let body = stmts(&t.get_item(5)?.cast_into::<PyList>()?, exprs)?;

@@ -14,7 +14,9 @@ use crate::pool::num_threads;
 use pyasc_ir::block::{BStmt, BlockProgram, ExprId};
 use pyasc_ir::block_expr::ExprValues;
 use pyasc_ir::error::{ErrorKind, IrError, Result, SourceLoc};
+use pyasc_ir::op::BinaryOp;
 use pyasc_ir::tile::{Instr, Reg, RegDecl, RegKind};
+use pyasc_ir::{DType, Scalar};
 
 /// Bytes a `DataCopy` moves must be a multiple of this (Ascend's 32-byte transfer unit).
 pub const COPY_ALIGN: usize = 32;
@@ -143,11 +145,11 @@ impl Exec<'_> {
         let p = self.p;
         let dst = ins.dst();
         let d0 = self.ptr(dst) as usize;
-        let d1 = d0 + n * p.dtype(dst).size();
+        let d1 = d0 + n * self.decls[dst.0 as usize].dtype.size();
         let mut run = *ins;
         for (slot, &r) in ins.srcs().iter().enumerate() {
             let Val::Ptr(sp) = self.vals[r.0 as usize] else { continue };
-            let bytes = n * p.dtype(r).size();
+            let bytes = n * self.decls[r.0 as usize].dtype.size();
             let (s0, s1) = (sp as usize, sp as usize + bytes);
             if s0 < d1 && d0 < s1 && bytes > 0 && run.srcs().contains(&r) {
                 // The destination overlaps this operand: read a copy, as a scratch register.
@@ -158,7 +160,7 @@ impl Exec<'_> {
                 // SAFETY: the operand holds `bytes` bytes, the scratch at least as many.
                 unsafe { std::ptr::copy_nonoverlapping(sp, tp, bytes) };
                 let t = p.regs.len() + slot;
-                self.decls[t] = p.regs[r.0 as usize];
+                self.decls[t] = self.decls[r.0 as usize];
                 self.vals[t] = Val::Ptr(tp);
                 run = replace_src(run, r, Reg(t as u16));
             }
@@ -206,6 +208,16 @@ impl Exec<'_> {
                         self.broadcast(*dst, *src, r, c);
                     }
                 }
+                BStmt::RowOp { op, dst, a, b, rows, cols, site } => {
+                    let (r, c) = (self.eval(rows, site)?, self.eval(cols, site)?);
+                    let rc = r.max(0).checked_mul(c.max(0)).unwrap_or(i64::MAX);
+                    let r = self.fits(*b, r, site)?;
+                    self.fits(*dst, rc, site)?;
+                    self.fits(*a, rc, site)?;
+                    if !self.dry {
+                        self.row_op(*op, [*dst, *a, *b], r, c.max(0) as usize).map_err(|e| e.at(site.as_ref()))?;
+                    }
+                }
                 BStmt::Loop { var, start, end, step, body } => {
                     let (a, b) = (self.eval(start, &None)?, self.eval(end, &None)?);
                     let mut v = a;
@@ -218,6 +230,37 @@ impl Exec<'_> {
                     }
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// `dst[r, :] = op(a[r, :], b[r])`: one instruction per row with `b[r]` as a scalar,
+    /// through spare registers (an overlap of `dst` and `a` reads a copy, as in [`Exec::op`]).
+    fn row_op(&mut self, op: BinaryOp, [dst, a, b]: [Reg; 3], rows: usize, cols: usize) -> Result<()> {
+        let p = self.p;
+        let dtype = p.dtype(a);
+        let size = dtype.size();
+        let (dp, ap, bp) = (self.ptr(dst), self.ptr(a), self.ptr(b));
+        let base = p.regs.len() + 3;
+        for (i, r) in [dst, a, b].into_iter().enumerate() {
+            self.decls[base + i] = p.regs[r.0 as usize];
+        }
+        let ins = Instr::Binary { op, dst: Reg(base as u16), a: Reg(base as u16 + 1), b: Reg(base as u16 + 2) };
+        for r in 0..rows {
+            // SAFETY: `b` holds `rows` values and `dst`, `a` hold `rows * cols` (checked).
+            let v = unsafe {
+                match dtype {
+                    DType::F64 => (bp as *const f64).add(r).read_unaligned(),
+                    _ => f64::from((bp as *const f32).add(r).read_unaligned()),
+                }
+            };
+            // SAFETY: as above.
+            unsafe {
+                self.vals[base] = Val::Ptr(dp.add(r * cols * size));
+                self.vals[base + 1] = Val::Ptr(ap.add(r * cols * size));
+            }
+            self.vals[base + 2] = Val::Scalar(Scalar::Float(v));
+            self.op(&ins, cols)?;
         }
         Ok(())
     }
@@ -239,9 +282,9 @@ impl Exec<'_> {
                 }
             }
         }
+        let aligned = (dp as usize | sp as usize).is_multiple_of(size.max(1));
         // SAFETY: the source holds `rows` elements, the destination `rows * cols` (checked);
         // the typed paths run on addresses aligned for their element type.
-        let aligned = (dp as usize | sp as usize).is_multiple_of(size.max(1));
         unsafe {
             match size {
                 _ if !aligned => {
@@ -312,9 +355,10 @@ pub unsafe fn run_block_program(
                     _ => Val::Ptr(unsafe { base.add(p.at[i]) }),
                 })
                 .collect();
-            vals.extend([Val::Scalar(pyasc_ir::Scalar::Int(0)); 3]);
+            // Spare registers: three for copies of overlapping operands, three for row operations.
+            vals.extend([Val::Scalar(Scalar::Int(0)); 6]);
             let mut decls = p.regs.clone();
-            decls.extend(p.regs.first().copied().into_iter().cycle().take(3));
+            decls.extend(p.regs.first().copied().into_iter().cycle().take(6));
             let mut e = Exec {
                 p,
                 globals: shared.0,

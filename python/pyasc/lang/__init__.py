@@ -5,7 +5,7 @@ index and count (:func:`block_idx`, :func:`block_num`), typed views of the array
 (:class:`GlobalTensor`), tensors in the block's 192 KiB Unified Buffer (:class:`LocalTensor`)
 handed between stages by queues (:class:`TPipe`, :class:`TQue`, :class:`TBuf`), transfers
 (:func:`data_copy`, :func:`data_copy_pad`), vector instructions (``add`` ... ``select``), row
-reductions and broadcasts, and loops (``range`` inside a kernel, or :func:`range`).
+reductions, broadcasts and per-row arithmetic, and loops (``range`` inside a kernel, or :func:`range`).
 
 The body is traced once per signature into a block program of tile IR instructions, which
 the Rust VM runs for every block index on the worker threads.
@@ -21,6 +21,7 @@ from ._ops import (
     CMPMODE,
     abs,
     add,
+    add_rows,
     adds,
     broadcast,
     cast,
@@ -29,6 +30,7 @@ from ._ops import (
     data_copy_pad,
     data_move,
     div,
+    div_rows,
     duplicate,
     erf,
     exp,
@@ -38,6 +40,7 @@ from ._ops import (
     min,
     mins,
     mul,
+    mul_rows,
     muls,
     reciprocal,
     reduce_max,
@@ -48,6 +51,7 @@ from ._ops import (
     select,
     sqrt,
     sub,
+    sub_rows,
     tanh,
 )
 from ._tensors import GlobalTensor, LocalTensor, QuePosition, TBuf, TPipe, TQue
@@ -69,9 +73,9 @@ def block_num() -> Any:
 
 
 __all__ = [
-    "CMPMODE", "GlobalTensor", "Kernel", "Launcher", "LocalTensor", "QuePosition", "Sym", "TBuf", "TPipe", "TQue",
-    "UB_BYTES", "abs", "add", "adds", "block_idx", "block_num", "broadcast", "cast", "compare", "data_copy",
-    "data_copy_pad", "data_move", "div", "duplicate", "erf", "exp", "kernel", "ln", "max", "maxs", "min", "mins",
-    "mul", "muls", "range", "reciprocal", "reduce_max", "reduce_min", "reduce_sum", "relu", "rsqrt", "select",
-    "sqrt", "sub", "tanh",
+    "CMPMODE", "GlobalTensor", "Kernel", "Launcher", "LocalTensor", "QuePosition", "Sym", "TBuf", "TPipe",
+    "TQue", "UB_BYTES", "abs", "add", "add_rows", "adds", "block_idx", "block_num", "broadcast", "cast",
+    "compare", "data_copy", "data_copy_pad", "data_move", "div", "div_rows", "duplicate", "erf", "exp",
+    "kernel", "ln", "max", "maxs", "min", "mins", "mul", "mul_rows", "muls", "range", "reciprocal",
+    "reduce_max", "reduce_min", "reduce_sum", "relu", "rsqrt", "select", "sqrt", "sub", "sub_rows", "tanh",
 ]

@@ -65,6 +65,8 @@ class _Walk:
                 self.vec(tag, s[1], eval_expr(s[-2], env))
             elif tag == "reduce":
                 self.vec(s[1], s[3], eval_expr(s[4], env) * eval_expr(s[5], env))
+            elif tag == "row_op":
+                self.vec(s[1], s[2], eval_expr(s[5], env) * eval_expr(s[6], env))
             elif tag == "broadcast":
                 self.vec("copy", s[1], eval_expr(s[3], env) * eval_expr(s[4], env))
             elif tag == "loop":

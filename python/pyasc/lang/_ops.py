@@ -301,3 +301,38 @@ def broadcast(dst: Any, src: Any, rows: Any, cols: Any) -> None:
     if isinstance(r, int) and isinstance(c, int):
         _count(r * c, d)
     state().emit(("broadcast", d.reg, s.reg, r, c, site()))
+
+
+def _row_op(name: str, dst: Any, src: Any, row_vals: Any, rows: Any, cols: Any) -> None:
+    d, s, v = _local(dst, "dst"), _local(src, "src"), _local(row_vals, "row_vals")
+    _same(d, s, v)
+    if s.dtype not in ("float32", "float64"):
+        raise fail(DTypeError, f"per-row operations take float32 or float64 tensors, not {s.dtype}")
+    r, c = expr(rows, "rows"), expr(cols, "cols")
+    _count(r, v)
+    if isinstance(r, int) and isinstance(c, int):
+        _count(r * c, d, s)
+    state().emit(("row_op", name, d.reg, s.reg, v.reg, r, c, site()))
+
+
+def add_rows(dst: Any, src: Any, row_vals: Any, rows: Any, cols: Any) -> None:
+    """Add ``row_vals[r]`` to every element of row ``r`` of ``src`` (``rows`` rows of ``cols``).
+
+    The same as :func:`broadcast` followed by :func:`add`, without spreading the values first.
+    """
+    _row_op("add", dst, src, row_vals, rows, cols)
+
+
+def sub_rows(dst: Any, src: Any, row_vals: Any, rows: Any, cols: Any) -> None:
+    """Subtract ``row_vals[r]`` from every element of row ``r`` (see :func:`add_rows`)."""
+    _row_op("sub", dst, src, row_vals, rows, cols)
+
+
+def mul_rows(dst: Any, src: Any, row_vals: Any, rows: Any, cols: Any) -> None:
+    """Multiply every element of row ``r`` by ``row_vals[r]`` (see :func:`add_rows`)."""
+    _row_op("mul", dst, src, row_vals, rows, cols)
+
+
+def div_rows(dst: Any, src: Any, row_vals: Any, rows: Any, cols: Any) -> None:
+    """Divide every element of row ``r`` by ``row_vals[r]`` (see :func:`add_rows`)."""
+    _row_op("div", dst, src, row_vals, rows, cols)
