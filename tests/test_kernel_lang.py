@@ -257,3 +257,10 @@ def test_set_global_buffer_and_stream_launch():
     s = pyasc.Stream()
     scale[4, s](x, y, x.size)
     np.testing.assert_array_equal(y, 3 * x)
+
+
+@pytest.mark.parametrize("mod", [ADD, GELU, SOFTMAX, NORMALIZE], ids=lambda m: m.__name__)
+def test_example_scripts_report_agreement_with_numpy(mod, capsys):
+    mod.main()
+    out = capsys.readouterr().out
+    assert ("(ok)" in out or "matches NumPy" in out) and "FAIL" not in out and "DIFFERS" not in out, out
