@@ -256,11 +256,13 @@ for _mod in (_statistics, _contractions, _convolution, _attention, _matrices, li
     __all__ += list(_mod.__all__)
 __all__ += ["debug", "linalg"]
 
+from . import lang  # noqa: E402
+from .lang import Kernel, kernel  # noqa: E402
 from .pytree import tree_flatten, tree_leaves, tree_unflatten  # noqa: E402
 from .selection import argwhere, compress, flatnonzero, nonzero  # noqa: E402
 from .vectorize import VectorizedOperator, vectorized_operator  # noqa: E402
 
-__all__ += ["VectorizedOperator"]
+__all__ += ["VectorizedOperator", "Kernel", "kernel", "lang"]
 __all__ += ["argwhere", "compress", "flatnonzero", "nonzero", "tree_flatten", "tree_leaves", "tree_unflatten"]
 
 _init_from_env()

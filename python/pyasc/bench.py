@@ -653,6 +653,10 @@ def run(quick: bool = False, only: Optional[List[str]] = None) -> int:
         from .bench_vectorized import run_entries as run_vectorized
 
         run_vectorized(want, quick, repeat, summary)
+    if "kernels" in want:
+        from .bench_kernels import run_entries as run_kernels
+
+        run_kernels(want, quick, repeat, summary)
     print("\nsummary")
     for line in summary:
         print(f"  {line}")

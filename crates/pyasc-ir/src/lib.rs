@@ -18,6 +18,8 @@
 //! * [`forksafe`]: the fork gate, which keeps worker threads' mutexes usable in a forked child.
 
 pub mod attr;
+pub mod block;
+pub mod block_expr;
 pub mod dtype;
 pub mod error;
 pub mod event;

@@ -24,6 +24,7 @@ use pyo3::prelude::*;
 
 pub mod args;
 pub mod arrays;
+pub mod block_kernel;
 pub mod boundary;
 pub mod compiled;
 pub mod detection;
@@ -57,6 +58,7 @@ fn _pyasc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<operator::Operator>()?;
     m.add_class::<compiled::CompiledOp>()?;
     m.add_class::<vectorized::VectorizedPlan>()?;
+    m.add_class::<block_kernel::BlockKernelPlan>()?;
     m.add_class::<arrays::PoolBuffer>()?;
     m.add_class::<device_array::DeviceArray>()?;
     m.add_class::<stream::Stream>()?;

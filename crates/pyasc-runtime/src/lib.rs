@@ -24,6 +24,7 @@
 //! * [`stream`]: streams and events, the asynchronous work queues.
 
 pub mod attention;
+pub mod block;
 pub mod buffer;
 pub mod capture;
 pub mod check;

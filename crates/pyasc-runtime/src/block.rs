@@ -1,0 +1,402 @@
+//! The VM for block programs ([`pyasc_ir::block`]): the kernel language's kernels, run once
+//! per block index with the blocks dealt out to the worker threads.
+//!
+//! A launch first walks every block without touching memory, evaluating each copy's offsets
+//! and each instruction's count with the launch's values and checking them against the
+//! global buffers and the registers' capacities; only then do the blocks run, so a bad access
+//! is an error naming the user's line before anything is written. Each worker owns one
+//! Unified Buffer (`ub_bytes`, 64-byte aligned) and runs whole blocks in it. Vector
+//! instructions run on the tile VM's SIMD kernels ([`exec`], [`exec_reduce`]); an instruction
+//! whose destination overlaps an operand reads a copy of that operand.
+
+use crate::instr::{exec, exec_reduce, Val};
+use crate::pool::num_threads;
+use pyasc_ir::block::{BStmt, BlockProgram, ExprId};
+use pyasc_ir::block_expr::ExprValues;
+use pyasc_ir::error::{ErrorKind, IrError, Result, SourceLoc};
+use pyasc_ir::op::BinaryOp;
+use pyasc_ir::tile::{Instr, Reg, RegDecl, RegKind};
+use pyasc_ir::{DType, Scalar};
+
+/// Bytes a `DataCopy` moves must be a multiple of this (Ascend's 32-byte transfer unit).
+pub const COPY_ALIGN: usize = 32;
+
+/// One global buffer of a launch: its base address and length in elements.
+#[derive(Copy, Clone, Debug)]
+pub struct GlobalBuf {
+    /// First element.
+    pub ptr: *mut u8,
+    /// Elements.
+    pub len: usize,
+}
+
+#[repr(C, align(64))]
+#[derive(Copy, Clone)]
+struct Line([u8; 64]);
+
+fn lines(bytes: usize) -> Vec<Line> {
+    vec![Line([0; 64]); bytes.div_ceil(64).max(1)]
+}
+
+/// One worker's state while it runs blocks.
+struct Exec<'a> {
+    p: &'a BlockProgram,
+    globals: &'a [GlobalBuf],
+    args: &'a [i64],
+    /// Expression values: those of no loop at the block's start, the others per iteration.
+    ex: ExprValues,
+    top: &'a [ExprId],
+    by_var: &'a [Vec<ExprId>],
+    /// Register values, then one scratch slot per operand for overlapping operands.
+    vals: Vec<Val>,
+    /// The program's registers and the scratch slots' declarations.
+    decls: Vec<RegDecl>,
+    tmp: [Vec<Line>; 3],
+    /// Check only: evaluate and check every access without touching memory.
+    dry: bool,
+}
+
+fn fail(kind: ErrorKind, site: &Option<SourceLoc>, m: String) -> IrError {
+    IrError::new(kind, m).at(site.as_ref())
+}
+
+impl Exec<'_> {
+    fn eval(&self, e: &ExprId, _site: &Option<SourceLoc>) -> Result<i64> {
+        Ok(self.ex.vals[*e as usize])
+    }
+
+    /// Evaluate the expressions `ids` (after the block or a loop variable changed).
+    fn update(&mut self, ids: &[ExprId]) -> Result<()> {
+        let (nodes, args) = (&self.p.exprs.nodes, self.args);
+        self.ex.update(nodes, ids, args).map_err(|m| {
+            IrError::new(ErrorKind::InvalidArgument, format!("{m} in an offset or count of block {}", self.ex.block))
+        })
+    }
+
+    /// `n` elements of register `r` fit its capacity (`n >= 0`).
+    fn fits(&self, r: Reg, n: i64, site: &Option<SourceLoc>) -> Result<usize> {
+        let cap = self.p.cap[r.0 as usize];
+        if matches!(self.p.regs[r.0 as usize].kind, RegKind::Tile) && (n < 0 || n as u64 > cap as u64) {
+            return Err(fail(
+                ErrorKind::InvalidArgument,
+                site,
+                format!("{n} elements of a local tensor of {cap} (block {})", self.ex.block),
+            ));
+        }
+        Ok(n.max(0) as usize)
+    }
+
+    fn ptr(&self, r: Reg) -> *mut u8 {
+        match self.vals[r.0 as usize] {
+            Val::Ptr(p) => p,
+            Val::Scalar(_) => std::ptr::null_mut(),
+        }
+    }
+
+    fn copy(&mut self, s: &BStmt) -> Result<()> {
+        let BStmt::Copy { to_local, global, reg, start, lo, hi, count, pad, site } = s else { unreachable!() };
+        let (start, lo, hi, n) =
+            (self.eval(start, site)?, self.eval(lo, site)?, self.eval(hi, site)?, self.eval(count, site)?);
+        let g = self.globals[*global as usize];
+        let size = self.p.dtype(*reg).size();
+        let n = self.fits(*reg, n, site)?;
+        if !(0 <= lo && lo <= start && start.saturating_add(n as i64) <= hi && hi as u64 <= g.len as u64) {
+            return Err(fail(
+                ErrorKind::InvalidArgument,
+                site,
+                format!(
+                    "data_copy of elements {start}..{} of a global view {lo}..{hi} of {} elements: out of bounds \
+                     (block {})",
+                    start.saturating_add(n as i64),
+                    g.len,
+                    self.ex.block
+                ),
+            ));
+        }
+        if !pad && !(n * size).is_multiple_of(COPY_ALIGN) {
+            return Err(fail(
+                ErrorKind::Alignment,
+                site,
+                format!(
+                    "data_copy of {n} elements ({} bytes) is not a multiple of {COPY_ALIGN} bytes (ERROR 100001); \
+                     use data_copy_pad for a tail",
+                    n * size
+                ),
+            ));
+        }
+        if !self.dry {
+            // SAFETY: the global range start..start + n lies in the buffer (checked above) and
+            // the register holds at least n elements inside the Unified Buffer (verified).
+            unsafe {
+                let gp = g.ptr.add(start as usize * size);
+                let lp = self.ptr(*reg);
+                if *to_local {
+                    std::ptr::copy(gp, lp, n * size);
+                } else {
+                    std::ptr::copy(lp, gp, n * size);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Run one vector instruction over `n` elements.
+    fn op(&mut self, ins: &Instr, n: usize) -> Result<()> {
+        let p = self.p;
+        let dst = ins.dst();
+        let d0 = self.ptr(dst) as usize;
+        let d1 = d0 + n * self.decls[dst.0 as usize].dtype.size();
+        let mut run = *ins;
+        for (slot, &r) in ins.srcs().iter().enumerate() {
+            let Val::Ptr(sp) = self.vals[r.0 as usize] else { continue };
+            let bytes = n * self.decls[r.0 as usize].dtype.size();
+            let (s0, s1) = (sp as usize, sp as usize + bytes);
+            if s0 < d1 && d0 < s1 && bytes > 0 && run.srcs().contains(&r) {
+                // The destination overlaps this operand: read a copy, as a scratch register.
+                if self.tmp[slot].len() * 64 < bytes {
+                    self.tmp[slot] = lines(bytes);
+                }
+                let tp = self.tmp[slot].as_mut_ptr() as *mut u8;
+                // SAFETY: the operand holds `bytes` bytes, the scratch at least as many.
+                unsafe { std::ptr::copy_nonoverlapping(sp, tp, bytes) };
+                let t = p.regs.len() + slot;
+                self.decls[t] = self.decls[r.0 as usize];
+                self.vals[t] = Val::Ptr(tp);
+                run = replace_src(run, r, Reg(t as u16));
+            }
+        }
+        // SAFETY: every tile register holds at least `n` elements (checked by the caller).
+        unsafe { exec(&run, &self.decls, &self.vals, n) }
+    }
+
+    fn run(&mut self, stmts: &[BStmt]) -> Result<()> {
+        for s in stmts {
+            match s {
+                BStmt::Copy { .. } => self.copy(s)?,
+                BStmt::Op { ins, len, site } => {
+                    let n = self.eval(len, site)?;
+                    let mut m = self.fits(ins.dst(), n, site)?;
+                    for &r in ins.srcs().iter() {
+                        m = self.fits(r, n, site)?;
+                    }
+                    if !self.dry && m > 0 {
+                        self.op(ins, m).map_err(|e| e.at(site.as_ref()))?;
+                    }
+                }
+                BStmt::Reduce { op, dst, src, rows, cols, site } => {
+                    let (r, c) = (self.eval(rows, site)?, self.eval(cols, site)?);
+                    self.fits(*dst, r, site)?;
+                    let rc = r.checked_mul(c.max(0)).unwrap_or(i64::MAX);
+                    self.fits(*src, rc, site)?;
+                    if c <= 0 {
+                        return Err(fail(ErrorKind::InvalidArgument, site, format!("a reduction over rows of {c}")));
+                    }
+                    if !self.dry && r > 0 {
+                        let (sv, dv) = (self.vals[src.0 as usize], self.vals[dst.0 as usize]);
+                        let dtype = self.p.dtype(*src);
+                        // SAFETY: the source holds r rows of c elements, the destination r values.
+                        unsafe { exec_reduce(*op, dtype, sv, dv, r as usize, c as usize) }
+                            .map_err(|e| e.at(site.as_ref()))?;
+                    }
+                }
+                BStmt::Broadcast { dst, src, rows, cols, site } => {
+                    let (r, c) = (self.eval(rows, site)?, self.eval(cols, site)?);
+                    let rc = r.max(0).checked_mul(c.max(0)).unwrap_or(i64::MAX);
+                    let (r, c) = (self.fits(*src, r, site)?, c.max(0) as usize);
+                    self.fits(*dst, rc, site)?;
+                    if !self.dry {
+                        self.broadcast(*dst, *src, r, c);
+                    }
+                }
+                BStmt::RowOp { op, dst, a, b, rows, cols, site } => {
+                    let (r, c) = (self.eval(rows, site)?, self.eval(cols, site)?);
+                    let rc = r.max(0).checked_mul(c.max(0)).unwrap_or(i64::MAX);
+                    let r = self.fits(*b, r, site)?;
+                    self.fits(*dst, rc, site)?;
+                    self.fits(*a, rc, site)?;
+                    if !self.dry {
+                        self.row_op(*op, [*dst, *a, *b], r, c.max(0) as usize).map_err(|e| e.at(site.as_ref()))?;
+                    }
+                }
+                BStmt::Loop { var, start, end, step, body } => {
+                    let (a, b) = (self.eval(start, &None)?, self.eval(end, &None)?);
+                    let mut v = a;
+                    let by_var = self.by_var;
+                    while v < b {
+                        self.ex.vars[*var as usize] = v;
+                        self.update(&by_var[*var as usize])?;
+                        self.run(body)?;
+                        v = v.saturating_add(*step);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `dst[r, :] = op(a[r, :], b[r])`: one instruction per row with `b[r]` as a scalar,
+    /// through spare registers (an overlap of `dst` and `a` reads a copy, as in [`Exec::op`]).
+    fn row_op(&mut self, op: BinaryOp, [dst, a, b]: [Reg; 3], rows: usize, cols: usize) -> Result<()> {
+        let p = self.p;
+        let dtype = p.dtype(a);
+        let size = dtype.size();
+        let (dp, ap, bp) = (self.ptr(dst), self.ptr(a), self.ptr(b));
+        let base = p.regs.len() + 3;
+        for (i, r) in [dst, a, b].into_iter().enumerate() {
+            self.decls[base + i] = p.regs[r.0 as usize];
+        }
+        let ins = Instr::Binary { op, dst: Reg(base as u16), a: Reg(base as u16 + 1), b: Reg(base as u16 + 2) };
+        for r in 0..rows {
+            // SAFETY: `b` holds `rows` values and `dst`, `a` hold `rows * cols` (checked).
+            let v = unsafe {
+                match dtype {
+                    DType::F64 => (bp as *const f64).add(r).read_unaligned(),
+                    _ => f64::from((bp as *const f32).add(r).read_unaligned()),
+                }
+            };
+            // SAFETY: as above.
+            unsafe {
+                self.vals[base] = Val::Ptr(dp.add(r * cols * size));
+                self.vals[base + 1] = Val::Ptr(ap.add(r * cols * size));
+            }
+            self.vals[base + 2] = Val::Scalar(Scalar::Float(v));
+            self.op(&ins, cols)?;
+        }
+        Ok(())
+    }
+
+    fn broadcast(&mut self, dst: Reg, src: Reg, rows: usize, cols: usize) {
+        let size = self.p.dtype(src).size();
+        let (dp, sp) = (self.ptr(dst), self.ptr(src));
+        /// Spread rows from last to first, so a source at the start of the destination is read
+        /// before it is overwritten.
+        ///
+        /// # Safety
+        /// `sp` holds `rows` elements, `dp` `rows * cols` (both of `T`, aligned).
+        unsafe fn spread<T: Copy>(dp: *mut u8, sp: *const u8, rows: usize, cols: usize) {
+            for r in (0..rows).rev() {
+                // SAFETY: per the contract.
+                unsafe {
+                    let v = (sp as *const T).add(r).read();
+                    std::slice::from_raw_parts_mut((dp as *mut T).add(r * cols), cols).fill(v);
+                }
+            }
+        }
+        let aligned = (dp as usize | sp as usize).is_multiple_of(size.max(1));
+        // SAFETY: the source holds `rows` elements, the destination `rows * cols` (checked);
+        // the typed paths run on addresses aligned for their element type.
+        unsafe {
+            match size {
+                _ if !aligned => {
+                    for r in (0..rows).rev() {
+                        for c in 0..cols {
+                            std::ptr::copy(sp.add(r * size), dp.add((r * cols + c) * size), size);
+                        }
+                    }
+                }
+                8 => spread::<u64>(dp, sp, rows, cols),
+                4 => spread::<u32>(dp, sp, rows, cols),
+                2 => spread::<u16>(dp, sp, rows, cols),
+                _ => spread::<u8>(dp, sp, rows, cols),
+            }
+        }
+    }
+}
+
+/// `ins` reading `to` where it read `from`.
+fn replace_src(ins: Instr, from: Reg, to: Reg) -> Instr {
+    let m = |r: Reg| if r == from { to } else { r };
+    match ins {
+        Instr::Unary { op, dst, src } => Instr::Unary { op, dst, src: m(src) },
+        Instr::Binary { op, dst, a, b } => Instr::Binary { op, dst, a: m(a), b: m(b) },
+        Instr::Select { dst, cond, a, b } => Instr::Select { dst, cond: m(cond), a: m(a), b: m(b) },
+        Instr::Cast { dst, src } => Instr::Cast { dst, src: m(src) },
+        Instr::Copy { dst, src } => Instr::Copy { dst, src: m(src) },
+        other => other,
+    }
+}
+
+/// Run `p` for blocks `0..block_dim` over `globals` with integer scalar arguments `args`;
+/// returns the number of worker threads used. Every block is checked before any runs.
+///
+/// # Safety
+/// Each global buffer addresses `len` live elements of its dtype, which stay valid and are
+/// not written by anything else until the call returns. Blocks that write overlapping global
+/// elements race as on the device (the program's responsibility).
+pub unsafe fn run_block_program(
+    p: &BlockProgram,
+    globals: &[GlobalBuf],
+    args: &[i64],
+    block_dim: usize,
+) -> Result<usize> {
+    pyasc_ir::block::verify_block(p)?;
+    if globals.len() != p.globals.len() || args.len() != p.args {
+        return Err(IrError::internal(format!("block kernel {}: wrong number of arguments", p.name)));
+    }
+    let (top, by_var) =
+        p.exprs.schedule(&p.var_depths()).map_err(|m| IrError::internal(format!("block kernel {}: {m}", p.name)))?;
+    let (top, by_var) = (&top, &by_var);
+    struct Shared<'a>(&'a [GlobalBuf]);
+    // SAFETY: the buffers are only read and written through checked copies (caller's contract).
+    unsafe impl Sync for Shared<'_> {}
+    let shared = Shared(globals);
+    let worker = |dry: bool| {
+        let shared = &shared;
+        move |blocks: std::ops::Range<usize>| -> Result<()> {
+            let mut ub = lines(p.ub_bytes);
+            let base = ub.as_mut_ptr() as *mut u8;
+            let mut vals: Vec<Val> = p
+                .regs
+                .iter()
+                .enumerate()
+                .map(|(i, r)| match r.kind {
+                    RegKind::Scalar(v) => Val::Scalar(v),
+                    // SAFETY: verified inside the Unified Buffer.
+                    _ => Val::Ptr(unsafe { base.add(p.at[i]) }),
+                })
+                .collect();
+            // Spare registers: three for copies of overlapping operands, three for row operations.
+            vals.extend([Val::Scalar(Scalar::Int(0)); 6]);
+            let mut decls = p.regs.clone();
+            decls.extend(p.regs.first().copied().into_iter().cycle().take(6));
+            let mut e = Exec {
+                p,
+                globals: shared.0,
+                args,
+                ex: ExprValues {
+                    block: 0,
+                    block_num: block_dim as i64,
+                    vars: vec![0; p.vars],
+                    vals: vec![0; p.exprs.nodes.len()],
+                },
+                top,
+                by_var,
+                vals,
+                decls,
+                tmp: [Vec::new(), Vec::new(), Vec::new()],
+                dry,
+            };
+            let token = crate::interrupt::current();
+            for b in blocks {
+                if let Some(t) = &token {
+                    t.check()?;
+                }
+                e.ex.block = b as i64;
+                e.update(e.top)?;
+                e.run(&p.body)?;
+            }
+            drop(ub);
+            Ok(())
+        }
+    };
+    worker(true)(0..block_dim)?;
+    let threads = num_threads().min(block_dim).max(1);
+    if threads == 1 {
+        worker(false)(0..block_dim)?;
+        return Ok(1);
+    }
+    let run = worker(false);
+    // Contiguous runs of blocks per worker: one Unified Buffer each.
+    crate::pool::for_blocks(threads, threads - 1, |w| run(w * block_dim / threads..(w + 1) * block_dim / threads))?;
+    Ok(threads)
+}
