@@ -63,6 +63,49 @@ pub trait Coord:
     /// The largest value of this type that is at most `t` (NaN for NaN), so that for every
     /// `x` of this type `x > floor_of(t)` exactly when `f64::from(x) > t`.
     fn floor_of(t: f64) -> Self;
+
+    /// Bit `k` set where `iou[k] > t` (clear for NaN), from AVX-512 compares.
+    ///
+    /// # Safety
+    /// The CPU supports AVX-512F: call it only from kernels run for [`Simd::AVX512`].
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn gt_mask_avx512(iou: &[Self; LANES], t: Self) -> u64;
+}
+
+/// [`Coord::gt_mask_avx512`] for float32: four compares of sixteen lanes.
+///
+/// # Safety
+/// The CPU supports AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn gt_mask_f32(iou: &[f32; LANES], t: f32) -> u64 {
+    use std::arch::x86_64::{_mm512_cmp_ps_mask, _mm512_loadu_ps, _mm512_set1_ps, _CMP_GT_OQ};
+    let tv = _mm512_set1_ps(t);
+    let mut bits = 0u64;
+    for g in 0..LANES / 16 {
+        // SAFETY: lanes 16g..16g + 16 lie inside the array.
+        let v = unsafe { _mm512_loadu_ps(iou.as_ptr().add(16 * g)) };
+        bits |= u64::from(_mm512_cmp_ps_mask::<_CMP_GT_OQ>(v, tv)) << (16 * g);
+    }
+    bits
+}
+
+/// [`Coord::gt_mask_avx512`] for float64: eight compares of eight lanes.
+///
+/// # Safety
+/// The CPU supports AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn gt_mask_f64(iou: &[f64; LANES], t: f64) -> u64 {
+    use std::arch::x86_64::{_mm512_cmp_pd_mask, _mm512_loadu_pd, _mm512_set1_pd, _CMP_GT_OQ};
+    let tv = _mm512_set1_pd(t);
+    let mut bits = 0u64;
+    for g in 0..LANES / 8 {
+        // SAFETY: lanes 8g..8g + 8 lie inside the array.
+        let v = unsafe { _mm512_loadu_pd(iou.as_ptr().add(8 * g)) };
+        bits |= u64::from(_mm512_cmp_pd_mask::<_CMP_GT_OQ>(v, tv)) << (8 * g);
+    }
+    bits
 }
 
 impl Coord for f32 {
@@ -75,6 +118,11 @@ impl Coord for f32 {
             c
         }
     }
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn gt_mask_avx512(iou: &[f32; LANES], t: f32) -> u64 {
+        // SAFETY: the caller's contract.
+        unsafe { gt_mask_f32(iou, t) }
+    }
 }
 
 impl Coord for f64 {
@@ -82,14 +130,20 @@ impl Coord for f64 {
     fn floor_of(t: f64) -> f64 {
         t
     }
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn gt_mask_avx512(iou: &[f64; LANES], t: f64) -> u64 {
+        // SAFETY: the caller's contract.
+        unsafe { gt_mask_f64(iou, t) }
+    }
 }
 
-/// The host services a long sweep uses: `par` runs a closure inside the worker pool (so that
-/// rayon's parallel iterators in it use the pool's threads), `poll` runs on the calling thread
-/// every few tens of milliseconds and stops the sweep when it returns true.
+/// The host services a long sweep uses: `par(n, f)` runs `f(0)..f(n - 1)`, spread over the
+/// host's worker threads (each index once, in any order, all done when it returns), and `poll`
+/// runs on the calling thread every few tens of milliseconds and stops the sweep when it
+/// returns true.
 pub struct Host<'a> {
-    /// Runs its argument inside the worker pool.
-    pub par: &'a (dyn Fn(&mut (dyn FnMut() + Send)) + Sync),
+    /// Runs `f(i)` for every `i < n` on the worker threads.
+    pub par: &'a (dyn Fn(usize, &(dyn Fn(usize) + Sync)) + Sync),
     /// Returns true when the work should stop (a user interrupt).
     pub poll: &'a mut dyn FnMut() -> bool,
 }
@@ -250,6 +304,12 @@ impl<T: Coord> Kernel for MaskRow<'_, T> {
                 let (inter, union) = inter_union(a, x1[k], y1[k], x2[k], y2[k], ar[k]);
                 iou[k] = inter / union;
             }
+            #[cfg(target_arch = "x86_64")]
+            if S::AVX512 {
+                // SAFETY: kernels run for `S::AVX512` only on CPUs with AVX-512F.
+                *word = unsafe { T::gt_mask_avx512(&iou, self.t) };
+                continue;
+            }
             let mut flags = [0u8; LANES];
             for k in 0..LANES {
                 flags[k] = u8::from(iou[k] > self.t);
@@ -317,7 +377,14 @@ pub fn sweep<T: Coord>(c: &Columns<T>, iou_threshold: f64, host: &mut Host<'_>) 
         if live.len() * (n - first) < PARALLEL_PAIRS {
             rows.chunks_mut(row_words).enumerate().for_each(fill);
         } else {
-            (host.par)(&mut || rows.par_chunks_mut(row_words).enumerate().with_max_len(1).for_each(fill));
+            let base = RowsPtr(rows.as_mut_ptr());
+            let one = |k: usize| {
+                // SAFETY: `k < live.len()`, so row `k` lies inside `rows`; each index runs once,
+                // so no two calls write the same words.
+                let out = unsafe { std::slice::from_raw_parts_mut(base.at(k * row_words), row_words) };
+                fill((k, out));
+            };
+            (host.par)(live.len(), &one);
         }
         let kept_before = keep.len();
         for (k, &r) in live.iter().enumerate() {
@@ -458,10 +525,25 @@ pub fn nms_mask<T: Coord>(iou: &[T], n: usize, iou_threshold: f64) -> Vec<bool> 
     keep
 }
 
-/// A [`Host`] for callers without a worker pool of their own: `par` runs in the current rayon
+/// The rows of a chunk's masks, shared by the threads that each fill other rows.
+#[derive(Clone, Copy)]
+struct RowsPtr(*mut u64);
+// SAFETY: every thread writes only the rows of the indices it is given (see the sweep).
+unsafe impl Send for RowsPtr {}
+// SAFETY: as above.
+unsafe impl Sync for RowsPtr {}
+
+impl RowsPtr {
+    /// The word `i` words past the start (a method, so closures capture the whole wrapper).
+    fn at(self, i: usize) -> *mut u64 {
+        self.0.wrapping_add(i)
+    }
+}
+
+/// A [`Host`] for callers without a worker pool of their own: `par` runs on the current rayon
 /// pool and `poll` never stops.
 pub fn with_plain_host<R>(f: impl FnOnce(&mut Host<'_>) -> R) -> R {
-    let par = |g: &mut (dyn FnMut() + Send)| g();
+    let par = |n: usize, g: &(dyn Fn(usize) + Sync)| (0..n).into_par_iter().for_each(g);
     let mut poll = || false;
     let mut host = Host { par: &par, poll: &mut poll };
     f(&mut host)

@@ -194,9 +194,9 @@ fn a_poll_that_asks_to_stop_stops_the_sweep() {
     let c = Columns::gather(&spread, 0..20_000);
     // Each parallel section (one per chunk of rows) takes at least a millisecond, so the sweep
     // outlives the poll interval whatever the machine's speed.
-    let par = |g: &mut (dyn FnMut() + Send)| {
+    let par = |n: usize, g: &(dyn Fn(usize) + Sync)| {
         std::thread::sleep(std::time::Duration::from_millis(1));
-        g()
+        (0..n).for_each(g)
     };
     let mut polls = 0;
     let mut poll = || {

@@ -30,10 +30,18 @@ fn is_f32(obj: &Bound<'_, PyAny>) -> bool {
     obj.cast::<PyArray2<f32>>().is_ok()
 }
 
-/// Runs a sweep with the GIL released, parallel parts in the worker pool, Ctrl-C honoured.
+/// Runs a sweep with the GIL released, parallel parts on the calling thread and the launch
+/// team (awake between a sweep's many short parallel sections, where rayon's sleeping workers
+/// would take tens of microseconds to wake for each), Ctrl-C honoured.
 fn run_sweep<R: Send>(py: Python<'_>, f: impl FnOnce(&mut Host<'_>) -> Result<R, Stopped> + Send) -> PyResult<R> {
     let out = detach_interruptible(py, move |poll| {
-        let par = |g: &mut (dyn FnMut() + Send)| pool::install(g);
+        let par = |n: usize, g: &(dyn Fn(usize) + Sync)| {
+            let helpers = pool::num_threads().saturating_sub(1);
+            let _ = pool::for_blocks::<()>(n, helpers, |i| {
+                g(i);
+                Ok(())
+            });
+        };
         let mut host = Host { par: &par, poll };
         f(&mut host)
     })?;
