@@ -137,13 +137,16 @@ impl Coord for f64 {
     }
 }
 
+/// `par(n, f)`: runs `f(i)` for every `i < n`, spread over worker threads.
+pub type ParFn = dyn Fn(usize, &(dyn Fn(usize) + Sync)) + Sync;
+
 /// The host services a long sweep uses: `par(n, f)` runs `f(0)..f(n - 1)`, spread over the
 /// host's worker threads (each index once, in any order, all done when it returns), and `poll`
 /// runs on the calling thread every few tens of milliseconds and stops the sweep when it
 /// returns true.
 pub struct Host<'a> {
     /// Runs `f(i)` for every `i < n` on the worker threads.
-    pub par: &'a (dyn Fn(usize, &(dyn Fn(usize) + Sync)) + Sync),
+    pub par: &'a ParFn,
     /// Returns true when the work should stop (a user interrupt).
     pub poll: &'a mut dyn FnMut() -> bool,
 }
