@@ -264,3 +264,32 @@ def test_example_scripts_report_agreement_with_numpy(mod, capsys):
     mod.main()
     out = capsys.readouterr().out
     assert ("(ok)" in out or "matches NumPy" in out) and "FAIL" not in out and "DIFFERS" not in out, out
+
+
+@pytest.mark.parametrize("off,tile", [(0, 1000), (3, 1000), (5, 777)])
+def test_copies_into_a_large_output_at_offsets_with_tails(off, tile):
+    # Outputs of 32 MiB or more are written past the caches: every element must land exactly,
+    # at offsets that leave the destination unaligned, with a tail in each block.
+    @pyasc.kernel
+    def shifted_copy(x, y, n, off):
+        per = (n + asc.block_num() - 1) // asc.block_num()
+        s = asc.min(asc.block_idx() * per, n)
+        length = asc.min(per, n - s)
+        pipe = asc.TPipe()
+        q = asc.TQue(asc.QuePosition.VECIN, 2)
+        pipe.init_buffer(q, 2, tile * 4)
+        for i in range((length + tile - 1) // tile):
+            c = asc.min(tile, length - i * tile)
+            t = q.alloc_tensor(np.float32)
+            asc.data_copy_pad(t, x[s + i * tile:], c)
+            asc.adds(t, t, 1.0, c)
+            asc.data_copy_pad(y[off + s + i * tile:], t, c)
+            q.free_tensor(t)
+
+    n = (32 << 20) // 4 + 1001
+    x = np.arange(n, dtype=np.float32) % 65536
+    y = np.full(n + off + 7, -1.0, dtype=np.float32)
+    shifted_copy[7](x, y, n, off)
+    np.testing.assert_array_equal(y[off:off + n], x + 1)
+    np.testing.assert_array_equal(y[:off], -1.0)
+    np.testing.assert_array_equal(y[off + n:], -1.0)

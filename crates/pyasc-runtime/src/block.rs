@@ -7,7 +7,9 @@
 //! is an error naming the user's line before anything is written. Each worker owns one
 //! Unified Buffer (`ub_bytes`, 64-byte aligned) and runs whole blocks in it. Vector
 //! instructions run on the tile VM's SIMD kernels ([`exec`], [`exec_reduce`]); an instruction
-//! whose destination overlaps an operand reads a copy of that operand.
+//! whose destination overlaps an operand reads a copy of that operand. Copies out of the
+//! Unified Buffer into a large global buffer use streaming stores, as the tile VM writes its
+//! large outputs; each worker fences them before its blocks count as done.
 
 use crate::instr::{exec, exec_reduce, Val};
 use crate::pool::num_threads;
@@ -54,6 +56,8 @@ struct Exec<'a> {
     tmp: [Vec<Line>; 3],
     /// Check only: evaluate and check every access without touching memory.
     dry: bool,
+    /// Some copy out used streaming stores (fenced before the worker returns).
+    streamed: bool,
 }
 
 fn fail(kind: ErrorKind, site: &Option<SourceLoc>, m: String) -> IrError {
@@ -126,14 +130,19 @@ impl Exec<'_> {
         }
         if !self.dry {
             // SAFETY: the global range start..start + n lies in the buffer (checked above) and
-            // the register holds at least n elements inside the Unified Buffer (verified).
+            // the register holds at least n elements inside the Unified Buffer (verified); the
+            // Unified Buffer is this worker's own allocation, so the two never overlap.
             unsafe {
                 let gp = g.ptr.add(start as usize * size);
                 let lp = self.ptr(*reg);
+                let bytes = n * size;
                 if *to_local {
-                    std::ptr::copy(gp, lp, n * size);
+                    std::ptr::copy_nonoverlapping(gp, lp, bytes);
+                } else if g.len * size >= STREAM_MIN_BYTES {
+                    stream_copy(gp, lp, bytes);
+                    self.streamed = true;
                 } else {
-                    std::ptr::copy(lp, gp, n * size);
+                    std::ptr::copy_nonoverlapping(lp, gp, bytes);
                 }
             }
         }
@@ -303,6 +312,47 @@ impl Exec<'_> {
     }
 }
 
+/// Global buffers of at least this many bytes receive copies out of the Unified Buffer with
+/// streaming stores (as the tile VM streams its large outputs): no read for ownership of
+/// lines about to be overwritten, no eviction of the inputs still to be read.
+const STREAM_MIN_BYTES: usize = 32 << 20;
+
+/// Copy `n` bytes from `src` to `dst` with streaming stores for the 16-byte aligned part of `dst`.
+///
+/// # Safety
+/// `src` and `dst` address `n` bytes each and do not overlap.
+unsafe fn stream_copy(dst: *mut u8, src: *const u8, n: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
+        let head = dst.align_offset(16).min(n);
+        // SAFETY: every access stays inside the `n` bytes of each side.
+        unsafe {
+            std::ptr::copy_nonoverlapping(src, dst, head);
+            let mut i = head;
+            while i + 16 <= n {
+                _mm_stream_si128(dst.add(i) as *mut __m128i, _mm_loadu_si128(src.add(i) as *const __m128i));
+                i += 16;
+            }
+            std::ptr::copy_nonoverlapping(src.add(i), dst.add(i), n - i);
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    // SAFETY: per the contract above.
+    unsafe {
+        std::ptr::copy_nonoverlapping(src, dst, n)
+    };
+}
+
+/// Make streaming stores visible before the worker's blocks count as done.
+fn store_fence() {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a store fence has no memory operands.
+    unsafe {
+        std::arch::x86_64::_mm_sfence()
+    };
+}
+
 /// `ins` reading `to` where it read `from`.
 fn replace_src(ins: Instr, from: Reg, to: Reg) -> Instr {
     let m = |r: Reg| if r == from { to } else { r };
@@ -375,18 +425,25 @@ pub unsafe fn run_block_program(
                 decls,
                 tmp: [Vec::new(), Vec::new(), Vec::new()],
                 dry,
+                streamed: false,
             };
             let token = crate::interrupt::current();
+            let mut done = Ok(());
             for b in blocks {
                 if let Some(t) = &token {
-                    t.check()?;
+                    done = t.check();
                 }
                 e.ex.block = b as i64;
-                e.update(e.top)?;
-                e.run(&p.body)?;
+                done = done.and_then(|()| e.update(e.top)).and_then(|()| e.run(&p.body));
+                if done.is_err() {
+                    break;
+                }
+            }
+            if e.streamed {
+                store_fence();
             }
             drop(ub);
-            Ok(())
+            done
         }
     };
     worker(true)(0..block_dim)?;
@@ -399,4 +456,24 @@ pub unsafe fn run_block_program(
     // Contiguous runs of blocks per worker: one Unified Buffer each.
     crate::pool::for_blocks(threads, threads - 1, |w| run(w * block_dim / threads..(w + 1) * block_dim / threads))?;
     Ok(threads)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stream_copy_moves_every_byte_at_any_alignment_and_length() {
+        let src: Vec<u8> = (0..300u32).map(|i| (i * 7 + 1) as u8).collect();
+        for off in 0..17 {
+            for n in [0, 1, 15, 16, 17, 31, 64, 100, 255] {
+                let mut dst = vec![0u8; 300];
+                // SAFETY: both sides hold `n` bytes from the offsets used, in separate vectors.
+                unsafe { stream_copy(dst.as_mut_ptr().add(off), src.as_ptr().add(3), n) };
+                store_fence();
+                assert_eq!(&dst[off..off + n], &src[3..3 + n], "offset {off}, {n} bytes");
+                assert!(dst[..off].iter().chain(&dst[off + n..]).all(|&b| b == 0), "offset {off}, {n} bytes");
+            }
+        }
+    }
 }
