@@ -56,13 +56,17 @@ def bench_graph_mode(n: int, repeat: int) -> List[Row]:
             ("numpy", "NumPy", best_time(numpy, repeat))]
 
 
-def bench_graph_record(calls: int) -> float:
-    """Return the seconds one recorded call costs inside ``graph_mode`` (best of 5 blocks)."""
+def bench_graph_record(calls: int, blocks: int = 20) -> float:
+    """Return the seconds one recorded call costs inside ``graph_mode``.
+
+    The best of ``blocks`` blocks of ``calls`` calls each: a block lasts about a millisecond,
+    so the best one is a window the shared machine's other work did not disturb.
+    """
     op1, _, _ = _chain_ops()
     x = np.ones(16, np.float32)
     op1(x)
     best = float("inf")
-    for _ in range(5):
+    for _ in range(blocks):
         with pyasc.graph_mode():
             t0 = time.perf_counter()
             for _ in range(calls):
@@ -139,7 +143,7 @@ def run_entries(want: set, quick: bool, repeat: int, summary: List[str]) -> None
     if "graph_mode" in want:
         n = 1 << 20 if quick else 1 << 24
         t = _report(f"graph_mode: three chained elementwise operators on {n:,} float32", bench_graph_mode(n, repeat))
-        rec = bench_graph_record(200 if quick else 2000)
+        rec = bench_graph_record(200 if quick else 500)
         summary.append(f"graph_mode: {t['eager'] / t['pyasc']:.2f}x the eager calls' speed (target >= 2.5x), "
                        f"{t['pyasc'] / t['one']:.2f}x the time of one operator (target <= 1.2x); "
                        f"recording {fmt_time(rec)} a call (target <= 2 us)")
