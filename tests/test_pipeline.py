@@ -167,3 +167,34 @@ def test_random_pipelines_equal_eager(rows, cols, stages, micro, kinds, read_at,
     # The pipeline's results: the last call's value (when an exception cut the block, the last
     # call recorded before it).
     np.testing.assert_allclose(np.asarray(got[-1]), eager[len(got) - 1], rtol=1e-6, atol=1e-6)
+
+
+def test_memory_between_stages_is_bounded_by_stages_times_micro_batch():
+    # Four stages over 16 micro-batches of 1 MiB values: at most `stages` micro-batches are in
+    # flight, each holding one value per stage, so the pool never holds more than the result
+    # plus stages x values x micro-batch bytes (plus one value per stage of slack: a stream's
+    # worker may release a finished task's buffers a moment late); eager calls hold every
+    # full-size intermediate.
+    rows, cols, mb, stages = 16384, 256, 1024, 4
+    x, w = rand(rows, cols), rand(cols, cols, seed=1) / 16
+    mb_bytes, result_bytes = mb * cols * 4, rows * cols * 4
+
+    def piped():
+        with pyasc.pipeline(stages=stages, micro_batch=mb):
+            out = softmax(gelu(project(normalize(x), w)))
+        return out.value()
+
+    piped()  # compile outside the measurement
+    base = pyasc.memory_stats()["bytes_in_use"]
+    pyasc.reset_peak_memory_stats()
+    got = piped()
+    peak = pyasc.memory_stats()["peak_bytes_in_use"] - base
+    np.testing.assert_array_equal(got, four_stages(x, w))
+    assert peak <= result_bytes + stages * (4 + 1) * mb_bytes, peak / 2**20
+    with pyasc.Stream():
+        dx = pyasc.from_dlpack(x)
+        base = pyasc.memory_stats()["bytes_in_use"]
+        pyasc.reset_peak_memory_stats()
+        softmax(gelu(project(normalize(dx), w))).numpy()
+        eager_peak = pyasc.memory_stats()["peak_bytes_in_use"] - base
+    assert eager_peak >= 3 * result_bytes > peak - result_bytes

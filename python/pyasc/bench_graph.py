@@ -129,6 +129,7 @@ def bench_pipeline(shape: Tuple[int, int], repeat: int) -> Tuple[List[Row], Dict
             return softmax(gelu(project(normalize(pyasc.from_dlpack(x)), w))).numpy()
 
     info["same"] = bool(np.array_equal(eager(), piped()))
+    info["result_bytes"] = shape[0] * shape[1] * 4  # both peaks include the float32 result
     info["peak_eager"] = peak(eager_on_device)
     info["peak_pipeline"] = peak(piped)
     rows = [("pyasc", "pipeline(stages=4)", best_time(piped, repeat)),
@@ -154,5 +155,6 @@ def run_entries(want: set, quick: bool, repeat: int, summary: List[str]) -> None
         s = info["schedule"]
         summary.append(f"pipeline: {t['eager'] / t['pyasc']:.2f}x the eager calls' speed (target >= 1.3x); "
                        f"{s['micro_batches']} micro-batches of {s['micro_batch']} rows; peak pool bytes "
-                       f"{info['peak_pipeline'] / 2**20:.1f} MiB against {info['peak_eager'] / 2**20:.1f} MiB eagerly; "
+                       f"{info['peak_pipeline'] / 2**20:.1f} MiB against {info['peak_eager'] / 2**20:.1f} MiB eagerly "
+                       f"(both with the {info['result_bytes'] / 2**20:.0f} MiB result); "
                        f"results identical: {info['same']}")
