@@ -185,3 +185,15 @@ def test_estimate_uses_the_npu_cost_model():
     assert est.bound in ("mte2", "mte3")
     with pytest.raises(pyasc.InvalidArgumentError):
         mod.add_custom.estimate(x, x, x, n, block_dim=8)
+
+
+def test_integer_arguments_beyond_64_bits():
+    @pyasc.kernel
+    def k(x, n):
+        asc.block_idx()
+
+    for n in (1 << 63, -(1 << 63) - 1, 1 << 80):
+        with pytest.raises(pyasc.InvalidArgumentError, match="64 bits") as ei:
+            k[1](X, n)  # too wide
+        check(ei, pyasc.InvalidArgumentError, "too wide")
+    k[1](X, (1 << 63) - 1)  # the widest that fits runs

@@ -171,6 +171,10 @@ class Kernel:
                 raise at_user_line(InvalidArgumentError(
                     f"kernel {self.__name__!r} stores into array argument {i}, which is read-only"))
         ints = [int(a) for a in args if isinstance(a, (int, np.integer)) and not isinstance(a, (bool, np.bool_))]
+        for v in ints:
+            if not -(1 << 63) <= v < (1 << 63):
+                raise at_user_line(InvalidArgumentError(
+                    f"integer argument {v} of kernel {self.__name__!r} does not fit in 64 bits"))
         if stream is not None:
             stream.synchronize()
         t.plan.run(arrays, ints, block_dim)
