@@ -1,6 +1,7 @@
 """pyasc operators on Dask arrays (threaded scheduler), checked against NumPy in float64."""
 
 import pickle
+import sys
 
 import numpy as np
 import pyasc
@@ -259,3 +260,16 @@ def test_captured_arrays_keep_their_axes_whole():
         weighted(da.from_array(x, chunks=(10, 15)))
     with pytest.raises(pyasc.UnsupportedError, match="matmul with an array the function captures"):
         project(da.from_array(x, chunks=(10, 40)))
+
+
+def test_arguments_that_do_not_broadcast_are_a_shape_error_at_the_call():
+    @pyasc.operator
+    def axpy(x, y):
+        return x * 2 + y
+
+    with pytest.raises(pyasc.ShapeError, match="do not broadcast") as ei:
+        axpy(da.arange(100, chunks=30, dtype=np.float32), da.ones(7, chunks=7))  # mismatch
+    assert ei.value.lineno == sys._getframe().f_lineno - 1
+    x = da.arange(100, chunks=30, dtype=np.float32)
+    unknown = x[x > 10]  # extents Dask learns only when computing: not checked up front
+    np.testing.assert_array_equal(axpy(unknown, 1.0).compute(), np.arange(11, 100, dtype=np.float32) * 2 + 1)

@@ -57,6 +57,19 @@ def _arrays(args: Sequence[Any]) -> Tuple[list, int]:
     return out, rank
 
 
+def _check_broadcast(shapes: Sequence[Tuple[Any, ...]]) -> None:
+    """Raise ``ShapeError`` at the caller's line when known extents do not broadcast together."""
+    rank = max((len(sh) for sh in shapes), default=0)
+    for axis in range(1, rank + 1):
+        known = {int(sh[-axis]) for sh in shapes if len(sh) >= axis and sh[-axis] == sh[-axis] and sh[-axis] != 1}
+        if len(known) > 1:  # NaN extents (chunks Dask does not know yet) are skipped
+            from .errors import ShapeError, at_user_line
+
+            raise at_user_line(ShapeError(
+                f"the Dask array arguments of shapes {', '.join(str(tuple(sh)) for sh in shapes)} do not broadcast "
+                "together"))
+
+
 def _index(ndim: int, rank: int) -> str:
     return string.ascii_lowercase[rank - ndim:rank]
 
@@ -101,6 +114,7 @@ def _meta(dtype: Any, ndim: int) -> np.ndarray:
 def _blockwise(fn: Any, args: Sequence[Any], rank: int, dtype: Any, adjust: dict = None) -> Any:
     import dask.array as da
 
+    _check_broadcast([a.shape for a in args if is_dask_array(a)])
     pairs = []
     for a in args:
         pairs += [a, _index(a.ndim, rank)] if is_dask_array(a) else [a, None]
