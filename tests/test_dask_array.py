@@ -273,3 +273,38 @@ def test_arguments_that_do_not_broadcast_are_a_shape_error_at_the_call():
     x = da.arange(100, chunks=30, dtype=np.float32)
     unknown = x[x > 10]  # extents Dask learns only when computing: not checked up front
     np.testing.assert_array_equal(axpy(unknown, 1.0).compute(), np.arange(11, 100, dtype=np.float32) * 2 + 1)
+
+
+def test_means_combine_block_sums_in_the_reduction_tree():
+    @pyasc.operator
+    def col_mean(x):
+        return (x * 2).mean(axis=0)
+
+    @pyasc.operator
+    def mean_all(x):
+        return x.mean()
+
+    @pyasc.operator
+    def row_mean_keep(x):
+        return x.mean(axis=1, keepdims=True)
+
+    @pyasc.operator
+    def half_sum(x):
+        return x.sum(axis=0) / 10.0  # a constant that is not the count: not a mean
+
+    x = RNG.standard_normal((1000, 37)).astype(np.float32)
+    x64 = x.astype(np.float64)
+    dx = da.from_array(x, chunks=(130, 10))
+    for r, ref in ((col_mean(dx), 2 * x64.mean(axis=0)), (mean_all(dx), x64.mean()),
+                   (row_mean_keep(dx), x64.mean(axis=1, keepdims=True))):
+        assert not any("rechunk" in name for name in r.dask.layers)
+        assert r.dtype == np.float32 and r.shape == ref.shape
+        np.testing.assert_allclose(r.compute(), ref, rtol=2e-6, atol=1e-7)
+    hs = half_sum(dx)
+    np.testing.assert_allclose(hs.compute(), x64.sum(axis=0) / 10, rtol=1e-5, atol=1e-6)
+    xi = RNG.integers(-1000, 1000, (500, 20)).astype(np.int32)
+    ri = mean_all(da.from_array(xi, chunks=(77, 20)))
+    assert ri.dtype == np.float64
+    assert float(ri.compute()) == pytest.approx(xi.astype(np.float64).mean(), rel=1e-12, abs=1e-12)
+    unknown = dx[dx[:, 0] > 0]  # rows Dask learns only when computing: the mean makes them whole
+    np.testing.assert_allclose(col_mean(unknown).compute(), 2 * x64[x[:, 0] > 0].mean(axis=0), rtol=2e-6, atol=1e-7)

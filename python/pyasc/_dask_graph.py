@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import FrozenSet, List, Optional, Tuple
 
-_NODE = re.compile(r"^%(\d+) = ([A-Za-z_][\w.]*)(\[[^\]]*\]|<[^>]*>)?(?: [^(]*)?\((.*?)\) : \w+\(([\d, ]*)\)"
-                   r"(?:\s+#\s*(.*))?$")
+_NODE = re.compile(r"^%(\d+) = ([A-Za-z_][\w.]*)(\[[^\]]*\]|<[^>]*>)?(?: ([^(]*))?\((.*?)\) : \w+\(([\d, ]*)\)"
+                   r"(?: [a-z]+)*(?:\s+#\s*(.*))?$")  # a type may carry flags (``weak``)
 _RETURN = re.compile(r"^return (.*)$")
 #: Reductions whose per-chunk partials combine by the same reduction.
 COMBINABLE = ("sum", "max", "min", "prod")
@@ -30,6 +30,7 @@ class Node:
     operands: List[int]
     shape: Tuple[int, ...]
     line: str
+    value: str = ""  # a constant's value as printed
 
 
 @dataclass
@@ -53,10 +54,10 @@ def parse(text: str) -> Tuple[List[Node], List[int]]:
         raw = raw.strip()
         m = _NODE.match(raw)
         if m:
-            idx, name, attrs, ops, shape, line = m.groups()
+            idx, name, attrs, value, ops, shape, line = m.groups()
             operands = [int(t) for t in re.findall(r"%(\d+)", ops)]
             dims = tuple(int(t) for t in shape.replace(" ", "").split(",") if t)
-            nodes.append(Node(int(idx), name, attrs or "", operands, dims, line or ""))
+            nodes.append(Node(int(idx), name, attrs or "", operands, dims, line or "", (value or "").strip()))
             continue
         r = _RETURN.match(raw)
         if r:
@@ -147,4 +148,28 @@ def classify(text: str, rank: int, nargs: int) -> Structure:
         axes, keep = _axes(last.attrs, rank) or ((), False)
         return Structure("reduction", coupled=frozenset(coupled), reduce=last.name, reduce_axes=axes,
                          keepdims=keep, nodes=[last])
+    mean = _mean_of(last, returns, by_index, rank) if len(non_pointwise) == 1 else None
+    if mean is not None:
+        return Structure("reduction", coupled=frozenset(coupled), reduce="mean", reduce_axes=mean[0],
+                         keepdims=mean[1], nodes=[last])
     return Structure("coupled", coupled=frozenset(coupled), nodes=non_pointwise)
+
+
+def _mean_of(red: Node, returns: List[int], by_index: dict, rank: int) -> Optional[Tuple[Tuple[int, ...], bool]]:
+    """Axes and keepdims when the graph returns ``sum(expr) / count`` with count the summed extents (a mean)."""
+    if red.name != "sum" or len(returns) != 1 or not red.operands:
+        return None
+    div = by_index.get(returns[0])
+    if div is None or div.name != "div" or len(div.operands) != 2 or div.operands[0] != red.index:
+        return None
+    const = by_index.get(div.operands[1])
+    axes, keep = _axes(red.attrs, rank) or ((), False)
+    if const is None or const.name != "const" or not axes:
+        return None
+    count = 1
+    for a in axes:
+        count *= by_index[red.operands[0]].shape[a]
+    try:
+        return (axes, keep) if float(const.value) == count else None
+    except ValueError:
+        return None

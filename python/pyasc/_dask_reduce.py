@@ -3,7 +3,9 @@
 Each chunk runs the operator's own kernels (its reduction, or its GEMM on a pair of blocks);
 the per-chunk partials are combined by ``dask.array.reduction``. Float sums and products
 are combined in float64 and cast to the operator's dtype at the end, as pyasc's own float32
-sums accumulate in float64.
+sums accumulate in float64. A mean (a sum divided by the count it sums) runs per chunk too:
+each block's mean times its count is its sum, and the float64 totals of sums and counts are
+divided at the end.
 """
 
 from __future__ import annotations
@@ -22,18 +24,41 @@ def _accumulator(name: str, dtype: np.dtype) -> np.dtype:
     return dtype
 
 
-class _Partial:
-    """The operator on one set of blocks, its result reshaped to keep the reduced axes (size 1)."""
+def _extents(blocks: Sequence[Any], axes: Tuple[int, ...], rank: int) -> Tuple[Tuple[int, ...], Tuple[int, ...]]:
+    """Return the blocks' broadcast shape (``rank`` axes) and that shape with the reduced axes set to 1."""
+    shapes = [np.shape(b) for b in blocks if isinstance(b, np.ndarray)]
+    full = np.broadcast_shapes(*shapes) if shapes else ()
+    full = (1,) * (rank - len(full)) + tuple(full)
+    return full, tuple(1 if i in axes else n for i, n in enumerate(full))
 
-    def __init__(self, op: Any, axes: Tuple[int, ...], rank: int, acc: np.dtype):
-        self.op, self.axes, self.rank, self.acc = op, axes, rank, acc
+
+class _Partial:
+    """The operator on one set of blocks, its result reshaped to keep the reduced axes (size 1).
+
+    For a mean (``weighted``) the block's mean is multiplied by the number of values it
+    averaged, giving the block's sum in float64 for the tree to add up.
+    """
+
+    def __init__(self, op: Any, axes: Tuple[int, ...], rank: int, acc: np.dtype, weighted: bool = False):
+        self.op, self.axes, self.rank, self.acc, self.weighted = op, axes, rank, acc, weighted
 
     def __call__(self, *blocks: Any) -> np.ndarray:
-        shapes = [np.shape(b) for b in blocks if isinstance(b, np.ndarray)]
-        full = np.broadcast_shapes(*shapes) if shapes else ()
-        full = (1,) * (self.rank - len(full)) + tuple(full)
-        keep = tuple(1 if i in self.axes else n for i, n in enumerate(full))
-        return np.asarray(self.op(*blocks)).reshape(keep).astype(self.acc, copy=False)
+        full, keep = _extents(blocks, self.axes, self.rank)
+        r = np.asarray(self.op(*blocks)).reshape(keep).astype(self.acc, copy=False)
+        if self.weighted:
+            r = r * float(np.prod([full[i] for i in self.axes]))
+        return r
+
+
+class _Count:
+    """The number of values a block contributes to each position of a mean (float64)."""
+
+    def __init__(self, axes: Tuple[int, ...], rank: int):
+        self.axes, self.rank = axes, rank
+
+    def __call__(self, *blocks: Any) -> np.ndarray:
+        full, keep = _extents(blocks, self.axes, self.rank)
+        return np.full(keep, float(np.prod([full[i] for i in self.axes])))
 
 
 class _Combine:
@@ -46,19 +71,29 @@ class _Combine:
 
 
 def reduction(op: Any, arrays: Sequence[Any], rank: int, dtype: Any, s: Any) -> Any:
-    """Run a graph that is one ``sum``/``max``/``min``/``prod`` of a pointwise expression, over chunks."""
+    """Run a graph that is one ``sum``/``max``/``min``/``prod``, or a mean, of a pointwise expression over chunks."""
     import dask.array as da
 
     from .dask_array import _blockwise, _index
 
-    acc = _accumulator(s.reduce, dtype)
+    mean = s.reduce == "mean"
+    acc = np.dtype(np.float64) if mean else _accumulator(s.reduce, dtype)
     idx = _index(rank, rank)
-    partial = _blockwise(_Partial(op, s.reduce_axes, rank, acc), arrays, rank, acc,
+    partial = _blockwise(_Partial(op, s.reduce_axes, rank, acc, weighted=mean), arrays, rank, acc,
                          {idx[i]: 1 for i in s.reduce_axes})
+    out_rank = rank if s.keepdims else rank - len(s.reduce_axes)
+    if mean:
+        # Block sums and block counts, each added up in the tree; the counts come from the blocks'
+        # extents, so chunks whose sizes Dask learns only when computing work too.
+        counts = _blockwise(_Count(s.reduce_axes, rank), arrays, rank, np.float64,
+                            {idx[i]: 1 for i in s.reduce_axes})
+        total, n = (da.reduction(p, chunk=_Combine("sum"), combine=_Combine("sum"), aggregate=_Combine("sum"),
+                                 axis=s.reduce_axes, keepdims=s.keepdims, dtype=np.float64,
+                                 meta=np.empty((0,) * out_rank, np.float64)) for p in (partial, counts))
+        return (total / n).astype(np.dtype(dtype))
     return da.reduction(partial, chunk=_Combine(s.reduce), combine=_Combine(s.reduce),
                         aggregate=_Combine(s.reduce, np.dtype(dtype)), axis=s.reduce_axes, keepdims=s.keepdims,
-                        dtype=np.dtype(dtype), meta=np.empty((0,) * (rank if s.keepdims else rank - len(
-                            s.reduce_axes)), dtype=dtype))
+                        dtype=np.dtype(dtype), meta=np.empty((0,) * out_rank, dtype=dtype))
 
 
 class _BlockProduct:
