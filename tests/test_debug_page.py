@@ -179,7 +179,7 @@ def test_cli_serves_a_scripts_debug_runs(tmp_path):
         """))
     proc = subprocess.Popen([sys.executable, "-m", "pyasc.cli", "debug", "serve", "--port", "0", "--",
                              "python", str(script), "--flag"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         lines = [proc.stdout.readline() for _ in range(3)]
         url = lines[0].split("pyasc debugger: ")[1].strip()
