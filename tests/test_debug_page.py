@@ -177,9 +177,13 @@ def test_cli_serves_a_scripts_debug_runs(tmp_path):
 
         print("argv", sys.argv[1:], scaled(np.arange(6, dtype=np.float32).reshape(2, 3)).sum(), flush=True)
         """))
-    proc = subprocess.Popen([sys.executable, "-m", "pyasc.cli", "debug", "serve", "--port", "0", "--",
+    # The CLI with Python's Ctrl-C handler installed even when this run inherited SIGINT ignored
+    # (a shell's background job), since the server is stopped with SIGINT below.
+    cli = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+           "sys.argv = ['pyasc'] + sys.argv[1:]; runpy.run_module('pyasc.cli', run_name='__main__')")
+    proc = subprocess.Popen([sys.executable, "-c", cli, "debug", "serve", "--port", "0", "--",
                              "python", str(script), "--flag"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                            text=True)
     try:
         lines = [proc.stdout.readline() for _ in range(3)]
         url = lines[0].split("pyasc debugger: ")[1].strip()

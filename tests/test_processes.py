@@ -9,7 +9,6 @@ stuck test run.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import textwrap
@@ -20,6 +19,8 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="fork and SIGINT
 
 COMMON = """
 import math, os, signal, sys, threading, time
+# Python's Ctrl-C handler even when this run inherited SIGINT ignored (a shell's background job).
+signal.signal(signal.SIGINT, signal.default_int_handler)
 import numpy as np
 import pyasc
 
@@ -44,20 +45,13 @@ want = gelu_ref(x)
 """
 
 
-def default_sigint() -> None:
-    """In a child before it runs Python: SIGINT back to its default, so that Python installs its
-    handler even when this test run inherited SIGINT ignored (a shell's background job)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def run_script(tmp_path, body: str, prefix: str = "", timeout: float = 120.0) -> str:
     """Run COMMON, prefix and body in a new interpreter; fail on a non-zero exit or a hang."""
     path = tmp_path / "scenario.py"
     path.write_text(COMMON + prefix + textwrap.dedent(body))
     env = dict(os.environ, PYASC_NUM_THREADS=os.environ.get("PYASC_NUM_THREADS", "2"))
     try:
-        done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=timeout, env=env,
-                              preexec_fn=default_sigint)
+        done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired as e:
         pytest.fail(f"the scenario hung for {timeout} s:\n{e.stdout}\n{e.stderr}")
     assert done.returncode == 0, f"exit {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}"
