@@ -12,6 +12,7 @@
 //! large outputs; each worker fences them before its blocks count as done.
 
 use crate::instr::{exec, exec_reduce, Val};
+use crate::memory::{store_fence, stream_copy, STREAM_MIN_BYTES};
 use crate::pool::num_threads;
 use pyasc_ir::block::{BStmt, BlockProgram, ExprId};
 use pyasc_ir::block_expr::ExprValues;
@@ -312,47 +313,6 @@ impl Exec<'_> {
     }
 }
 
-/// Global buffers of at least this many bytes receive copies out of the Unified Buffer with
-/// streaming stores (as the tile VM streams its large outputs): no read for ownership of
-/// lines about to be overwritten, no eviction of the inputs still to be read.
-const STREAM_MIN_BYTES: usize = 32 << 20;
-
-/// Copy `n` bytes from `src` to `dst` with streaming stores for the 16-byte aligned part of `dst`.
-///
-/// # Safety
-/// `src` and `dst` address `n` bytes each and do not overlap.
-unsafe fn stream_copy(dst: *mut u8, src: *const u8, n: usize) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
-        let head = dst.align_offset(16).min(n);
-        // SAFETY: every access stays inside the `n` bytes of each side.
-        unsafe {
-            std::ptr::copy_nonoverlapping(src, dst, head);
-            let mut i = head;
-            while i + 16 <= n {
-                _mm_stream_si128(dst.add(i) as *mut __m128i, _mm_loadu_si128(src.add(i) as *const __m128i));
-                i += 16;
-            }
-            std::ptr::copy_nonoverlapping(src.add(i), dst.add(i), n - i);
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    // SAFETY: per the contract above.
-    unsafe {
-        std::ptr::copy_nonoverlapping(src, dst, n)
-    };
-}
-
-/// Make streaming stores visible before the worker's blocks count as done.
-fn store_fence() {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a store fence has no memory operands.
-    unsafe {
-        std::arch::x86_64::_mm_sfence()
-    };
-}
-
 /// `ins` reading `to` where it read `from`.
 fn replace_src(ins: Instr, from: Reg, to: Reg) -> Instr {
     let m = |r: Reg| if r == from { to } else { r };
@@ -456,24 +416,4 @@ pub unsafe fn run_block_program(
     // Contiguous runs of blocks per worker: one Unified Buffer each.
     crate::pool::for_blocks(threads, threads - 1, |w| run(w * block_dim / threads..(w + 1) * block_dim / threads))?;
     Ok(threads)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn stream_copy_moves_every_byte_at_any_alignment_and_length() {
-        let src: Vec<u8> = (0..300u32).map(|i| (i * 7 + 1) as u8).collect();
-        for off in 0..17 {
-            for n in [0, 1, 15, 16, 17, 31, 64, 100, 255] {
-                let mut dst = vec![0u8; 300];
-                // SAFETY: both sides hold `n` bytes from the offsets used, in separate vectors.
-                unsafe { stream_copy(dst.as_mut_ptr().add(off), src.as_ptr().add(3), n) };
-                store_fence();
-                assert_eq!(&dst[off..off + n], &src[3..3 + n], "offset {off}, {n} bytes");
-                assert!(dst[..off].iter().chain(&dst[off + n..]).all(|&b| b == 0), "offset {off}, {n} bytes");
-            }
-        }
-    }
 }

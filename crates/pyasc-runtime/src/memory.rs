@@ -272,6 +272,51 @@ pub fn stats() -> PoolStats {
     }
 }
 
+/// Outputs of at least this many bytes are written with streaming stores (the tile VM's element
+/// outputs, the block VM's copies into global buffers): no read for ownership of lines about to
+/// be overwritten, no eviction of inputs still to be read. A quarter of the last-level cache
+/// (8 MiB here) was tried: with row kernels prefetching their next tile, layer_norm over
+/// 4096 x 1024 float32 (16 MiB out) took 1.68-1.84 ms streamed against 1.59-1.62 ms cached,
+/// A/B in one process.
+pub(crate) const STREAM_MIN_BYTES: usize = 32 << 20;
+
+/// Copy `n` bytes from `src` to `dst` with streaming stores for the 16-byte aligned part of
+/// `dst` (any alignment of `src`). Call [`store_fence`] before others may read `dst`.
+///
+/// # Safety
+/// `src` and `dst` address `n` bytes each and do not overlap.
+pub(crate) unsafe fn stream_copy(dst: *mut u8, src: *const u8, n: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
+        let head = dst.align_offset(16).min(n);
+        // SAFETY: every access stays inside the `n` bytes of each side.
+        unsafe {
+            std::ptr::copy_nonoverlapping(src, dst, head);
+            let mut i = head;
+            while i + 16 <= n {
+                _mm_stream_si128(dst.add(i) as *mut __m128i, _mm_loadu_si128(src.add(i) as *const __m128i));
+                i += 16;
+            }
+            std::ptr::copy_nonoverlapping(src.add(i), dst.add(i), n - i);
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    // SAFETY: per the contract above.
+    unsafe {
+        std::ptr::copy_nonoverlapping(src, dst, n)
+    };
+}
+
+/// Make this thread's streaming stores visible to other threads (they are weakly ordered).
+pub(crate) fn store_fence() {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a store fence has no memory operands.
+    unsafe {
+        std::arch::x86_64::_mm_sfence()
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -312,5 +357,23 @@ mod tests {
         let b = allocate((3 << 20) - 100).unwrap();
         assert_eq!(b.as_ptr(), p, "same class comes back");
         assert!(stats().reuses > before);
+    }
+
+    #[test]
+    fn stream_copy_moves_every_byte_at_any_alignment_and_length() {
+        let src: Vec<u8> = (0..300u32).map(|i| (i * 7 % 251) as u8).collect();
+        for (soff, doff) in (0..20).map(|d| (3, d)).chain((0..20).map(|s| (s, 0))) {
+            for n in [0, 1, 15, 16, 17, 31, 63, 64, 65, 200, 255] {
+                let mut dst = vec![0u8; 300];
+                // SAFETY: both ranges lie inside their own vectors.
+                unsafe { stream_copy(dst.as_mut_ptr().add(doff), src.as_ptr().add(soff), n) };
+                store_fence();
+                assert_eq!(&dst[doff..doff + n], &src[soff..soff + n], "offsets {soff}/{doff}, {n} bytes");
+                assert!(
+                    dst[..doff].iter().chain(&dst[doff + n..]).all(|&b| b == 0),
+                    "offsets {soff}/{doff}, {n} bytes"
+                );
+            }
+        }
     }
 }

@@ -23,11 +23,7 @@ use std::time::Instant;
 
 mod long_rows;
 
-/// Kernels writing at least this many bytes of element outputs stream them to memory. A
-/// quarter of the last-level cache (8 MiB here) was tried: with row kernels prefetching their
-/// next tile, layer_norm over 4096 x 1024 float32 (16 MiB out) took 1.68-1.84 ms streamed
-/// against 1.59-1.62 ms cached, A/B in one process.
-const STREAM_MIN_BYTES: usize = 32 << 20;
+use crate::memory::{store_fence, stream_copy, STREAM_MIN_BYTES};
 
 /// Below this many elements a kernel runs on the calling thread.
 pub const PARALLEL_THRESHOLD: usize = 1 << 15;
@@ -428,11 +424,7 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
         }
         if streamed {
             // Streaming stores are weakly ordered: make them visible before the block ends.
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: a store fence has no memory operands.
-            unsafe {
-                std::arch::x86_64::_mm_sfence()
-            };
+            store_fence();
         }
         scratch.release();
         crate::monitor::record_busy(began, Instant::now());
@@ -616,7 +608,7 @@ unsafe fn run_tile(
                 let size = r.dtype.size();
                 // SAFETY: the scratch tile holds `len` elements; the output covers the tile.
                 unsafe {
-                    stream_out(
+                    stream_copy(
                         outs[o as usize].0.add(start * size),
                         base.add(scratch.offsets[i].expect("streamed outputs have scratch")),
                         len * size,
@@ -626,39 +618,6 @@ unsafe fn run_tile(
         }
     }
     Ok(())
-}
-
-/// Copy `n` bytes from `src` (64-byte aligned scratch) to `dst` with streaming stores where
-/// `dst` is 16-byte aligned.
-///
-/// # Safety
-/// `src` and `dst` must address `n` bytes each and not overlap.
-unsafe fn stream_out(dst: *mut u8, src: *const u8, n: usize) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{__m128i, _mm_load_si128, _mm_loadu_si128, _mm_stream_si128};
-        let head = dst.align_offset(16).min(n);
-        // SAFETY: all accesses stay inside the `n` bytes of each side.
-        unsafe {
-            std::ptr::copy_nonoverlapping(src, dst, head);
-            let mut i = head;
-            while i + 16 <= n {
-                let v = if head == 0 {
-                    _mm_load_si128(src.add(i) as *const __m128i)
-                } else {
-                    _mm_loadu_si128(src.add(i) as *const __m128i)
-                };
-                _mm_stream_si128(dst.add(i) as *mut __m128i, v);
-                i += 16;
-            }
-            std::ptr::copy_nonoverlapping(src.add(i), dst.add(i), n - i);
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    // SAFETY: per the contract above.
-    unsafe {
-        std::ptr::copy_nonoverlapping(src, dst, n)
-    };
 }
 
 /// Execute `ins` on a tile of `len` elements, minding per-row registers in row kernels:
@@ -723,23 +682,4 @@ unsafe fn exec_level(k: &TileKernel, ins: &Instr, vals: &[Val], local: &mut [Val
         unsafe { exec(ins, &k.regs, local, c)? };
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::stream_out;
-
-    #[test]
-    fn stream_out_copies_at_any_alignment_and_length() {
-        let src: Vec<u8> = (0..300u32).map(|i| (i * 7 % 251) as u8).collect();
-        for offset in 0..20 {
-            for n in [0, 1, 15, 16, 17, 63, 64, 65, 200, 280] {
-                let mut dst = vec![0u8; 300];
-                // SAFETY: both ranges lie inside their vectors.
-                unsafe { stream_out(dst.as_mut_ptr().add(offset), src.as_ptr(), n) };
-                assert_eq!(&dst[offset..offset + n], &src[..n], "offset {offset} n {n}");
-                assert!(dst[..offset].iter().chain(&dst[offset + n..]).all(|&b| b == 0));
-            }
-        }
-    }
 }
