@@ -24,67 +24,11 @@ import numpy as np
 import pyasc
 from pyasc._timing import best_time, fmt_time
 
-ANCHORS, CLASSES, MAX_WH = 25200, 80, 7680.0
+# The synthetic prediction and the NumPy pipeline (YOLOv5's ``non_max_suppression`` with a
+# greedy NMS vectorised per kept box) are shared with ``pyasc bench --only yolo_postprocess``.
+from pyasc.bench_detection import MAX_WH, make_prediction, nms_numpy, postprocess_numpy
 
-
-def make_prediction(objects: int = 40, seed: int = 0) -> np.ndarray:
-    """Make a synthetic ``(1, 25200, 85)`` float32 prediction of a 640x640 image.
-
-    Each of ``objects`` objects is seen by a cluster of anchors with jittered boxes, one
-    dominant class and high objectness; every other anchor has low objectness and flat class
-    scores.
-    """
-    rng = np.random.default_rng(seed)
-    p = np.empty((ANCHORS, 5 + CLASSES), np.float32)
-    p[:, 0:2] = rng.uniform(0, 640, (ANCHORS, 2))
-    p[:, 2:4] = rng.uniform(8, 200, (ANCHORS, 2))
-    p[:, 4] = rng.uniform(0, 0.3, ANCHORS) ** 2
-    p[:, 5:] = rng.uniform(0, 0.05, (ANCHORS, CLASSES))
-    per = ANCHORS // 20 // objects
-    slots = rng.permutation(ANCHORS)[: objects * per].reshape(objects, per)
-    for k in range(objects):
-        centre, size = rng.uniform(40, 600, 2), rng.uniform(20, 220, 2)
-        rows = slots[k]
-        p[rows, 0:2] = centre + rng.normal(0, 0.08, (per, 2)) * size
-        p[rows, 2:4] = size * rng.uniform(0.7, 1.3, (per, 2))
-        p[rows, 4] = rng.uniform(0.2, 1.0, per)
-        p[rows, 5 + rng.integers(CLASSES)] = rng.uniform(0.3, 1.0, per)
-    return p[None]
-
-
-def nms_numpy(boxes: np.ndarray, scores: np.ndarray, iou_thres: float) -> np.ndarray:
-    """Greedy NMS in NumPy, one vectorised IoU row per kept box (torchvision's semantics)."""
-    x1, y1, x2, y2 = boxes.T
-    areas = (x2 - x1) * (y2 - y1)
-    order = np.argsort(-scores, kind="stable")
-    keep = []
-    while order.size:
-        i, rest = order[0], order[1:]
-        keep.append(i)
-        w = np.maximum(0, np.minimum(x2[i], x2[rest]) - np.maximum(x1[i], x1[rest]))
-        h = np.maximum(0, np.minimum(y2[i], y2[rest]) - np.maximum(y1[i], y1[rest]))
-        inter = w * h
-        order = rest[inter / (areas[i] + areas[rest] - inter) <= iou_thres]
-    return np.array(keep, dtype=np.int64)
-
-
-def postprocess_numpy(pred: np.ndarray, conf_thres: float = 0.25, iou_thres: float = 0.45,
-                      max_det: int = 300) -> np.ndarray:
-    """Run YOLOv5's ``non_max_suppression`` for one image in NumPy.
-
-    Returns ``(n, 6)`` rows of ``x1, y1, x2, y2, score, class``, best score first.
-    """
-    x = pred[0]
-    x = x[x[:, 4] > conf_thres]
-    conf_all = x[:, 5:] * x[:, 4:5]
-    box = np.empty((len(x), 4), x.dtype)
-    box[:, 0:2] = x[:, 0:2] - x[:, 2:4] / 2
-    box[:, 2:4] = x[:, 0:2] + x[:, 2:4] / 2
-    j = conf_all.argmax(1)
-    conf = conf_all[np.arange(len(x)), j]
-    x = np.concatenate([box, conf[:, None], j[:, None].astype(x.dtype)], 1)[conf > conf_thres]
-    offset_boxes = x[:, :4] + x[:, 5:6] * MAX_WH
-    return x[nms_numpy(offset_boxes, x[:, 4], iou_thres)[:max_det]]
+__all__ = ["candidates", "make_prediction", "nms_numpy", "postprocess_numpy", "postprocess_pyasc"]
 
 
 @pyasc.operator(dynamic_shape=True, kernel_name="yolo_candidates")
