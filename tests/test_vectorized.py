@@ -208,6 +208,45 @@ def test_mandelbrot_and_broadcasting():
     np.testing.assert_array_equal(pyasc.vectorized_operator(mandel)(gx[None], gy, 25), ref[None])
 
 
+def collatz_steps(n, cap):
+    steps = 0
+    while n != 1 and steps < cap:
+        if n % 2 == 0:
+            n = n // 2
+        else:
+            n = 3 * n + 1
+        steps += 1
+    return steps
+
+
+def grow_until(x, scale, limit):
+    v = x
+    i = 0
+    while i < 300:
+        v = v * scale + 0.25
+        if v > limit:
+            return i + v * 0.0
+        i += 1
+    return -1.0
+
+
+@pytest.mark.parametrize("n", [700, 5_003])
+def test_loops_whose_lanes_finish_far_apart(n):
+    # Iteration counts from 0 to a few hundred within one tile: the VM packs the lanes still
+    # looping together as others finish; every lane must still get its own result.
+    rng = np.random.default_rng(n)
+    start = rng.integers(1, 3000, n).astype(np.int64)
+    start[::97] = 1  # lanes that never loop
+    check(pyasc.vectorized_operator(collatz_steps), collatz_steps, start, 150)
+    check(pyasc.vectorized_operator(collatz_steps), collatz_steps, start.reshape(1, n), np.int64(40))
+    x = rng.uniform(-1, 2, n).astype(np.float32)
+    scale = rng.uniform(0.5, 1.2, n).astype(np.float32)  # below 1: some lanes never reach the limit
+    check(pyasc.vectorized_operator(grow_until), grow_until, x, scale, np.float32(90.0), rtol=0)
+    # 2-D grids walked in square blocks, with lanes leaving at every iteration count.
+    gx, gy = np.meshgrid(np.linspace(-2, 1, 96), np.linspace(-1.5, 1.5, 80))
+    check(pyasc.vectorized_operator(mandel), mandel, gx, gy, 200)
+
+
 def test_result_dtypes_follow_numpy():
     op = pyasc.vectorized_operator(clip_relu)
     assert op(np.ones(3, np.float32), 2.0).dtype == np.float32  # Python floats are weak

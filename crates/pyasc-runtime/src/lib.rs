@@ -37,6 +37,7 @@ mod hostmem;
 pub mod instr;
 pub mod interrupt;
 pub mod kernel_facts;
+mod lanes;
 pub mod layout;
 pub mod library;
 pub mod memory;

@@ -9,11 +9,12 @@
 //! outer space are dealt out to the workers as blocks, like flat kernels.
 
 use crate::instr::{exec, exec_reduce, Val};
+use crate::lanes::{count_true, gather, scatter, true_lanes};
 use crate::layout::broadcast_strides;
 use crate::pool::num_threads;
 use crate::view::{InputView, SendPtr};
 use pyasc_ir::error::{IrError, Result};
-use pyasc_ir::program::{space_at, IndexMap, Program, Stmt};
+use pyasc_ir::program::{space_at, IndexMap, Program, Stmt, WhileAny};
 use pyasc_ir::tile::{Instr, RegKind, TileKernel};
 use pyasc_ir::{DType, Shape};
 use std::collections::HashMap;
@@ -417,6 +418,64 @@ impl Block<'_> {
         unsafe { exec(ins, &k.regs, &local, n) }
     }
 
+    /// Poll cancellation every few iterations of a mask loop (a check reads the clock).
+    fn poll(&self, turns: &mut u32) -> Result<()> {
+        *turns = turns.wrapping_add(1);
+        if let (Some(t), 0) = (self.token, *turns % 64) {
+            t.check()?;
+        }
+        Ok(())
+    }
+
+    /// Run a mask loop of the tile's outer level whose body is lane-wise instructions only,
+    /// packing the running lanes together whenever at most half of those in play still run.
+    ///
+    /// A lane whose condition is false is done: the body keeps the values the program reads
+    /// after the loop unchanged on it, so it can leave the loop with them. Registers the body
+    /// writes go back to the lanes' own positions when they leave; the registers it only
+    /// reads are packed alongside and never written back.
+    ///
+    /// # Safety
+    /// As for [`Block::run`], at depth 0.
+    unsafe fn run_packing(&mut self, w: &WhileAny) -> Result<()> {
+        let rows = self.rows;
+        let mut m = rows;
+        let cond = w.cond.0 as usize;
+        let Val::Ptr(cp) = self.vals[cond] else { return Ok(()) };
+        // SAFETY: the condition register holds `rows` bools.
+        let mut running = unsafe { count_true(cp, m) };
+        let mut pack: Option<Packed> = None;
+        let mut turns = 0u32;
+        let mut result = Ok(());
+        while running > 0 {
+            if m >= PACK_MIN_LANES && running * 2 <= m {
+                let p = pack.get_or_insert_with(|| Packed::new(self, &w.body, rows));
+                // SAFETY: registers hold `m` lanes in play; `p` maps them home.
+                unsafe { p.repack(self, m, cond) };
+                m = running;
+                self.rows = m;
+            }
+            if let Err(e) = self.poll(&mut turns) {
+                result = Err(e);
+                break;
+            }
+            // SAFETY: every register in play holds `m` lanes (`self.rows`).
+            if let Err(e) = unsafe { self.run(&w.body) } {
+                result = Err(e);
+                break;
+            }
+            let Val::Ptr(cp) = self.vals[cond] else { break };
+            // SAFETY: the condition holds `m` bools.
+            running = unsafe { count_true(cp, m) };
+        }
+        if let Some(p) = pack {
+            // SAFETY: the packed registers hold `m` lanes whose homes `p` records.
+            unsafe { p.unpack(self, m) };
+        }
+        self.rows = rows;
+        result
+    }
+
     /// # Safety
     /// As for [`Block::op`] and [`Block::transfer`].
     unsafe fn run(&mut self, stmts: &[Stmt]) -> Result<()> {
@@ -436,15 +495,15 @@ impl Block<'_> {
                     // SAFETY: as above.
                     unsafe { self.transfer(&acc[&key], *src, false) }
                 }
+                Stmt::While(w) if depth == 0 && packable(&w.body) => {
+                    // SAFETY: per this function's contract.
+                    unsafe { self.run_packing(w)? }
+                }
                 Stmt::While(w) => {
                     let n = self.extent(self.level(w.cond));
                     let mut turns = 0u32;
                     while self.any(w.cond, n) {
-                        // Cancellation is polled every few iterations (a check reads the clock).
-                        turns = turns.wrapping_add(1);
-                        if let (Some(t), 0) = (self.token, turns % 64) {
-                            t.check()?;
-                        }
+                        self.poll(&mut turns)?;
                         // SAFETY: per this function's contract.
                         unsafe { self.run(&w.body)? };
                     }
@@ -464,6 +523,111 @@ impl Block<'_> {
             }
         }
         Ok(())
+    }
+}
+
+/// Fewest lanes worth packing: below this a body's instructions cost their dispatch more
+/// than their lanes.
+const PACK_MIN_LANES: usize = 64;
+
+/// True for a mask-loop body that only runs lane-wise instructions (no loads, stores, loops,
+/// nested mask loops or row reductions): its lanes can run in any arrangement.
+fn packable(body: &[Stmt]) -> bool {
+    body.iter().all(|s| {
+        matches!(s, Stmt::Op(i) if !matches!(i, Instr::Reduce { .. } | Instr::ReduceMap { .. } | Instr::Scan { .. }))
+    })
+}
+
+/// The packed lanes of a mask loop: the registers its body touches, moved into buffers of
+/// their own, and the home position of every packed lane.
+struct Packed {
+    /// (register, its full-tile memory, its packed buffer, written by the body).
+    regs: Vec<(usize, *mut u8, Vec<Line>, bool)>,
+    /// Home position in the tile of every packed lane.
+    home: Vec<u32>,
+    /// The lanes kept by the latest packing.
+    sel: Vec<u32>,
+    /// False until the first packing moves the lanes out of the full-tile registers.
+    packed: bool,
+}
+
+impl Packed {
+    fn new(b: &Block<'_>, body: &[Stmt], rows: usize) -> Packed {
+        let mut regs: Vec<(usize, *mut u8, Vec<Line>, bool)> = Vec::new();
+        let mut add = |r: usize, written: bool| {
+            if let Some(e) = regs.iter_mut().find(|e| e.0 == r) {
+                e.3 |= written;
+            } else if let Val::Ptr(p) = b.vals[r] {
+                regs.push((r, p, lines(rows * b.k.regs[r].dtype.size()), written));
+            }
+        };
+        for s in body {
+            if let Stmt::Op(i) = s {
+                i.srcs().iter().for_each(|r| add(r.0 as usize, false));
+                add(i.dst().0 as usize, true);
+            }
+        }
+        Packed { regs, home: Vec::new(), sel: Vec::new(), packed: false }
+    }
+
+    /// Keep the lanes among the `m` in play whose condition `cond` is true, packed in order;
+    /// the others leave, their written registers' values going home.
+    ///
+    /// # Safety
+    /// Every register in `regs` holds `m` lanes at its current value in `b`.
+    unsafe fn repack(&mut self, b: &mut Block<'_>, m: usize, cond: usize) {
+        let Val::Ptr(cp) = b.vals[cond] else { return };
+        // SAFETY: the condition holds `m` bools.
+        unsafe { true_lanes(cp, m, &mut self.sel) };
+        // The lanes leaving, listed before any register (the condition among them) moves.
+        let mut leave = Vec::new();
+        if self.packed {
+            let mut kept = self.sel.iter().peekable();
+            for j in 0..m as u32 {
+                if kept.next_if_eq(&&j).is_none() {
+                    leave.push(j as usize);
+                }
+            }
+        }
+        for (r, full, buf, written) in &mut self.regs {
+            let size = b.k.regs[*r].dtype.size();
+            let Val::Ptr(cur) = b.vals[*r] else { continue };
+            let dst = buf.as_mut_ptr() as *mut u8;
+            // SAFETY: `cur` holds `m` lanes; `dst` the tile's; `full` the tile's positions.
+            unsafe {
+                if *written {
+                    scatter(size, cur, *full, &self.home, leave.iter().copied());
+                }
+                gather(size, cur, dst, &self.sel);
+            }
+            b.vals[*r] = Val::Ptr(dst);
+        }
+        if self.packed {
+            let home = &mut self.home;
+            for (k, &j) in self.sel.iter().enumerate() {
+                home[k] = home[j as usize];
+            }
+            home.truncate(self.sel.len());
+        } else {
+            self.home.clone_from(&self.sel);
+        }
+        self.packed = true;
+    }
+
+    /// Send the `m` packed lanes' written values home and give the registers their memory back.
+    ///
+    /// # Safety
+    /// Every register in `regs` holds `m` packed lanes in `b`.
+    unsafe fn unpack(self, b: &mut Block<'_>, m: usize) {
+        for (r, full, _buf, written) in &self.regs {
+            if self.packed && *written {
+                if let Val::Ptr(cur) = b.vals[*r] {
+                    // SAFETY: `cur` holds `m` packed lanes with homes in `full`.
+                    unsafe { scatter(b.k.regs[*r].dtype.size(), cur, *full, &self.home, 0..m) };
+                }
+            }
+            b.vals[*r] = Val::Ptr(*full);
+        }
     }
 }
 
