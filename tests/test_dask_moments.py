@@ -152,9 +152,9 @@ def _arg_cases(draw):
     ndim = draw(st.integers(1, 3))
     shape = tuple(draw(st.integers(1, 8)) for _ in range(ndim))
     chunks = tuple(_chunks(draw, n) for n in shape)
-    axis = draw(st.integers(-ndim, ndim - 1)) if ndim > 1 else draw(st.sampled_from([None, 0, -1]))
+    axis = draw(st.one_of(st.none(), st.integers(-ndim, ndim - 1)))
     kind = draw(st.sampled_from(["argmax", "argmin"]))
-    keepdims = draw(st.booleans()) if axis is not None else False
+    keepdims = draw(st.booleans())
     dtype = draw(st.sampled_from([np.float32, np.float64, np.int16]))
     nans = draw(st.integers(0, 3)) if np.dtype(dtype).kind == "f" else 0
     seed = draw(st.integers(0, 2 ** 16))
@@ -179,8 +179,9 @@ def test_argmax_argmin_over_random_chunkings_with_ties_and_nans(case):
     want = fn(x * dtype(3), axis=axis, keepdims=keepdims)
     got = r.compute()
     np.testing.assert_array_equal(got, want)
-    assert got.dtype == op(x).dtype
+    assert got.dtype == want.dtype == np.int64
     assert not _rechunks(r)
+    assert _partial_tasks(r) == int(np.prod([len(c) for c in chunks]))
 
 
 def test_argmax_ties_and_nans_at_chunk_boundaries():
@@ -226,6 +227,34 @@ def test_argmax_of_a_3d_broadcast_expression_along_each_axis():
         np.testing.assert_array_equal(r.compute(), np.argmax(x - y, axis=axis))
         assert not _rechunks(r)
         assert _partial_tasks(r) == 3 * 4 * 3
+
+
+def test_argmax_over_every_axis_of_a_3d_array_is_the_c_order_flat_index():
+    # pyasc's operator needs an axis for an n-d argmax on NumPy arrays; on Dask arrays each chunk
+    # gives its flat index and the tree makes it global.
+    rng = np.random.default_rng(8)
+    x = rng.integers(0, 3, (9, 10, 11)).astype(np.float32)
+    y = rng.integers(0, 2, 11).astype(np.float32)
+
+    @pyasc.operator
+    def op(a, b):
+        return np.argmax(a * 2 + b)
+
+    dx = da.from_array(x, chunks=(4, 3, 5))
+    r = op(dx, da.from_array(y, chunks=5))
+    assert int(r.compute()) == np.argmax(x * 2 + y)
+    assert not _rechunks(r) and _partial_tasks(r) == 3 * 4 * 3
+    # The first NaN in C order wins: (0, 9, 0) lies in chunk (0, 3, 0), after chunk (0, 0, 1)
+    # that holds the other NaN, (1, 0, 6), in the chunk grid's order.
+    x[[0, 1], [9, 0], [0, 6]] = np.nan
+    assert int(op(da.from_array(x, chunks=(4, 3, 5)), y).compute()) == np.argmax(x * 2 + y) == 9 * 11
+
+    @pyasc.operator
+    def plus_one(a):
+        return np.argmax(a) + 1
+
+    with pytest.raises(pyasc.UnsupportedError, match="argmax over all axes"):
+        plus_one(dx)
 
 
 def _var_plus_one(x):

@@ -12,9 +12,10 @@ per-chunk partials, and runs on every chunk with pyasc's kernels:
   aggregate divides M2 by ``n - ddof`` as NumPy does (inf or nan where ``ddof >= n``), takes the
   square root for ``std`` and casts to the operator's dtype.
 * ``argmax``/``argmin``: the chunk's extreme value and its index, made global with the chunk's
-  offset along the axis (a lazy ``arange`` chunked like the arrays). Partials combine by the
-  extreme value, NaN first (NumPy's rule), then the smallest index, so ties across chunk
-  boundaries give NumPy's first index.
+  offsets (lazy ``arange`` arrays chunked like the arguments); over every axis the index is the
+  C-order flat one, which the partials compute even for n-d arrays, where pyasc's operator on
+  NumPy arrays needs an axis. Partials combine by the extreme value, NaN first (NumPy's rule),
+  then the smallest index, so ties across chunk boundaries give NumPy's first index.
 
 The companions are built once per process from the user's operator (which pickles to workers
 as it always does); the user's operator and its cache are not touched.
@@ -139,23 +140,36 @@ def _loser(dtype: np.dtype, high: bool) -> Any:
 
 
 class _ArgPartial:
-    """One set of blocks' extreme value and its global index along the axis (the axis kept as 1)."""
+    """One set of blocks' extreme value and its global index, the reduced axes kept as 1.
 
-    def __init__(self, op: Any, axis: int, rank: int, nargs: int, value_dtype: Any, high: bool):
-        self.op, self.axis, self.rank, self.nargs, self.high = op, axis, rank, nargs, high
+    One reduced axis: the index along it plus the block's offset. Every axis (``axis=None``):
+    the block's C-order flat index, unravelled in the block, shifted by the block's offsets and
+    ravelled in the whole array's shape. The offsets are the first values of the ``arange``
+    blocks that follow the operator's arguments, one per reduced axis.
+    """
+
+    def __init__(self, op: Any, axes: Tuple[int, ...], rank: int, nargs: int, value_dtype: Any, high: bool,
+                 shape: Tuple[int, ...]):
+        self.op, self.axes, self.rank, self.nargs, self.high, self.shape = op, axes, rank, nargs, high, shape
         self.dtype = np.dtype([("v", np.dtype(value_dtype)), ("i", "i8")])
 
     def __call__(self, *blocks: Any) -> np.ndarray:
-        args, index = blocks[:self.nargs], blocks[self.nargs]
+        args, offsets = blocks[:self.nargs], [int(b[0]) if len(b) else 0 for b in blocks[self.nargs:]]
         full = _block_extents(args, self.rank)
-        keep = tuple(1 if i == self.axis else n for i, n in enumerate(full))
+        keep = tuple(1 if i in self.axes else n for i, n in enumerate(full))
         out = np.empty(keep, self.dtype)
-        if full[self.axis] == 0:  # an empty chunk: a value that never wins, at the largest index
+        if any(full[a] == 0 for a in self.axes):  # an empty chunk: a value that never wins, at the largest index
             out["v"], out["i"] = _loser(self.dtype["v"], self.high), np.iinfo(np.int64).max
             return out
         local, value = partials_operator(self.op)(*args)
+        local = np.asarray(local).reshape(keep).astype(np.int64)
         out["v"] = np.asarray(value).reshape(keep)
-        out["i"] = np.asarray(local).reshape(keep) + int(index[0])
+        if len(self.axes) == 1:
+            out["i"] = local + offsets[0]
+        else:
+            at = np.unravel_index(local, [full[a] for a in self.axes])
+            out["i"] = np.ravel_multi_index(tuple(p + o for p, o in zip(at, offsets)),
+                                            [self.shape[a] for a in self.axes])
         return out
 
 
@@ -215,12 +229,31 @@ def plan(op: Any, arrays: Sequence[Any], rank: int, probe: Sequence[Any], dtype:
     dask_arrays = [a for a in arrays if is_dask_array(a)]
     if call.kind in ("var", "std"):
         return _variance(op, arrays, rank, dtype, call, axes)
-    if len(axes) != 1 or any(np.isnan(c) for a in dask_arrays for axis_chunks in a.chunks for c in axis_chunks):
+    if any(np.isnan(c) for a in dask_arrays for axis_chunks in a.chunks for c in axis_chunks):
         return None  # unknown chunk sizes: no offsets to make the indices global
     shape = _full_shape([a.shape for a in dask_arrays], rank)
-    if shape[axes[0]] == 0:
+    if any(shape[a] == 0 for a in axes):
+        return None  # NumPy's error for an empty sequence comes from the operator itself
+    return _arg(op, arrays, rank, dtype, call, axes, nargs, value_dtype, shape)
+
+
+def plan_flat_arg(op: Any, arrays: Sequence[Any], rank: int) -> Optional[Any]:
+    """Return the tree reduction of an ``argmax``/``argmin`` over every axis of an n-d pointwise expression.
+
+    pyasc's own operator cannot trace that call (it needs a flattening reshape); its per-chunk
+    partials can. None for any other function.
+    """
+    from .dask_array import _compiled
+
+    try:
+        _, probe = _compiled(_make(op, "operand"), arrays)
+        _, call = _operand_call(op, probe)
+        if call is None or call.kind not in ("argmax", "argmin") or call.axes is not None:
+            return None
+        dtype = partials_operator(op).get_compiled_op(*probe).outputs[0][1]
+    except Exception:  # not such a call: the caller raises its own error
         return None
-    return _arg(op, arrays, rank, dtype, call, axes[0], nargs, value_dtype, shape)
+    return plan(op, arrays, rank, probe, dtype, len(arrays))
 
 
 def _variance(op: Any, arrays: Sequence[Any], rank: int, dtype: Any, call: Any, axes: Tuple[int, ...]) -> Any:
@@ -237,7 +270,7 @@ def _variance(op: Any, arrays: Sequence[Any], rank: int, dtype: Any, call: Any, 
                         keepdims=call.keepdims, dtype=np.dtype(dtype), meta=np.empty((0,) * out_rank, dtype))
 
 
-def _arg(op: Any, arrays: Sequence[Any], rank: int, dtype: Any, call: Any, axis: int, nargs: int,
+def _arg(op: Any, arrays: Sequence[Any], rank: int, dtype: Any, call: Any, axes: Tuple[int, ...], nargs: int,
          value_dtype: Any, shape: Tuple[int, ...]) -> Any:
     import dask.array as da
 
@@ -245,18 +278,20 @@ def _arg(op: Any, arrays: Sequence[Any], rank: int, dtype: Any, call: Any, axis:
 
     _check_broadcast([a.shape for a in arrays if is_dask_array(a)])
     idx = _index(rank, rank)
-    # The global index along the axis, chunked like an array that spans it.
-    chunks = next((a.chunks[axis - (rank - a.ndim)] for a in arrays if is_dask_array(a)
-                   and a.ndim >= rank - axis and a.shape[axis - (rank - a.ndim)] == shape[axis]), (shape[axis],))
     pairs: list = []
     for a in arrays:
         pairs += [a, _index(a.ndim, rank)] if is_dask_array(a) else [a, None]
-    pairs += [da.arange(shape[axis], chunks=(chunks,)), idx[axis]]
+    for axis in axes:
+        # The global index along the axis, chunked like an array that spans it.
+        chunks = next((a.chunks[axis - (rank - a.ndim)] for a in arrays if is_dask_array(a)
+                       and a.ndim >= rank - axis and a.shape[axis - (rank - a.ndim)] == shape[axis]), (shape[axis],))
+        pairs += [da.arange(shape[axis], chunks=(chunks,)), idx[axis]]
     high = call.kind == "argmax"
-    part = _ArgPartial(op, axis, rank, nargs, value_dtype, high)
+    part = _ArgPartial(op, axes, rank, nargs, value_dtype, high, shape)
     partial = da.blockwise(part, idx, *pairs, dtype=part.dtype, meta=_meta(part.dtype, rank),
-                           adjust_chunks={idx[axis]: 1}, align_arrays=True, token=f"pyasc-{call.kind}-partials")
-    out_rank = rank if call.keepdims else rank - 1
+                           adjust_chunks={idx[a]: 1 for a in axes}, align_arrays=True,
+                           token=f"pyasc-{call.kind}-partials")
+    out_rank = rank if call.keepdims else rank - len(axes)
     return da.reduction(partial, chunk=_ArgCombine(high), combine=_ArgCombine(high), name=f"pyasc-{call.kind}",
-                        aggregate=_ArgCombine(high, dtype), axis=(axis,), keepdims=call.keepdims,
+                        aggregate=_ArgCombine(high, dtype), axis=axes, keepdims=call.keepdims,
                         dtype=np.dtype(dtype), meta=np.empty((0,) * out_rank, dtype))

@@ -104,8 +104,35 @@ def intercept(kind: str, x: Any, axes: Optional[Tuple[int, ...]], keepdims: bool
         axis = None if axes is None else axes[0]
         if rec.mode == "operand":
             out = x
+        elif axis is None and x.ndim > 1:
+            out = _flat_arg(kind, x)
         else:
             value = _pyasc.apply_reduce("max" if kind == "argmax" else "min", x, axis, True)
             out = (_pyasc.apply_reduce(kind, x, axis, True), value)
     rec.calls.append((call, out))
     return out
+
+
+def _flat_arg(kind: str, x: Any) -> Tuple[Any, Any]:
+    """Return the C-order flat index of the first extreme of an n-d ``x`` and that extreme, both (1, ..., 1).
+
+    The last axis gives its ``argmax``; each axis before it keeps, among the positions whose
+    extreme over the trailing axes equals the overall one (NaN counting as equal to NaN), the
+    smallest flat index ``i_k * stride_k + trailing index``.
+    """
+    from . import _eager, _pyasc, ops
+
+    extreme = "max" if kind == "argmax" else "min"
+    last = x.ndim - 1
+    flat = _pyasc.apply_reduce(kind, x, last, True)
+    cur = _pyasc.apply_reduce(extreme, x, last, True)
+    stride = int(x.shape[last])
+    for k in range(last - 1, -1, -1):
+        best = _pyasc.apply_reduce(extreme, cur, k, True)
+        hit = (cur == best) | (cur != cur)
+        iota = np.arange(int(x.shape[k]), dtype=np.int64).reshape((-1,) + (1,) * (last - k))
+        candidate = _eager.lift(x, iota) * stride + flat
+        flat = _pyasc.apply_reduce("min", ops.where(hit, candidate, np.iinfo(np.int64).max), k, True)
+        stride *= int(x.shape[k])
+        cur = best
+    return flat, cur

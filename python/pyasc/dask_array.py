@@ -8,10 +8,10 @@ the operator's traced graph (see :mod:`pyasc._dask_graph`):
 * a graph that is one ``sum``/``max``/``min``/``prod`` or mean of a pointwise expression runs per
   chunk and combines the partials in Dask's reduction tree (float sums combined in float64);
 * a function that returns one ``var``/``std`` (any ``ddof``, axes, ``keepdims``) or
-  ``argmax``/``argmin`` (one axis, or None on 1-D arrays) of a pointwise expression combines in
-  the tree too: each chunk gives its count, mean and M2 in float64 (merged by Chan et al.'s
-  parallel formula) or its extreme value and global index (NaN and then the first index win, as
-  in NumPy); see :mod:`pyasc._dask_moments`;
+  ``argmax``/``argmin`` (one axis, or None: the C-order flat index) of a pointwise expression
+  combines in the tree too: each chunk gives its count, mean and M2 in float64 (merged by Chan
+  et al.'s parallel formula) or its extreme value and global index (NaN and then the smallest
+  index win, as in NumPy); see :mod:`pyasc._dask_moments`;
 * other reductions, scans and sorts couple the axes they name: those axes are rechunked to a
   single chunk, then the blocks are mapped;
 * ``a @ b`` runs pyasc's GEMM per pair of blocks and sums the partial products;
@@ -146,7 +146,16 @@ def call(op: Any, args: Sequence[Any]) -> Any:
     ensure_registered()
     arrays, rank = _arrays(args)
     # A geared operator pads its inputs: its plain companion shows the graph on the true shapes.
-    compiled, probe = _compiled(op._make(op._func, False) if hasattr(op, "_make") else op, arrays)
+    try:
+        compiled, probe = _compiled(op._make(op._func, False) if hasattr(op, "_make") else op, arrays)
+    except UnsupportedError:
+        # argmax/argmin over every axis of an n-d array traces only as per-chunk partials.
+        from ._dask_moments import plan_flat_arg
+
+        tree = plan_flat_arg(op, arrays, rank)
+        if tree is None:
+            raise
+        return tree
     outputs = compiled.outputs
     if len(outputs) != 1 or compiled.returns_tuple:
         raise UnsupportedError(f"{op.__name__}: an operator with several results cannot run on Dask arrays; "
