@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import functools
 import threading
-from typing import Any, Dict, Optional, Sequence, Tuple
+import weakref
+from typing import Any, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -34,7 +35,7 @@ from . import _moment_trace
 __all__ = ["plan"]
 
 _LOCK = threading.Lock()
-_COMPANIONS: Dict[int, Tuple[Any, Any]] = {}
+_COMPANIONS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 _local = threading.local()
 #: Per-chunk variance partials, all float64.
 MOMENTS = np.dtype([("n", "f8"), ("mean", "f8"), ("m2", "f8")])
@@ -61,12 +62,11 @@ def _make(op: Any, mode: str) -> Any:
 def partials_operator(op: Any) -> Any:
     """Return the operator that gives ``op``'s per-chunk partials, built once per process."""
     with _LOCK:
-        hit = _COMPANIONS.get(id(op))
-        if hit is not None and hit[0] is op:
-            return hit[1]
-    comp = _make(op, "partials")
-    with _LOCK:
-        _COMPANIONS[id(op)] = (op, comp)
+        comp = _COMPANIONS.get(op)
+    if comp is None:
+        comp = _make(op, "partials")
+        with _LOCK:
+            comp = _COMPANIONS.setdefault(op, comp)
     return comp
 
 
