@@ -337,3 +337,15 @@ def test_partials_pickle_with_the_operator_by_source():
         for key in layer:
             pickle.loads(pickle.dumps(layer[key]))
     np.testing.assert_allclose(r.compute(), np.var(x + 1, axis=1), rtol=1e-12)
+
+
+def test_a_function_whose_form_depends_on_the_chunk_shape_is_a_clear_error():
+    @pyasc.operator
+    def op(a):
+        if a.shape[0] > 3:
+            return np.var(a, axis=0)
+        return np.var(a, axis=0) + 1
+
+    x = np.ones((20, 5), np.float32)
+    with pytest.raises(pyasc.UnsupportedError, match="not one var/std/argmax/argmin call"):
+        op(da.from_array(x, chunks=(9, 5))).compute()  # the last chunk has 2 rows

@@ -25,12 +25,14 @@ from typing import Any, Callable, List, Optional, Tuple
 
 import numpy as np
 
+from .errors import UnsupportedError
+
 __all__ = ["Call", "NotSplittable", "active", "intercept", "run"]
 
 _local = threading.local()
 
 
-class NotSplittable(Exception):
+class NotSplittable(UnsupportedError):
     """The function is not one ``var``/``std``/``argmax``/``argmin`` call returned as it is."""
 
 
@@ -68,12 +70,22 @@ def run(mode: str, func: Callable[..., Any], args: tuple) -> Tuple[Any, Call]:
     """Call ``func(*args)`` in ``mode``; return its result and the one call it must return directly."""
     rec = _Recorder(mode)
     _stack().append(rec)
+    result: Any = None
+    failed: Optional[Exception] = None
     try:
         result = func(*args)
+    except Exception as e:  # e.g. ``var(x) + 1`` adds 1 to the pair of partials
+        if not rec.calls:
+            raise
+        failed = e
     finally:
         _stack().pop()
-    if len(rec.calls) != 1 or result is not rec.calls[0][1]:
-        raise NotSplittable("the function's result is not one var/std/argmax/argmin call")
+    if failed is not None or len(rec.calls) != 1 or result is not rec.calls[0][1]:
+        name = getattr(func, "__name__", "operator")
+        raise NotSplittable(f"{name}: its result is not one var/std/argmax/argmin call for arguments of shapes "
+                            f"{[tuple(getattr(a, 'shape', ())) for a in args]}, though it was for the blocks' "
+                            "stand-ins; give its Dask arguments chunks of one shape, or compute them first"
+                            ) from failed
     return result, rec.calls[0][0]
 
 
