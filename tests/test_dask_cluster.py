@@ -82,3 +82,27 @@ def test_result_is_correct_after_a_worker_dies_mid_computation(client, tmp_path)
     assert got == pytest.approx(x.astype(np.float64).sum(), rel=1e-6)
     client.wait_for_workers(2, timeout=60)
     assert set(client.scheduler_info()["workers"]) != before  # a worker process was replaced
+
+
+def test_variance_and_argmax_combine_in_the_tree_on_workers(client):
+    # Operators defined here pickle by source; the workers build the per-chunk partials from them.
+    @pyasc.operator
+    def col_std(x, y):
+        return np.std(x * 2 + y, axis=0, ddof=1)
+
+    @pyasc.operator
+    def first_max(x):
+        return np.argmax(x, axis=0)
+
+    rng = np.random.default_rng(9)
+    x = (1e4 + rng.standard_normal((4000, 16))).astype(np.float32)
+    y = rng.standard_normal(16).astype(np.float32)
+    x[[700, 2900], 3] = 1e5  # a tie across chunks: the first index wins
+    dx = da.from_array(x, chunks=(500, 8))
+    r = col_std(dx, da.from_array(y, chunks=8))
+    assert not any("rechunk" in name for name in r.dask.layers)
+    got = client.compute(r).result()
+    np.testing.assert_allclose(got, np.std((x * np.float32(2) + y).astype(np.float64), axis=0, ddof=1), rtol=1e-5)
+    got = client.compute(first_max(dx)).result()
+    np.testing.assert_array_equal(got, np.argmax(x, axis=0))
+    assert got[3] == 700

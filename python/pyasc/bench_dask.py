@@ -4,10 +4,13 @@
 workers; pyasc per chunk against NumPy + ``scipy.special.erf`` per chunk on the same cluster.
 ``dask_jacobi``: 100 Jacobi steps on a 16384 x 16384 float32 grid in 4096 x 4096 blocks;
 a pyasc stencil running many steps per halo exchange against ``map_overlap`` of NumPy slicing
-with the same halo depth. Each entry also times the same pyasc operator on one in-memory
-array in this process and prints the fraction of that speed the cluster reaches.
+with the same halo depth. ``dask_var``: ``np.var(x, axis=0, ddof=1)`` of the GELU entry's bytes
+as a 256-column float32 array in 64 MiB row chunks; pyasc's per-chunk moments merged in the
+tree against ``dask.array``'s own ``var`` (NumPy per chunk) on the same cluster. Each entry
+also times the same pyasc operator on one in-memory array in this process and prints the
+fraction of that speed the cluster reaches.
 
-Sizes: ``PYASC_BENCH_DASK_GIB`` (GELU array, default 4) and ``PYASC_BENCH_DASK_GRID`` (grid
+Sizes: ``PYASC_BENCH_DASK_GIB`` (GELU and variance arrays, default 4) and ``PYASC_BENCH_DASK_GRID`` (grid
 side, default 16384); ``--quick`` uses 0.25 GiB and 2048.
 """
 
@@ -120,6 +123,42 @@ def bench_gelu(client: Any, gib: float) -> Tuple[List[str], float, float]:
     return lines, t_scipy / t_pyasc, t_local / t_pyasc
 
 
+@pyasc.operator
+def col_var(x: Any) -> Any:
+    """Sample variance of each column."""
+    return np.var(x, axis=0, ddof=1)
+
+
+def bench_var(client: Any, gib: float) -> Tuple[List[str], float, float]:
+    """Column variances of ``gib`` GiB of float32 (256 columns, 64 MiB row chunks): pyasc's tree vs Dask's var."""
+    import dask.array as da
+    from distributed import wait
+
+    cols = 256
+    rows = int(gib * (1 << 30)) // 4 // cols
+    chunk = min(rows, (64 << 20) // 4 // cols)
+    x = client.persist(da.random.default_rng(7).standard_normal((rows, cols), dtype=np.float32,
+                                                                chunks=(chunk, cols)) + np.float32(1e3))
+    wait(x)
+    assert not any("rechunk" in name for name in col_var(x).dask.layers)
+    sample = x[: 4 * chunk].rechunk((chunk // 3, cols))
+    want = np.var(sample.compute().astype(np.float64), axis=0, ddof=1)
+    np.testing.assert_allclose(col_var(sample).compute(), want, rtol=1e-5)
+    t_pyasc = _run_on_cluster(client, lambda: col_var(x))
+    t_dask = _run_on_cluster(client, lambda: x.var(axis=0, ddof=1), warm=False)
+    x = None
+    big = np.random.default_rng(7).standard_normal((rows, cols), dtype=np.float32)
+    col_var(big[:chunk])
+    t_local = min(_timed(lambda: col_var(big)) for _ in range(3))
+    big = None
+    gc.collect()
+    nbytes = rows * cols * 4  # read once
+    lines = [_line("pyasc", "chunk moments merged in the tree (Dask)", t_pyasc, nbytes, t_pyasc),
+             _line("dask", "dask.array var (NumPy per chunk)", t_dask, nbytes, t_pyasc),
+             _line("local", "col_var on one in-memory array", t_local, nbytes, t_pyasc)]
+    return lines, t_dask / t_pyasc, t_local / t_pyasc
+
+
 def bench_jacobi(client: Any, side: int, steps: int) -> Tuple[List[str], float, float]:
     """Time ``steps`` Jacobi steps on ``side``^2 float32 in 4x4 blocks: pyasc stencil vs NumPy map_overlap."""
     import dask.array as da
@@ -178,6 +217,10 @@ def run(quick: bool = False) -> int:
         print("\n".join(lines))
         summary.append(f"dask_gelu: {vs_scipy:.2f}x NumPy+SciPy per chunk (target >= 5x); cluster at "
                        f"{frac:.0%} of one-process pyasc speed")
+        lines, vs_dask, frac = bench_var(client, gib)
+        print(f"\ndask_var: column variances (ddof=1) of {gib:g} GiB float32, 256 columns in 64 MiB row chunks")
+        print("\n".join(lines))
+        summary.append(f"dask_var: {vs_dask:.2f}x dask.array's var; cluster at {frac:.0%} of one-process pyasc speed")
         lines, vs_numpy, frac = bench_jacobi(client, side, steps)
         print(f"\ndask_jacobi: {steps} Jacobi steps on {side}x{side} float32 in 4x4 blocks")
         print("\n".join(lines))

@@ -5,8 +5,13 @@ the operator's traced graph (see :mod:`pyasc._dask_graph`):
 
 * pointwise and broadcasting graphs map over aligned blocks (``da.blockwise``, chunks unified
   as Dask's own elementwise operations do);
-* a graph that is one ``sum``/``max``/``min``/``prod`` of a pointwise expression runs per chunk
-  and combines the partials in Dask's reduction tree (float sums combined in float64);
+* a graph that is one ``sum``/``max``/``min``/``prod`` or mean of a pointwise expression runs per
+  chunk and combines the partials in Dask's reduction tree (float sums combined in float64);
+* a function that returns one ``var``/``std`` (any ``ddof``, axes, ``keepdims``) or
+  ``argmax``/``argmin`` (one axis, or None: the C-order flat index) of a pointwise expression
+  combines in the tree too: each chunk gives its count, mean and M2 in float64 (merged by Chan
+  et al.'s parallel formula) or its extreme value and global index (NaN and then the smallest
+  index win, as in NumPy); see :mod:`pyasc._dask_moments`;
 * other reductions, scans and sorts couple the axes they name: those axes are rechunked to a
   single chunk, then the blocks are mapped;
 * ``a @ b`` runs pyasc's GEMM per pair of blocks and sums the partial products;
@@ -74,6 +79,8 @@ def _index(ndim: int, rank: int) -> str:
     return string.ascii_lowercase[rank - ndim:rank]
 
 
+#: Nodes of a coupled graph that may be one var/std/argmax/argmin (see :mod:`pyasc._dask_moments`).
+_TREE_CANDIDATES = ("sum", "argmax", "argmin")
 _PRIMES = (5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43)
 
 
@@ -111,7 +118,7 @@ def _meta(dtype: Any, ndim: int) -> np.ndarray:
     return np.empty((0,) * ndim, dtype=dtype)
 
 
-def _blockwise(fn: Any, args: Sequence[Any], rank: int, dtype: Any, adjust: dict = None) -> Any:
+def _blockwise(fn: Any, args: Sequence[Any], rank: int, dtype: Any, adjust: dict = None, token: str = None) -> Any:
     import dask.array as da
 
     _check_broadcast([a.shape for a in args if is_dask_array(a)])
@@ -120,7 +127,7 @@ def _blockwise(fn: Any, args: Sequence[Any], rank: int, dtype: Any, adjust: dict
         pairs += [a, _index(a.ndim, rank)] if is_dask_array(a) else [a, None]
     out = _index(rank, rank)
     return da.blockwise(fn, out, *pairs, dtype=dtype, meta=_meta(dtype, rank), adjust_chunks=adjust or None,
-                        align_arrays=True)
+                        align_arrays=True, token=token)
 
 
 def call_elementwise(op: Any, args: Sequence[Any], dtype: Any = None) -> Any:
@@ -139,13 +146,28 @@ def call(op: Any, args: Sequence[Any]) -> Any:
     ensure_registered()
     arrays, rank = _arrays(args)
     # A geared operator pads its inputs: its plain companion shows the graph on the true shapes.
-    compiled, probe = _compiled(op._make(op._func, False) if hasattr(op, "_make") else op, arrays)
+    try:
+        compiled, probe = _compiled(op._make(op._func, False) if hasattr(op, "_make") else op, arrays)
+    except UnsupportedError:
+        # argmax/argmin over every axis of an n-d array traces only as per-chunk partials.
+        from ._dask_moments import plan_flat_arg
+
+        tree = plan_flat_arg(op, arrays, rank)
+        if tree is None:
+            raise
+        return tree
     outputs = compiled.outputs
     if len(outputs) != 1 or compiled.returns_tuple:
         raise UnsupportedError(f"{op.__name__}: an operator with several results cannot run on Dask arrays; "
                                "return one array")
     dtype = outputs[0][1]
     s = graph.classify(compiled.graph_ir(True), rank, len(arrays))
+    if s.kind == "coupled" and any(n.name in _TREE_CANDIDATES for n in s.nodes):
+        from ._dask_moments import plan
+
+        tree = plan(op, arrays, rank, probe, dtype, len(arrays))
+        if tree is not None:
+            return tree
     if hasattr(op, "_make"):
         op = _Cropped(op, rank, s, tuple(outputs[0][0]), probe)
     if s.kind == "pointwise":

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from . import _pyasc
+from . import _moment_trace, _pyasc
 from .ops import _eager_op, _is_traced
 
 __all__ = ["sum", "mean", "max", "min", "prod", "argmax", "argmin", "any", "all", "logsumexp", "softmax",
@@ -51,9 +51,18 @@ def _eager(name: str, fn: Callable[..., Any], x: Any, axis: Axis, keepdims: bool
     return _eager_op(key, lambda t, *r: fn(t, axis, keepdims, *r))(x, *rest)
 
 
+def _arg_axis(x: Any, axis: Axis) -> bool:
+    """Return True for an ``argmax``/``argmin`` axis that names one axis of ``x`` (or None)."""
+    if axis is None:
+        return True
+    return isinstance(axis, int) and not isinstance(axis, bool) and -x.ndim <= axis < x.ndim
+
+
 def _reduction(name: str) -> Callable[..., Any]:
     def f(x: Any, axis: Axis = None, keepdims: bool = False) -> Any:
         if _is_traced(x):
+            if name in ("argmax", "argmin") and _moment_trace.active() and _arg_axis(x, axis):
+                return _moment_trace.intercept(name, x, None if axis is None else (axis % x.ndim,), keepdims)
             return _pyasc.apply_reduce(name, x, axis, keepdims)
         if getattr(x, "_pyasc_complex", False) is True and name in ("sum", "prod"):
             return getattr(x, name)(axis, keepdims)

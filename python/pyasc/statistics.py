@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from . import _eager, _pyasc, creation, movement, ops, reductions
+from . import _eager, _moment_trace, _pyasc, creation, movement, ops, reductions
 from ._axes import err, norm_axes
 from .errors import InvalidArgumentError, ShapeError, UnsupportedError
 
@@ -49,6 +49,11 @@ def _float_dtype(x: Any, dtype: Any) -> np.dtype:
         return np.dtype(dtype)
     dt = np.dtype(x.dtype)
     return dt if dt.kind == "f" else np.dtype(np.float64)
+
+
+def _plain_number(v: Any) -> bool:
+    """Return True for a real Python or NumPy number (not a traced value)."""
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
 
 
 def _divisor(n: Any, ddof: Any) -> Any:
@@ -95,6 +100,8 @@ def var(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: Any 
     """
     _refuse("var", out, where, a)
     ddof = _ddof("var", ddof, correction)
+    if mean is None and _moment_trace.active() and _eager.traced(a) and _plain_number(ddof):
+        return _moment_trace.intercept("var", a, _axis_arg(a, axis), keepdims, ddof, dtype)
     arrays = (a,) if mean is None else (a, mean)
     return _eager.run("var", _var, arrays, axis=axis, dtype=dtype, ddof=ddof, keepdims=bool(keepdims))
 
@@ -108,6 +115,8 @@ def std(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: Any 
     """Compute the standard deviation over ``axis``: ``sqrt(var(a, axis, dtype, ddof=ddof))``."""
     _refuse("std", out, where, a)
     ddof = _ddof("std", ddof, correction)
+    if mean is None and _moment_trace.active() and _eager.traced(a) and _plain_number(ddof):
+        return _moment_trace.intercept("std", a, _axis_arg(a, axis), keepdims, ddof, dtype)
     arrays = (a,) if mean is None else (a, mean)
     return _eager.run("std", _std, arrays, axis=axis, dtype=dtype, ddof=ddof, keepdims=bool(keepdims))
 
