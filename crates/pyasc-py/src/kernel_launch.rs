@@ -53,9 +53,13 @@ impl Queued {
             }
             return Err(e);
         }
-        // SAFETY: every buffer stays alive while `self` does (see the `Send` impl); the
-        // signature the program was traced for fixed each buffer's dtype and length.
-        let done = unsafe { run_block_program(&self.program, &self.globals, &self.args, self.block_dim) };
+        let run = || {
+            // SAFETY: every buffer stays alive while `self` does (see the `Send` impl); the
+            // signature the program was traced for fixed each buffer's dtype and length.
+            unsafe { run_block_program(&self.program, &self.globals, &self.args, self.block_dim) }
+        };
+        let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run))
+            .unwrap_or_else(|_| Err(IrError::internal("the block VM panicked (please report it)")));
         done.map(|_| ()).map_err(|e| {
             let e = self.describe(e);
             for w in &self.writes {

@@ -2,7 +2,7 @@
 //! until the returned handle's `release()` (or the handle is dropped), so tests can observe
 //! work queued behind it before it may run, without depending on timing. A hold left
 //! unreleased gives up after [`HOLD_LIMIT`] with an error raised at the stream's next
-//! synchronisation, so it can never hang a process.
+//! synchronisation, so it can never hang a process; cancelled stream work stops holding too.
 
 use crate::stream::Stream;
 use pyasc_ir::error::{ErrorKind, IrError};
@@ -49,9 +49,14 @@ pub fn _hold_stream(stream: &Stream) -> StreamHold {
         "hold",
         Box::new(move || {
             let began = Instant::now();
+            let token = pyasc_runtime::interrupt::current();
             let (m, cv) = &*g;
             let mut released = m.lock().unwrap_or_else(|p| p.into_inner());
             while !*released {
+                if let Some(t) = &token {
+                    // Cancelled work (Ctrl-C during a synchronisation) stops holding.
+                    t.check()?;
+                }
                 if began.elapsed() > HOLD_LIMIT {
                     return Err(IrError::new(ErrorKind::Device, "a stream hold was never released"));
                 }
