@@ -256,6 +256,7 @@ def test_set_global_buffer_and_stream_launch():
     y = np.zeros_like(x)
     s = pyasc.Stream()
     scale[4, s](x, y, x.size)
+    s.synchronize()
     np.testing.assert_array_equal(y, 3 * x)
 
 

@@ -1,5 +1,6 @@
 //! Bindings for the kernel language: statement tuples traced by `pyasc/lang` become a
-//! [`BlockProgram`], run on NumPy arrays (the kernel's global memory) with the GIL released.
+//! [`BlockProgram`], run on NumPy arrays (the kernel's global memory) with the GIL released, or
+//! queued on a stream (see `kernel_launch`).
 //!
 //! Statements: `("copy", to_local, global, reg, start, lo, hi, count, pad, site)`,
 //! `("unary", name, dst, src, len, site)`, `("binary", name, dst, a, b, len, site)`,
@@ -21,6 +22,7 @@ use pyasc_ir::{DType, Scalar};
 use pyasc_runtime::block::{run_block_program, GlobalBuf};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
+use std::sync::Arc;
 
 fn bad(m: impl Into<String>) -> PyErr {
     to_py(IrError::internal(format!("malformed kernel program: {}", m.into())))
@@ -129,7 +131,7 @@ fn stmts(list: &Bound<'_, PyList>, exprs: &mut Exprs) -> PyResult<Vec<BStmt>> {
 /// A traced kernel-language kernel for one signature, ready to launch.
 #[pyclass(module = "pyasc._pyasc", frozen)]
 pub struct BlockKernelPlan {
-    program: BlockProgram,
+    program: Arc<BlockProgram>,
 }
 
 #[pymethods]
@@ -166,7 +168,7 @@ impl BlockKernelPlan {
         let program =
             BlockProgram { name: name.into(), globals, args, regs: decls, at, cap, ub_bytes, vars, exprs, body };
         pyasc_ir::block::verify_block(&program).map_err(to_py)?;
-        Ok(BlockKernelPlan { program })
+        Ok(BlockKernelPlan { program: Arc::new(program) })
     }
 
     /// The program as text (for debugging).
@@ -194,6 +196,28 @@ impl BlockKernelPlan {
         }
         let launch = Launch { p: &self.program, globals, args, block_dim };
         crate::boundary::detach_interruptible(py, move |_| launch.run())?.map_err(to_py)
+    }
+
+    /// Queue blocks `0..block_dim` on `stream` (default: the current stream) over `arrays`
+    /// (NumPy arrays and DeviceArrays of the traced dtypes and lengths, C-contiguous; those at
+    /// `written` are stored into) with integer scalar `args`; returns at once with the task's
+    /// number. `npu` applies the NPU twin's alignment rules to DeviceArrays.
+    #[pyo3(signature = (arrays, written, args, block_dim, stream = None, npu = false))]
+    #[allow(clippy::too_many_arguments)]
+    fn enqueue(
+        &self,
+        py: Python<'_>,
+        arrays: Vec<Bound<'_, PyAny>>,
+        written: Vec<usize>,
+        args: Vec<i64>,
+        block_dim: usize,
+        stream: Option<&crate::stream::Stream>,
+        npu: bool,
+    ) -> PyResult<u64> {
+        crate::boundary::guard(|| {
+            let stream = stream.map_or_else(crate::stream::current, |s| s.inner.clone());
+            crate::kernel_launch::enqueue(py, &self.program, &arrays, &written, args, block_dim, &stream, npu)
+        })
     }
 }
 

@@ -4,8 +4,9 @@ Each kernel is traced once per signature into a block program (``_pyasc.BlockKer
 
 A signature is the arguments' kinds: each array's dtype and number of elements, each float
 argument's value (a constant of the program); integer arguments stay symbolic, so calls that
-differ only in them share one trace. Arrays are the kernel's global memory and are written
-in place (they must be C-contiguous and, where the kernel stores into them, writeable).
+differ only in them share one trace. Arrays (NumPy arrays and ``pyasc.DeviceArray``) are the
+kernel's global memory and are written in place (they must be C-contiguous and, where the
+kernel stores into them, writeable).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from . import _trace
 from ._tensors import GlobalTensor
 
 _DEVICES = ("cpu", "npu")
+_DeviceArray = _pyasc.DeviceArray
 
 
 class Traced:
@@ -58,8 +60,29 @@ def _user_frame(tb: Any) -> Optional[Tuple[str, int]]:
 class Kernel:
     """A kernel-language kernel, launched with ``k[block_dim](*args)``.
 
-    ``k[block_dim, stream](*args)`` runs after the stream's queued work; each block runs the
-    function with its own :func:`pyasc.lang.block_idx`.
+    Each block runs the function with its own :func:`pyasc.lang.block_idx`. Arguments are
+    NumPy arrays and ``pyasc.DeviceArray`` (global memory, read and written in place), integers
+    and floats.
+
+    Launches follow the rule operators follow:
+
+    * ``k[block_dim](*args)`` with only NumPy arrays runs now, on the caller's thread, and
+      returns when every block is done (errors are raised by the call).
+    * ``k[block_dim, stream](*args)``, like CUDA's ``kernel<<<grid, block, 0, stream>>>``, is
+      queued on ``stream`` and returns at once: it runs after the work queued on the stream
+      before it and before the work queued after it; ``stream.synchronize()``, events and
+      ``pyasc.synchronize()`` wait for it. A launch given a DeviceArray without a stream is
+      queued the same way on the current stream (``with pyasc.stream(s):``, else the default
+      stream), as an operator given a DeviceArray is.
+
+    A queued launch holds its arguments until it has run, so the caller may drop them. It
+    reads and writes NumPy arrays in place when it runs (as a CUDA kernel does host-mapped
+    memory): synchronize before reading what it writes, and do not change its inputs until
+    then. DeviceArray arguments are ordered with the work on any stream that writes or reads
+    them (``dev.numpy()`` waits for the kernel). Argument errors are raised by the launch;
+    an error while the kernel runs (an access out of bounds, a count beyond a local tensor) is
+    raised by the next synchronising call on that stream (or a read of a DeviceArray it
+    writes), naming the kernel and the launch line.
     """
 
     def __init__(self, fn: Callable[..., Any], device_type: str = "cpu") -> None:
@@ -103,13 +126,20 @@ class Kernel:
                 key.append(("int",))
             elif isinstance(a, (float, np.floating)):
                 key.append(("float", float(a)))
-            elif hasattr(a, "__dlpack__") or type(a).__name__ == "DeviceArray":
+            elif isinstance(a, _DeviceArray):
+                if not a.c_contiguous:
+                    raise at_user_line(InvalidArgumentError(
+                        f"argument {i} of kernel {self.__name__!r} is a DeviceArray that is not C-contiguous "
+                        "(kernels address arrays as flat global memory; copy it with pyasc.to_device(a))"))
+                key.append(("array", np.dtype(a.dtype).name, a.size))
+            elif hasattr(a, "__dlpack__"):
                 raise at_user_line(UnsupportedError(
-                    f"argument {i} of kernel {self.__name__!r}: kernels take NumPy arrays (pass a.numpy())"))
+                    f"argument {i} of kernel {self.__name__!r}: kernels take NumPy arrays and pyasc.DeviceArray "
+                    "(pass np.asarray(a) or pyasc.from_dlpack(a))"))
             else:
                 raise at_user_line(InvalidArgumentError(
                     f"argument {i} of kernel {self.__name__!r} is a {type(a).__name__}; kernels take NumPy "
-                    "arrays, integers and floats"))
+                    "arrays, pyasc.DeviceArray, integers and floats"))
         return tuple(key)
 
     def trace(self, *args: Any) -> Traced:
@@ -163,11 +193,11 @@ class Kernel:
             _trace.end()
 
     def launch(self, block_dim: int, stream: Any, args: Tuple[Any, ...]) -> None:
-        """Run blocks ``0..block_dim`` on ``args`` (after ``stream``'s queued work)."""
+        """Run blocks ``0..block_dim`` on ``args``: now, or queued on ``stream`` (see :class:`Kernel`)."""
         t = self.trace(*args)
-        arrays = [a for a in args if isinstance(a, np.ndarray)]
+        arrays = [a for a in args if isinstance(a, (np.ndarray, _DeviceArray))]
         for i in t.written:
-            if not arrays[i].flags.writeable:
+            if isinstance(arrays[i], np.ndarray) and not arrays[i].flags.writeable:
                 raise at_user_line(InvalidArgumentError(
                     f"kernel {self.__name__!r} stores into array argument {i}, which is read-only"))
         ints = [int(a) for a in args if isinstance(a, (int, np.integer)) and not isinstance(a, (bool, np.bool_))]
@@ -175,9 +205,10 @@ class Kernel:
             if not -(1 << 63) <= v < (1 << 63):
                 raise at_user_line(InvalidArgumentError(
                     f"integer argument {v} of kernel {self.__name__!r} does not fit in 64 bits"))
-        if stream is not None:
-            stream.synchronize()
-        t.plan.run(arrays, ints, block_dim)
+        if stream is None and not any(isinstance(a, _DeviceArray) for a in arrays):
+            t.plan.run(arrays, ints, block_dim)
+        else:
+            t.plan.enqueue(arrays, t.written, ints, block_dim, stream, self.device_type == "npu")
 
     def estimate(self, *args: Any, block_dim: int, double_buffer: Optional[bool] = None) -> Any:
         """Predict the kernel's duration on the modelled NPU (``device_type="npu"`` kernels).
