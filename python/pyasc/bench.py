@@ -243,6 +243,14 @@ def bench_layer_norm(shape: Tuple[int, int], repeat: int) -> List[Row]:
     return rows
 
 
+def bench_column_sum(shape: Tuple[int, int], repeat: int) -> List[Row]:
+    """``x.sum(axis=0)`` over a C-contiguous float32 matrix (the columns of a matrix)."""
+    x = np.random.default_rng(8).standard_normal(shape).astype(np.float32)
+    op = pyasc.operator(lambda v: v.sum(axis=0))
+    return [("pyasc", "operator", best_time(lambda: op(x), repeat)),
+            ("numpy", "x.sum(axis=0)", best_time(lambda: x.sum(axis=0), repeat))]
+
+
 def bench_long_row(n: int, repeat: int) -> List[Row]:
     """``exp(x).sum()`` over one row of ``n`` float32 (a row far longer than a tile)."""
     x = np.random.default_rng(6).standard_normal((1, n)).astype(np.float32)
@@ -538,6 +546,11 @@ def run(quick: bool = False, only: Optional[List[str]] = None) -> int:
         shape = (512, 1024) if quick else (4096, 1024)
         t = _report(f"layer_norm: {shape[0]}x{shape[1]} float32", bench_layer_norm(shape, repeat))
         summary.append("layer_norm: " + ", ".join(f"{t[p] / t['pyasc']:.2f}x {p}" for p in ("numpy", "jax") if p in t))
+    if "column_sum" in want:
+        shape = (1024, 1024) if quick else (4096, 4096)
+        t = _report(f"column_sum: x.sum(axis=0) over {shape[0]}x{shape[1]} float32", bench_column_sum(shape, repeat))
+        gbs = shape[0] * shape[1] * 4 / t["pyasc"] / 1e9
+        summary.append(f"column_sum: {t['numpy'] / t['pyasc']:.2f}x numpy, {gbs:.1f} GB/s")
     if "matmul" in want:
         n = 512 if quick else 2048
         t = _report(f"matmul {n}x{n} float32", bench_matmul(n, 3 if quick else 5))

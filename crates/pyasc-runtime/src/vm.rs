@@ -21,6 +21,7 @@ use std::borrow::Cow;
 use std::cell::Cell;
 use std::time::Instant;
 
+mod columns;
 mod long_rows;
 
 use crate::memory::{store_fence, stream_copy, STREAM_MIN_BYTES};
@@ -332,6 +333,9 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
         .collect();
     let gathered: Vec<bool> = modes.iter().map(|m| matches!(m, ArgMode::Strided(..))).collect();
     let outs: Vec<SendPtr> = outs.iter().map(|p| SendPtr(*p)).collect();
+    if let Some(done) = columns::run(k, &modes, &outs) {
+        return done;
+    }
     if long_rows::chunkable(k) {
         return long_rows::run(k, &modes, &outs, &gathered);
     }
