@@ -294,3 +294,65 @@ def test_copies_into_a_large_output_at_offsets_with_tails(off, tile):
     np.testing.assert_array_equal(y[off:off + n], x + 1)
     np.testing.assert_array_equal(y[:off], -1.0)
     np.testing.assert_array_equal(y[off + n:], -1.0)
+
+
+@pyasc.kernel
+def _shift_then_square(x, y, n):
+    """t[1:] = t[:n] + 1 in place (a shifted overlap), then y = t * t over the same n."""
+    pipe = asc.TPipe()
+    buf = asc.TBuf()
+    out = asc.TBuf()
+    pipe.init_buffer(buf, 1024 * 4)
+    pipe.init_buffer(out, 1024 * 4)
+    t = buf.get(np.float32)
+    u = out.get(np.float32)
+    asc.data_copy_pad(t, x[0:], n)
+    asc.adds(t[1:], t, 1.0, n)
+    asc.mul(u, t, t, n)
+    asc.data_copy_pad(y[0:], u, n)
+
+
+@settings(max_examples=20, deadline=None)
+@given(n=st.integers(0, 1023), seed=st.integers(0, 2**31))
+def test_shifted_overlap_in_place_matches_numpy(n, seed):
+    x = np.random.default_rng(seed).standard_normal(n, dtype=np.float32)
+    y = np.full(n, np.nan, dtype=np.float32)
+    _shift_then_square[1](x, y, n)
+    t = x.copy()
+    t[1:] = x[:-1] + np.float32(1)
+    np.testing.assert_array_equal(y, t * t)
+
+
+def test_kernels_in_place_on_one_array_match_separate_outputs():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(20011, dtype=np.float32) * 3
+    y = np.empty_like(x)
+    GELU.gelu[5](x, y, x.size)
+    v = x.copy()
+    GELU.gelu[5](v, v, v.size)
+    np.testing.assert_array_equal(v, y)
+    m = rng.standard_normal((301, 96), dtype=np.float32)
+    o = np.empty_like(m)
+    sm = SOFTMAX.make_softmax(96)
+    sm[3](m, o, 301)
+    sm[3](m, m, 301)
+    np.testing.assert_array_equal(m, o)
+
+
+@pytest.mark.parametrize("isa", ["avx2", "sse2", "scalar"])
+def test_kernels_under_lower_isas_match_references(isa):
+    code = (
+        f"import sys, numpy as np; sys.path.insert(0, {str(KERNELS)!r})\n"
+        "import gelu, normalize\n"
+        "rng = np.random.default_rng(1)\n"
+        "x = rng.standard_normal(30011, dtype=np.float32) * 3; y = np.empty_like(x)\n"
+        "gelu.make_gelu(tile=1000)[6](x, y, x.size)\n"
+        "assert np.max(np.abs(y - gelu.reference(x))) < 1e-5, 'gelu'\n"
+        "m = rng.standard_normal((203, 160), dtype=np.float32); o = np.empty_like(m)\n"
+        "normalize.make_normalize(160)[5](m, o, 203)\n"
+        "assert np.max(np.abs(o - normalize.reference(m))) < 1e-4, 'normalize'\n"
+        "print('ok')\n"
+    )
+    env = dict(os.environ, PYASC_ISA=isa, PYASC_NUM_THREADS="2")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr

@@ -9,7 +9,9 @@
 //! instructions run on the tile VM's SIMD kernels ([`exec`], [`exec_reduce`]); an instruction
 //! whose destination overlaps an operand reads a copy of that operand. Copies out of the
 //! Unified Buffer into a large global buffer use streaming stores, as the tile VM writes its
-//! large outputs; each worker fences them before its blocks count as done.
+//! large outputs; each worker fences them before its blocks count as done. Runs of
+//! statements over one element range or one set of rows run as segments of a
+//! [`BlockPlan`] ([`crate::block_plan`], executed strip by strip in `block_strip.rs`).
 
 use crate::instr::{exec, exec_reduce, Val};
 use crate::memory::{store_fence, stream_copy, STREAM_MIN_BYTES};
@@ -20,6 +22,11 @@ use pyasc_ir::error::{ErrorKind, IrError, Result, SourceLoc};
 use pyasc_ir::op::BinaryOp;
 use pyasc_ir::tile::{Instr, Reg, RegDecl, RegKind};
 use pyasc_ir::{DType, Scalar};
+
+pub use crate::block_plan::{BlockPlan, Segment, Step, Width};
+
+#[path = "block_strip.rs"]
+mod strip;
 
 /// Bytes a `DataCopy` moves must be a multiple of this (Ascend's 32-byte transfer unit).
 pub const COPY_ALIGN: usize = 32;
@@ -59,6 +66,10 @@ struct Exec<'a> {
     dry: bool,
     /// Some copy out used streaming stores (fenced before the worker returns).
     streamed: bool,
+    /// Run the plan's segments strip by strip.
+    fuse: bool,
+    /// Bytes of register regions per strip.
+    strip_bytes: usize,
 }
 
 fn fail(kind: ErrorKind, site: &Option<SourceLoc>, m: String) -> IrError {
@@ -131,23 +142,32 @@ impl Exec<'_> {
         }
         if !self.dry {
             // SAFETY: the global range start..start + n lies in the buffer (checked above) and
-            // the register holds at least n elements inside the Unified Buffer (verified); the
-            // Unified Buffer is this worker's own allocation, so the two never overlap.
+            // the register holds at least n elements inside the Unified Buffer (verified).
             unsafe {
-                let gp = g.ptr.add(start as usize * size);
-                let lp = self.ptr(*reg);
-                let bytes = n * size;
-                if *to_local {
-                    std::ptr::copy_nonoverlapping(gp, lp, bytes);
-                } else if g.len * size >= STREAM_MIN_BYTES {
-                    stream_copy(gp, lp, bytes);
-                    self.streamed = true;
-                } else {
-                    std::ptr::copy_nonoverlapping(lp, gp, bytes);
-                }
-            }
+                self.transfer(*to_local, g.len * size, g.ptr.add(start as usize * size), self.ptr(*reg), n * size)
+            };
         }
         Ok(())
+    }
+
+    /// Move `bytes` between global memory at `gp` (in a buffer of `global_bytes`) and the
+    /// Unified Buffer at `lp`.
+    ///
+    /// # Safety
+    /// Both ranges hold `bytes` bytes; the Unified Buffer is this worker's own allocation, so
+    /// the two never overlap.
+    unsafe fn transfer(&mut self, to_local: bool, global_bytes: usize, gp: *mut u8, lp: *mut u8, bytes: usize) {
+        // SAFETY: per the contract above.
+        unsafe {
+            if to_local {
+                std::ptr::copy_nonoverlapping(gp, lp, bytes);
+            } else if global_bytes >= STREAM_MIN_BYTES {
+                stream_copy(gp, lp, bytes);
+                self.streamed = true;
+            } else {
+                std::ptr::copy_nonoverlapping(lp, gp, bytes);
+            }
+        }
     }
 
     /// Run one vector instruction over `n` elements.
@@ -179,67 +199,85 @@ impl Exec<'_> {
         unsafe { exec(&run, &self.decls, &self.vals, n) }
     }
 
-    fn run(&mut self, stmts: &[BStmt]) -> Result<()> {
-        for s in stmts {
-            match s {
-                BStmt::Copy { .. } => self.copy(s)?,
-                BStmt::Op { ins, len, site } => {
-                    let n = self.eval(len, site)?;
-                    let mut m = self.fits(ins.dst(), n, site)?;
-                    for &r in ins.srcs().iter() {
-                        m = self.fits(r, n, site)?;
-                    }
-                    if !self.dry && m > 0 {
-                        self.op(ins, m).map_err(|e| e.at(site.as_ref()))?;
-                    }
-                }
-                BStmt::Reduce { op, dst, src, rows, cols, site } => {
-                    let (r, c) = (self.eval(rows, site)?, self.eval(cols, site)?);
-                    self.fits(*dst, r, site)?;
-                    let rc = r.checked_mul(c.max(0)).unwrap_or(i64::MAX);
-                    self.fits(*src, rc, site)?;
-                    if c <= 0 {
-                        return Err(fail(ErrorKind::InvalidArgument, site, format!("a reduction over rows of {c}")));
-                    }
-                    if !self.dry && r > 0 {
-                        let (sv, dv) = (self.vals[src.0 as usize], self.vals[dst.0 as usize]);
-                        let dtype = self.p.dtype(*src);
-                        // SAFETY: the source holds r rows of c elements, the destination r values.
-                        unsafe { exec_reduce(*op, dtype, sv, dv, r as usize, c as usize) }
-                            .map_err(|e| e.at(site.as_ref()))?;
-                    }
-                }
-                BStmt::Broadcast { dst, src, rows, cols, site } => {
-                    let (r, c) = (self.eval(rows, site)?, self.eval(cols, site)?);
-                    let rc = r.max(0).checked_mul(c.max(0)).unwrap_or(i64::MAX);
-                    let (r, c) = (self.fits(*src, r, site)?, c.max(0) as usize);
-                    self.fits(*dst, rc, site)?;
-                    if !self.dry {
-                        self.broadcast(*dst, *src, r, c);
-                    }
-                }
-                BStmt::RowOp { op, dst, a, b, rows, cols, site } => {
-                    let (r, c) = (self.eval(rows, site)?, self.eval(cols, site)?);
-                    let rc = r.max(0).checked_mul(c.max(0)).unwrap_or(i64::MAX);
-                    let r = self.fits(*b, r, site)?;
-                    self.fits(*dst, rc, site)?;
-                    self.fits(*a, rc, site)?;
-                    if !self.dry {
-                        self.row_op(*op, [*dst, *a, *b], r, c.max(0) as usize).map_err(|e| e.at(site.as_ref()))?;
-                    }
-                }
-                BStmt::Loop { var, start, end, step, body } => {
+    fn run(&mut self, stmts: &[BStmt], steps: &[Step]) -> Result<()> {
+        for step in steps {
+            match step {
+                Step::One(i) => self.stmt(&stmts[*i])?,
+                Step::Loop(i, plan) => {
+                    let BStmt::Loop { var, start, end, step, body } = &stmts[*i] else {
+                        return Err(IrError::internal("a loop step of a statement that is not a loop"));
+                    };
                     let (a, b) = (self.eval(start, &None)?, self.eval(end, &None)?);
                     let mut v = a;
                     let by_var = self.by_var;
                     while v < b {
                         self.ex.vars[*var as usize] = v;
                         self.update(&by_var[*var as usize])?;
-                        self.run(body)?;
+                        self.run(body, plan)?;
                         v = v.saturating_add(*step);
                     }
                 }
+                Step::Strip(seg) if self.dry || !self.fuse => {
+                    for s in &stmts[seg.first..seg.first + seg.len] {
+                        self.stmt(s)?;
+                    }
+                }
+                Step::Strip(seg) => self.strip(seg, &stmts[seg.first..seg.first + seg.len])?,
             }
+        }
+        Ok(())
+    }
+
+    /// Run one statement that is not a loop over all its elements or rows.
+    fn stmt(&mut self, s: &BStmt) -> Result<()> {
+        match s {
+            BStmt::Copy { .. } => self.copy(s)?,
+            BStmt::Op { ins, len, site } => {
+                let n = self.eval(len, site)?;
+                let mut m = self.fits(ins.dst(), n, site)?;
+                for &r in ins.srcs().iter() {
+                    m = self.fits(r, n, site)?;
+                }
+                if !self.dry && m > 0 {
+                    self.op(ins, m).map_err(|e| e.at(site.as_ref()))?;
+                }
+            }
+            BStmt::Reduce { op, dst, src, rows, cols, site } => {
+                let (r, c) = (self.eval(rows, site)?, self.eval(cols, site)?);
+                self.fits(*dst, r, site)?;
+                let rc = r.checked_mul(c.max(0)).unwrap_or(i64::MAX);
+                self.fits(*src, rc, site)?;
+                if c <= 0 {
+                    return Err(fail(ErrorKind::InvalidArgument, site, format!("a reduction over rows of {c}")));
+                }
+                if !self.dry && r > 0 {
+                    let (sv, dv) = (self.vals[src.0 as usize], self.vals[dst.0 as usize]);
+                    let dtype = self.p.dtype(*src);
+                    // SAFETY: the source holds r rows of c elements, the destination r values.
+                    unsafe { exec_reduce(*op, dtype, sv, dv, r as usize, c as usize) }
+                        .map_err(|e| e.at(site.as_ref()))?;
+                }
+            }
+            BStmt::Broadcast { dst, src, rows, cols, site } => {
+                let (r, c) = (self.eval(rows, site)?, self.eval(cols, site)?);
+                let rc = r.max(0).checked_mul(c.max(0)).unwrap_or(i64::MAX);
+                let (r, c) = (self.fits(*src, r, site)?, c.max(0) as usize);
+                self.fits(*dst, rc, site)?;
+                if !self.dry {
+                    self.broadcast(*dst, *src, r, c);
+                }
+            }
+            BStmt::RowOp { op, dst, a, b, rows, cols, site } => {
+                let (r, c) = (self.eval(rows, site)?, self.eval(cols, site)?);
+                let rc = r.max(0).checked_mul(c.max(0)).unwrap_or(i64::MAX);
+                let r = self.fits(*b, r, site)?;
+                self.fits(*dst, rc, site)?;
+                self.fits(*a, rc, site)?;
+                if !self.dry {
+                    self.row_op(*op, [*dst, *a, *b], r, c.max(0) as usize).map_err(|e| e.at(site.as_ref()))?;
+                }
+            }
+            BStmt::Loop { .. } => return Err(IrError::internal("a loop run as one statement")),
         }
         Ok(())
     }
@@ -340,12 +378,40 @@ pub unsafe fn run_block_program(
     block_dim: usize,
 ) -> Result<usize> {
     pyasc_ir::block::verify_block(p)?;
+    // SAFETY: per this function's contract.
+    unsafe { run_block_plan(p, &BlockPlan::new(p), globals, args, block_dim) }
+}
+
+/// [`run_block_program`] with the strip plan `plan` (built by [`BlockPlan::new`] for `p`, or
+/// [`BlockPlan::unfused`]). A launch whose global buffers overlap in memory, one of them
+/// written by a segment, runs every statement alone.
+///
+/// # Safety
+/// As for [`run_block_program`].
+pub unsafe fn run_block_plan(
+    p: &BlockProgram,
+    plan: &BlockPlan,
+    globals: &[GlobalBuf],
+    args: &[i64],
+    block_dim: usize,
+) -> Result<usize> {
+    pyasc_ir::block::verify_block(p)?;
     if globals.len() != p.globals.len() || args.len() != p.args {
         return Err(IrError::internal(format!("block kernel {}: wrong number of arguments", p.name)));
     }
     let (top, by_var) =
         p.exprs.schedule(&p.var_depths()).map_err(|m| IrError::internal(format!("block kernel {}: {m}", p.name)))?;
     let (top, by_var) = (&top, &by_var);
+    let span = |i: usize| {
+        let g = &globals[i];
+        let a = g.ptr as usize;
+        a..a + g.len * p.globals[i].size()
+    };
+    let fuse = plan.written.iter().all(|&w| {
+        let w = w as usize;
+        let out = span(w);
+        (0..globals.len()).filter(|&j| j != w).all(|j| span(j).start >= out.end || out.start >= span(j).end)
+    });
     struct Shared<'a>(&'a [GlobalBuf]);
     // SAFETY: the buffers are only read and written through checked copies (caller's contract).
     unsafe impl Sync for Shared<'_> {}
@@ -386,6 +452,8 @@ pub unsafe fn run_block_program(
                 tmp: [Vec::new(), Vec::new(), Vec::new()],
                 dry,
                 streamed: false,
+                fuse,
+                strip_bytes: plan.strip_bytes,
             };
             let token = crate::interrupt::current();
             let mut done = Ok(());
@@ -394,7 +462,7 @@ pub unsafe fn run_block_program(
                     done = t.check();
                 }
                 e.ex.block = b as i64;
-                done = done.and_then(|()| e.update(e.top)).and_then(|()| e.run(&p.body));
+                done = done.and_then(|()| e.update(e.top)).and_then(|()| e.run(&p.body, &plan.steps));
                 if done.is_err() {
                     break;
                 }

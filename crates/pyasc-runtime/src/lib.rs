@@ -25,6 +25,7 @@
 
 pub mod attention;
 pub mod block;
+pub mod block_plan;
 pub mod buffer;
 pub mod capture;
 pub mod check;

@@ -1,0 +1,408 @@
+//! Strip plans of block programs: which runs of statements the block VM executes strip by
+//! strip instead of statement by statement.
+//!
+//! A kernel written per block walks its data in tiles of tens of KiB, and each vector
+//! instruction streams its whole tile through the cache before the next one starts. A
+//! [`Segment`] is a maximal run of statements of one statement list that all work on the same
+//! units: either elements (copies, elementwise instructions over one common count) or rows
+//! (row reductions, broadcasts and per-row operations over common `rows` and `cols`, with
+//! copies and instructions over `rows * cols` elements or over `rows` per-row values). Unit
+//! `u` of every statement touches only element `u` (width one) or row `u` (width `cols`) of
+//! each of its registers, so when any two register regions the segment touches, at least one
+//! of them written, are either the same region read the same way (same Unified Buffer
+//! offset, element size and width) or disjoint, the units are independent and the segment
+//! can run a few units at a time (a strip small enough to stay in the L1 cache) with results
+//! identical to running each statement over all units. A shifted overlap (`dst = t[1:]`,
+//! `src = t[:n]`) or a count that differs ends a segment. Global memory follows the same
+//! rule in its simplest form: a global buffer a segment copies out to is touched by no other
+//! copy of that segment (a launch whose global buffers overlap in memory runs unfused).
+//! Regions are judged once per program by the registers' fixed offsets and capacities; as a
+//! local tensor's capacity runs to the end of its buffer, two regions that overlap only by
+//! capacity give a [`Limit`] on the units, checked each time the segment runs.
+//!
+//! A copy into the Unified Buffer whose register nothing else reads, inside or outside the
+//! segment, need not run: the segment's statements read global memory in its place
+//! ([`Segment::direct`]), which saves the copy's pass over the tile.
+
+use pyasc_ir::block::{BStmt, BlockProgram, Expr, ExprId, IntOp};
+use pyasc_ir::op::BinaryOp;
+use pyasc_ir::tile::{Instr, Reg, RegKind};
+
+/// How many elements of a register one unit of a segment covers.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Width {
+    /// One element per unit.
+    One,
+    /// One row (`cols` elements) per unit.
+    Cols,
+}
+
+/// A run of statements of one list executed strip by strip.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Segment {
+    /// Index of its first statement in the list.
+    pub first: usize,
+    /// Number of statements.
+    pub len: usize,
+    /// Units: the common element count, or the rows.
+    pub units: ExprId,
+    /// Row length when the units are rows.
+    pub cols: Option<ExprId>,
+    /// Width of each statement's copy or instruction operands (`One` for row statements,
+    /// whose operands have fixed widths).
+    pub widths: Vec<Width>,
+    /// The local tensor registers touched, each with its width.
+    pub regs: Vec<(Reg, Width)>,
+    /// Bounds on the units under which register regions that overlap by capacity are
+    /// disjoint; a run beyond one runs statement by statement.
+    pub limits: Vec<Limit>,
+    /// Copies into the Unified Buffer whose register the segment's statements may read
+    /// straight from global memory instead, as `(copy, until)` (indices in the segment):
+    /// only this segment reads the register's bytes, only through that register and after
+    /// the copy; statement `until` (if inside the segment) is the first to write them again,
+    /// through that register, without reading them, and statements from it on use the
+    /// Unified Buffer.
+    pub direct: Vec<(usize, usize)>,
+}
+
+/// One step of a statement list.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Step {
+    /// The statement at this index, run alone.
+    One(usize),
+    /// The loop at this index, with the plan of its body.
+    Loop(usize, Vec<Step>),
+    /// A segment run strip by strip.
+    Strip(Segment),
+}
+
+/// The strip plan of a block program.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BlockPlan {
+    /// Steps of the program's body.
+    pub steps: Vec<Step>,
+    /// Global buffers some segment copies out to.
+    pub written: Vec<u16>,
+    /// Bytes of distinct register regions one strip may touch ([`STRIP_BYTES`]).
+    pub strip_bytes: usize,
+}
+
+/// The default bytes of a strip: whole tiles of the examples (up to 64 KiB over their
+/// registers) run as one strip. Strips sized for the L1 cache (16 KiB) were measured slower
+/// on Zen 4: each statement of each strip pays its instruction dispatch (about 70 ns), and
+/// copies into the Unified Buffer in small pieces keep fewer loads from memory in flight.
+pub const STRIP_BYTES: usize = 64 << 10;
+
+impl BlockPlan {
+    /// The plan of `p`: every maximal segment of two statements or more.
+    pub fn new(p: &BlockProgram) -> BlockPlan {
+        let mut written = Vec::new();
+        let mut reads = Vec::new();
+        all_reads(p, &p.body, &mut reads);
+        let steps = plan_list(p, &p.body, &reads, &mut written);
+        written.sort_unstable();
+        written.dedup();
+        BlockPlan { steps, written, strip_bytes: STRIP_BYTES }
+    }
+
+    /// The plan that runs every statement alone (today's order, for comparison).
+    pub fn unfused(p: &BlockProgram) -> BlockPlan {
+        fn walk(stmts: &[BStmt]) -> Vec<Step> {
+            let step = |(i, s): (usize, &BStmt)| match s {
+                BStmt::Loop { body, .. } => Step::Loop(i, walk(body)),
+                _ => Step::One(i),
+            };
+            stmts.iter().enumerate().map(step).collect()
+        }
+        BlockPlan { steps: walk(&p.body), written: Vec::new(), strip_bytes: STRIP_BYTES }
+    }
+
+    /// The segments of the plan, depth first (for tests and diagnostics).
+    pub fn segments(&self) -> Vec<&Segment> {
+        fn walk<'a>(steps: &'a [Step], out: &mut Vec<&'a Segment>) {
+            for s in steps {
+                match s {
+                    Step::Strip(seg) => out.push(seg),
+                    Step::Loop(_, body) => walk(body, out),
+                    Step::One(_) => {}
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(&self.steps, &mut out);
+        out
+    }
+}
+
+/// Every register read of the program, with the statement reading it.
+fn all_reads(p: &BlockProgram, stmts: &[BStmt], out: &mut Vec<(*const BStmt, Access)>) {
+    for s in stmts {
+        match s {
+            BStmt::Loop { body, .. } => all_reads(p, body, out),
+            _ => {
+                out.extend(accesses(p, s, Width::One).into_iter().filter(|a| !a.write).map(|a| (s as *const BStmt, a)))
+            }
+        }
+    }
+}
+
+/// The copies of segment `seg` (of `stmts[first..]`) whose register may be read from global
+/// memory (see [`Segment::direct`]).
+fn direct_copies(p: &BlockProgram, seg: &[BStmt], reads: &[(*const BStmt, Access)]) -> Vec<(usize, usize)> {
+    let inside = |s: *const BStmt| seg.as_ptr_range().contains(&s);
+    let mut out = Vec::new();
+    for (i, s) in seg.iter().enumerate() {
+        let BStmt::Copy { to_local: true, reg, .. } = s else { continue };
+        let Some(r) = accesses(p, s, Width::One).first().copied() else { continue };
+        let meets = |a: &Access| a.at < r.end && r.at < a.end;
+        let read_elsewhere = reads
+            .iter()
+            .any(|(t, a)| meets(a) && (!inside(*t) || a.reg != *reg || seg[..=i].as_ptr_range().contains(t)));
+        let writes =
+            |t: &BStmt| accesses(p, t, Width::One).into_iter().filter(|a| a.write && meets(a)).collect::<Vec<_>>();
+        let until = (i + 1..seg.len()).find(|&j| !writes(&seg[j]).is_empty()).unwrap_or(seg.len());
+        let clean = seg[..i].iter().all(|t| writes(t).is_empty())
+            && seg.get(until).is_none_or(|t| {
+                let reads_it = accesses(p, t, Width::One).iter().any(|a| !a.write && meets(a));
+                writes(t).iter().all(|a| a.reg == *reg) && !reads_it
+            });
+        if !read_elsewhere && clean {
+            out.push((i, until));
+        }
+    }
+    out
+}
+
+fn plan_list(p: &BlockProgram, stmts: &[BStmt], reads: &[(*const BStmt, Access)], written: &mut Vec<u16>) -> Vec<Step> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < stmts.len() {
+        if let BStmt::Loop { body, .. } = &stmts[i] {
+            out.push(Step::Loop(i, plan_list(p, body, reads, written)));
+            i += 1;
+            continue;
+        }
+        let mut b = Builder::default();
+        let mut j = i;
+        while j < stmts.len() && b.add(p, &stmts[j]) {
+            j += 1;
+        }
+        if j - i >= 2 {
+            let (units, cols) = match b.shape {
+                Some(Shape::Flat(n)) => (n, None),
+                Some(Shape::Rows(r, c)) => (r, Some(c)),
+                None => unreachable!("a segment of two statements has a shape"),
+            };
+            let mut regs: Vec<(Reg, Width)> = b.acc.iter().map(|a| (a.reg, a.width)).collect();
+            regs.sort_unstable_by_key(|(r, w)| (r.0, *w == Width::Cols));
+            regs.dedup();
+            written.extend(b.gw.iter().copied());
+            let (limits, direct) = (b.limits, direct_copies(p, &stmts[i..j], reads));
+            let widths = b.widths;
+            out.push(Step::Strip(Segment { first: i, len: j - i, units, cols, widths, regs, limits, direct }));
+            i = j;
+        } else {
+            out.push(Step::One(i));
+            i += 1;
+        }
+    }
+    out
+}
+
+#[derive(Copy, Clone, Debug, PartialEq)]
+enum Shape {
+    Flat(ExprId),
+    Rows(ExprId, ExprId),
+}
+
+/// One register access of a statement.
+#[derive(Copy, Clone, Debug)]
+struct Access {
+    reg: Reg,
+    at: usize,
+    end: usize,
+    size: usize,
+    width: Width,
+    write: bool,
+}
+
+impl Access {
+    /// Whether the two accesses may run unit by unit: `Err` when never (the same register
+    /// read two ways, or regions starting at the same byte read differently, one of them
+    /// written), `Ok(Some(limit))` when only while the lower one's accessed elements end
+    /// before the higher one starts (a local tensor's capacity runs to the end of its
+    /// buffer, so `t[:n]` and `t[n:]` overlap by capacity), `Ok(None)` always.
+    fn clash(&self, o: &Access) -> Result<Option<Limit>, ()> {
+        if self.reg == o.reg && self.width != o.width {
+            return Err(());
+        }
+        let overlap = self.at < o.end && o.at < self.end;
+        let same = self.at == o.at && self.size == o.size && self.width == o.width;
+        if !(self.write || o.write) || !overlap || same {
+            return Ok(None);
+        }
+        let (lo, hi) = if self.at < o.at { (self, o) } else { (o, self) };
+        if lo.at == hi.at {
+            return Err(());
+        }
+        Ok(Some(Limit { gap: hi.at - lo.at, size: lo.size, width: lo.width }))
+    }
+}
+
+/// A bound on a segment's units for it to run strip by strip: `units * size * width` bytes
+/// (`width` elements per unit) fit in `gap`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Limit {
+    /// Bytes from the lower region's start to the higher one's.
+    pub gap: usize,
+    /// Element size of the lower region.
+    pub size: usize,
+    /// Its width.
+    pub width: Width,
+}
+
+/// A segment being grown.
+#[derive(Default)]
+struct Builder {
+    shape: Option<Shape>,
+    widths: Vec<Width>,
+    acc: Vec<Access>,
+    /// Global buffers copied out to, and those copied in from.
+    gw: Vec<u16>,
+    gr: Vec<u16>,
+    limits: Vec<Limit>,
+}
+
+/// What a statement is to a segment.
+enum Kind {
+    /// Elementwise over this count.
+    Elem(ExprId),
+    /// Per row over rows and cols.
+    Row(ExprId, ExprId),
+}
+
+fn kind(p: &BlockProgram, s: &BStmt) -> Option<Kind> {
+    match s {
+        BStmt::Copy { count, .. } => Some(Kind::Elem(*count)),
+        BStmt::Op { ins, len, .. } => {
+            let ok = match ins {
+                Instr::Unary { .. } | Instr::Select { .. } | Instr::Cast { .. } | Instr::Copy { .. } => true,
+                // An integer power checks all its exponents before it writes anything.
+                Instr::Binary { op, a, .. } => *op != BinaryOp::Pow || p.dtype(*a).is_float(),
+                _ => false,
+            };
+            ok.then_some(Kind::Elem(*len))
+        }
+        BStmt::Reduce { rows, cols, .. } | BStmt::Broadcast { rows, cols, .. } | BStmt::RowOp { rows, cols, .. } => {
+            Some(Kind::Row(*rows, *cols))
+        }
+        BStmt::Loop { .. } => None,
+    }
+}
+
+/// `e` is the node `r * c` (either order).
+fn is_product(p: &BlockProgram, e: ExprId, r: ExprId, c: ExprId) -> bool {
+    matches!(p.exprs.nodes.get(e as usize), Some(&Expr::Bin(IntOp::Mul, a, b)) if (a, b) == (r, c) || (a, b) == (c, r))
+}
+
+/// The register accesses of `s`, its copies and instructions at width `w`.
+fn accesses(p: &BlockProgram, s: &BStmt, w: Width) -> Vec<Access> {
+    let mut out = Vec::new();
+    let mut push = |r: Reg, width: Width, write: bool| {
+        let i = r.0 as usize;
+        if matches!(p.regs[i].kind, RegKind::Tile) {
+            let size = p.regs[i].dtype.size();
+            out.push(Access { reg: r, at: p.at[i], end: p.at[i] + p.cap[i] * size, size, width, write });
+        }
+    };
+    match s {
+        BStmt::Copy { to_local, reg, .. } => push(*reg, w, *to_local),
+        BStmt::Op { ins, .. } => {
+            push(ins.dst(), w, true);
+            for &r in ins.srcs().iter() {
+                push(r, w, false);
+            }
+        }
+        BStmt::Reduce { dst, src, .. } => {
+            push(*dst, Width::One, true);
+            push(*src, Width::Cols, false);
+        }
+        BStmt::Broadcast { dst, src, .. } => {
+            push(*dst, Width::Cols, true);
+            push(*src, Width::One, false);
+        }
+        BStmt::RowOp { dst, a, b, .. } => {
+            push(*dst, Width::Cols, true);
+            push(*a, Width::Cols, false);
+            push(*b, Width::One, false);
+        }
+        BStmt::Loop { .. } => {}
+    }
+    out
+}
+
+impl Builder {
+    /// Add `s` if the segment stays valid with it.
+    fn add(&mut self, p: &BlockProgram, s: &BStmt) -> bool {
+        let Some(k) = kind(p, s) else { return false };
+        // The segment's shape with `s`, the width of `s`, and whether the statements so far
+        // turn from elements into rows.
+        let (shape, w, widen) = match (self.shape, k) {
+            (None, Kind::Elem(n)) => (Shape::Flat(n), Width::One, false),
+            (None, Kind::Row(r, c)) => (Shape::Rows(r, c), Width::One, false),
+            (Some(Shape::Flat(n)), Kind::Elem(m)) if n == m => (Shape::Flat(n), Width::One, false),
+            (Some(Shape::Flat(n)), Kind::Row(r, c)) if is_product(p, n, r, c) => (Shape::Rows(r, c), Width::One, true),
+            (Some(Shape::Rows(r, c)), Kind::Elem(m)) if m == r => (Shape::Rows(r, c), Width::One, false),
+            (Some(Shape::Rows(r, c)), Kind::Elem(m)) if is_product(p, m, r, c) => {
+                (Shape::Rows(r, c), Width::Cols, false)
+            }
+            (Some(Shape::Rows(r, c)), Kind::Row(r2, c2)) if (r, c) == (r2, c2) => {
+                (Shape::Rows(r, c), Width::One, false)
+            }
+            _ => return false,
+        };
+        let mut acc = self.acc.clone();
+        if widen {
+            for a in &mut acc {
+                a.width = Width::Cols;
+            }
+        }
+        let new = accesses(p, s, w);
+        let old = acc.len();
+        acc.extend(new.iter().copied());
+        let mut limits = self.limits.clone();
+        for (i, a) in new.iter().enumerate() {
+            for b in &acc[..old + i] {
+                match a.clash(b) {
+                    Err(()) => return false,
+                    Ok(Some(l)) if !limits.contains(&l) => limits.push(l),
+                    Ok(_) => {}
+                }
+            }
+        }
+        if let BStmt::Copy { to_local, global, .. } = s {
+            // A global buffer copied out to is touched by no other copy of the segment.
+            if self.gw.contains(global) || (!*to_local && self.gr.contains(global)) {
+                return false;
+            }
+            if *to_local {
+                self.gr.push(*global);
+            } else {
+                self.gw.push(*global);
+            }
+        }
+        if widen {
+            // Statements so far are all elementwise: their units become rows.
+            self.widths.iter_mut().for_each(|x| *x = Width::Cols);
+        }
+        self.shape = Some(shape);
+        self.widths.push(if matches!(s, BStmt::Copy { .. } | BStmt::Op { .. }) { w } else { Width::One });
+        self.acc = acc;
+        self.limits = limits;
+        true
+    }
+}
+
+#[cfg(test)]
+#[path = "block_plan_tests.rs"]
+mod tests;

@@ -1,0 +1,159 @@
+//! Strip-by-strip execution of a block program's [`Segment`]s (planned in
+//! [`crate::block_plan`]): every statement of the segment runs over a few units (elements or
+//! rows), then the next few, with each register's address moved to the strip's first unit.
+//!
+//! Before the first strip each statement is checked over all its units exactly as when it
+//! runs alone, so a bad count or access is the same error naming the same line. A segment
+//! run beyond one of its [`Limit`]s runs statement by statement. Registers of the segment's
+//! direct copies point into global memory (when it is aligned for their elements).
+
+use super::Exec;
+use crate::block_plan::{Limit, Segment, Width};
+use crate::instr::{exec_reduce, Val};
+use pyasc_ir::block::BStmt;
+use pyasc_ir::error::{IrError, Result};
+
+/// Where a segment's registers are and how it is cut into strips.
+struct Layout {
+    /// Copies not run: their register is read from global memory.
+    skip: Vec<bool>,
+    /// `(statement, register, Unified Buffer address)`: from that statement on, a register
+    /// read from global memory is back at its own address.
+    back: Vec<(usize, usize, *mut u8)>,
+    /// Each register's address at unit 0 and its bytes per unit.
+    bases: Vec<(usize, *mut u8, usize)>,
+    /// Units of the segment.
+    units: usize,
+    /// Units per strip.
+    k: usize,
+    /// Row length.
+    cols: usize,
+}
+
+impl Exec<'_> {
+    /// Run the statements `stmts` of segment `seg` strip by strip.
+    pub(super) fn strip(&mut self, seg: &Segment, stmts: &[BStmt]) -> Result<()> {
+        self.dry = true;
+        let checked = stmts.iter().try_for_each(|s| self.stmt(s));
+        self.dry = false;
+        checked?;
+        let units = self.eval(&seg.units, &None)?.max(0) as usize;
+        let cols = match seg.cols {
+            Some(c) => self.eval(&c, &None)?.max(0) as usize,
+            None => 1,
+        };
+        let width = |w: Width| match w {
+            Width::One => 1,
+            Width::Cols => cols,
+        };
+        let apart = |l: &Limit| (units as u128) * (l.size as u128) * (width(l.width) as u128) <= l.gap as u128;
+        if !seg.limits.iter().all(apart) {
+            // Regions that overlap at this many units: statement by statement.
+            return stmts.iter().try_for_each(|s| self.stmt(s));
+        }
+        let orig: Vec<(usize, *mut u8)> = seg.regs.iter().map(|&(r, _)| (r.0 as usize, self.ptr(r))).collect();
+        // Copies whose register is read from global memory instead (when element-aligned there).
+        let mut skip = vec![false; stmts.len()];
+        let mut direct: Vec<(usize, *mut u8)> = Vec::new();
+        let mut back = Vec::new();
+        for &(d, until) in &seg.direct {
+            if let BStmt::Copy { global, reg, start, site, .. } = &stmts[d] {
+                let size = self.p.dtype(*reg).size();
+                let g = self.globals[*global as usize];
+                // SAFETY: the copy's elements lie in the buffer (checked above).
+                let gp = unsafe { g.ptr.add(self.eval(start, site)? as usize * size) };
+                if (gp as usize).is_multiple_of(size) {
+                    skip[d] = true;
+                    direct.push((reg.0 as usize, gp));
+                    back.push((until, reg.0 as usize, self.ptr(*reg)));
+                }
+            }
+        }
+        // Each register's address at unit 0 and its bytes per unit.
+        let bases: Vec<(usize, *mut u8, usize)> = seg
+            .regs
+            .iter()
+            .map(|&(r, w)| {
+                let at = direct.iter().find(|d| d.0 == r.0 as usize).map_or(self.ptr(r), |d| d.1);
+                (r.0 as usize, at, width(w) * self.p.dtype(r).size())
+            })
+            .collect();
+        let mut seen = Vec::with_capacity(bases.len());
+        let mut per_unit = 0usize;
+        for (&(r, _), &(_, _, bytes)) in seg.regs.iter().zip(&bases) {
+            let at = self.p.at[r.0 as usize];
+            if !seen.contains(&at) {
+                seen.push(at);
+                per_unit += bytes;
+            }
+        }
+        let mut k = (self.strip_bytes / per_unit.max(1)).max(1);
+        if seg.cols.is_none() && k >= 64 {
+            // Whole cache lines of float32 per strip.
+            k -= k % 16;
+        }
+        let layout = Layout { skip, back, bases, units, k, cols };
+        let done = self.strips(seg, stmts, &layout);
+        for &(i, p) in &orig {
+            self.vals[i] = Val::Ptr(p);
+        }
+        done
+    }
+
+    fn strips(&mut self, seg: &Segment, stmts: &[BStmt], l: &Layout) -> Result<()> {
+        let Layout { skip, back, bases, units, k, cols } = l;
+        let (units, k, cols) = (*units, *k, *cols);
+        let mut u0 = 0;
+        while u0 < units {
+            let n = k.min(units - u0);
+            for &(i, p, bytes) in bases {
+                // SAFETY: unit `u0` lies inside every register (the checks before the first strip).
+                self.vals[i] = Val::Ptr(unsafe { p.add(u0 * bytes) });
+            }
+            for (j, (s, &w)) in stmts.iter().zip(&seg.widths).enumerate() {
+                let per = if w == Width::Cols { cols } else { 1 };
+                for &(_, r, ub) in back.iter().filter(|b| b.0 == j) {
+                    // From its next writer on, a register read from global memory is back in the
+                    // Unified Buffer.
+                    // SAFETY: as above.
+                    self.vals[r] = Val::Ptr(unsafe { ub.add(u0 * bases.iter().find(|b| b.0 == r).map_or(0, |b| b.2)) });
+                }
+                if skip[j] {
+                    continue;
+                }
+                self.part(s, u0 * per, n * per, n, cols)?;
+            }
+            u0 += n;
+        }
+        Ok(())
+    }
+
+    /// Run statement `s` over its elements `off..off + len` (copies, instructions) or over
+    /// `rows` rows of `cols` (row statements), registers already moved to the strip.
+    fn part(&mut self, s: &BStmt, off: usize, len: usize, rows: usize, cols: usize) -> Result<()> {
+        match s {
+            BStmt::Copy { to_local, global, reg, start, site, .. } => {
+                let g = self.globals[*global as usize];
+                let size = self.p.dtype(*reg).size();
+                let first = self.eval(start, site)? as usize + off;
+                // SAFETY: elements start..start + count of the global buffer and of the
+                // register were checked before the first strip; this strip moves part of them.
+                unsafe { self.transfer(*to_local, g.len * size, g.ptr.add(first * size), self.ptr(*reg), len * size) };
+            }
+            BStmt::Op { ins, site, .. } if len > 0 => self.op(ins, len).map_err(|e| e.at(site.as_ref()))?,
+            BStmt::Op { .. } => {}
+            BStmt::Reduce { op, dst, src, site, .. } => {
+                let (sv, dv) = (self.vals[src.0 as usize], self.vals[dst.0 as usize]);
+                // SAFETY: the source holds `rows` rows of `cols` from this strip on, the
+                // destination `rows` values (checked before the first strip).
+                unsafe { exec_reduce(*op, self.p.dtype(*src), sv, dv, rows, cols) }.map_err(|e| e.at(site.as_ref()))?
+            }
+            BStmt::Broadcast { dst, src, .. } => self.broadcast(*dst, *src, rows, cols),
+            BStmt::RowOp { op, dst, a, b, site, .. } => {
+                self.row_op(*op, [*dst, *a, *b], rows, cols).map_err(|e| e.at(site.as_ref()))?
+            }
+            BStmt::Loop { .. } => return Err(IrError::internal("a loop inside a segment")),
+        }
+        Ok(())
+    }
+}
