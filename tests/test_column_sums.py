@@ -59,3 +59,42 @@ def test_threads_do_not_change_the_result():
     np.testing.assert_array_equal(runs[0], runs[1])
     x = np.random.default_rng(3).standard_normal((40_000, 256)).astype(np.float32)
     np.testing.assert_allclose(runs[0], _ref(x, 0), rtol=1e-6, atol=1e-3)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(4096, 512), (777, 300), (20_000, 64), (130, 4100)])
+def test_variances_over_columns_match_float64(dtype, shape):
+    # A sum, deviations from it, then sums of those: phases that walk the matrix twice.
+    rng = np.random.default_rng(shape[0])
+    x = (rng.standard_normal(shape) * 3 + 1e4).astype(dtype)  # a large mean: the corrected two-pass matters
+    x64 = x.astype(np.float64)
+    for ddof in (0, 1):
+        v = pyasc.operator(lambda a, d=ddof: np.var(a, axis=0, ddof=d))(x)
+        s = pyasc.operator(lambda a, d=ddof: np.std(a, axis=0, ddof=d))(x)
+        tol = 1e-4 if dtype == np.float32 else 1e-10
+        np.testing.assert_allclose(v, x64.var(axis=0, ddof=ddof), rtol=tol)
+        np.testing.assert_allclose(s, x64.std(axis=0, ddof=ddof), rtol=tol)
+
+
+def test_mixed_column_programs_match_numpy():
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((3000, 200)).astype(np.float32)
+    x64 = x.astype(np.float64)
+    cases = {
+        "centred squares": (lambda a: ((a - a.mean(axis=0)) ** 2).sum(axis=0),
+                            ((x64 - x64.mean(axis=0)) ** 2).sum(axis=0)),
+        "sum and mean": (lambda a: a.sum(axis=0) * 2.0 + a.mean(axis=0),
+                         x64.sum(axis=0) * 2 + x64.mean(axis=0)),
+        "scaled squares": (lambda a: (a * a * 0.5 + 1.0).sum(axis=0), (x64 * x64 * 0.5 + 1).sum(axis=0)),
+        # Not sums only: these keep the row path.
+        "max": (lambda a: a.max(axis=0), x64.max(axis=0)),
+        "softmax": (lambda a: np.exp(a - a.max(axis=0)) / np.exp(a - a.max(axis=0)).sum(axis=0),
+                    np.exp(x64 - x64.max(axis=0)) / np.exp(x64 - x64.max(axis=0)).sum(axis=0)),
+    }
+    for name, (fn, want) in cases.items():
+        got = pyasc.operator(fn)(x)
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-4, err_msg=name)
+    # Views: a column slice and reversed rows.
+    for view in (x[:, 5:150], x[::-1]):
+        np.testing.assert_allclose(pyasc.operator(lambda a: np.var(a, axis=0))(view),
+                                   view.astype(np.float64).var(axis=0), rtol=1e-4)

@@ -21,6 +21,7 @@ use std::borrow::Cow;
 use std::cell::Cell;
 use std::time::Instant;
 
+mod column_phases;
 mod columns;
 mod long_rows;
 
@@ -334,6 +335,9 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
     let gathered: Vec<bool> = modes.iter().map(|m| matches!(m, ArgMode::Strided(..))).collect();
     let outs: Vec<SendPtr> = outs.iter().map(|p| SendPtr(*p)).collect();
     if let Some(done) = columns::run(k, &modes, &outs) {
+        return done;
+    }
+    if let Some(done) = column_phases::run(k, &modes, &outs) {
         return done;
     }
     if long_rows::chunkable(k) {

@@ -232,7 +232,7 @@ unsafe fn column_sums(c: &Columns, c0: usize, w: usize, rows: std::ops::Range<us
 const AHEAD: usize = 4;
 
 /// Ask for the `bytes` at `p` to be brought into the cache (a hint: it never faults).
-fn prefetch(p: *const u8, bytes: usize) {
+pub(super) fn prefetch(p: *const u8, bytes: usize) {
     #[cfg(target_arch = "x86_64")]
     for off in (0..bytes).step_by(64) {
         // SAFETY: a prefetch is a hint and never faults, whatever the address.
@@ -246,7 +246,7 @@ fn prefetch(p: *const u8, bytes: usize) {
 
 /// `acc[j] += row[j]` in float64, with the widest vectors the active ISA allows
 /// (`PYASC_ISA` lowers it, as for the kernels).
-fn add_row<T: Copy + Into<f64>>(acc: &mut [f64], row: &[T]) {
+pub(super) fn add_row<T: Copy + Into<f64>>(acc: &mut [f64], row: &[T]) {
     #[cfg(target_arch = "x86_64")]
     {
         use pyasc_kernels::isa::{active, Isa};
