@@ -86,6 +86,12 @@ def test_mixed_column_programs_match_numpy():
         "sum and mean": (lambda a: a.sum(axis=0) * 2.0 + a.mean(axis=0),
                          x64.sum(axis=0) * 2 + x64.mean(axis=0)),
         "scaled squares": (lambda a: (a * a * 0.5 + 1.0).sum(axis=0), (x64 * x64 * 0.5 + 1).sum(axis=0)),
+        # float32 data summed in float64: the cast is computed again in the second walk.
+        "float64 variance": (lambda a: np.var(a, axis=0, dtype=np.float64), x64.var(axis=0)),
+        # Deviations from a mean read again after a later sum: they depend on a per-column
+        # value, so this keeps the row path.
+        "scaled deviations": (lambda a: ((a - a.mean(axis=0)) / ((a - a.mean(axis=0)) ** 2).sum(axis=0)).sum(axis=0),
+                              ((x64 - x64.mean(axis=0)) / ((x64 - x64.mean(axis=0)) ** 2).sum(axis=0)).sum(axis=0)),
         # Not sums only: these keep the row path.
         "max": (lambda a: a.max(axis=0), x64.max(axis=0)),
         "softmax": (lambda a: np.exp(a - a.max(axis=0)) / np.exp(a - a.max(axis=0)).sum(axis=0),

@@ -83,6 +83,8 @@ fn plan(k: &TileKernel, modes: &[ArgMode]) -> Option<Plan> {
     let mut phases: Vec<Phase> = Vec::new();
     // Phase in which each element register was written; sums written in the current walk.
     let mut born: Vec<Option<usize>> = vec![None; k.regs.len()];
+    // The latest instruction that wrote each register.
+    let mut def: Vec<Option<Instr>> = vec![None; k.regs.len()];
     let mut summed: Vec<usize> = Vec::new();
     for ins in &k.body {
         let walk = match *ins {
@@ -116,13 +118,27 @@ fn plan(k: &TileKernel, modes: &[ArgMode]) -> Option<Plan> {
         let here = phases.len() - 1;
         for &s in ins.srcs().iter() {
             let i = s.0 as usize;
-            // An element value from an earlier phase is gone; a sum is not complete until
-            // its walk ends.
-            if (element(s) && i != arg && born[i] != Some(here)) || (walk && summed.contains(&i)) {
+            // A sum is not complete until its walk ends.
+            if walk && summed.contains(&i) {
                 return None;
+            }
+            // An element value from an earlier walk is gone: computed again here when it
+            // depends only on the argument and constants (a cast of the argument).
+            if element(s) && i != arg && born[i] != Some(here) {
+                let mut again = Vec::new();
+                if !walk || !recompute(k, i, &def, arg, &mut again) {
+                    return None;
+                }
+                for r in again {
+                    born[r.dst().0 as usize] = Some(here);
+                    if let Some(Phase::Walk(v)) = phases.last_mut() {
+                        v.push(r);
+                    }
+                }
             }
         }
         let d = ins.dst().0 as usize;
+        def[d] = Some(*ins);
         if element(ins.dst()) {
             born[d] = Some(here);
         } else if walk {
@@ -141,6 +157,30 @@ fn plan(k: &TileKernel, modes: &[ArgMode]) -> Option<Plan> {
         stride: st[1],
         phases,
     })
+}
+
+/// Push the instructions that compute element register `r` again from the argument and
+/// constants alone (dependencies first); false when it needs anything else (a per-row value
+/// may have changed since).
+fn recompute(k: &TileKernel, r: usize, def: &[Option<Instr>], arg: usize, out: &mut Vec<Instr>) -> bool {
+    let Some(ins) = def[r] else { return false };
+    if matches!(ins, Instr::Reduce { .. } | Instr::ReduceMap { .. } | Instr::Scan { .. }) || out.len() > 16 {
+        return false;
+    }
+    for &s in ins.srcs().iter() {
+        let i = s.0 as usize;
+        let decl = k.regs[i];
+        if i == arg || matches!(decl.kind, RegKind::Scalar(_)) {
+            continue;
+        }
+        if decl.row || !recompute(k, i, def, arg, out) {
+            return false;
+        }
+    }
+    if !out.contains(&ins) {
+        out.push(ins);
+    }
+    true
 }
 
 /// Run `k` this way when it matches; `None` leaves it to the row path. Blocks of columns run
