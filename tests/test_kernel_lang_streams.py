@@ -137,17 +137,19 @@ def test_copy_from_on_a_stream_feeds_the_kernel_and_numpy_waits_for_it():
     np.testing.assert_array_equal(zd.numpy(), x + y)
 
 
-def test_errors_surface_at_the_next_synchronize_with_the_kernel_name_and_launch_line():
-    @pyasc.kernel
-    def window(x, y, off):
-        pipe = asc.TPipe()
-        q = asc.TQue(asc.QuePosition.VECIN, 1)
-        pipe.init_buffer(q, 1, 64 * 4)
-        t = q.alloc_tensor(np.float32)
-        asc.data_copy(t, x[off:off + 64], 64)
-        asc.data_copy(y[off:], t, 64)
-        q.free_tensor(t)
+@pyasc.kernel
+def window(x, y, off):
+    """Copy the 64 values at ``off`` of ``x`` to ``y`` (out of bounds for a large ``off``)."""
+    pipe = asc.TPipe()
+    q = asc.TQue(asc.QuePosition.VECIN, 1)
+    pipe.init_buffer(q, 1, 64 * 4)
+    t = q.alloc_tensor(np.float32)
+    asc.data_copy(t, x[off:off + 64], 64)
+    asc.data_copy(y[off:], t, 64)
+    q.free_tensor(t)
 
+
+def test_errors_surface_at_the_next_synchronize_with_the_kernel_name_and_launch_line():
     x = np.arange(256, dtype=np.float32)
     y = np.zeros_like(x)
     s = pyasc.Stream()
@@ -168,16 +170,6 @@ def test_errors_surface_at_the_next_synchronize_with_the_kernel_name_and_launch_
 
 
 def test_a_failed_kernel_poisons_the_device_arrays_it_writes():
-    @pyasc.kernel
-    def window(x, y, off):
-        pipe = asc.TPipe()
-        q = asc.TQue(asc.QuePosition.VECIN, 1)
-        pipe.init_buffer(q, 1, 64 * 4)
-        t = q.alloc_tensor(np.float32)
-        asc.data_copy(t, x[off:off + 64], 64)
-        asc.data_copy(y[off:], t, 64)
-        q.free_tensor(t)
-
     xd = pyasc.to_device(np.arange(256, dtype=np.float32))
     yd = pyasc.zeros(256, np.float32)
     line = sys._getframe().f_lineno + 1

@@ -10,7 +10,7 @@
 //! of an earlier phase walks the matrix again. Sums keep the row path's accuracy: rows are
 //! added in blocks, the blocks' partials combined pairwise.
 
-use super::columns::add_row;
+use super::columns::{add_row, prefetch, Pairwise, AHEAD};
 use super::ArgMode;
 use crate::instr::{exec, Val};
 use crate::pool::num_threads;
@@ -24,10 +24,6 @@ use pyasc_ir::DType;
 const MAX_WIDTH: usize = 1024;
 /// Fewest columns in a block, and the narrowest matrix this path takes.
 const MIN_WIDTH: usize = 64;
-/// Matrix rows added one after another into a partial before partials combine pairwise.
-const ROWS_PER_PARTIAL: usize = 128;
-/// Matrix rows ahead whose runs are prefetched.
-const AHEAD: usize = 4;
 
 /// A phase of the body: walked over the matrix rows, or run once per block.
 enum Phase {
@@ -208,51 +204,6 @@ pub(super) fn run(k: &TileKernel, modes: &[ArgMode], outs: &[SendPtr]) -> Option
     Some(result.map(|_| (blocks, blocks.min(threads))))
 }
 
-/// Float64 sums of `w` columns, added row by row into a partial and combined pairwise.
-struct Pairwise {
-    stack: Vec<(u32, Vec<f64>)>,
-    part: Vec<f64>,
-    rows: usize,
-}
-
-impl Pairwise {
-    fn new(w: usize) -> Pairwise {
-        Pairwise { stack: Vec::new(), part: vec![0.0; w], rows: 0 }
-    }
-
-    /// Close a row: every [`ROWS_PER_PARTIAL`] rows the partial joins the pairwise stack.
-    fn end_row(&mut self) {
-        self.rows += 1;
-        if self.rows == ROWS_PER_PARTIAL {
-            self.push();
-        }
-    }
-
-    fn push(&mut self) {
-        let w = self.part.len();
-        let mut part = std::mem::replace(&mut self.part, vec![0.0; w]);
-        let mut level = 0u32;
-        while self.stack.last().is_some_and(|(l, _)| *l == level) {
-            let (_, left) = self.stack.pop().expect("checked");
-            part.iter_mut().zip(&left).for_each(|(p, l)| *p += l);
-            level += 1;
-        }
-        self.stack.push((level, part));
-        self.rows = 0;
-    }
-
-    fn total(mut self) -> Vec<f64> {
-        if self.rows > 0 || self.stack.is_empty() {
-            self.push();
-        }
-        let mut total = self.stack.pop().map(|(_, v)| v).expect("one partial at least");
-        while let Some((_, left)) = self.stack.pop() {
-            total.iter_mut().zip(&left).for_each(|(t, l)| *t += l);
-        }
-        total
-    }
-}
-
 /// Run every phase over columns `c0..c0 + w`.
 ///
 /// # Safety
@@ -302,7 +253,7 @@ unsafe fn block(k: &TileKernel, p: &Plan, outs: &[SendPtr], c0: usize, w: usize)
             .collect();
         for i in 0..p.len {
             if i + AHEAD < p.len {
-                super::columns::prefetch(row_at(i + AHEAD), w * size as usize);
+                prefetch(row_at(i + AHEAD), w * size as usize);
             }
             vals[p.arg] = Val::Ptr(row_at(i));
             let mut s = 0;
@@ -363,29 +314,6 @@ unsafe fn add_values(acc: &mut [f64], v: Val, dtype: DType, w: usize) {
         match dtype {
             DType::F32 => add_row(acc, std::slice::from_raw_parts(p as *const f32, w)),
             _ => add_row(acc, std::slice::from_raw_parts(p as *const f64, w)),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pairwise_sums_match_and_stay_accurate() {
-        for rows in [0usize, 1, 127, 128, 129, 1000, 70_000] {
-            let mut p = Pairwise::new(3);
-            for i in 0..rows {
-                p.part[0] += 0.1;
-                p.part[1] += i as f64;
-                p.part[2] -= 1.0;
-                p.end_row();
-            }
-            let t = p.total();
-            let n = rows as f64;
-            assert!((t[0] - 0.1 * n).abs() <= 1e-13 * n.max(1.0), "{rows}: {}", t[0]);
-            assert_eq!(t[1], n * (n - 1.0) / 2.0);
-            assert_eq!(t[2], -n);
         }
     }
 }

@@ -182,54 +182,83 @@ unsafe fn finish(k: &TileKernel, c: &Columns, outs: &[SendPtr], c0: usize, sums:
     Ok(())
 }
 
-/// Float64 sums over `rows` of columns `c0..c0 + w`: blocks of rows added in order, the
-/// blocks' partials combined pairwise (a binary counter of partials, as in a pairwise sum).
+/// Float64 sums over `rows` of columns `c0..c0 + w`.
 ///
 /// # Safety
 /// The argument covers `rows` of columns `c0..c0 + w`.
 unsafe fn column_sums(c: &Columns, c0: usize, w: usize, rows: std::ops::Range<usize>) -> Vec<f64> {
-    let mut stack: Vec<(u32, Vec<f64>)> = Vec::new();
     let size = c.dtype.size() as isize;
-    let mut row = rows.start;
-    while row < rows.end {
-        let end = (row + ROWS_PER_PARTIAL).min(rows.end);
-        let mut part = vec![0f64; w];
-        for i in row..end {
-            if i + AHEAD < rows.end {
-                prefetch(
-                    c.base.0.wrapping_offset(((i + AHEAD) as isize * c.stride + c0 as isize) * size),
-                    w * size as usize,
-                );
-            }
-            // SAFETY: row `i` of the block's columns lies inside the argument.
-            unsafe {
-                let at = c.base.0.offset((i as isize * c.stride + c0 as isize) * size);
-                match c.dtype {
-                    DType::F32 => add_row(&mut part, std::slice::from_raw_parts(at as *const f32, w)),
-                    _ => add_row(&mut part, std::slice::from_raw_parts(at as *const f64, w)),
-                }
+    let mut sums = Pairwise::new(w);
+    for i in rows.clone() {
+        if i + AHEAD < rows.end {
+            prefetch(
+                c.base.0.wrapping_offset(((i + AHEAD) as isize * c.stride + c0 as isize) * size),
+                w * size as usize,
+            );
+        }
+        // SAFETY: row `i` of the block's columns lies inside the argument.
+        unsafe {
+            let at = c.base.0.offset((i as isize * c.stride + c0 as isize) * size);
+            match c.dtype {
+                DType::F32 => add_row(&mut sums.part, std::slice::from_raw_parts(at as *const f32, w)),
+                _ => add_row(&mut sums.part, std::slice::from_raw_parts(at as *const f64, w)),
             }
         }
+        sums.end_row();
+    }
+    sums.total()
+}
+
+/// Float64 sums of `w` columns, added row by row into a partial and combined pairwise.
+pub(super) struct Pairwise {
+    stack: Vec<(u32, Vec<f64>)>,
+    /// The partial the current rows add into.
+    pub(super) part: Vec<f64>,
+    rows: usize,
+}
+
+impl Pairwise {
+    pub(super) fn new(w: usize) -> Pairwise {
+        Pairwise { stack: Vec::new(), part: vec![0.0; w], rows: 0 }
+    }
+
+    /// Close a row: every [`ROWS_PER_PARTIAL`] rows the partial joins the pairwise stack.
+    pub(super) fn end_row(&mut self) {
+        self.rows += 1;
+        if self.rows == ROWS_PER_PARTIAL {
+            self.push();
+        }
+    }
+
+    fn push(&mut self) {
+        let w = self.part.len();
+        let mut part = std::mem::replace(&mut self.part, vec![0.0; w]);
         let mut level = 0u32;
-        while stack.last().is_some_and(|(l, _)| *l == level) {
-            let (_, left) = stack.pop().expect("checked");
+        while self.stack.last().is_some_and(|(l, _)| *l == level) {
+            let (_, left) = self.stack.pop().expect("checked");
             part.iter_mut().zip(&left).for_each(|(p, l)| *p += l);
             level += 1;
         }
-        stack.push((level, part));
-        row = end;
+        self.stack.push((level, part));
+        self.rows = 0;
     }
-    let mut total = stack.pop().map(|(_, v)| v).unwrap_or_else(|| vec![0f64; w]);
-    while let Some((_, left)) = stack.pop() {
-        total.iter_mut().zip(&left).for_each(|(t, l)| *t += l);
+
+    pub(super) fn total(mut self) -> Vec<f64> {
+        if self.rows > 0 || self.stack.is_empty() {
+            self.push();
+        }
+        let mut total = self.stack.pop().map(|(_, v)| v).expect("one partial at least");
+        while let Some((_, left)) = self.stack.pop() {
+            total.iter_mut().zip(&left).for_each(|(t, l)| *t += l);
+        }
+        total
     }
-    total
 }
 
 /// Matrix rows ahead of the one being added whose runs are prefetched: each run is its own
 /// stretch of memory (often a page of its own), which the hardware prefetchers do not enter
 /// until it is read.
-const AHEAD: usize = 4;
+pub(super) const AHEAD: usize = 4;
 
 /// Ask for the `bytes` at `p` to be brought into the cache (a hint: it never faults).
 pub(super) fn prefetch(p: *const u8, bytes: usize) {
@@ -321,5 +350,23 @@ mod tests {
         let got = sums(&data, rows, 1, 0, 1);
         let want = 0.1f32 as f64 * rows as f64;
         assert!(((got[0] - want) / want).abs() < 1e-14, "{} vs {want}", got[0]);
+    }
+
+    #[test]
+    fn pairwise_sums_match_and_stay_accurate() {
+        for rows in [0usize, 1, 127, 128, 129, 1000, 70_000] {
+            let mut p = Pairwise::new(3);
+            for i in 0..rows {
+                p.part[0] += 0.1;
+                p.part[1] += i as f64;
+                p.part[2] -= 1.0;
+                p.end_row();
+            }
+            let t = p.total();
+            let n = rows as f64;
+            assert!((t[0] - 0.1 * n).abs() <= 1e-13 * n.max(1.0), "{rows}: {}", t[0]);
+            assert_eq!(t[1], n * (n - 1.0) / 2.0);
+            assert_eq!(t[2], -n);
+        }
     }
 }
