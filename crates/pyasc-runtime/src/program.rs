@@ -441,7 +441,7 @@ impl Block<'_> {
         let rows = self.rows;
         let mut m = rows;
         let cond = w.cond.0 as usize;
-        let Val::Ptr(cp) = self.vals[cond] else { return Ok(()) };
+        let Val::Ptr(cp) = self.vals[cond] else { return Err(IrError::internal("a packed mask loop tests a scalar")) };
         // SAFETY: the condition register holds `rows` bools.
         let mut running = unsafe { count_true(cp, m) };
         let mut pack: Option<Packed> = None;
@@ -495,7 +495,9 @@ impl Block<'_> {
                     // SAFETY: as above.
                     unsafe { self.transfer(&acc[&key], *src, false) }
                 }
-                Stmt::While(w) if depth == 0 && packable(&w.body) => {
+                Stmt::While(w)
+                    if depth == 0 && matches!(self.vals[w.cond.0 as usize], Val::Ptr(_)) && packable(&w.body) =>
+                {
                     // SAFETY: per this function's contract.
                     unsafe { self.run_packing(w)? }
                 }
