@@ -101,8 +101,9 @@ pub fn allocate_aligned(bytes: usize, align: usize) -> Result<PoolBlock> {
     if !align.is_power_of_two() {
         return Err(IrError::new(ErrorKind::Alignment, format!("alignment must be a power of two, not {align}")));
     }
-    let align = align.max(ALIGN);
     let class = size_class(bytes);
+    // Large blocks start on a huge-page boundary so the kernel can back them with huge pages.
+    let align = if class >= HUGE_MIN_BYTES { align.max(HUGE_PAGE).max(ALIGN) } else { align.max(ALIGN) };
     if let Some(limit) = memory_limit() {
         let in_use = IN_USE.load(Ordering::Relaxed);
         if in_use + class > limit {
@@ -141,7 +142,9 @@ pub fn allocate_aligned(bytes: usize, align: usize) -> Result<PoolBlock> {
                 p
             } else {
                 p
-            }
+            };
+            advise_huge(p, class);
+            p
         }
     };
     ALLOCS.fetch_add(1, Ordering::Relaxed);
@@ -272,6 +275,28 @@ pub fn stats() -> PoolStats {
     }
 }
 
+/// Blocks of at least this many bytes are aligned to [`HUGE_PAGE`] and advised to use
+/// transparent huge pages, as NumPy does for its large arrays: a 16 MiB array spans 4096
+/// small pages, more than the second-level TLB holds, so a pass over it and its output
+/// walks the page table every 4 KiB.
+const HUGE_MIN_BYTES: usize = 4 << 20;
+
+/// The huge page size of x86-64 and most aarch64 Linux systems.
+const HUGE_PAGE: usize = 2 << 20;
+
+/// Ask the kernel to back `bytes` bytes at `p` (a fresh allocation) with transparent huge
+/// pages; a hint that changes nothing where they are off or unsupported.
+fn advise_huge(p: *mut u8, bytes: usize) {
+    #[cfg(target_os = "linux")]
+    if bytes >= HUGE_MIN_BYTES {
+        // SAFETY: the range is a live allocation of ours; the advice only affects how the
+        // kernel backs it, never its contents, and an error leaves it as it was.
+        unsafe { libc::madvise(p as *mut libc::c_void, bytes, libc::MADV_HUGEPAGE) };
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (p, bytes);
+}
+
 /// Outputs of at least this many bytes are written with streaming stores (the tile VM's element
 /// outputs, the block VM's copies into global buffers): no read for ownership of lines about to
 /// be overwritten, no eviction of inputs still to be read. A quarter of the last-level cache
@@ -345,6 +370,21 @@ mod tests {
         let b = allocate_aligned(1000, 4096).unwrap();
         assert_eq!(b.as_ptr() as usize % 4096, 0);
         assert_eq!(allocate_aligned(1000, 100).unwrap_err().kind, ErrorKind::Alignment);
+    }
+
+    #[test]
+    fn large_blocks_start_on_a_huge_page_and_come_back_from_the_cache() {
+        let a = allocate(HUGE_MIN_BYTES + 12345).unwrap();
+        let p = a.as_ptr();
+        assert_eq!(p as usize % HUGE_PAGE, 0);
+        assert_eq!(a.alignment(), HUGE_PAGE);
+        // SAFETY: the block holds at least this many bytes.
+        unsafe { std::ptr::write_bytes(p, 7, HUGE_MIN_BYTES + 12345) };
+        drop(a);
+        let b = allocate(HUGE_MIN_BYTES + 100).unwrap();
+        assert_eq!(b.as_ptr(), p, "same class and alignment come back");
+        let small = allocate(HUGE_MIN_BYTES / 2).unwrap();
+        assert_eq!(small.alignment(), ALIGN);
     }
 
     #[test]
