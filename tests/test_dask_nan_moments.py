@@ -334,3 +334,28 @@ def test_partials_pickle_with_the_operator_by_source():
         for key in layer:
             pickle.loads(pickle.dumps(layer[key]))
     np.testing.assert_allclose(r.compute(), np.nanmean(x + 1, axis=1), rtol=1e-12)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_chunk_of_size_zero_adds_nothing(kind):
+    x = np.arange(12, dtype=np.float32) - 4
+    x[[3, 4]] = np.nan  # across the boundary that the empty chunk sits on
+    dx = da.from_array(x, chunks=((4, 0, 8),))
+    _check(_operator(kind, 0, 1, False), kind, x, dx, 0, 1, False, 1e-6)
+
+
+def test_an_empty_reduced_axis_is_what_pyasc_gives_on_numpy_arrays():
+    x = np.zeros((0, 3), np.float32)
+    dx = da.from_array(x, chunks=(1, 2))
+    for kind in ("nanmean", "nanvar", "nanstd"):  # NaN, as NumPy (which warns), pyasc without a warning
+        op = _operator(kind, 0, 0, False)
+        got, warned = _runtime_warnings(op(dx).compute)
+        np.testing.assert_array_equal(got, _reference(kind, x, 0, 0, False))
+        np.testing.assert_array_equal(got, op(x))
+        assert not warned
+    for kind in ("nanmax", "nanmin"):  # no identity: pyasc's error, as NumPy raises
+        op = _operator(kind, 0, 0, False)
+        with pytest.raises(pyasc.ShapeError, match="empty axis"):
+            op(x)
+        with pytest.raises(pyasc.ShapeError, match="empty axis"):
+            op(dx).compute()

@@ -250,15 +250,16 @@ def plan(op: Any, arrays: Sequence[Any], rank: int, probe: Sequence[Any], dtype:
     dask_arrays = [a for a in arrays if is_dask_array(a)]
     if call.kind in ("var", "std", "nanvar", "nanstd"):
         return _variance(op, arrays, rank, dtype, call, axes)
+    unknown = any(np.isnan(c) for a in dask_arrays for axis_chunks in a.chunks for c in axis_chunks)
+    shape = None if unknown else _full_shape([a.shape for a in dask_arrays], rank)
+    if call.kind != "nanmean" and shape is not None and any(shape[a] == 0 for a in axes):
+        return None  # an extreme of nothing: NumPy's error for an empty sequence comes from the operator itself
     if call.kind in _moment_trace.NAN_KINDS:
         from ._dask_nan import tree
 
         return tree(op, arrays, rank, dtype, call, axes)
-    if any(np.isnan(c) for a in dask_arrays for axis_chunks in a.chunks for c in axis_chunks):
+    if shape is None:
         return None  # unknown chunk sizes: no offsets to make the indices global
-    shape = _full_shape([a.shape for a in dask_arrays], rank)
-    if any(shape[a] == 0 for a in axes):
-        return None  # NumPy's error for an empty sequence comes from the operator itself
     return _arg(op, arrays, rank, dtype, call, axes, nargs, value_dtype, shape)
 
 
