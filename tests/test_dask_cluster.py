@@ -106,3 +106,28 @@ def test_variance_and_argmax_combine_in_the_tree_on_workers(client):
     got = client.compute(first_max(dx)).result()
     np.testing.assert_array_equal(got, np.argmax(x, axis=0))
     assert got[3] == 700
+
+
+def test_nan_reductions_combine_in_the_tree_on_workers(client):
+    @pyasc.operator
+    def col_nanvar(x):
+        return np.nanvar(x * 2, axis=0, ddof=1)
+
+    @pyasc.operator
+    def col_nanmax(x):
+        return np.nanmax(x - 1, axis=0)
+
+    rng = np.random.default_rng(12)
+    x = (100 + rng.standard_normal((3000, 6))).astype(np.float32)
+    x[rng.random(x.shape) < 0.2] = np.nan
+    x[:, 4] = np.nan  # a column with no value
+    x[:500, 1] = np.nan  # the first row chunk of a column
+    dx = da.from_array(x, chunks=(500, 3))
+    r = col_nanvar(dx)
+    assert not any("rechunk" in name for name in r.dask.layers)
+    with np.errstate(invalid="ignore"), pytest.warns(RuntimeWarning):
+        want = np.nanvar((x * np.float32(2)).astype(np.float64), axis=0, ddof=1)
+    np.testing.assert_allclose(client.compute(r).result(), want, rtol=1e-5)
+    with pytest.warns(RuntimeWarning):
+        want = np.nanmax(x - np.float32(1), axis=0)
+    np.testing.assert_array_equal(client.compute(col_nanmax(dx)).result(), want)

@@ -1,4 +1,4 @@
-"""Variance, standard deviation and argmax/argmin of a pointwise expression in Dask's reduction tree.
+"""Variance, standard deviation, argmax/argmin and NaN-skipping reductions of a pointwise expression in Dask's tree.
 
 ``np.var(x * 2 + y, axis=0)`` traces into sums, differences and products that cannot be read
 off the graph chunk by chunk, so the function is traced again in two companion operators
@@ -11,6 +11,9 @@ per-chunk partials, and runs on every chunk with pyasc's kernels:
   ``mean = sum n_i mean_i / n``, ``M2 = sum M2_i + sum n_i (mean_i - mean)**2``, and the
   aggregate divides M2 by ``n - ddof`` as NumPy does (inf or nan where ``ddof >= n``), takes the
   square root for ``std`` and casts to the operator's dtype.
+* ``nanvar``/``nanstd``: the same partials of the values that are not NaN, the count per output
+  element; the aggregate gives NaN where ``n - ddof <= 0``, as ``np.nanvar`` does.
+* ``nanmean``/``nanmax``/``nanmin``: see :mod:`pyasc._dask_nan`.
 * ``argmax``/``argmin``: the chunk's extreme value and its index, made global with the chunk's
   offsets (lazy ``arange`` arrays chunked like the arguments); over every axis the index is the
   C-order flat one, which the partials compute even for n-d arrays, where pyasc's operator on
@@ -80,7 +83,11 @@ def _block_extents(blocks: Sequence[Any], rank: int) -> Tuple[int, ...]:
 
 
 class _VarPartial:
-    """One set of blocks' count, mean and M2 (float64), the reduced axes kept as 1."""
+    """One set of blocks' count, mean and M2 (float64), the reduced axes kept as 1.
+
+    ``var``/``std`` count the chunk's extents; ``nanvar``/``nanstd`` partials bring their own
+    count per output element (the values that are not NaN).
+    """
 
     def __init__(self, op: Any, axes: Tuple[int, ...], rank: int):
         self.op, self.axes, self.rank = op, axes, rank
@@ -88,9 +95,16 @@ class _VarPartial:
     def __call__(self, *blocks: Any) -> np.ndarray:
         full = _block_extents(blocks, self.rank)
         keep = tuple(1 if i in self.axes else n for i, n in enumerate(full))
-        mean, m2 = partials_operator(self.op)(*blocks)
-        out = np.empty(keep, MOMENTS)
-        out["n"] = float(np.prod([full[i] for i in self.axes]))
+        out = np.zeros(keep, MOMENTS)
+        if 0 in full:  # an empty chunk: a count of 0, which the tree skips
+            return out
+        parts = partials_operator(self.op)(*blocks)
+        if len(parts) == 3:
+            n, mean, m2 = parts
+            out["n"] = np.asarray(n).reshape(keep)
+        else:
+            mean, m2 = parts
+            out["n"] = float(np.prod([full[i] for i in self.axes]))
         out["mean"] = np.asarray(mean).reshape(keep)
         out["m2"] = np.asarray(m2).reshape(keep)
         return out
@@ -115,15 +129,20 @@ def _var_combine(x: np.ndarray, axis: Any = None, keepdims: bool = True, computi
 
 
 class _VarAggregate:
-    """M2 / (n - ddof) (NumPy's divisor, never below 0), its square root for std, in the result dtype."""
+    """M2 / (n - ddof) (NumPy's divisor, never below 0), its square root for std, in the result dtype.
 
-    def __init__(self, root: bool, ddof: Any, dtype: Any):
-        self.root, self.ddof, self.dtype = root, ddof, np.dtype(dtype)
+    With ``nan_dof`` (``nanvar``/``nanstd``) the result is NaN where ``n - ddof <= 0``.
+    """
+
+    def __init__(self, root: bool, ddof: Any, dtype: Any, nan_dof: bool = False):
+        self.root, self.ddof, self.dtype, self.nan_dof = root, ddof, np.dtype(dtype), nan_dof
 
     def __call__(self, x: np.ndarray, axis: Any = None, keepdims: bool = False, **_: Any) -> np.ndarray:
         t = _var_combine(x, axis, keepdims)
         with np.errstate(divide="ignore", invalid="ignore"):
             v = t["m2"] / np.maximum(t["n"] - self.ddof, 0)
+            if self.nan_dof:
+                v = np.where(t["n"] - self.ddof <= 0, np.nan, v)
             if self.root:
                 v = np.sqrt(v)
         return v.astype(self.dtype)
@@ -207,6 +226,8 @@ def _operand_call(op: Any, probe: Sequence[Any]) -> Tuple[Any, Any]:
 def plan(op: Any, arrays: Sequence[Any], rank: int, probe: Sequence[Any], dtype: Any, nargs: int) -> Optional[Any]:
     """Return the lazy tree reduction of an operator that is one var/std/argmax/argmin of a pointwise expression.
 
+    Also one NaN-skipping reduction (``nanmean``/``nanvar``/``nanstd``/``nanmax``/``nanmin``).
+
     None when the operator is not one (the caller rechunks the reduced axes instead).
     """
     from . import _dask_graph as graph
@@ -227,13 +248,18 @@ def plan(op: Any, arrays: Sequence[Any], rank: int, probe: Sequence[Any], dtype:
         return None
     axes = tuple(range(rank)) if call.axes is None else tuple(call.axes)
     dask_arrays = [a for a in arrays if is_dask_array(a)]
-    if call.kind in ("var", "std"):
+    if call.kind in ("var", "std", "nanvar", "nanstd"):
         return _variance(op, arrays, rank, dtype, call, axes)
-    if any(np.isnan(c) for a in dask_arrays for axis_chunks in a.chunks for c in axis_chunks):
+    unknown = any(np.isnan(c) for a in dask_arrays for axis_chunks in a.chunks for c in axis_chunks)
+    shape = None if unknown else _full_shape([a.shape for a in dask_arrays], rank)
+    if call.kind != "nanmean" and shape is not None and any(shape[a] == 0 for a in axes):
+        return None  # an extreme of nothing: NumPy's error for an empty sequence comes from the operator itself
+    if call.kind in _moment_trace.NAN_KINDS:
+        from ._dask_nan import tree
+
+        return tree(op, arrays, rank, dtype, call, axes)
+    if shape is None:
         return None  # unknown chunk sizes: no offsets to make the indices global
-    shape = _full_shape([a.shape for a in dask_arrays], rank)
-    if any(shape[a] == 0 for a in axes):
-        return None  # NumPy's error for an empty sequence comes from the operator itself
     return _arg(op, arrays, rank, dtype, call, axes, nargs, value_dtype, shape)
 
 
@@ -266,7 +292,8 @@ def _variance(op: Any, arrays: Sequence[Any], rank: int, dtype: Any, call: Any, 
                          token=f"pyasc-{call.kind}-partials")
     out_rank = rank if call.keepdims else rank - len(axes)
     return da.reduction(partial, chunk=_var_combine, combine=_var_combine, name=f"pyasc-{call.kind}",
-                        aggregate=_VarAggregate(call.kind == "std", call.ddof, dtype), axis=axes,
+                        aggregate=_VarAggregate(call.kind.endswith("std"), call.ddof, dtype,
+                                                call.kind.startswith("nan")), axis=axes,
                         keepdims=call.keepdims, dtype=np.dtype(dtype), meta=np.empty((0,) * out_rank, dtype))
 
 

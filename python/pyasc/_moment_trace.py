@@ -1,4 +1,4 @@
-"""Trace modes that turn a function's one ``var``/``std``/``argmax``/``argmin`` into per-chunk partials.
+"""Trace modes that turn a function's one var/std/argmax/argmin/NaN-skipping reduction into partials.
 
 A Dask array's tree reduction needs, per chunk, the statistics that combine: a variance's count,
 mean and sum of squared deviations (M2), an arg-reduction's index and value. A function such
@@ -8,7 +8,10 @@ these modes on:
 
 * ``"partials"``: ``var``/``std`` return ``(mean, M2)`` in float64 with the reduced axes kept
   (pyasc's corrected two-pass sums over the chunk), ``argmax``/``argmin`` return ``(index,
-  value)`` with the reduced axes kept;
+  value)`` with the reduced axes kept; ``nanvar``/``nanstd`` return ``(count, mean, M2)`` of the
+  values that are not NaN, ``nanmean`` ``(count, sum)``, all float64 and per output element
+  (the count varies from column to column), ``nanmax``/``nanmin`` the chunk's own result
+  (NaN where every value is NaN), all with the reduced axes kept;
 * ``"operand"``: they return the array they were given (the pointwise expression), so the
   companion's graph tells whether that expression splits over chunks.
 
@@ -27,20 +30,24 @@ import numpy as np
 
 from .errors import UnsupportedError
 
-__all__ = ["Call", "NotSplittable", "active", "intercept", "run"]
+__all__ = ["Call", "NAN_KINDS", "NotSplittable", "active", "intercept", "run"]
 
 _local = threading.local()
 
 
+#: The NaN-skipping reductions of floats that split into per-chunk partials.
+NAN_KINDS = ("nanmean", "nanvar", "nanstd", "nanmax", "nanmin")
+
+
 class NotSplittable(UnsupportedError):
-    """The function is not one ``var``/``std``/``argmax``/``argmin`` call returned as it is."""
+    """The function is not one ``var``/``std``/``argmax``/``argmin`` or NaN-skipping call returned as it is."""
 
 
 @dataclass(frozen=True)
 class Call:
     """What the one intercepted call asked for (plain data: it travels to Dask workers)."""
 
-    kind: str  # "var", "std", "argmax" or "argmin"
+    kind: str  # "var", "std", "argmax", "argmin" or one of NAN_KINDS
     axes: Optional[Tuple[int, ...]]  # None: every axis
     keepdims: bool
     ddof: Any = 0
@@ -82,7 +89,8 @@ def run(mode: str, func: Callable[..., Any], args: tuple) -> Tuple[Any, Call]:
         _stack().pop()
     if failed is not None or len(rec.calls) != 1 or result is not rec.calls[0][1]:
         name = getattr(func, "__name__", "operator")
-        raise NotSplittable(f"{name}: its result is not one var/std/argmax/argmin call for arguments of shapes "
+        raise NotSplittable(f"{name}: its result is not one var/std/argmax/argmin call (nor one nanmean/nanvar/"
+                            f"nanstd/nanmax/nanmin call) for arguments of shapes "
                             f"{[tuple(getattr(a, 'shape', ())) for a in args]}, though it was for the blocks' "
                             "stand-ins; give its Dask arguments chunks of one shape, or compute them first"
                             ) from failed
@@ -96,13 +104,15 @@ def intercept(kind: str, x: Any, axes: Optional[Tuple[int, ...]], keepdims: bool
 
     rec = _stack()[-1]
     call = Call(kind, axes, bool(keepdims), ddof, tuple(int(n) for n in x.shape))
-    if kind in ("var", "std"):
+    if kind in NAN_KINDS:
+        out: Any = _nan_partials(kind, x, axes, dtype, rec.mode)
+    elif kind in ("var", "std"):
         dt = np.dtype(dtype) if dtype is not None else (np.dtype(x.dtype) if np.dtype(x.dtype).kind == "f"
                                                          else np.dtype(np.float64))
         if np.dtype(x.dtype) != dt:
             x = x.astype(dt)  # the dtype the variance computes in, then float64 for the partials
         if rec.mode == "operand":
-            out: Any = x
+            out = x
         else:
             x = x.astype(np.float64)
             n = reductions._count(x, axes)
@@ -123,6 +133,33 @@ def intercept(kind: str, x: Any, axes: Optional[Tuple[int, ...]], keepdims: bool
             out = (_pyasc.apply_reduce(kind, x, axis, True), value)
     rec.calls.append((call, out))
     return out
+
+
+def _nan_partials(kind: str, x: Any, axes: Optional[Tuple[int, ...]], dtype: Any, mode: str) -> Any:
+    """Return a NaN-skipping reduction's operand (``"operand"`` mode) or its partials over ``axes``."""
+    from . import ops, reductions, statistics
+
+    if kind in ("nanmax", "nanmin"):
+        if mode == "operand":
+            return x
+        return statistics._nanext(x, axis=axes, keepdims=True, high=kind == "nanmax")
+    if dtype is not None and np.dtype(x.dtype) != np.dtype(dtype):
+        x = x.astype(dtype)  # the dtype NumPy computes in, then float64 for the partials
+    if mode == "operand":
+        return x
+    x = x.astype(np.float64)
+    nan = ops.isnan(x)
+    # The count as a float64 sum of 0/1 (exact below 2**53): about 3x faster than a boolean mask's int64 sum.
+    n = reductions.sum(ops.where(nan, 0.0, 1.0), axes, True)
+    total = reductions.sum(ops.where(nan, 0, x), axes, True)
+    if kind == "nanmean":
+        return n, total
+    # The corrected two-pass sums of the values that are not NaN (NaN where n is 0: the tree skips those).
+    m = total / n
+    d = ops.where(nan, 0, x - m)
+    s1 = reductions.sum(d, axes, True)
+    s2 = reductions.sum(d * d, axes, True)
+    return n, m + s1 / n, ops.maximum(s2 - s1 * s1 / n, 0)
 
 
 def _flat_arg(kind: str, x: Any) -> Tuple[Any, Any]:

@@ -6,7 +6,10 @@ workers; pyasc per chunk against NumPy + ``scipy.special.erf`` per chunk on the 
 a pyasc stencil running many steps per halo exchange against ``map_overlap`` of NumPy slicing
 with the same halo depth. ``dask_var``: ``np.var(x, axis=0, ddof=1)`` of the GELU entry's bytes
 as a 256-column float32 array in 64 MiB row chunks; pyasc's per-chunk moments merged in the
-tree against ``dask.array``'s own ``var`` (NumPy per chunk) on the same cluster. Each entry
+tree against ``dask.array``'s own ``var`` (NumPy per chunk) on the same cluster. ``dask_nanvar``:
+``np.nanvar(x, axis=0, ddof=1)`` of the same kind of array (at most 1 GiB) with a tenth of the
+values NaN; per-chunk counts and moments of the values that are not NaN merged in the tree
+against ``dask.array``'s ``nanvar``. Each entry
 also times the same pyasc operator on one in-memory array in this process and prints the
 fraction of that speed the cluster reaches.
 
@@ -159,6 +162,43 @@ def bench_var(client: Any, gib: float) -> Tuple[List[str], float, float]:
     return lines, t_dask / t_pyasc, t_local / t_pyasc
 
 
+@pyasc.operator
+def col_nanvar(x: Any) -> Any:
+    """Sample variance of each column, NaN skipped."""
+    return np.nanvar(x, axis=0, ddof=1)
+
+
+def bench_nanvar(client: Any, gib: float) -> Tuple[List[str], float, float]:
+    """Column ``nanvar`` of ``gib`` GiB of float32 with 10% NaN (256 columns, 64 MiB row chunks) vs Dask's nanvar."""
+    import dask.array as da
+    from distributed import wait
+
+    cols = 256
+    rows = int(gib * (1 << 30)) // 4 // cols
+    chunk = min(rows, (64 << 20) // 4 // cols)
+    rng = da.random.default_rng(9)
+    values = rng.standard_normal((rows, cols), dtype=np.float32, chunks=(chunk, cols)) + np.float32(1e3)
+    x = client.persist(da.where(rng.random((rows, cols), chunks=(chunk, cols)) < 0.1, np.float32(np.nan), values))
+    wait(x)
+    assert not any("rechunk" in name for name in col_nanvar(x).dask.layers)
+    sample = x[: 4 * chunk].rechunk((chunk // 3, cols))
+    want = np.nanvar(sample.compute().astype(np.float64), axis=0, ddof=1)
+    np.testing.assert_allclose(col_nanvar(sample).compute(), want, rtol=1e-5)
+    t_pyasc = _run_on_cluster(client, lambda: col_nanvar(x))
+    t_dask = _run_on_cluster(client, lambda: da.nanvar(x, axis=0, ddof=1), warm=False)
+    big = x.compute()
+    x = None
+    col_nanvar(big[:chunk])
+    t_local = min(_timed(lambda: col_nanvar(big)) for _ in range(3))
+    big = None
+    gc.collect()
+    nbytes = rows * cols * 4  # read once
+    lines = [_line("pyasc", "chunk counts and moments in the tree (Dask)", t_pyasc, nbytes, t_pyasc),
+             _line("dask", "dask.array nanvar (NumPy per chunk)", t_dask, nbytes, t_pyasc),
+             _line("local", "col_nanvar on one in-memory array", t_local, nbytes, t_pyasc)]
+    return lines, t_dask / t_pyasc, t_local / t_pyasc
+
+
 def bench_jacobi(client: Any, side: int, steps: int) -> Tuple[List[str], float, float]:
     """Time ``steps`` Jacobi steps on ``side``^2 float32 in 4x4 blocks: pyasc stencil vs NumPy map_overlap."""
     import dask.array as da
@@ -221,6 +261,13 @@ def run(quick: bool = False) -> int:
         print(f"\ndask_var: column variances (ddof=1) of {gib:g} GiB float32, 256 columns in 64 MiB row chunks")
         print("\n".join(lines))
         summary.append(f"dask_var: {vs_dask:.2f}x dask.array's var; cluster at {frac:.0%} of one-process pyasc speed")
+        nan_gib = min(gib, 1.0)
+        lines, vs_dask, frac = bench_nanvar(client, nan_gib)
+        print(f"\ndask_nanvar: column nanvar (ddof=1) of {nan_gib:g} GiB float32 with 10% NaN, 256 columns in 64 MiB "
+              "row chunks")
+        print("\n".join(lines))
+        summary.append(f"dask_nanvar: {vs_dask:.2f}x dask.array's nanvar; cluster at {frac:.0%} of one-process pyasc "
+                       "speed")
         lines, vs_numpy, frac = bench_jacobi(client, side, steps)
         print(f"\ndask_jacobi: {steps} Jacobi steps on {side}x{side} float32 in 4x4 blocks")
         print("\n".join(lines))

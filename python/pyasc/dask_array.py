@@ -12,6 +12,10 @@ the operator's traced graph (see :mod:`pyasc._dask_graph`):
   combines in the tree too: each chunk gives its count, mean and M2 in float64 (merged by Chan
   et al.'s parallel formula) or its extreme value and global index (NaN and then the smallest
   index win, as in NumPy); see :mod:`pyasc._dask_moments`;
+* so does one ``nanmean``/``nanvar``/``nanstd``/``nanmax``/``nanmin`` of a float pointwise
+  expression: each chunk gives per-element counts of the values that are not NaN with their
+  float64 sum or moments, or its own NaN-skipping extreme (:mod:`pyasc._dask_nan`); a
+  ``nansum`` is a sum of a pointwise expression already;
 * other reductions, scans and sorts couple the axes they name: those axes are rechunked to a
   single chunk, then the blocks are mapped;
 * ``a @ b`` runs pyasc's GEMM per pair of blocks and sums the partial products;
@@ -79,8 +83,9 @@ def _index(ndim: int, rank: int) -> str:
     return string.ascii_lowercase[rank - ndim:rank]
 
 
-#: Nodes of a coupled graph that may be one var/std/argmax/argmin (see :mod:`pyasc._dask_moments`).
-_TREE_CANDIDATES = ("sum", "argmax", "argmin")
+#: Nodes of a coupled graph that may be one var/std/argmax/argmin or NaN-skipping reduction
+#: (see :mod:`pyasc._dask_moments`).
+_TREE_CANDIDATES = ("sum", "max", "min", "argmax", "argmin")
 _PRIMES = (5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43)
 
 

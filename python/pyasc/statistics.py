@@ -185,6 +185,16 @@ def _is_float(x: Any) -> bool:
     return np.dtype(x.dtype).kind == "f"
 
 
+def _splits(a: Any, dtype: Any = None) -> bool:
+    """Return True inside a Dask companion trace when a NaN-skipping reduction of ``a`` gives per-chunk partials.
+
+    Float operands only (integers have no NaN: their NaN-skipping reductions are the plain ones),
+    computed in a float ``dtype`` if one is given.
+    """
+    return (_moment_trace.active() is not None and _eager.traced(a) and getattr(a, "_pyasc_complex", False) is not True
+            and _is_float(a) and (dtype is None or np.dtype(dtype).kind == "f"))
+
+
 def _nansum(x: Any, *, axis: Any, dtype: Any, keepdims: bool) -> Any:
     ax = _axis_arg(x, axis)
     if _is_float(x):
@@ -218,6 +228,8 @@ def nanmean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdi
             where: Any = None) -> Any:
     """Mean over ``axis`` ignoring NaN; an all-NaN slice gives NaN."""
     _refuse("nanmean", out, where, a)
+    if _splits(a, dtype):
+        return _moment_trace.intercept("nanmean", a, _axis_arg(a, axis), keepdims, dtype=dtype)
     return _eager.run("nanmean", _nanmean, (a,), axis=axis, dtype=dtype, keepdims=bool(keepdims))
 
 
@@ -237,6 +249,8 @@ def nanmax(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False, in
     _refuse("nanmax", out, where, a)
     if initial is not None:
         raise err(UnsupportedError, "nanmax(..., initial=) is not supported inside operators")
+    if _splits(a):
+        return _moment_trace.intercept("nanmax", a, _axis_arg(a, axis), keepdims)
     return _eager.run("nanmax", _nanext, (a,), axis=axis, keepdims=bool(keepdims), high=True)
 
 
@@ -246,6 +260,8 @@ def nanmin(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False, in
     _refuse("nanmin", out, where, a)
     if initial is not None:
         raise err(UnsupportedError, "nanmin(..., initial=) is not supported inside operators")
+    if _splits(a):
+        return _moment_trace.intercept("nanmin", a, _axis_arg(a, axis), keepdims)
     return _eager.run("nanmin", _nanext, (a,), axis=axis, keepdims=bool(keepdims), high=False)
 
 
@@ -272,6 +288,10 @@ def nanvar(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: A
     if mean is not None:
         raise err(UnsupportedError, "nanvar(..., mean=) is not supported inside operators")
     ddof = _ddof("nanvar", ddof, correction)
+    if _plain_number(ddof) and _splits(a, dtype):
+        return _moment_trace.intercept("nanvar", a, _axis_arg(a, axis), keepdims, ddof, dtype)
+    if _plain_number(ddof) and _moment_trace.active() and _eager.traced(a) and not _is_float(a):
+        return var(a, axis, dtype, ddof=ddof, keepdims=keepdims)  # no NaN in integers: the plain var
     return _eager.run("nanvar", _nanvar, (a,), axis=axis, dtype=dtype, ddof=ddof, keepdims=bool(keepdims),
                       root=False)
 
@@ -283,6 +303,10 @@ def nanstd(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: A
     if mean is not None:
         raise err(UnsupportedError, "nanstd(..., mean=) is not supported inside operators")
     ddof = _ddof("nanstd", ddof, correction)
+    if _plain_number(ddof) and _splits(a, dtype):
+        return _moment_trace.intercept("nanstd", a, _axis_arg(a, axis), keepdims, ddof, dtype)
+    if _plain_number(ddof) and _moment_trace.active() and _eager.traced(a) and not _is_float(a):
+        return std(a, axis, dtype, ddof=ddof, keepdims=keepdims)  # no NaN in integers: the plain std
     return _eager.run("nanstd", _nanvar, (a,), axis=axis, dtype=dtype, ddof=ddof, keepdims=bool(keepdims),
                       root=True)
 
