@@ -104,3 +104,54 @@ def test_mixed_column_programs_match_numpy():
     for view in (x[:, 5:150], x[::-1]):
         np.testing.assert_allclose(pyasc.operator(lambda a: np.var(a, axis=0))(view),
                                    view.astype(np.float64).var(axis=0), rtol=1e-4)
+
+
+def _extreme_op(fn):
+    return pyasc.operator(lambda v: fn(v, axis=0))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(4096, 1024), (20_000, 70), (9000, 1500), (1, 300)])
+def test_axis0_max_and_min_match_numpy_with_nan_and_inf(dtype, shape):
+    rng = np.random.default_rng(sum(shape) + 1)
+    x = (rng.standard_normal(shape) * 10 + 3).astype(dtype)
+    # NaN in a few columns (first row, last row, a middle row), infinities in others.
+    x[0, 1] = np.nan
+    x[-1, shape[1] - 2] = np.nan
+    x[shape[0] // 2, shape[1] // 2] = np.nan
+    x[shape[0] // 3, 5] = np.inf
+    x[shape[0] - 1, 6] = -np.inf
+    saved = x.copy()
+    for name in ("max", "min"):
+        got = _extreme_op(getattr(np, name))(x)
+        want = getattr(np, name)(x, axis=0)
+        assert got.dtype == dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(x, saved)
+
+
+def test_axis0_extremes_of_views_follow_by_row_instructions():
+    rng = np.random.default_rng(11)
+    y = rng.standard_normal((6000, 300)).astype(np.float32)
+    for view in (y[:, 10:250], y[::-1], y[::3, ::-1]):
+        np.testing.assert_array_equal(pyasc.operator(lambda v: v.max(axis=0))(view), view.max(axis=0))
+    # Per-row instructions after the extreme (a range of each column) and keepdims.
+    spread = pyasc.operator(lambda v: v.max(axis=0, keepdims=True) * 2.0 + 1.0)
+    np.testing.assert_allclose(spread(y), y.max(axis=0, keepdims=True) * np.float32(2) + 1, rtol=1e-6)
+    x3 = rng.standard_normal((64, 48, 80))
+    np.testing.assert_array_equal(pyasc.operator(lambda v: v.min(axis=0))(x3), x3.min(axis=0))
+
+
+@pytest.mark.parametrize("isa", ["avx2", "sse2", "scalar"])
+def test_axis0_extremes_on_lower_isas(isa):
+    script = (
+        "import sys, numpy as np, pyasc\n"
+        "x = np.random.default_rng(5).standard_normal((3000, 200)).astype(np.float32)\n"
+        "x[7, 3] = np.nan; x[2999, 4] = np.nan\n"
+        "out = [pyasc.operator(lambda v: f(v, axis=0))(x) for f in (np.max, np.min)]\n"
+        "ok = all(np.array_equal(o, f(x, axis=0), equal_nan=True) for o, f in zip(out, (np.max, np.min)))\n"
+        "sys.stdout.write(str(ok))\n"
+    )
+    env = dict(os.environ, PYASC_ISA=isa)
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout == "True"

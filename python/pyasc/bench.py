@@ -243,9 +243,13 @@ def bench_layer_norm(shape: Tuple[int, int], repeat: int) -> List[Row]:
     return rows
 
 
-def bench_column_sum(shape: Tuple[int, int], repeat: int, var: bool = False) -> List[Row]:
-    """``x.sum(axis=0)`` (or ``np.var(x, axis=0)``) over a C-contiguous float32 matrix."""
+def bench_column_sum(shape: Tuple[int, int], repeat: int, var: bool = False, extreme: bool = False) -> List[Row]:
+    """``x.sum(axis=0)`` (``np.var(x, axis=0)``, or ``x.max(axis=0)``) over a C-contiguous float32 matrix."""
     x = np.random.default_rng(8).standard_normal(shape).astype(np.float32)
+    if extreme:
+        op = pyasc.operator(lambda v: v.max(axis=0))
+        return [("pyasc", "operator", best_time(lambda: op(x), repeat)),
+                ("numpy", "x.max(axis=0)", best_time(lambda: x.max(axis=0), repeat))]
     if var:
         op = pyasc.operator(lambda v: np.var(v, axis=0))
         return [("pyasc", "operator", best_time(lambda: op(x), repeat)),
@@ -560,6 +564,11 @@ def run(quick: bool = False, only: Optional[List[str]] = None) -> int:
         t = _report(f"column_var: np.var(x, axis=0) over {shape[0]}x{shape[1]} float32",
                     bench_column_sum(shape, repeat, var=True))
         summary.append(f"column_var: {t['numpy'] / t['pyasc']:.2f}x numpy")
+    if "column_max" in want:
+        shape = (1024, 1024) if quick else (4096, 4096)
+        t = _report(f"column_max: x.max(axis=0) over {shape[0]}x{shape[1]} float32",
+                    bench_column_sum(shape, repeat, extreme=True))
+        summary.append(f"column_max: {t['numpy'] / t['pyasc']:.2f}x numpy")
     if "matmul" in want:
         n = 512 if quick else 2048
         t = _report(f"matmul {n}x{n} float32", bench_matmul(n, 3 if quick else 5))

@@ -8,7 +8,8 @@ from typing import List, Optional
 
 #: The benchmarks ``pyasc bench --only`` can name.
 BENCHMARKS = ("gelu", "normalize", "first_call", "cached_call", "launch", "copy_from", "softmax", "layer_norm",
-              "column_sum", "column_var", "matmul", "matmul_large", "matmul_bf16", "dynamic", "long_row", "cumsum_rows",
+              "column_sum", "column_var", "column_max", "matmul", "matmul_large", "matmul_bf16", "dynamic", "long_row",
+              "cumsum_rows",
               "cumsum_cols", "cumsum_fused", "sort", "topk", "einsum", "einsum_batched", "profiler", "half_elementwise",
               "bert_gelu", "matmul_policy", "conv2d", "sr_inference", "attention", "attention_long",
               "attention_causal", "graph_mode", "pipeline", "nms", "yolo_postprocess",

@@ -1,4 +1,5 @@
-//! Sums over a leading axis (`x.sum(axis=0)`, `x.mean(axis=0)` of a C-contiguous matrix).
+//! Sums and extremes over a leading axis (`x.sum(axis=0)`, `x.mean(axis=0)`, `x.max(axis=0)`
+//! of a C-contiguous matrix).
 //!
 //! A row kernel iterates with the reduced axis last, so its rows are the columns of such an
 //! argument: gathering a row walks memory with a stride of a whole matrix row, which wastes
@@ -6,7 +7,8 @@
 //! set. This path walks the matrix in its own order instead: for a block of neighbouring
 //! columns it adds one matrix row after another into float64 accumulators, each matrix row
 //! a contiguous run, then runs the kernel's per-row instructions (a mean's division) on the
-//! block's sums.
+//! block's sums. A max or min keeps a running extreme per column the same way, with NaN
+//! propagating as in NumPy.
 //!
 //! Accuracy matches the row path's pairwise float64 sums: rows are added in blocks of
 //! [`ROWS_PER_PARTIAL`], and the block partials are combined pairwise, so the rounding error
@@ -35,8 +37,10 @@ const MIN_BLOCK_COLUMNS: usize = 64;
 /// Matrix rows in one task: long columns split into parts that run in parallel.
 const ROWS_PER_PART: usize = 8192;
 
-/// The shape of a column sum this path runs.
+/// The shape of a column reduction this path runs.
 struct Columns {
+    /// Sum, max or min.
+    op: ReduceOp,
     /// Register index of the summed argument and of the sums.
     src: usize,
     dst: usize,
@@ -49,14 +53,17 @@ struct Columns {
     stride: isize,
 }
 
-/// Match a row kernel whose body is a float sum of one argument that is strided along the
+/// Match a row kernel whose body is a float sum, max or min of one argument that is strided along the
 /// reduced axis and contiguous along the kept positions, followed only by per-row
 /// instructions on per-row values and constants.
 fn matching(k: &TileKernel, modes: &[ArgMode]) -> Option<Columns> {
     if k.row_len == 0 || k.library.is_some() || k.program.is_some() {
         return None;
     }
-    let Some(Instr::Reduce { op: ReduceOp::Sum, dst, src }) = k.body.first().copied() else { return None };
+    let Some(Instr::Reduce { op, dst, src }) = k.body.first().copied() else { return None };
+    if !matches!(op, ReduceOp::Sum | ReduceOp::Max | ReduceOp::Min) {
+        return None;
+    }
     let (s, d) = (src.0 as usize, dst.0 as usize);
     let RegKind::Arg(a) = k.regs[s].kind else { return None };
     let dtype = k.regs[s].dtype;
@@ -77,10 +84,10 @@ fn matching(k: &TileKernel, modes: &[ArgMode]) -> Option<Columns> {
     if dims.len() != 2 || st[0] != 1 || dims[1] != k.row_len || st[1].unsigned_abs() < MIN_BLOCK_COLUMNS {
         return None;
     }
-    Some(Columns { src: s, dst: d, dtype, base: *base, cols: dims[0], len: dims[1], stride: st[1] })
+    Some(Columns { op, src: s, dst: d, dtype, base: *base, cols: dims[0], len: dims[1], stride: st[1] })
 }
 
-/// Run `k` as a column sum when it is one; `None` leaves it to the row path.
+/// Run `k` as a column reduction when it is one; `None` leaves it to the row path.
 ///
 /// The work is cut by the shape alone (blocks of columns times parts of [`ROWS_PER_PART`]
 /// rows), and each block's parts combine pairwise in order, so results do not depend on the
@@ -103,7 +110,12 @@ pub(super) fn run(k: &TileKernel, modes: &[ArgMode], outs: &[SendPtr]) -> Option
         let rows = p * ROWS_PER_PART..((p + 1) * ROWS_PER_PART).min(c.len);
         // SAFETY: the block's columns lie inside the argument over all its rows (its mode
         // comes from the caller's layout analysis).
-        let sums = unsafe { column_sums(&c, c0, width.min(c.cols - c0), rows) };
+        let sums = unsafe {
+            match c.op {
+                ReduceOp::Sum => column_sums(&c, c0, width.min(c.cols - c0), rows),
+                _ => column_extremes(&c, c0, width.min(c.cols - c0), rows),
+            }
+        };
         *found[t].lock().unwrap_or_else(|e| e.into_inner()) = sums;
         Ok(())
     };
@@ -118,7 +130,8 @@ pub(super) fn run(k: &TileKernel, modes: &[ArgMode], outs: &[SendPtr]) -> Option
     let mut found: Vec<Vec<f64>> =
         found.into_iter().map(|m| m.into_inner().unwrap_or_else(|e| e.into_inner())).collect();
     for b in 0..blocks {
-        let sums = pairwise(found.drain(..parts).collect());
+        let parts = found.drain(..parts).collect();
+        let sums = if c.op == ReduceOp::Sum { pairwise(parts) } else { extremes(parts, c.op == ReduceOp::Max) };
         // SAFETY: outputs hold one value per column.
         if let Err(e) = unsafe { finish(k, &c, outs, b * width, sums) } {
             return Some(Err(e));
@@ -141,6 +154,24 @@ fn pairwise(mut parts: Vec<Vec<f64>>) -> Vec<f64> {
         parts = next;
     }
     parts.pop().unwrap_or_default()
+}
+
+/// The extreme of each column over parts, NaN where any part's is NaN.
+fn extremes(parts: Vec<Vec<f64>>, max: bool) -> Vec<f64> {
+    let mut it = parts.into_iter();
+    let mut out = it.next().unwrap_or_default();
+    for part in it {
+        for (o, p) in out.iter_mut().zip(&part) {
+            *o = if o.is_nan() || p.is_nan() {
+                f64::NAN
+            } else if max {
+                o.max(*p)
+            } else {
+                o.min(*p)
+            };
+        }
+    }
+    out
 }
 
 /// Write a block's sums (columns from `c0`) and run the per-row instructions on them.
@@ -207,6 +238,48 @@ unsafe fn column_sums(c: &Columns, c0: usize, w: usize, rows: std::ops::Range<us
         sums.end_row();
     }
     sums.total()
+}
+
+/// The max (or min) of each of columns `c0..c0 + w` over `rows`, as float64 (exact for
+/// float32 values); NaN where a column holds one.
+///
+/// # Safety
+/// The argument covers `rows` of columns `c0..c0 + w`.
+unsafe fn column_extremes(c: &Columns, c0: usize, w: usize, rows: std::ops::Range<usize>) -> Vec<f64> {
+    match c.dtype {
+        // SAFETY: per this function's contract.
+        DType::F32 => unsafe { extremes_of::<f32>(c, c0, w, rows, f32::INFINITY) },
+        // SAFETY: as above.
+        _ => unsafe { extremes_of::<f64>(c, c0, w, rows, f64::INFINITY) },
+    }
+}
+
+/// [`column_extremes`] with running extremes in the argument's own type `T`.
+///
+/// # Safety
+/// As for [`column_extremes`]; `T` is the argument's element type.
+unsafe fn extremes_of<T>(c: &Columns, c0: usize, w: usize, rows: std::ops::Range<usize>, inf: T) -> Vec<f64>
+where
+    T: Copy + PartialOrd + Into<f64> + std::ops::Neg<Output = T>,
+{
+    let size = c.dtype.size() as isize;
+    let max = c.op == ReduceOp::Max;
+    let mut acc = vec![if max { -inf } else { inf }; w];
+    let mut nan = vec![false; w];
+    for i in rows.clone() {
+        if i + AHEAD < rows.end {
+            prefetch(
+                c.base.0.wrapping_offset(((i + AHEAD) as isize * c.stride + c0 as isize) * size),
+                w * size as usize,
+            );
+        }
+        // SAFETY: row `i` of the block's columns lies inside the argument.
+        unsafe {
+            let at = c.base.0.offset((i as isize * c.stride + c0 as isize) * size);
+            extreme_row(&mut acc, &mut nan, std::slice::from_raw_parts(at as *const T, w), max);
+        }
+    }
+    acc.iter().zip(&nan).map(|(a, n)| if *n { f64::NAN } else { (*a).into() }).collect()
 }
 
 /// Float64 sums of `w` columns, added row by row into a partial and combined pairwise.
@@ -290,6 +363,54 @@ pub(super) fn add_row<T: Copy + Into<f64>>(acc: &mut [f64], row: &[T]) {
     add_row_plain(acc, row)
 }
 
+/// `acc[j] = max(acc[j], row[j])` (or min), noting in `nan[j]` a NaN, with the widest
+/// vectors the active ISA allows.
+fn extreme_row<T: Copy + PartialOrd>(acc: &mut [T], nan: &mut [bool], row: &[T], max: bool) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use pyasc_kernels::isa::{active, Isa};
+        match active() {
+            // SAFETY: the active ISA is one this CPU supports.
+            Isa::Avx512 => return unsafe { extreme_row_avx512(acc, nan, row, max) },
+            // SAFETY: as above.
+            Isa::Avx2Fma => return unsafe { extreme_row_avx2(acc, nan, row, max) },
+            _ => {}
+        }
+    }
+    extreme_row_plain(acc, nan, row, max)
+}
+
+#[inline(always)]
+fn extreme_row_plain<T: Copy + PartialOrd>(acc: &mut [T], nan: &mut [bool], row: &[T], max: bool) {
+    // One loop per direction, each a compare and select the compiler vectorises.
+    if max {
+        for ((a, n), x) in acc.iter_mut().zip(nan.iter_mut()).zip(row) {
+            let x = *x;
+            // `x != x` only for NaN.
+            *n |= x != x;
+            *a = if x > *a { x } else { *a };
+        }
+    } else {
+        for ((a, n), x) in acc.iter_mut().zip(nan.iter_mut()).zip(row) {
+            let x = *x;
+            *n |= x != x;
+            *a = if x < *a { x } else { *a };
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx512vl,avx512bw")]
+unsafe fn extreme_row_avx512<T: Copy + PartialOrd>(acc: &mut [T], nan: &mut [bool], row: &[T], max: bool) {
+    extreme_row_plain(acc, nan, row, max)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn extreme_row_avx2<T: Copy + PartialOrd>(acc: &mut [T], nan: &mut [bool], row: &[T], max: bool) {
+    extreme_row_plain(acc, nan, row, max)
+}
+
 #[inline(always)]
 fn add_row_plain<T: Copy + Into<f64>>(acc: &mut [f64], row: &[T]) {
     for (a, x) in acc.iter_mut().zip(row) {
@@ -315,6 +436,7 @@ mod tests {
 
     fn sums(data: &[f32], rows: usize, cols: usize, c0: usize, w: usize) -> Vec<f64> {
         let c = Columns {
+            op: ReduceOp::Sum,
             src: 0,
             dst: 1,
             dtype: DType::F32,
@@ -337,6 +459,46 @@ mod tests {
                     let want: f64 = (0..rows).map(|i| data[i * cols + c0 + j] as f64).sum();
                     assert!((g - want).abs() <= 1e-9 * want.abs().max(1.0), "{rows}x{cols} col {}: {g} {want}", c0 + j);
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn column_extremes_match_and_propagate_nan() {
+        let (rows, cols) = (300usize, 70usize);
+        let mut data: Vec<f32> = (0..rows * cols).map(|i| ((i * 7919 % 1013) as f32 - 500.0) * 0.37).collect();
+        data[5 * cols + 3] = f32::NAN;
+        data[(rows - 1) * cols + 9] = f32::NAN;
+        data[17 * cols + 11] = f32::INFINITY;
+        data[40 * cols + 12] = f32::NEG_INFINITY;
+        for op in [ReduceOp::Max, ReduceOp::Min] {
+            let c = Columns {
+                op,
+                src: 0,
+                dst: 1,
+                dtype: DType::F32,
+                base: SendPtr(data.as_ptr() as *mut u8),
+                cols,
+                len: rows,
+                stride: cols as isize,
+            };
+            // Two parts of the rows combined as the parallel path does.
+            // SAFETY: `data` holds `rows` rows of `cols` columns.
+            let parts =
+                unsafe { vec![column_extremes(&c, 2, cols - 2, 0..123), column_extremes(&c, 2, cols - 2, 123..rows)] };
+            let got = extremes(parts, op == ReduceOp::Max);
+            for (j, g) in got.iter().enumerate() {
+                let col = (0..rows).map(|i| data[i * cols + 2 + j] as f64);
+                if 2 + j == 3 || 2 + j == 9 {
+                    assert!(g.is_nan(), "{op:?} col {}", 2 + j);
+                    continue;
+                }
+                let want = if op == ReduceOp::Max {
+                    col.fold(f64::NEG_INFINITY, f64::max)
+                } else {
+                    col.fold(f64::INFINITY, f64::min)
+                };
+                assert_eq!(*g, want, "{op:?} col {}", 2 + j);
             }
         }
     }
