@@ -214,13 +214,21 @@ def nansum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdim
     return _eager.run("nansum", _nansum, (a,), axis=axis, dtype=dtype, keepdims=bool(keepdims))
 
 
+def _count(nan: Any, ax: Any, keepdims: bool) -> Any:
+    """Count the values that are not NaN over ``ax``.
+
+    A float64 sum of 0/1 (exact below 2**53): about 3x faster than the int64 sum of a boolean mask.
+    """
+    return reductions.sum(ops.where(nan, 0.0, 1.0), ax, keepdims)
+
+
 def _nanmean(x: Any, *, axis: Any, dtype: Any, keepdims: bool) -> Any:
     ax = _axis_arg(x, axis)
     if not _is_float(x):
         return reductions.mean(x if dtype is None else x.astype(dtype), ax, keepdims)
     nan = ops.isnan(x)
     tot = reductions.sum(ops.where(nan, 0, x if dtype is None else x.astype(dtype)), ax, keepdims)
-    cnt = reductions.sum(~nan, ax, keepdims)
+    cnt = _count(nan, ax, keepdims)
     return tot / cnt.astype(tot.dtype)
 
 
@@ -273,8 +281,8 @@ def _nanvar(x: Any, *, axis: Any, dtype: Any, ddof: Any, keepdims: bool, root: b
     dt = _float_dtype(x, dtype)
     nan = ops.isnan(x)
     v = x.astype(dt) if np.dtype(x.dtype) != dt else x
-    cnt = reductions.sum(~nan, ax, True).astype(dt)
-    cnt_out = cnt if keepdims else reductions.sum(~nan, ax, False).astype(dt)
+    cnt = _count(nan, ax, True).astype(dt)
+    cnt_out = cnt if keepdims else _count(nan, ax, False).astype(dt)
     sq = _deviations(v, ax, keepdims, cnt, cnt_out, nan)
     dof = cnt_out - ddof
     r = ops.where(dof <= 0, np.nan, sq / dof)
