@@ -159,6 +159,12 @@ fn rename_src(ins: &mut Instr, from: Reg, to: Reg) {
             f(b);
             f(c);
         }
+        Instr::ScaleShift { a, b, scale, shift, .. } => {
+            f(a);
+            f(b);
+            f(scale);
+            f(shift);
+        }
     }
 }
 

@@ -24,6 +24,7 @@ pub mod precision;
 pub mod promote;
 pub mod reduce_map;
 pub mod rewrite;
+pub mod scale_shift;
 pub mod single;
 
 pub use pass::{compile, pipeline, CompileOptions, CompileState, Compiled, Pass, PassReport};

@@ -87,6 +87,9 @@ pub fn instr_to_string(k: &TileKernel, ins: &Instr) -> String {
         Instr::Chain { op1, op2, swap: true, dst, a, b, c } => {
             format!("{dst} = {}({c}, {}({a}, {b}))", op2.name(), op1.name())
         }
+        Instr::ScaleShift { op1, dst, a, b, scale, shift } => {
+            format!("{dst} = add(mul({}({a}, {b}), {scale}), {shift})", op1.name())
+        }
         Instr::Select { dst, cond, a, b } => format!("{dst} = select({cond}, {a}, {b})"),
         Instr::Cast { dst, src } => {
             let to = k.regs.get(dst.0 as usize).map_or("?".to_string(), |r| r.dtype.to_string());

@@ -122,6 +122,22 @@ pub enum Instr {
         /// The other operand of `op2`.
         c: Reg,
     },
+    /// `dst = op1(a, b) * scale + shift`: a normalisation's epilogue (op1 among add, sub, mul;
+    /// one float dtype) in one pass, each operation rounded as if run alone.
+    ScaleShift {
+        /// First operation.
+        op1: BinaryOp,
+        /// Destination.
+        dst: Reg,
+        /// Left operand of `op1`.
+        a: Reg,
+        /// Right operand of `op1`.
+        b: Reg,
+        /// The factor.
+        scale: Reg,
+        /// The term added last.
+        shift: Reg,
+    },
     /// `dst[r] = op(src[r, :])` for every row `r` of the tile (row kernels only).
     Reduce {
         /// The reduction.
@@ -169,29 +185,31 @@ impl Instr {
             | Instr::Cast { dst, .. }
             | Instr::Copy { dst, .. }
             | Instr::Chain { dst, .. }
+            | Instr::ScaleShift { dst, .. }
             | Instr::Reduce { dst, .. }
             | Instr::ReduceMap { dst, .. }
             | Instr::Scan { dst, .. } => dst,
         }
     }
-    /// The registers read (one to three), without allocating.
+    /// The registers read (one to four), without allocating.
     pub fn srcs(&self) -> Srcs {
         match *self {
             Instr::Unary { src, .. }
             | Instr::Cast { src, .. }
             | Instr::Copy { src, .. }
             | Instr::Reduce { src, .. }
-            | Instr::Scan { src, .. } => Srcs([src, src, src], 1),
-            Instr::Binary { a, b, .. } | Instr::ReduceMap { a, b, .. } => Srcs([a, b, b], 2),
-            Instr::Select { cond, a, b, .. } => Srcs([cond, a, b], 3),
-            Instr::Chain { a, b, c, .. } => Srcs([a, b, c], 3),
+            | Instr::Scan { src, .. } => Srcs([src, src, src, src], 1),
+            Instr::Binary { a, b, .. } | Instr::ReduceMap { a, b, .. } => Srcs([a, b, b, b], 2),
+            Instr::Select { cond, a, b, .. } => Srcs([cond, a, b, b], 3),
+            Instr::Chain { a, b, c, .. } => Srcs([a, b, c, c], 3),
+            Instr::ScaleShift { a, b, scale, shift, .. } => Srcs([a, b, scale, shift], 4),
         }
     }
 }
 
 /// The operand registers of an instruction.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct Srcs([Reg; 3], u8);
+pub struct Srcs([Reg; 4], u8);
 
 impl std::ops::Deref for Srcs {
     type Target = [Reg];
@@ -456,6 +474,10 @@ pub(crate) fn dtypes_ok(ins: &Instr, dst: DType, srcs: &[DType]) -> bool {
         Instr::Chain { op1, op2, .. } => {
             let arith = |o: &BinaryOp| matches!(o, BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul);
             dst.is_float() && srcs.iter().all(|d| *d == dst) && arith(op1) && arith(op2)
+        }
+        Instr::ScaleShift { op1, .. } => {
+            let arith = matches!(op1, BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul);
+            dst.is_float() && srcs.iter().all(|d| *d == dst) && arith
         }
         Instr::Cast { .. } => true,
         Instr::Copy { .. } => srcs[0] == dst,

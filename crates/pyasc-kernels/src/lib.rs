@@ -35,6 +35,7 @@ mod nms_tests;
 pub mod reduce;
 mod reduce_avx512;
 pub mod reduce_map;
+pub mod scale_shift;
 pub mod scan;
 mod scan_simd;
 mod src;

@@ -7,6 +7,7 @@ use pyasc_ir::tile::{Instr, RegDecl};
 use pyasc_ir::{DType, Scalar};
 use pyasc_kernels::binary;
 use pyasc_kernels::chain::{chain, chains, ChainFloat};
+use pyasc_kernels::scale_shift::scale_shift;
 use pyasc_kernels::unary;
 use pyasc_kernels::{cast, fill, select, Element, Src, UInt8};
 use std::slice;
@@ -170,6 +171,36 @@ unsafe fn exec_chain(
     }
 }
 
+/// `d = op1(a, b) * scale + shift` on `len` elements of a float dtype.
+///
+/// # Safety
+/// As for [`exec`].
+unsafe fn exec_scale_shift(op1: BinaryOp, dtype: DType, ops: [Val; 4], d: Val, len: usize) -> Result<()> {
+    if !chains(op1) {
+        return Err(IrError::internal(format!("no scale-shift kernel starting with {}", op1.name())));
+    }
+    /// # Safety
+    /// As for [`exec`].
+    unsafe fn typed<T: ChainFloat + FromScalar>(
+        op1: BinaryOp,
+        [a, b, s, t]: [Val; 4],
+        d: Val,
+        len: usize,
+    ) -> Result<()> {
+        // SAFETY: per this function's contract.
+        unsafe { scale_shift::<T>(op1, src(a, len), src(b, len), src(s, len), src(t, len), dst(d, len)?) };
+        Ok(())
+    }
+    // SAFETY: per this function's contract.
+    unsafe {
+        match dtype {
+            DType::F32 => typed::<f32>(op1, ops, d, len),
+            DType::F64 => typed::<f64>(op1, ops, d, len),
+            other => Err(IrError::internal(format!("no {other} scale-shift kernel"))),
+        }
+    }
+}
+
 /// Typed view of a destination.
 ///
 /// # Safety
@@ -223,6 +254,9 @@ pub unsafe fn exec(ins: &Instr, decls: &[RegDecl], vals: &[Val], len: usize) -> 
             })),
             Instr::Chain { op1, op2, swap, dst: d, a, b, c } => {
                 exec_chain(op1, op2, swap, dt(d), [val(a), val(b), val(c)], val(d), len)
+            }
+            Instr::ScaleShift { op1, dst: d, a, b, scale, shift } => {
+                exec_scale_shift(op1, dt(d), [val(a), val(b), val(scale), val(shift)], val(d), len)
             }
             Instr::Reduce { .. } | Instr::ReduceMap { .. } => {
                 Err(IrError::internal("reductions run row by row in the VM"))

@@ -17,6 +17,7 @@ fn instr_flops(i: &Instr) -> u64 {
         | Instr::Reduce { .. }
         | Instr::Scan { .. } => 1,
         Instr::Chain { .. } | Instr::ReduceMap { .. } => 2,
+        Instr::ScaleShift { .. } => 3,
         Instr::Cast { .. } | Instr::Copy { .. } => 0,
     }
 }
@@ -34,6 +35,11 @@ fn instr_ops(i: &Instr, out: &mut Vec<&'static str>) {
         Instr::Chain { op1, op2, .. } => {
             add(op1.name());
             add(op2.name());
+        }
+        Instr::ScaleShift { op1, .. } => {
+            add(op1.name());
+            add("mul");
+            add("add");
         }
         Instr::Select { .. } => add("where"),
         Instr::Cast { .. } => add("cast"),
