@@ -4,14 +4,16 @@
 //! A launch first walks every block without touching memory, evaluating each copy's offsets
 //! and each instruction's count with the launch's values and checking them against the
 //! global buffers and the registers' capacities; only then do the blocks run, so a bad access
-//! is an error naming the user's line before anything is written. Each worker owns one
-//! Unified Buffer (`ub_bytes`, 64-byte aligned) and runs whole blocks in it. Vector
+//! is an error naming the user's line before anything is written. Runs of consecutive
+//! blocks are dealt out to the worker threads, a few per thread; each thread keeps one Unified
+//! Buffer (`ub_bytes`, 64-byte aligned, zeroed before each run) from launch to launch. Vector
 //! instructions run on the tile VM's SIMD kernels ([`exec`], [`exec_reduce`]); an instruction
 //! whose destination overlaps an operand reads a copy of that operand. Copies out of the
 //! Unified Buffer into a large global buffer use streaming stores, as the tile VM writes its
 //! large outputs; each worker fences them before its blocks count as done. Runs of
 //! statements over one element range or one set of rows run as segments of a
-//! [`BlockPlan`] ([`crate::block_plan`], executed strip by strip in `block_strip.rs`).
+//! [`BlockPlan`] ([`crate::block_plan`], executed strip by strip in `block_strip.rs`); a
+//! [`PreparedBlock`] keeps a program verified and planned for all its launches.
 
 use crate::instr::{exec, exec_reduce, Val};
 use crate::memory::{store_fence, stream_copy, STREAM_MIN_BYTES};
@@ -31,6 +33,9 @@ mod strip;
 /// Bytes a `DataCopy` moves must be a multiple of this (Ascend's 32-byte transfer unit).
 pub const COPY_ALIGN: usize = 32;
 
+/// Runs of consecutive blocks per worker thread a launch is dealt out in.
+const RUNS_PER_THREAD: usize = 4;
+
 /// One global buffer of a launch: its base address and length in elements.
 #[derive(Copy, Clone, Debug)]
 pub struct GlobalBuf {
@@ -46,6 +51,29 @@ struct Line([u8; 64]);
 
 fn lines(bytes: usize) -> Vec<Line> {
     vec![Line([0; 64]); bytes.div_ceil(64).max(1)]
+}
+
+std::thread_local! {
+    /// This thread's last Unified Buffer, kept for its next launch.
+    static KEPT_UB: std::cell::Cell<Vec<Line>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// A zeroed Unified Buffer of `bytes`: this thread's kept one when it is large enough (a
+/// fresh allocation of this size costs page faults on every launch), else a new one.
+fn take_ub(bytes: usize) -> Vec<Line> {
+    let mut ub = KEPT_UB.with(|k| k.take());
+    let n = bytes.div_ceil(64).max(1);
+    if ub.capacity() < n {
+        return lines(bytes);
+    }
+    ub.clear();
+    ub.resize(n, Line([0; 64]));
+    ub
+}
+
+/// Keep `ub` for this thread's next launch.
+fn keep_ub(ub: Vec<Line>) {
+    KEPT_UB.with(|k| k.set(ub));
 }
 
 /// One worker's state while it runs blocks.
@@ -396,12 +424,64 @@ pub unsafe fn run_block_plan(
     block_dim: usize,
 ) -> Result<usize> {
     pyasc_ir::block::verify_block(p)?;
+    let (top, by_var) = schedule(p)?;
+    // SAFETY: per this function's contract.
+    unsafe { launch(p, plan, (&top, &by_var), globals, args, block_dim) }
+}
+
+/// Expressions of no loop, then those of each loop variable, in evaluation order.
+type Schedule = (Vec<ExprId>, Vec<Vec<ExprId>>);
+
+fn schedule(p: &BlockProgram) -> Result<Schedule> {
+    p.exprs.schedule(&p.var_depths()).map_err(|m| IrError::internal(format!("block kernel {}: {m}", p.name)))
+}
+
+/// A verified block program with its strip plan and expression schedule, built once and
+/// launched any number of times (a traced kernel's signature keeps one).
+#[derive(Debug)]
+pub struct PreparedBlock {
+    /// The program.
+    pub program: BlockProgram,
+    /// Its strip plan ([`BlockPlan::new`]).
+    pub plan: BlockPlan,
+    schedule: Schedule,
+}
+
+impl PreparedBlock {
+    /// Verify `program` and plan it.
+    pub fn new(program: BlockProgram) -> Result<PreparedBlock> {
+        pyasc_ir::block::verify_block(&program)?;
+        let schedule = schedule(&program)?;
+        let plan = BlockPlan::new(&program);
+        Ok(PreparedBlock { program, plan, schedule })
+    }
+
+    /// [`run_block_program`] of the prepared program.
+    ///
+    /// # Safety
+    /// As for [`run_block_program`].
+    pub unsafe fn run(&self, globals: &[GlobalBuf], args: &[i64], block_dim: usize) -> Result<usize> {
+        let (top, by_var) = &self.schedule;
+        // SAFETY: per this function's contract.
+        unsafe { launch(&self.program, &self.plan, (top, by_var), globals, args, block_dim) }
+    }
+}
+
+/// [`run_block_plan`] of a verified program with its schedule.
+///
+/// # Safety
+/// As for [`run_block_program`].
+unsafe fn launch(
+    p: &BlockProgram,
+    plan: &BlockPlan,
+    (top, by_var): (&[ExprId], &[Vec<ExprId>]),
+    globals: &[GlobalBuf],
+    args: &[i64],
+    block_dim: usize,
+) -> Result<usize> {
     if globals.len() != p.globals.len() || args.len() != p.args {
         return Err(IrError::internal(format!("block kernel {}: wrong number of arguments", p.name)));
     }
-    let (top, by_var) =
-        p.exprs.schedule(&p.var_depths()).map_err(|m| IrError::internal(format!("block kernel {}: {m}", p.name)))?;
-    let (top, by_var) = (&top, &by_var);
     let span = |i: usize| {
         let g = &globals[i];
         let a = g.ptr as usize;
@@ -419,7 +499,7 @@ pub unsafe fn run_block_plan(
     let worker = |dry: bool| {
         let shared = &shared;
         move |blocks: std::ops::Range<usize>| -> Result<()> {
-            let mut ub = lines(p.ub_bytes);
+            let mut ub = take_ub(p.ub_bytes);
             let base = ub.as_mut_ptr() as *mut u8;
             let mut vals: Vec<Val> = p
                 .regs
@@ -470,7 +550,7 @@ pub unsafe fn run_block_plan(
             if e.streamed {
                 store_fence();
             }
-            drop(ub);
+            keep_ub(ub);
             done
         }
     };
@@ -481,7 +561,9 @@ pub unsafe fn run_block_plan(
         return Ok(1);
     }
     let run = worker(false);
-    // Contiguous runs of blocks per worker: one Unified Buffer each.
-    crate::pool::for_blocks(threads, threads - 1, |w| run(w * block_dim / threads..(w + 1) * block_dim / threads))?;
+    // Runs of blocks dealt out a few per thread (a worker that falls behind on a shared
+    // machine takes fewer); each thread reuses its Unified Buffer from run to run.
+    let runs = block_dim.min(threads * RUNS_PER_THREAD);
+    crate::pool::for_blocks(runs, threads - 1, |w| run(w * block_dim / runs..(w + 1) * block_dim / runs))?;
     Ok(threads)
 }
