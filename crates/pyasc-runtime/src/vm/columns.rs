@@ -381,12 +381,12 @@ fn extreme_row<T: Copy + PartialOrd>(acc: &mut [T], nan: &mut [bool], row: &[T],
 }
 
 #[inline(always)]
+#[allow(clippy::eq_op)] // `x != x` is the NaN test of any float type, and it vectorises
 fn extreme_row_plain<T: Copy + PartialOrd>(acc: &mut [T], nan: &mut [bool], row: &[T], max: bool) {
     // One loop per direction, each a compare and select the compiler vectorises.
     if max {
         for ((a, n), x) in acc.iter_mut().zip(nan.iter_mut()).zip(row) {
             let x = *x;
-            // `x != x` only for NaN.
             *n |= x != x;
             *a = if x > *a { x } else { *a };
         }
