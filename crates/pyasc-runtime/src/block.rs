@@ -6,7 +6,8 @@
 //! global buffers and the registers' capacities; only then do the blocks run, so a bad access
 //! is an error naming the user's line before anything is written. Runs of consecutive
 //! blocks are dealt out to the worker threads, a few per thread; each thread keeps one Unified
-//! Buffer (`ub_bytes`, 64-byte aligned, zeroed before each run) from launch to launch. Vector
+//! Buffer (`ub_bytes`, 64-byte aligned, zeroed where registers reach before its first run of
+//! each launch) from launch to launch. Vector
 //! instructions run on the tile VM's SIMD kernels ([`exec`], [`exec_reduce`]); an instruction
 //! whose destination overlaps an operand reads a copy of that operand. Copies out of the
 //! Unified Buffer into a large global buffer use streaming stores, as the tile VM writes its
@@ -54,26 +55,33 @@ fn lines(bytes: usize) -> Vec<Line> {
 }
 
 std::thread_local! {
-    /// This thread's last Unified Buffer, kept for its next launch.
-    static KEPT_UB: std::cell::Cell<Vec<Line>> = const { std::cell::Cell::new(Vec::new()) };
+    /// This thread's last Unified Buffer, with the launch that last used it.
+    static KEPT_UB: std::cell::Cell<(Vec<Line>, u64)> = const { std::cell::Cell::new((Vec::new(), 0)) };
 }
 
-/// A zeroed Unified Buffer of `bytes`: this thread's kept one when it is large enough (a
-/// fresh allocation of this size costs page faults on every launch), else a new one.
-fn take_ub(bytes: usize) -> Vec<Line> {
-    let mut ub = KEPT_UB.with(|k| k.take());
+/// Numbers launches, so a thread zeroes its kept Unified Buffer once per launch.
+static LAUNCHES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+/// A Unified Buffer of `bytes` for launch `launch`, its first `used` bytes zero when this
+/// thread first runs blocks of the launch (later runs of the same launch find what the
+/// earlier ones left, as blocks run one after another in one buffer): this thread's kept one
+/// when it is large enough (a fresh allocation of this size costs page faults on every
+/// launch), else a new, zeroed one.
+fn take_ub(bytes: usize, used: usize, launch: u64) -> Vec<Line> {
+    let (mut ub, last) = KEPT_UB.with(|k| k.take());
     let n = bytes.div_ceil(64).max(1);
-    if ub.capacity() < n {
+    if ub.len() < n {
         return lines(bytes);
     }
-    ub.clear();
-    ub.resize(n, Line([0; 64]));
+    if last != launch {
+        ub[..used.div_ceil(64).min(n)].fill(Line([0; 64]));
+    }
     ub
 }
 
-/// Keep `ub` for this thread's next launch.
-fn keep_ub(ub: Vec<Line>) {
-    KEPT_UB.with(|k| k.set(ub));
+/// Keep `ub` for this thread's next run of blocks.
+fn keep_ub(ub: Vec<Line>, launch: u64) {
+    KEPT_UB.with(|k| k.set((ub, launch)));
 }
 
 /// One worker's state while it runs blocks.
@@ -496,19 +504,27 @@ unsafe fn launch(
     // SAFETY: the buffers are only read and written through checked copies (caller's contract).
     unsafe impl Sync for Shared<'_> {}
     let shared = Shared(globals);
+    let launch = LAUNCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    // Bytes of the Unified Buffer the registers reach.
+    let used = (0..p.regs.len())
+        .filter(|&i| matches!(p.regs[i].kind, RegKind::Tile))
+        .map(|i| p.at[i] + p.cap[i] * p.regs[i].dtype.size())
+        .max()
+        .unwrap_or(0);
     let worker = |dry: bool| {
         let shared = &shared;
         move |blocks: std::ops::Range<usize>| -> Result<()> {
-            let mut ub = take_ub(p.ub_bytes);
-            let base = ub.as_mut_ptr() as *mut u8;
+            // The check walks touch no memory: no Unified Buffer.
+            let mut ub = if dry { Vec::new() } else { take_ub(p.ub_bytes, used, launch) };
+            let base = if dry { std::ptr::null_mut() } else { ub.as_mut_ptr() as *mut u8 };
             let mut vals: Vec<Val> = p
                 .regs
                 .iter()
                 .enumerate()
                 .map(|(i, r)| match r.kind {
                     RegKind::Scalar(v) => Val::Scalar(v),
-                    // SAFETY: verified inside the Unified Buffer.
-                    _ => Val::Ptr(unsafe { base.add(p.at[i]) }),
+                    // Inside the Unified Buffer (verified) when it is there.
+                    _ => Val::Ptr(base.wrapping_add(p.at[i])),
                 })
                 .collect();
             // Spare registers: three for copies of overlapping operands, three for row operations.
@@ -550,7 +566,9 @@ unsafe fn launch(
             if e.streamed {
                 store_fence();
             }
-            keep_ub(ub);
+            if !dry {
+                keep_ub(ub, launch);
+            }
             done
         }
     };
