@@ -131,7 +131,7 @@ pub fn allocate_aligned(bytes: usize, align: usize) -> Result<PoolBlock> {
             let layout = Layout::from_size_align(class, align).map_err(|_| oom(bytes))?;
             // SAFETY: the layout has a non-zero size.
             let p = unsafe { alloc(layout) };
-            if p.is_null() {
+            let p = if p.is_null() {
                 // Give the cache back to the system and try once more.
                 empty_cache();
                 // SAFETY: as above.
