@@ -19,7 +19,7 @@ use pyasc_ir::error::{IrError, Result, SourceLoc};
 use pyasc_ir::op::{BinaryOp, ReduceOp, UnaryOp};
 use pyasc_ir::tile::{Instr, Reg, RegDecl, RegKind};
 use pyasc_ir::{DType, Scalar};
-use pyasc_runtime::block::{run_block_program, GlobalBuf};
+use pyasc_runtime::block::{GlobalBuf, PreparedBlock};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 use std::sync::Arc;
@@ -128,10 +128,11 @@ fn stmts(list: &Bound<'_, PyList>, exprs: &mut Exprs) -> PyResult<Vec<BStmt>> {
     Ok(out)
 }
 
-/// A traced kernel-language kernel for one signature, ready to launch.
+/// A traced kernel-language kernel for one signature, ready to launch (verified and
+/// strip-planned once, when traced).
 #[pyclass(module = "pyasc._pyasc", frozen)]
 pub struct BlockKernelPlan {
-    program: Arc<BlockProgram>,
+    program: Arc<PreparedBlock>,
 }
 
 #[pymethods]
@@ -167,13 +168,13 @@ impl BlockKernelPlan {
         let body = stmts(body, &mut exprs)?;
         let program =
             BlockProgram { name: name.into(), globals, args, regs: decls, at, cap, ub_bytes, vars, exprs, body };
-        pyasc_ir::block::verify_block(&program).map_err(to_py)?;
-        Ok(BlockKernelPlan { program: Arc::new(program) })
+        let prepared = PreparedBlock::new(program).map_err(to_py)?;
+        Ok(BlockKernelPlan { program: Arc::new(prepared) })
     }
 
     /// The program as text (for debugging).
     fn text(&self) -> String {
-        format!("{:#?}", self.program.body)
+        format!("{:#?}", self.program.program.body)
     }
 
     /// Run blocks `0..block_dim` on `arrays` (C-contiguous, of the traced dtypes; written in
@@ -186,7 +187,7 @@ impl BlockKernelPlan {
         block_dim: usize,
     ) -> PyResult<usize> {
         let mut globals = Vec::with_capacity(arrays.len());
-        for (a, want) in arrays.iter().zip(&self.program.globals) {
+        for (a, want) in arrays.iter().zip(&self.program.program.globals) {
             if dtype_of(a).ok() != Some(*want) || !a.is_c_contiguous() {
                 return Err(to_py(IrError::internal("an array does not match the traced kernel")));
             }
@@ -223,7 +224,7 @@ impl BlockKernelPlan {
 
 /// One launch, moved to the thread that runs it with the GIL released.
 struct Launch<'a> {
-    p: &'a BlockProgram,
+    p: &'a PreparedBlock,
     globals: Vec<GlobalBuf>,
     args: Vec<i64>,
     block_dim: usize,
@@ -235,6 +236,6 @@ unsafe impl Send for Launch<'_> {}
 impl Launch<'_> {
     fn run(self) -> Result<usize> {
         // SAFETY: per the struct's invariant; counts were checked against each array's length.
-        unsafe { run_block_program(self.p, &self.globals, &self.args, self.block_dim) }
+        unsafe { self.p.run(&self.globals, &self.args, self.block_dim) }
     }
 }

@@ -13,9 +13,8 @@
 use crate::device_array::DeviceArray;
 use crate::errors::{to_py, user_error};
 use numpy::{PyUntypedArray, PyUntypedArrayMethods};
-use pyasc_ir::block::BlockProgram;
 use pyasc_ir::error::{ErrorKind, IrError, SourceLoc};
-use pyasc_runtime::block::{run_block_program, GlobalBuf};
+use pyasc_runtime::block::{GlobalBuf, PreparedBlock};
 use pyasc_runtime::buffer::DeviceBuffer;
 use pyasc_runtime::stream::Stream as RtStream;
 use pyasc_runtime::DeviceKind;
@@ -27,7 +26,7 @@ const NPU_GM_ALIGN: usize = 32;
 
 /// What a queued launch needs, moved into its stream task.
 struct Queued {
-    program: Arc<BlockProgram>,
+    program: Arc<PreparedBlock>,
     globals: Vec<GlobalBuf>,
     args: Vec<i64>,
     block_dim: usize,
@@ -56,7 +55,7 @@ impl Queued {
         let run = || {
             // SAFETY: every buffer stays alive while `self` does (see the `Send` impl); the
             // signature the program was traced for fixed each buffer's dtype and length.
-            unsafe { run_block_program(&self.program, &self.globals, &self.args, self.block_dim) }
+            unsafe { self.program.run(&self.globals, &self.args, self.block_dim) }
         };
         let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run))
             .unwrap_or_else(|_| Err(IrError::internal("the block VM panicked (please report it)")));
@@ -75,7 +74,7 @@ impl Queued {
             Some(s) => format!(" launched at {s}"),
             None => String::new(),
         };
-        e.message = format!("kernel '{}'{launched}: {}", self.program.name, e.message);
+        e.message = format!("kernel '{}'{launched}: {}", self.program.program.name, e.message);
         e.at(self.site.as_ref())
     }
 }
@@ -169,7 +168,7 @@ fn push_unique(v: &mut Vec<Arc<DeviceBuffer>>, b: Arc<DeviceBuffer>) {
 #[allow(clippy::too_many_arguments)]
 pub fn enqueue(
     py: Python<'_>,
-    program: &Arc<BlockProgram>,
+    program: &Arc<PreparedBlock>,
     arrays: &[Bound<'_, PyAny>],
     written: &[usize],
     args: Vec<i64>,
@@ -177,14 +176,14 @@ pub fn enqueue(
     stream: &Arc<RtStream>,
     npu: bool,
 ) -> PyResult<u64> {
-    if arrays.len() != program.globals.len() {
+    if arrays.len() != program.program.globals.len() {
         return Err(to_py(IrError::internal("wrong number of arrays for the traced kernel")));
     }
     let site = crate::frames::user_loc(py);
-    let launching = Launching { py, name: &program.name, npu };
+    let launching = Launching { py, name: &program.program.name, npu };
     let mut keep = Vec::new();
     let (mut globals, mut reads, mut writes) = (Vec::new(), Vec::new(), Vec::new());
-    for (i, (a, want)) in arrays.iter().zip(&program.globals).enumerate() {
+    for (i, (a, want)) in arrays.iter().zip(&program.program.globals).enumerate() {
         let write = written.contains(&i);
         let got = arg(&launching, i, a, *want, write, &mut keep)?;
         globals.push(got.buf);
@@ -212,7 +211,7 @@ pub fn enqueue(
         writes: writes.clone(),
         site,
     };
-    let seq = stream.enqueue_writing(format!("kernel {}", program.name), Box::new(move || task.run()), writes);
+    let seq = stream.enqueue_writing(format!("kernel {}", program.program.name), Box::new(move || task.run()), writes);
     // Recorded once the task has its number (it may already have run by now).
     for (b, write) in &used {
         b.record_use(stream, seq, *write);

@@ -4,14 +4,17 @@
 //! A launch first walks every block without touching memory, evaluating each copy's offsets
 //! and each instruction's count with the launch's values and checking them against the
 //! global buffers and the registers' capacities; only then do the blocks run, so a bad access
-//! is an error naming the user's line before anything is written. Each worker owns one
-//! Unified Buffer (`ub_bytes`, 64-byte aligned) and runs whole blocks in it. Vector
+//! is an error naming the user's line before anything is written. Runs of consecutive
+//! blocks are dealt out to the worker threads, a few per thread; each thread keeps one Unified
+//! Buffer (`ub_bytes`, 64-byte aligned, zeroed where registers reach before its first run of
+//! each launch) from launch to launch. Vector
 //! instructions run on the tile VM's SIMD kernels ([`exec`], [`exec_reduce`]); an instruction
 //! whose destination overlaps an operand reads a copy of that operand. Copies out of the
 //! Unified Buffer into a large global buffer use streaming stores, as the tile VM writes its
 //! large outputs; each worker fences them before its blocks count as done. Runs of
 //! statements over one element range or one set of rows run as segments of a
-//! [`BlockPlan`] ([`crate::block_plan`], executed strip by strip in `block_strip.rs`).
+//! [`BlockPlan`] ([`crate::block_plan`], executed strip by strip in `block_strip.rs`); a
+//! [`PreparedBlock`] keeps a program verified and planned for all its launches.
 
 use crate::instr::{exec, exec_reduce, Val};
 use crate::memory::{store_fence, stream_copy, STREAM_MIN_BYTES};
@@ -31,6 +34,9 @@ mod strip;
 /// Bytes a `DataCopy` moves must be a multiple of this (Ascend's 32-byte transfer unit).
 pub const COPY_ALIGN: usize = 32;
 
+/// Runs of consecutive blocks per worker thread a launch is dealt out in.
+const RUNS_PER_THREAD: usize = 4;
+
 /// One global buffer of a launch: its base address and length in elements.
 #[derive(Copy, Clone, Debug)]
 pub struct GlobalBuf {
@@ -46,6 +52,36 @@ struct Line([u8; 64]);
 
 fn lines(bytes: usize) -> Vec<Line> {
     vec![Line([0; 64]); bytes.div_ceil(64).max(1)]
+}
+
+std::thread_local! {
+    /// This thread's last Unified Buffer, with the launch that last used it.
+    static KEPT_UB: std::cell::Cell<(Vec<Line>, u64)> = const { std::cell::Cell::new((Vec::new(), 0)) };
+}
+
+/// Numbers launches, so a thread zeroes its kept Unified Buffer once per launch.
+static LAUNCHES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+/// A Unified Buffer of `bytes` for launch `launch`, its first `used` bytes zero when this
+/// thread first runs blocks of the launch (later runs of the same launch find what the
+/// earlier ones left, as blocks run one after another in one buffer): this thread's kept one
+/// when it is large enough (a fresh allocation of this size costs page faults on every
+/// launch), else a new, zeroed one.
+fn take_ub(bytes: usize, used: usize, launch: u64) -> Vec<Line> {
+    let (mut ub, last) = KEPT_UB.with(|k| k.take());
+    let n = bytes.div_ceil(64).max(1);
+    if ub.len() < n {
+        return lines(bytes);
+    }
+    if last != launch {
+        ub[..used.div_ceil(64).min(n)].fill(Line([0; 64]));
+    }
+    ub
+}
+
+/// Keep `ub` for this thread's next run of blocks.
+fn keep_ub(ub: Vec<Line>, launch: u64) {
+    KEPT_UB.with(|k| k.set((ub, launch)));
 }
 
 /// One worker's state while it runs blocks.
@@ -396,12 +432,64 @@ pub unsafe fn run_block_plan(
     block_dim: usize,
 ) -> Result<usize> {
     pyasc_ir::block::verify_block(p)?;
+    let (top, by_var) = schedule(p)?;
+    // SAFETY: per this function's contract.
+    unsafe { launch(p, plan, (&top, &by_var), globals, args, block_dim) }
+}
+
+/// Expressions of no loop, then those of each loop variable, in evaluation order.
+type Schedule = (Vec<ExprId>, Vec<Vec<ExprId>>);
+
+fn schedule(p: &BlockProgram) -> Result<Schedule> {
+    p.exprs.schedule(&p.var_depths()).map_err(|m| IrError::internal(format!("block kernel {}: {m}", p.name)))
+}
+
+/// A verified block program with its strip plan and expression schedule, built once and
+/// launched any number of times (a traced kernel's signature keeps one).
+#[derive(Debug)]
+pub struct PreparedBlock {
+    /// The program.
+    pub program: BlockProgram,
+    /// Its strip plan ([`BlockPlan::new`]).
+    pub plan: BlockPlan,
+    schedule: Schedule,
+}
+
+impl PreparedBlock {
+    /// Verify `program` and plan it.
+    pub fn new(program: BlockProgram) -> Result<PreparedBlock> {
+        pyasc_ir::block::verify_block(&program)?;
+        let schedule = schedule(&program)?;
+        let plan = BlockPlan::new(&program);
+        Ok(PreparedBlock { program, plan, schedule })
+    }
+
+    /// [`run_block_program`] of the prepared program.
+    ///
+    /// # Safety
+    /// As for [`run_block_program`].
+    pub unsafe fn run(&self, globals: &[GlobalBuf], args: &[i64], block_dim: usize) -> Result<usize> {
+        let (top, by_var) = &self.schedule;
+        // SAFETY: per this function's contract.
+        unsafe { launch(&self.program, &self.plan, (top, by_var), globals, args, block_dim) }
+    }
+}
+
+/// [`run_block_plan`] of a verified program with its schedule.
+///
+/// # Safety
+/// As for [`run_block_program`].
+unsafe fn launch(
+    p: &BlockProgram,
+    plan: &BlockPlan,
+    (top, by_var): (&[ExprId], &[Vec<ExprId>]),
+    globals: &[GlobalBuf],
+    args: &[i64],
+    block_dim: usize,
+) -> Result<usize> {
     if globals.len() != p.globals.len() || args.len() != p.args {
         return Err(IrError::internal(format!("block kernel {}: wrong number of arguments", p.name)));
     }
-    let (top, by_var) =
-        p.exprs.schedule(&p.var_depths()).map_err(|m| IrError::internal(format!("block kernel {}: {m}", p.name)))?;
-    let (top, by_var) = (&top, &by_var);
     let span = |i: usize| {
         let g = &globals[i];
         let a = g.ptr as usize;
@@ -416,19 +504,27 @@ pub unsafe fn run_block_plan(
     // SAFETY: the buffers are only read and written through checked copies (caller's contract).
     unsafe impl Sync for Shared<'_> {}
     let shared = Shared(globals);
+    let launch = LAUNCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    // Bytes of the Unified Buffer the registers reach.
+    let used = (0..p.regs.len())
+        .filter(|&i| matches!(p.regs[i].kind, RegKind::Tile))
+        .map(|i| p.at[i] + p.cap[i] * p.regs[i].dtype.size())
+        .max()
+        .unwrap_or(0);
     let worker = |dry: bool| {
         let shared = &shared;
         move |blocks: std::ops::Range<usize>| -> Result<()> {
-            let mut ub = lines(p.ub_bytes);
-            let base = ub.as_mut_ptr() as *mut u8;
+            // The check walks touch no memory: no Unified Buffer.
+            let mut ub = if dry { Vec::new() } else { take_ub(p.ub_bytes, used, launch) };
+            let base = if dry { std::ptr::null_mut() } else { ub.as_mut_ptr() as *mut u8 };
             let mut vals: Vec<Val> = p
                 .regs
                 .iter()
                 .enumerate()
                 .map(|(i, r)| match r.kind {
                     RegKind::Scalar(v) => Val::Scalar(v),
-                    // SAFETY: verified inside the Unified Buffer.
-                    _ => Val::Ptr(unsafe { base.add(p.at[i]) }),
+                    // Inside the Unified Buffer (verified) when it is there.
+                    _ => Val::Ptr(base.wrapping_add(p.at[i])),
                 })
                 .collect();
             // Spare registers: three for copies of overlapping operands, three for row operations.
@@ -470,7 +566,9 @@ pub unsafe fn run_block_plan(
             if e.streamed {
                 store_fence();
             }
-            drop(ub);
+            if !dry {
+                keep_ub(ub, launch);
+            }
             done
         }
     };
@@ -481,7 +579,9 @@ pub unsafe fn run_block_plan(
         return Ok(1);
     }
     let run = worker(false);
-    // Contiguous runs of blocks per worker: one Unified Buffer each.
-    crate::pool::for_blocks(threads, threads - 1, |w| run(w * block_dim / threads..(w + 1) * block_dim / threads))?;
+    // Runs of blocks dealt out a few per thread (a worker that falls behind on a shared
+    // machine takes fewer); each thread reuses its Unified Buffer from run to run.
+    let runs = block_dim.min(threads * RUNS_PER_THREAD);
+    crate::pool::for_blocks(runs, threads - 1, |w| run(w * block_dim / runs..(w + 1) * block_dim / runs))?;
     Ok(threads)
 }

@@ -63,6 +63,10 @@ pub struct Segment {
     /// through that register, without reading them, and statements from it on use the
     /// Unified Buffer.
     pub direct: Vec<(usize, usize)>,
+    /// The segment computes long enough per strip (a transcendental instruction, or two
+    /// passes or more over its units) that the elements following each copy into the Unified
+    /// Buffer (the next tile of a kernel walking its input forward) are asked for ahead.
+    pub prefetch: bool,
 }
 
 /// One step of a statement list.
@@ -199,7 +203,9 @@ fn plan_list(p: &BlockProgram, stmts: &[BStmt], reads: &[(*const BStmt, Access)]
             written.extend(b.gw.iter().copied());
             let (limits, direct) = (b.limits, direct_copies(p, &stmts[i..j], reads));
             let widths = b.widths;
-            out.push(Step::Strip(Segment { first: i, len: j - i, units, cols, widths, regs, limits, direct }));
+            let prefetch = computes_long(p, &stmts[i..j]);
+            let seg = Segment { first: i, len: j - i, units, cols, widths, regs, limits, direct, prefetch };
+            out.push(Step::Strip(seg));
             i = j;
         } else {
             out.push(Step::One(i));
@@ -207,6 +213,18 @@ fn plan_list(p: &BlockProgram, stmts: &[BStmt], reads: &[(*const BStmt, Access)]
         }
     }
     out
+}
+
+/// Whether `seg` holds a transcendental instruction or two passes or more over its units
+/// (instructions and row statements; copies do not count), as the tile VM decides to prefetch.
+fn computes_long(p: &BlockProgram, seg: &[BStmt]) -> bool {
+    let per_element = |r: Reg| matches!(p.regs[r.0 as usize].kind, RegKind::Tile);
+    let expensive = seg.iter().any(|s| match s {
+        BStmt::Op { ins: Instr::Unary { op, dst, .. }, .. } => op.is_expensive() && per_element(*dst),
+        BStmt::Op { ins: Instr::Binary { op, dst, .. }, .. } => op.is_expensive() && per_element(*dst),
+        _ => false,
+    });
+    expensive || seg.iter().filter(|s| !matches!(s, BStmt::Copy { .. })).count() >= 2
 }
 
 #[derive(Copy, Clone, Debug, PartialEq)]

@@ -330,3 +330,83 @@ fn overlapping_global_buffers_run_unfused() {
     };
     assert_eq!(run_in_place(&plan), run_in_place(&BlockPlan::unfused(&p.0)));
 }
+
+#[test]
+fn segments_with_long_arithmetic_prefetch_their_next_tile() {
+    let (f, r) = (flat(64), rows(64));
+    assert!(f.plan().segments().iter().all(|s| s.prefetch), "an erf segment prefetches");
+    assert!(r.plan().segments().iter().all(|s| s.prefetch), "row softmax prefetches");
+    // One instruction between a copy in and a copy out: the hardware prefetcher alone.
+    let mut p = Prog::new(2);
+    let (t, u, one) = (p.tile(DType::F32, 0, 64), p.tile(DType::F32, 256, 64), p.constant(1.0));
+    let n = p.n();
+    p.copy(true, 0, t, n);
+    p.op(bin(BinaryOp::Add, u, t, one), n);
+    p.copy(false, 1, u, n);
+    let plan = p.plan();
+    assert_eq!(plan.segments().len(), 1);
+    assert!(!plan.segments()[0].prefetch);
+    // A prefetch reaching past the end of the input changes nothing.
+    let x: Vec<f32> = (0..64).map(|i| i as f32 - 20.0).collect();
+    let out = same_both_ways(&f, 1 << 20, &x, [48, 0, 0]);
+    assert_eq!(out.len(), 64);
+}
+
+/// Output of the prepared `p` over `x` with arguments `args`, in bits.
+fn run_prepared(p: &crate::block::PreparedBlock, x: &[f32], args: [i64; 3]) -> Vec<u32> {
+    let mut x = x.to_vec();
+    let mut y = vec![-7.0f32; x.len()];
+    let globals = [
+        GlobalBuf { ptr: x.as_mut_ptr() as *mut u8, len: x.len() },
+        GlobalBuf { ptr: y.as_mut_ptr() as *mut u8, len: y.len() },
+    ];
+    let args = [args[0], args[1], args[2], x.len() as i64];
+    // SAFETY: both buffers live until the call returns.
+    unsafe { p.run(&globals, &args, 1) }.unwrap();
+    y.iter().map(|v| v.to_bits()).collect()
+}
+
+#[test]
+fn a_prepared_program_runs_as_a_fresh_plan_on_every_launch() {
+    let mut rng = Rng(0x5151);
+    let x: Vec<f32> = (0..4096).map(|_| rng.f32()).collect();
+    for p in [flat(1000), rows(1000), normalize(1000)] {
+        let prepared = crate::block::PreparedBlock::new(p.0.clone()).unwrap();
+        assert_eq!(prepared.plan, p.plan());
+        // Several launches with different counts reuse the one plan.
+        for args in [[1000, 25, 40], [17, 3, 7], [0, 0, 5], [999, 250, 4]] {
+            let want = run(&p.0, &BlockPlan::unfused(&p.0), &x, args);
+            assert_eq!(run_prepared(&prepared, &x, args), want, "arguments {args:?}");
+        }
+    }
+}
+
+#[test]
+fn a_prepared_program_is_verified() {
+    let mut p = Prog::new(2);
+    let t = p.tile(DType::F32, (1 << 20) - 8, 64);
+    let n = p.n();
+    p.copy(true, 0, t, n);
+    let e = crate::block::PreparedBlock::new(p.0).unwrap_err();
+    assert!(e.message.contains("past the Unified Buffer"), "{}", e.message);
+}
+
+#[test]
+fn every_launch_starts_with_a_zeroed_unified_buffer() {
+    // The first program fills the Unified Buffer; the second copies out a local tensor it
+    // never wrote, on the same thread: zeros, not the first launch's data.
+    let x: Vec<f32> = (0..256).map(|i| i as f32 + 1.0).collect();
+    let mut fill = Prog::new(2);
+    let t = fill.tile(DType::F32, 0, 256);
+    let n = fill.n();
+    fill.copy(true, 0, t, n);
+    fill.copy(false, 1, t, n);
+    let first = run(&fill.0, &fill.plan(), &x, [256, 0, 0]);
+    assert_eq!(first, x.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
+    let mut stale = Prog::new(2);
+    let u = stale.tile(DType::F32, 0, 256);
+    let n = stale.n();
+    stale.copy(false, 1, u, n);
+    let out = run(&stale.0, &stale.plan(), &x, [256, 0, 0]);
+    assert!(out.iter().all(|&b| b == 0), "stale data in a fresh Unified Buffer");
+}

@@ -51,6 +51,9 @@ impl Exec<'_> {
             // Regions that overlap at this many units: statement by statement.
             return stmts.iter().try_for_each(|s| self.stmt(s));
         }
+        if seg.prefetch {
+            self.prefetch_next(stmts)?;
+        }
         let orig: Vec<(usize, *mut u8)> = seg.regs.iter().map(|&(r, _)| (r.0 as usize, self.ptr(r))).collect();
         // Copies whose register is read from global memory instead (when element-aligned there).
         let mut skip = vec![false; stmts.len()];
@@ -98,6 +101,24 @@ impl Exec<'_> {
             self.vals[i] = Val::Ptr(p);
         }
         done
+    }
+
+    /// Ask the L2 cache for the global elements following each copy into the Unified Buffer of
+    /// `stmts` (as many as the copy moves, inside its view), so the next tile's loads overlap
+    /// this one's arithmetic.
+    fn prefetch_next(&self, stmts: &[BStmt]) -> Result<()> {
+        for s in stmts {
+            let BStmt::Copy { to_local: true, global, reg, start, hi, count, site, .. } = s else { continue };
+            let (start, hi, n) = (self.eval(start, site)?, self.eval(hi, site)?, self.eval(count, site)?);
+            let g = self.globals[*global as usize];
+            let from = start.saturating_add(n).max(0) as usize;
+            let end = (start.saturating_add(n.saturating_mul(2)).min(hi).max(0) as usize).min(g.len);
+            if from < end {
+                let size = self.p.dtype(*reg).size();
+                prefetch_l2(g.ptr as usize + from * size, (end - from) * size);
+            }
+        }
+        Ok(())
     }
 
     fn strips(&mut self, seg: &Segment, stmts: &[BStmt], l: &Layout) -> Result<()> {
@@ -156,4 +177,20 @@ impl Exec<'_> {
         }
         Ok(())
     }
+}
+
+/// Prefetch the cache lines of `bytes` bytes at `from` into the L2 cache (a hint: it never
+/// faults, whatever the address).
+fn prefetch_l2(from: usize, bytes: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let mut line = from & !63;
+        while line < from + bytes {
+            // SAFETY: prefetching is a hint; it never faults.
+            unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T1 }>(line as *const i8) };
+            line += 64;
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (from, bytes);
 }
