@@ -53,6 +53,24 @@ pub(crate) fn read_later(rest: &[Instr], t: Reg) -> bool {
     false
 }
 
+/// Replace each instruction `j` for which `fuse` finds a partner by the fused instruction it
+/// returns (at the partner's index, `j` dropped); returns how many. The loop of the passes
+/// that fuse an instruction into its first reader.
+pub(crate) fn fuse_pairs(k: &mut TileKernel, fuse: impl Fn(&TileKernel, usize) -> Option<(usize, Instr)>) -> usize {
+    let mut count = 0;
+    let mut j = 0;
+    while j < k.body.len() {
+        if let Some((at, fused)) = fuse(k, j) {
+            k.body[at] = fused;
+            k.body.remove(j);
+            count += 1;
+        } else {
+            j += 1;
+        }
+    }
+    count
+}
+
 /// Chains every eligible pair of `k`'s body; returns how many.
 pub fn fuse_chains(k: &mut TileKernel) -> usize {
     let mut count = 0;

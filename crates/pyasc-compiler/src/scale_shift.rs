@@ -44,18 +44,7 @@ pub fn fuse_scale_shifts(k: &mut TileKernel) -> usize {
     if k.program.is_some() {
         return 0;
     }
-    let mut count = 0;
-    let mut j = 0;
-    while j < k.body.len() {
-        if let Some((at, fused)) = fuse_from(k, j) {
-            k.body[at] = fused;
-            k.body.remove(j);
-            count += 1;
-        } else {
-            j += 1;
-        }
-    }
-    count
+    crate::chain::fuse_pairs(k, fuse_from)
 }
 
 /// If instruction `j` is `t = op1(a, b) * c` and the first instruction reading `t` adds one

@@ -333,67 +333,45 @@ pub(crate) unsafe fn stream_copy(dst: *mut u8, src: *const u8, n: usize) {
     };
 }
 
-/// [`stream_copy`] with 64-byte streaming stores from a 64-byte aligned start.
-///
-/// # Safety
-/// As for [`stream_copy`]; the CPU has AVX-512F.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn stream_copy_avx512(dst: *mut u8, src: *const u8, n: usize) {
-    use std::arch::x86_64::{__m512i, _mm512_loadu_si512, _mm512_stream_si512};
-    let head = dst.align_offset(64).min(n);
-    // SAFETY: every access stays inside the `n` bytes of each side.
-    unsafe {
-        std::ptr::copy_nonoverlapping(src, dst, head);
-        let mut i = head;
-        while i + 64 <= n {
-            _mm512_stream_si512(dst.add(i) as *mut __m512i, _mm512_loadu_si512(src.add(i) as *const __m512i));
-            i += 64;
+/// Define a [`stream_copy`] variant storing `$width`-byte vectors (`$store` of `$load`) from a
+/// `$width`-byte aligned start, compiled for `$feature`.
+macro_rules! stream_copy_variant {
+    ($(#[$doc:meta])* $name:ident, $feature:literal, $vec:ident, $width:literal, $load:ident, $store:ident) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// As for [`stream_copy`]; the CPU has the feature the variant is compiled for.
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = $feature)]
+        unsafe fn $name(dst: *mut u8, src: *const u8, n: usize) {
+            use std::arch::x86_64::{$load, $store, $vec};
+            let head = dst.align_offset($width).min(n);
+            // SAFETY: every access stays inside the `n` bytes of each side.
+            unsafe {
+                std::ptr::copy_nonoverlapping(src, dst, head);
+                let mut i = head;
+                while i + $width <= n {
+                    $store(dst.add(i) as *mut $vec, $load(src.add(i) as *const $vec));
+                    i += $width;
+                }
+                std::ptr::copy_nonoverlapping(src.add(i), dst.add(i), n - i);
+            }
         }
-        std::ptr::copy_nonoverlapping(src.add(i), dst.add(i), n - i);
-    }
+    };
 }
 
-/// [`stream_copy`] with 32-byte streaming stores from a 32-byte aligned start.
-///
-/// # Safety
-/// As for [`stream_copy`]; the CPU has AVX.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx")]
-unsafe fn stream_copy_avx(dst: *mut u8, src: *const u8, n: usize) {
-    use std::arch::x86_64::{__m256i, _mm256_loadu_si256, _mm256_stream_si256};
-    let head = dst.align_offset(32).min(n);
-    // SAFETY: every access stays inside the `n` bytes of each side.
-    unsafe {
-        std::ptr::copy_nonoverlapping(src, dst, head);
-        let mut i = head;
-        while i + 32 <= n {
-            _mm256_stream_si256(dst.add(i) as *mut __m256i, _mm256_loadu_si256(src.add(i) as *const __m256i));
-            i += 32;
-        }
-        std::ptr::copy_nonoverlapping(src.add(i), dst.add(i), n - i);
-    }
-}
-
-/// [`stream_copy`] with 16-byte streaming stores (SSE2, every x86-64 CPU).
-///
-/// # Safety
-/// As for [`stream_copy`].
-#[cfg(target_arch = "x86_64")]
-unsafe fn stream_copy_sse2(dst: *mut u8, src: *const u8, n: usize) {
-    use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
-    let head = dst.align_offset(16).min(n);
-    // SAFETY: every access stays inside the `n` bytes of each side.
-    unsafe {
-        std::ptr::copy_nonoverlapping(src, dst, head);
-        let mut i = head;
-        while i + 16 <= n {
-            _mm_stream_si128(dst.add(i) as *mut __m128i, _mm_loadu_si128(src.add(i) as *const __m128i));
-            i += 16;
-        }
-        std::ptr::copy_nonoverlapping(src.add(i), dst.add(i), n - i);
-    }
-}
+stream_copy_variant!(
+    /// [`stream_copy`] with 64-byte streaming stores (AVX-512F).
+    stream_copy_avx512, "avx512f", __m512i, 64, _mm512_loadu_si512, _mm512_stream_si512
+);
+stream_copy_variant!(
+    /// [`stream_copy`] with 32-byte streaming stores (AVX).
+    stream_copy_avx, "avx", __m256i, 32, _mm256_loadu_si256, _mm256_stream_si256
+);
+stream_copy_variant!(
+    /// [`stream_copy`] with 16-byte streaming stores (SSE2, every x86-64 CPU).
+    stream_copy_sse2, "sse2", __m128i, 16, _mm_loadu_si128, _mm_stream_si128
+);
 
 /// Make this thread's streaming stores visible to other threads (they are weakly ordered).
 pub(crate) fn store_fence() {

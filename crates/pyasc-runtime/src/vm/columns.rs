@@ -213,13 +213,13 @@ unsafe fn finish(k: &TileKernel, c: &Columns, outs: &[SendPtr], c0: usize, sums:
     Ok(())
 }
 
-/// Float64 sums over `rows` of columns `c0..c0 + w`.
+/// Call `f` with each of `rows` of columns `c0..c0 + w` in order, as a slice of `T`, with the
+/// run [`AHEAD`] rows further on prefetched.
 ///
 /// # Safety
-/// The argument covers `rows` of columns `c0..c0 + w`.
-unsafe fn column_sums(c: &Columns, c0: usize, w: usize, rows: std::ops::Range<usize>) -> Vec<f64> {
+/// The argument covers `rows` of columns `c0..c0 + w`; `T` is its element type.
+unsafe fn walk_rows<T>(c: &Columns, c0: usize, w: usize, rows: std::ops::Range<usize>, mut f: impl FnMut(&[T])) {
     let size = c.dtype.size() as isize;
-    let mut sums = Pairwise::new(w);
     for i in rows.clone() {
         if i + AHEAD < rows.end {
             prefetch(
@@ -228,14 +228,30 @@ unsafe fn column_sums(c: &Columns, c0: usize, w: usize, rows: std::ops::Range<us
             );
         }
         // SAFETY: row `i` of the block's columns lies inside the argument.
-        unsafe {
-            let at = c.base.0.offset((i as isize * c.stride + c0 as isize) * size);
-            match c.dtype {
-                DType::F32 => add_row(&mut sums.part, std::slice::from_raw_parts(at as *const f32, w)),
-                _ => add_row(&mut sums.part, std::slice::from_raw_parts(at as *const f64, w)),
-            }
+        f(unsafe {
+            std::slice::from_raw_parts(c.base.0.offset((i as isize * c.stride + c0 as isize) * size) as *const T, w)
+        });
+    }
+}
+
+/// Float64 sums over `rows` of columns `c0..c0 + w`.
+///
+/// # Safety
+/// The argument covers `rows` of columns `c0..c0 + w`.
+unsafe fn column_sums(c: &Columns, c0: usize, w: usize, rows: std::ops::Range<usize>) -> Vec<f64> {
+    let mut sums = Pairwise::new(w);
+    // SAFETY: per this function's contract; the element type follows the dtype.
+    unsafe {
+        match c.dtype {
+            DType::F32 => walk_rows(c, c0, w, rows, |row: &[f32]| {
+                add_row(&mut sums.part, row);
+                sums.end_row();
+            }),
+            _ => walk_rows(c, c0, w, rows, |row: &[f64]| {
+                add_row(&mut sums.part, row);
+                sums.end_row();
+            }),
         }
-        sums.end_row();
     }
     sums.total()
 }
@@ -262,23 +278,11 @@ unsafe fn extremes_of<T>(c: &Columns, c0: usize, w: usize, rows: std::ops::Range
 where
     T: Copy + PartialOrd + Into<f64> + std::ops::Neg<Output = T>,
 {
-    let size = c.dtype.size() as isize;
     let max = c.op == ReduceOp::Max;
     let mut acc = vec![if max { -inf } else { inf }; w];
     let mut nan = vec![false; w];
-    for i in rows.clone() {
-        if i + AHEAD < rows.end {
-            prefetch(
-                c.base.0.wrapping_offset(((i + AHEAD) as isize * c.stride + c0 as isize) * size),
-                w * size as usize,
-            );
-        }
-        // SAFETY: row `i` of the block's columns lies inside the argument.
-        unsafe {
-            let at = c.base.0.offset((i as isize * c.stride + c0 as isize) * size);
-            extreme_row(&mut acc, &mut nan, std::slice::from_raw_parts(at as *const T, w), max);
-        }
-    }
+    // SAFETY: per this function's contract.
+    unsafe { walk_rows(c, c0, w, rows, |row: &[T]| extreme_row(&mut acc, &mut nan, row, max)) };
     acc.iter().zip(&nan).map(|(a, n)| if *n { f64::NAN } else { (*a).into() }).collect()
 }
 
