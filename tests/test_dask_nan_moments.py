@@ -11,6 +11,8 @@ import warnings
 import numpy as np
 import pyasc
 import pytest
+from dask_graph_support import partial_tasks as _partial_tasks
+from dask_graph_support import rechunks as _rechunks
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -25,15 +27,6 @@ KINDS = ["nanmean", "nanvar", "nanstd", "nanmax", "nanmin"]
 def _threads():
     with dask.config.set(scheduler="threads"):
         yield
-
-
-def _rechunks(r):
-    return [name for name in r.dask.layers if "rechunk" in name]
-
-
-def _partial_tasks(r):
-    """The number of per-chunk partial tasks (the chunks the operator ran on)."""
-    return sum(len(layer) for name, layer in r.dask.layers.items() if "-partials-" in name)
 
 
 def _quiet(fn, *args, **kw):

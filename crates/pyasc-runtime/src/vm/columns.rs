@@ -438,9 +438,10 @@ unsafe fn add_row_avx2<T: Copy + Into<f64>>(acc: &mut [f64], row: &[T]) {
 mod tests {
     use super::*;
 
-    fn sums(data: &[f32], rows: usize, cols: usize, c0: usize, w: usize) -> Vec<f64> {
-        let c = Columns {
-            op: ReduceOp::Sum,
+    /// A column reduction `op` over `data`, a C-contiguous matrix of `rows` x `cols`.
+    fn matrix(op: ReduceOp, data: &[f32], rows: usize, cols: usize) -> Columns {
+        Columns {
+            op,
             src: 0,
             dst: 1,
             dtype: DType::F32,
@@ -448,7 +449,11 @@ mod tests {
             cols,
             len: rows,
             stride: cols as isize,
-        };
+        }
+    }
+
+    fn sums(data: &[f32], rows: usize, cols: usize, c0: usize, w: usize) -> Vec<f64> {
+        let c = matrix(ReduceOp::Sum, data, rows, cols);
         // SAFETY: `data` holds `rows` rows of `cols` columns.
         unsafe { column_sums(&c, c0, w, 0..rows) }
     }
@@ -476,16 +481,7 @@ mod tests {
         data[17 * cols + 11] = f32::INFINITY;
         data[40 * cols + 12] = f32::NEG_INFINITY;
         for op in [ReduceOp::Max, ReduceOp::Min] {
-            let c = Columns {
-                op,
-                src: 0,
-                dst: 1,
-                dtype: DType::F32,
-                base: SendPtr(data.as_ptr() as *mut u8),
-                cols,
-                len: rows,
-                stride: cols as isize,
-            };
+            let c = matrix(op, &data, rows, cols);
             // Two parts of the rows combined as the parallel path does.
             // SAFETY: `data` holds `rows` rows of `cols` columns.
             let parts =
