@@ -183,6 +183,12 @@ fn rename_src(ins: &mut Instr, from: Reg, to: Reg) {
             f(scale);
             f(shift);
         }
+        Instr::ScanMap { src, steps, .. } => {
+            f(src);
+            for s in steps.iter_mut() {
+                f(&mut s.arg);
+            }
+        }
     }
 }
 

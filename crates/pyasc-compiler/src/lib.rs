@@ -25,6 +25,7 @@ pub mod promote;
 pub mod reduce_map;
 pub mod rewrite;
 pub mod scale_shift;
+pub mod scan_map;
 pub mod single;
 
 pub use pass::{compile, pipeline, CompileOptions, CompileState, Compiled, Pass, PassReport};

@@ -421,8 +421,7 @@ fn bytes_per_element(k: &TileKernel, buffers: &[BufferDecl]) -> usize {
         .collect();
     let mut needs = vec![false; k.regs.len()];
     for ins in &k.body {
-        let uniform = !matches!(ins, Instr::Reduce { .. } | Instr::ReduceMap { .. } | Instr::Scan { .. })
-            && ins.srcs().iter().all(|s| scalar[s.0 as usize]);
+        let uniform = !ins.per_row() && ins.srcs().iter().all(|s| scalar[s.0 as usize]);
         for s in ins.srcs().iter() {
             needs[s.0 as usize] |= !scalar[s.0 as usize];
         }
@@ -458,7 +457,7 @@ pub struct TileBudget {
 /// kernels get whole rows (a row longer than the budget is one tile by itself, which
 /// [`check_tiles_fit`] refuses under a hard budget).
 pub(crate) fn choose_tile(k: &TileKernel, buffers: &[BufferDecl], budget: TileBudget) -> usize {
-    let scans = k.body.iter().any(|i| matches!(i, Instr::Scan { .. }));
+    let scans = k.body.iter().any(|i| matches!(i, Instr::Scan { .. } | Instr::ScanMap { .. }));
     let (hard, budget) = (budget.hard, budget.bytes);
     let budget = if scans && !hard { budget.saturating_mul(SCAN_BUDGET_FACTOR) } else { budget };
     let per_elem = bytes_per_element(k, buffers).max(1);

@@ -215,7 +215,7 @@ pub fn verify_block(p: &BlockProgram) -> Result<()> {
                     }
                 }
                 BStmt::Op { ins, len, .. } => {
-                    if matches!(ins, Instr::Reduce { .. } | Instr::ReduceMap { .. } | Instr::Scan { .. }) {
+                    if ins.per_row() {
                         return Err(format!("{ins:?} is a row instruction"));
                     }
                     tile(ins.dst())?;

@@ -99,6 +99,20 @@ pub fn instr_to_string(k: &TileKernel, ins: &Instr) -> String {
         Instr::Reduce { op, dst, src } => format!("{dst} = reduce_{}({src})", op.name()),
         Instr::ReduceMap { op, map, dst, a, b } => format!("{dst} = reduce_{}({}({a}, {b}))", op.name(), map.name()),
         Instr::Scan { kind, dst, src } => format!("{dst} = scan_{}({src})", kind.name()),
+        Instr::ScanMap { kind, dst, src, steps, pre, len } => {
+            let apply = |v: String, s: &crate::tile::MapStep| {
+                if s.swap {
+                    format!("{}({}, {v})", s.op.name(), s.arg)
+                } else {
+                    format!("{}({v}, {})", s.op.name(), s.arg)
+                }
+            };
+            let used = &steps[..(*len as usize).min(3)];
+            let (before, after) = used.split_at((*pre as usize).min(used.len()));
+            let inner = before.iter().fold(src.to_string(), apply);
+            let scanned = format!("scan_{}({inner})", kind.name());
+            format!("{dst} = {}", after.iter().fold(scanned, apply))
+        }
     }
 }
 

@@ -288,7 +288,7 @@ impl Checker<'_> {
                     let ok = match ins {
                         Instr::Reduce { .. } => depth >= 1 && levels[0] == depth && dst + 1 == depth,
                         // Row scans run in flat row kernels only.
-                        Instr::Scan { .. } => false,
+                        Instr::Scan { .. } | Instr::ScanMap { .. } => false,
                         _ => dst >= top,
                     };
                     if !ok {

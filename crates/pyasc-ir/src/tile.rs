@@ -173,9 +173,45 @@ pub enum Instr {
         /// Element register holding the rows.
         src: Reg,
     },
+    /// A row scan with arithmetic fused on both sides: `v = src`, then `steps[..pre]` applied
+    /// to `v` element by element, the running values of `kind` along each row, then
+    /// `steps[pre..len]` (row kernels only; one float dtype throughout). Each step rounds as
+    /// if run alone, so the result is the unfused instructions' to the bit; the steps' results
+    /// never make a trip through a tile.
+    ScanMap {
+        /// The combining operation.
+        kind: ScanKind,
+        /// Element register receiving the result.
+        dst: Reg,
+        /// Element register (or broadcast scalar) the first step reads.
+        src: Reg,
+        /// The steps; those past `len` are unused.
+        steps: [MapStep; 3],
+        /// Steps applied before the scan.
+        pre: u8,
+        /// Steps in use.
+        len: u8,
+    },
+}
+
+/// One elementwise step of an [`Instr::ScanMap`]: `v = op(v, arg)`, or `op(arg, v)` if `swap`.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct MapStep {
+    /// The arithmetic (add, sub, mul or div).
+    pub op: BinaryOp,
+    /// `arg` is the left operand.
+    pub swap: bool,
+    /// The other operand: an element register or a broadcast scalar, never a per-row value.
+    pub arg: Reg,
 }
 
 impl Instr {
+    /// True for the instructions that work on whole rows of a row kernel (reductions and
+    /// scans), which the VM runs row by row rather than element by element.
+    pub fn per_row(&self) -> bool {
+        matches!(self, Instr::Reduce { .. } | Instr::ReduceMap { .. } | Instr::Scan { .. } | Instr::ScanMap { .. })
+    }
+
     /// The register written.
     pub fn dst(&self) -> Reg {
         match *self {
@@ -188,7 +224,8 @@ impl Instr {
             | Instr::ScaleShift { dst, .. }
             | Instr::Reduce { dst, .. }
             | Instr::ReduceMap { dst, .. }
-            | Instr::Scan { dst, .. } => dst,
+            | Instr::Scan { dst, .. }
+            | Instr::ScanMap { dst, .. } => dst,
         }
     }
     /// The registers read (one to four), without allocating.
@@ -203,6 +240,10 @@ impl Instr {
             Instr::Select { cond, a, b, .. } => Srcs([cond, a, b, b], 3),
             Instr::Chain { a, b, c, .. } => Srcs([a, b, c, c], 3),
             Instr::ScaleShift { a, b, scale, shift, .. } => Srcs([a, b, scale, shift], 4),
+            Instr::ScanMap { src, steps, len, .. } => {
+                let arg = |i: usize| if i < len as usize { steps[i].arg } else { src };
+                Srcs([src, arg(0), arg(1), arg(2)], 1 + len.min(3))
+            }
         }
     }
 }
@@ -443,9 +484,9 @@ fn verify_kernel(k: &TileKernel, buffers: &[BufferDecl], ready: &[bool]) -> Resu
                     let flat = |r: &Reg| !reg(*r).expect("checked above").row;
                     dst.row && flat(a) && flat(b) && k.row_len > 0
                 }
-                Instr::Scan { src, .. } => {
-                    let s = reg(*src).expect("checked above");
-                    !dst.row && !s.row && k.row_len > 0 && k.perm.iter().enumerate().all(|(i, p)| i == *p)
+                Instr::Scan { .. } | Instr::ScanMap { .. } => {
+                    let flat = ins.srcs().iter().all(|r| !reg(*r).expect("checked above").row);
+                    !dst.row && flat && k.row_len > 0 && k.perm.iter().enumerate().all(|(i, p)| i == *p)
                 }
                 _ => true,
             };
@@ -494,6 +535,16 @@ pub(crate) fn dtypes_ok(ins: &Instr, dst: DType, srcs: &[DType]) -> bool {
             *op == ReduceOp::Sum && arith && dst.is_float() && srcs.iter().all(|d| *d == dst)
         }
         Instr::Scan { kind, .. } => srcs[0] == dst && scans(*kind, dst),
+        Instr::ScanMap { kind, steps, pre, len, .. } => {
+            let arith = |s: &MapStep| matches!(s.op, BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div);
+            let used = &steps[..(*len as usize).min(3)];
+            dst.is_float()
+                && srcs.iter().all(|d| *d == dst)
+                && scans(*kind, dst)
+                && *pre <= *len
+                && *len as usize <= steps.len()
+                && used.iter().all(arith)
+        }
     }
 }
 

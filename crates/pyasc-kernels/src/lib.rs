@@ -37,6 +37,7 @@ mod reduce_avx512;
 pub mod reduce_map;
 pub mod scale_shift;
 pub mod scan;
+pub mod scan_map;
 mod scan_simd;
 mod src;
 pub mod stencil;

@@ -268,7 +268,7 @@ pub unsafe fn exec(ins: &Instr, decls: &[RegDecl], vals: &[Val], len: usize) -> 
                 }
                 v @ Val::Scalar(_) => crate::half_cast::cast(DType::F64, dt(d), v, val(d), len),
             },
-            Instr::Scan { .. } => Err(IrError::internal("scans run row by row in the VM")),
+            Instr::Scan { .. } | Instr::ScanMap { .. } => Err(IrError::internal("scans run row by row in the VM")),
             Instr::Copy { dst: d, src: s } => with_dtype!(dt(d), T => {
                 let out = dst::<T>(val(d), len)?;
                 match src::<T>(val(s), len) {
@@ -334,7 +334,7 @@ unsafe fn negative_exponent(dtype: DType, b: Val, len: usize) -> bool {
     }
 }
 
-unsafe fn exec_binary(op: BinaryOp, dtype: DType, a: Val, b: Val, d: Val, len: usize) -> Result<()> {
+pub(crate) unsafe fn exec_binary(op: BinaryOp, dtype: DType, a: Val, b: Val, d: Val, len: usize) -> Result<()> {
     let unsupported = || Err(IrError::internal(format!("{} has no {dtype} kernel", op.name())));
     // SAFETY: the exponent holds `len` elements (caller's contract).
     if op == BinaryOp::Pow && unsafe { negative_exponent(dtype, b, len) } {

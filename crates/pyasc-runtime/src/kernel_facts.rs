@@ -16,6 +16,7 @@ fn instr_flops(i: &Instr) -> u64 {
         | Instr::Select { .. }
         | Instr::Reduce { .. }
         | Instr::Scan { .. } => 1,
+        Instr::ScanMap { len, .. } => 1 + *len as u64,
         Instr::Chain { .. } | Instr::ReduceMap { .. } => 2,
         Instr::ScaleShift { .. } => 3,
         Instr::Cast { .. } | Instr::Copy { .. } => 0,
@@ -50,6 +51,12 @@ fn instr_ops(i: &Instr, out: &mut Vec<&'static str>) {
             add(op.name());
         }
         Instr::Scan { kind, .. } => add(kind.name()),
+        Instr::ScanMap { kind, steps, len, .. } => {
+            for s in &steps[..(*len as usize).min(3)] {
+                add(s.op.name());
+            }
+            add(kind.name());
+        }
     }
 }
 

@@ -51,6 +51,7 @@ pub mod pool;
 pub mod pooling;
 pub mod program;
 pub mod scan;
+pub mod scan_map;
 pub mod scatter;
 pub mod shuffle;
 pub mod sort;

@@ -535,9 +535,7 @@ const PACK_MIN_LANES: usize = 64;
 /// True for a mask-loop body that only runs lane-wise instructions (no loads, stores, loops,
 /// nested mask loops or row reductions): its lanes can run in any arrangement.
 fn packable(body: &[Stmt]) -> bool {
-    body.iter().all(|s| {
-        matches!(s, Stmt::Op(i) if !matches!(i, Instr::Reduce { .. } | Instr::ReduceMap { .. } | Instr::Scan { .. }))
-    })
+    body.iter().all(|s| matches!(s, Stmt::Op(i) if !i.per_row()))
 }
 
 /// The packed lanes of a mask loop: the registers its body touches, moved into buffers of

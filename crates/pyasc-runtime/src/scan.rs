@@ -118,7 +118,7 @@ pub unsafe fn scan_rows(
 }
 
 /// Work generic over the scan operation, run by [`with_op`] with the op of a kind and dtype.
-trait WithOp {
+pub(crate) trait WithOp {
     /// Run with `op`.
     ///
     /// # Safety
@@ -131,7 +131,7 @@ trait WithOp {
 ///
 /// # Safety
 /// As for [`WithOp::run`], with elements of `dtype`.
-unsafe fn with_op<W: WithOp>(kind: ScanKind, dtype: DType, work: W) -> Result<()> {
+pub(crate) unsafe fn with_op<W: WithOp>(kind: ScanKind, dtype: DType, work: W) -> Result<()> {
     macro_rules! go {
         ($op:expr) => {
             // SAFETY: per this function's contract; the dtype matches the op's element type.

@@ -585,7 +585,7 @@ unsafe fn run_tile(
         // A reduction of a uniform value is not uniform (a sum depends on the row length): it
         // runs row by row below.
         let uniform = k.regs[d].kind == RegKind::Tile
-            && !matches!(ins, Instr::Reduce { .. } | Instr::ReduceMap { .. } | Instr::Scan { .. })
+            && !ins.per_row()
             && ins.srcs().iter().all(|r| matches!(scratch.vals[r.0 as usize], Val::Scalar(_)));
         if uniform {
             // Every operand is one broadcast value (a constant or a broadcast argument):
@@ -652,6 +652,17 @@ unsafe fn exec_level(k: &TileKernel, ins: &Instr, vals: &[Val], local: &mut [Val
         let (va, vb, vd) = (vals[a.0 as usize], vals[b.0 as usize], vals[dst.0 as usize]);
         // SAFETY: the operands hold `rows` rows of `c` elements (or are scalars); the destination `rows` values.
         return unsafe { exec_reduce_map(op, map, dtype, va, vb, vd, rows, c) };
+    }
+    if let Instr::ScanMap { kind, dst, src, steps, pre, len: n } = *ins {
+        let n = (n as usize).min(steps.len());
+        let mut fused = [(steps[0], vals[src.0 as usize]); 3];
+        for (f, s) in fused.iter_mut().zip(&steps[..n]) {
+            *f = (*s, vals[s.arg.0 as usize]);
+        }
+        let (vs, vd) = (vals[src.0 as usize], vals[dst.0 as usize]);
+        let steps = crate::scan_map::Steps { all: &fused[..n], pre: pre as usize };
+        // SAFETY: the operands hold `rows` rows of `c` elements (or are scalars), as the destination.
+        return unsafe { crate::scan_map::scan_map_rows(kind, k.regs[d].dtype, vs, steps, vd, rows, c) };
     }
     if let Instr::Scan { kind, dst, src } = *ins {
         // SAFETY: source and destination hold `rows` rows of `c` elements.

@@ -19,7 +19,7 @@ fn run(g: Graph, inputs: &[InputView], numel: usize, size: usize) -> (Vec<Vec<u8
     let c = compile(g, &CompileOptions { verify_each_pass: true, ..Default::default() }).unwrap();
     let fused = c.plan.kernels.len() == 1
         && c.plan.kernels[0].library.is_none()
-        && c.plan.kernels[0].body.iter().any(|i| matches!(i, Instr::Scan { .. }));
+        && c.plan.kernels[0].body.iter().any(|i| matches!(i, Instr::Scan { .. } | Instr::ScanMap { .. }));
     let mut outs = vec![vec![0u8; numel * size]; c.plan.outputs.len()];
     let ptrs: Vec<OutputPtr> = outs.iter_mut().map(|o| OutputPtr(o.as_mut_ptr())).collect();
     device_for(DeviceKind::Cpu).execute(&c.plan, inputs, &ptrs, RunOptions::default()).unwrap();

@@ -97,7 +97,7 @@ fn plan(k: &TileKernel, modes: &[ArgMode]) -> Option<Plan> {
                 }
                 true
             }
-            Instr::Reduce { .. } | Instr::ReduceMap { .. } | Instr::Scan { .. } => return None,
+            _ if ins.per_row() => return None,
             _ if reg(ins.dst()).row => {
                 if ins.srcs().iter().any(|&s| element(s)) {
                     return None;
@@ -160,7 +160,7 @@ fn plan(k: &TileKernel, modes: &[ArgMode]) -> Option<Plan> {
 /// may have changed since).
 fn recompute(k: &TileKernel, r: usize, def: &[Option<Instr>], arg: usize, out: &mut Vec<Instr>) -> bool {
     let Some(ins) = def[r] else { return false };
-    if matches!(ins, Instr::Reduce { .. } | Instr::ReduceMap { .. } | Instr::Scan { .. }) || out.len() > 16 {
+    if ins.per_row() || out.len() > 16 {
         return false;
     }
     for &s in ins.srcs().iter() {

@@ -72,9 +72,7 @@ fn matching(k: &TileKernel, modes: &[ArgMode]) -> Option<Columns> {
     }
     let per_row = |r: usize| k.regs[r].row || matches!(k.regs[r].kind, RegKind::Scalar(_));
     let rest_ok = k.body[1..].iter().all(|ins| {
-        !matches!(ins, Instr::Reduce { .. } | Instr::ReduceMap { .. } | Instr::Scan { .. })
-            && k.regs[ins.dst().0 as usize].row
-            && ins.srcs().iter().all(|r| per_row(r.0 as usize))
+        !ins.per_row() && k.regs[ins.dst().0 as usize].row && ins.srcs().iter().all(|r| per_row(r.0 as usize))
     });
     let others_ok = k.regs.iter().enumerate().all(|(i, r)| i == s || per_row(i) || r.kind == RegKind::Tile);
     if !rest_ok || !others_ok {

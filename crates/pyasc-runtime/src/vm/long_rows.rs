@@ -36,7 +36,7 @@ pub(super) fn chunkable(k: &TileKernel) -> bool {
             Instr::Reduce { dst, src, .. } => !row(src) && row(dst) && plain(k.regs[src.0 as usize].dtype),
             Instr::ReduceMap { dst, a, b, .. } => !row(a) && !row(b) && row(dst),
             // A running value would have to carry from chunk to chunk.
-            Instr::Scan { .. } => false,
+            Instr::Scan { .. } | Instr::ScanMap { .. } => false,
             _ if row(&ins.dst()) => {
                 ins.srcs().iter().all(|s| row(s) || matches!(k.regs[s.0 as usize].kind, RegKind::Scalar(_)))
             }
