@@ -80,6 +80,25 @@ def test_tile_operands_other_kinds_and_specials():
         np.testing.assert_array_equal(op(xs), _plain(kind)(xs * np.float32(3)) + np.float32(1))
 
 
+@pytest.mark.parametrize("shape", [(300, 1024), (64, 100), (5, 3000)])
+def test_broadcast_operands_along_rows_and_columns(shape):
+    # A weight per column and a value per row as step operands (each read at its own lanes).
+    rng = np.random.default_rng(shape[1])
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = rng.standard_normal(shape[1]).astype(np.float32)
+    c = rng.standard_normal((shape[0], 1)).astype(np.float32)
+    plain = _plain(np.cumsum)
+    cases = [
+        (lambda v, w, c: np.cumsum(v * w, axis=-1) + w, plain(x * w) + w, "add(r1, scan_cumsum(mul(r0, r1)))"),
+        (lambda v, w, c: np.cumsum(v - c, axis=-1) * c, plain(x - c) * c, "scan_cumsum(sub("),
+        (lambda v, w, c: w / np.cumsum(v, axis=-1), w / plain(x), "div(r2, scan_cumsum(r0))"),
+    ]
+    for fn, want, form in cases:
+        op = pyasc.operator(fn)
+        np.testing.assert_array_equal(op(x, w, c), want)
+        assert form in _program(op, x, w, c), _program(op, x, w, c)
+
+
 def test_tiny_quotients_divide_exactly():
     # Quotients in the subnormal range are where a multiply by the reciprocal could round
     # differently; the fused division must still equal NumPy's.
