@@ -22,7 +22,9 @@
 //!
 //! A copy into the Unified Buffer whose register nothing else reads, inside or outside the
 //! segment, need not run: the segment's statements read global memory in its place
-//! ([`Segment::direct`]), which saves the copy's pass over the tile.
+//! ([`Segment::direct`]), which saves the copy's pass over the tile. Likewise a copy out of
+//! the Unified Buffer whose register only that copy reads need not run: the instruction that
+//! computes the register writes global memory in its place ([`Segment::direct_out`]).
 
 use pyasc_ir::block::{BStmt, BlockProgram, Expr, ExprId, IntOp};
 use pyasc_ir::op::BinaryOp;
@@ -63,6 +65,12 @@ pub struct Segment {
     /// through that register, without reading them, and statements from it on use the
     /// Unified Buffer.
     pub direct: Vec<(usize, usize)>,
+    /// Copies out of the Unified Buffer whose bytes' one writer in the segment may write
+    /// straight to the copy's global elements instead, as `(copy, the writer's register)`
+    /// (a queue hands the same bytes on under another register): the writer is an
+    /// instruction before the copy, nothing else in the segment writes those bytes, and
+    /// nothing in the program but the copy reads them.
+    pub direct_out: Vec<(usize, Reg)>,
     /// The segment computes long enough per strip (a transcendental instruction, or two
     /// passes or more over its units) that the elements following each copy into the Unified
     /// Buffer (the next tile of a kernel walking its input forward) are asked for ahead.
@@ -177,6 +185,36 @@ fn direct_copies(p: &BlockProgram, seg: &[BStmt], reads: &[(*const BStmt, Access
     out
 }
 
+/// The copies out of segment `seg` whose register's writer may write global memory (see
+/// [`Segment::direct_out`]).
+fn direct_outs(p: &BlockProgram, seg: &[BStmt], reads: &[(*const BStmt, Access)]) -> Vec<(usize, Reg)> {
+    let mut out = Vec::new();
+    for (c, s) in seg.iter().enumerate() {
+        let BStmt::Copy { to_local: false, .. } = s else { continue };
+        let Some(r) = accesses(p, s, Width::One).first().copied() else { continue };
+        let meets = |a: &Access| a.at < r.end && r.at < a.end;
+        // Only this copy reads the bytes, anywhere in the program.
+        let read_elsewhere = reads.iter().any(|(t, a)| meets(a) && !std::ptr::eq(*t, s));
+        let writers: Vec<(usize, Access)> = seg
+            .iter()
+            .enumerate()
+            .flat_map(|(j, t)| {
+                accesses(p, t, Width::One).into_iter().filter(|a| a.write && meets(a)).map(move |a| (j, a))
+            })
+            .collect();
+        let writer = match writers[..] {
+            [(w, a)] if w < c && (a.at, a.end, a.size, a.width) == (r.at, r.end, r.size, r.width) => {
+                matches!(seg[w], BStmt::Op { .. }).then_some(a.reg)
+            }
+            _ => None,
+        };
+        if let (false, Some(w)) = (read_elsewhere, writer) {
+            out.push((c, w));
+        }
+    }
+    out
+}
+
 fn plan_list(p: &BlockProgram, stmts: &[BStmt], reads: &[(*const BStmt, Access)], written: &mut Vec<u16>) -> Vec<Step> {
     let mut out = Vec::new();
     let mut i = 0;
@@ -202,9 +240,10 @@ fn plan_list(p: &BlockProgram, stmts: &[BStmt], reads: &[(*const BStmt, Access)]
             regs.dedup();
             written.extend(b.gw.iter().copied());
             let (limits, direct) = (b.limits, direct_copies(p, &stmts[i..j], reads));
+            let direct_out = direct_outs(p, &stmts[i..j], reads);
             let widths = b.widths;
             let prefetch = computes_long(p, &stmts[i..j]);
-            let seg = Segment { first: i, len: j - i, units, cols, widths, regs, limits, direct, prefetch };
+            let seg = Segment { first: i, len: j - i, units, cols, widths, regs, limits, direct, direct_out, prefetch };
             out.push(Step::Strip(seg));
             i = j;
         } else {

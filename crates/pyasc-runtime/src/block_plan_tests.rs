@@ -410,3 +410,35 @@ fn every_launch_starts_with_a_zeroed_unified_buffer() {
     let out = run(&stale.0, &stale.plan(), &x, [256, 0, 0]);
     assert!(out.iter().all(|&b| b == 0), "stale data in a fresh Unified Buffer");
 }
+
+#[test]
+fn an_instruction_writes_straight_to_global_memory_in_place_of_a_copy_out() {
+    // z = x + y: both copies in and the copy out need not run.
+    let mut p = Prog::new(3);
+    let (xl, yl, zl) = (p.tile(DType::F32, 0, 64), p.tile(DType::F32, 256, 64), p.tile(DType::F32, 512, 64));
+    let n = p.n();
+    p.copy(true, 0, xl, n);
+    p.copy(true, 1, yl, n);
+    p.op(bin(BinaryOp::Add, zl, xl, yl), n);
+    p.copy(false, 2, zl, n);
+    let segs = p.plan().segments().into_iter().cloned().collect::<Vec<_>>();
+    assert_eq!(segs[0].direct_out, vec![(3, zl)]);
+    // Written twice (in place), or read again after the copy: the copy out runs.
+    let mut p = Prog::new(3);
+    let (xl, zl) = (p.tile(DType::F32, 0, 64), p.tile(DType::F32, 512, 64));
+    let n = p.n();
+    p.copy(true, 0, xl, n);
+    p.op(bin(BinaryOp::Add, zl, xl, xl), n);
+    p.op(bin(BinaryOp::Mul, zl, zl, xl), n);
+    p.copy(false, 2, zl, n);
+    assert!(p.plan().segments()[0].direct_out.is_empty());
+    let mut p = Prog::new(3);
+    let (xl, zl, wl) = (p.tile(DType::F32, 0, 64), p.tile(DType::F32, 512, 64), p.tile(DType::F32, 1024, 64));
+    let n = p.n();
+    p.copy(true, 0, xl, n);
+    p.op(bin(BinaryOp::Add, zl, xl, xl), n);
+    p.copy(false, 2, zl, n);
+    p.op(bin(BinaryOp::Mul, wl, zl, zl), n);
+    p.copy(false, 1, wl, n);
+    assert_eq!(p.plan().segments()[0].direct_out, vec![(4, wl)], "zl is read after its copy out; wl is not");
+}

@@ -5,11 +5,13 @@
 //! Before the first strip each statement is checked over all its units exactly as when it
 //! runs alone, so a bad count or access is the same error naming the same line. A segment
 //! run beyond one of its [`Limit`]s runs statement by statement. Registers of the segment's
-//! direct copies point into global memory (when it is aligned for their elements).
+//! direct copies point into global memory (when it is aligned for their elements): those
+//! read in place of a copy in, and those written in place of a copy out.
 
 use super::Exec;
 use crate::block_plan::{Limit, Segment, Width};
 use crate::instr::{exec_reduce, Val};
+use crate::memory::STREAM_MIN_BYTES;
 use pyasc_ir::block::BStmt;
 use pyasc_ir::error::{IrError, Result};
 
@@ -69,6 +71,23 @@ impl Exec<'_> {
                     skip[d] = true;
                     direct.push((reg.0 as usize, gp));
                     back.push((until, reg.0 as usize, self.ptr(*reg)));
+                }
+            }
+        }
+        // Copies out whose register's writer writes global memory instead, unless the copy
+        // would stream past the caches (a plain store first reads each line it writes).
+        for &(c, w) in &seg.direct_out {
+            if let BStmt::Copy { global, reg, start, site, .. } = &stmts[c] {
+                let size = self.p.dtype(*reg).size();
+                let g = self.globals[*global as usize];
+                if g.len * size >= STREAM_MIN_BYTES {
+                    continue;
+                }
+                // SAFETY: the copy's elements lie in the buffer (checked above).
+                let gp = unsafe { g.ptr.add(self.eval(start, site)? as usize * size) };
+                if (gp as usize).is_multiple_of(size) && !direct.iter().any(|d| d.0 == w.0 as usize) {
+                    skip[c] = true;
+                    direct.push((w.0 as usize, gp));
                 }
             }
         }
