@@ -47,7 +47,21 @@ pub fn select<T: Element>(cond: Src<'_, u8>, a: Src<'_, T>, b: Src<'_, T>, y: &m
     dispatch(SelectK { c: cond, a, b, y });
 }
 
-/// Sets every element of `y` to `v`.
+struct FillK<'a, T> {
+    v: T,
+    y: &'a mut [T],
+}
+
+impl<T: Element> Kernel for FillK<'_, T> {
+    type Out = ();
+    #[inline(always)]
+    fn run<S: Simd>(self) {
+        self.y.fill(self.v);
+    }
+}
+
+/// Sets every element of `y` to `v`, with the widest stores of the active ISA (a broadcast
+/// operand spread over a tile is stored once per tile).
 pub fn fill<T: Element>(v: T, y: &mut [T]) {
-    y.fill(v);
+    dispatch(FillK { v, y });
 }

@@ -81,7 +81,13 @@ pub fn classify(dims: &[usize], strides: &[isize]) -> Access {
 /// # Safety
 /// Every position of the iteration space `dims` must address a readable element from
 /// `base` through `strides`.
-pub unsafe fn gather<T: Copy>(base: *const T, dims: &[usize], strides: &[isize], start: usize, dst: &mut [T]) {
+pub unsafe fn gather<T: pyasc_kernels::Element>(
+    base: *const T,
+    dims: &[usize],
+    strides: &[isize],
+    start: usize,
+    dst: &mut [T],
+) {
     let r = dims.len();
     let mut idx = [0usize; MAX_RANK];
     let mut rem = start;
@@ -102,7 +108,7 @@ pub unsafe fn gather<T: Copy>(base: *const T, dims: &[usize], strides: &[isize],
             let p = base.offset(off);
             match s {
                 1 => std::ptr::copy_nonoverlapping(p, out.as_mut_ptr(), run),
-                0 => out.fill(*p),
+                0 => pyasc_kernels::fill(*p, out),
                 _ => {
                     for (j, o) in out.iter_mut().enumerate() {
                         *o = *p.offset(j as isize * s);
