@@ -75,6 +75,10 @@ pub fn classify(dims: &[usize], strides: &[isize]) -> Access {
     }
 }
 
+/// Shortest broadcast run [`gather`] fills through the ISA dispatch (shorter ones are filled
+/// inline: a dispatch per run would cost more than the stores it saves).
+const FILL_DISPATCH_MIN: usize = 256;
+
 /// Copy the elements at flat iteration positions `start..start + dst.len()` of a strided
 /// operand into `dst`.
 ///
@@ -108,7 +112,9 @@ pub unsafe fn gather<T: pyasc_kernels::Element>(
             let p = base.offset(off);
             match s {
                 1 => std::ptr::copy_nonoverlapping(p, out.as_mut_ptr(), run),
-                0 => pyasc_kernels::fill(*p, out),
+                // Long runs with the widest stores; short ones inline (no dispatch per run).
+                0 if run >= FILL_DISPATCH_MIN => pyasc_kernels::fill(*p, out),
+                0 => out.fill(*p),
                 _ => {
                     for (j, o) in out.iter_mut().enumerate() {
                         *o = *p.offset(j as isize * s);
