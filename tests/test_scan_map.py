@@ -7,13 +7,10 @@ materialised input is the scan routine itself. A float64 NumPy cumsum checks the
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import numpy as np
 import pyasc
 import pytest
+from isa_support import run_under_isa
 
 
 def _program(op, *args) -> str:
@@ -117,6 +114,4 @@ def test_fused_scans_on_lower_isas(isa):
         "ok = np.array_equal(op(x), plain(x * np.float32(2) + np.float32(1)) / np.float32(1500))\n"
         "sys.stdout.write(str(ok))\n"
     )
-    env = dict(os.environ, PYASC_ISA=isa)
-    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
-    assert out.stdout == "True"
+    assert run_under_isa(script, isa) == "True"

@@ -20,19 +20,25 @@ impl Pass for ChainPass {
         "chain"
     }
     fn run(&self, st: &mut CompileState) -> Result<()> {
-        if let Some(plan) = st.plan.as_mut() {
-            for k in plan.kernels.iter_mut() {
-                let n = fuse_chains(k);
-                if n > 0 {
-                    if k.library.is_none() {
-                        // Fewer scratch tiles: larger tiles fit the same budget.
-                        k.tile_elems = crate::lower::choose_tile(k, &plan.buffers, st.options.budget());
-                    }
-                    st.notes.push(format!("{}: {n} instruction pair(s) chained, tile {}", k.name, k.tile_elems));
+        fuse_kernels(st, fuse_chains, "instruction pair(s) chained");
+        Ok(())
+    }
+}
+
+/// Run `fuse` (which returns how many fusions it made) over every kernel of the plan; where
+/// it fused anything, plan the kernel's tile again (fewer scratch tiles: larger tiles fit the
+/// same budget) and note `what` with the count. The loop of the fusing passes.
+pub(crate) fn fuse_kernels(st: &mut CompileState, fuse: impl Fn(&mut TileKernel) -> usize, what: &str) {
+    if let Some(plan) = st.plan.as_mut() {
+        for k in plan.kernels.iter_mut() {
+            let n = fuse(k);
+            if n > 0 {
+                if k.library.is_none() {
+                    k.tile_elems = crate::lower::choose_tile(k, &plan.buffers, st.options.budget());
                 }
+                st.notes.push(format!("{}: {n} {what}, tile {}", k.name, k.tile_elems));
             }
         }
-        Ok(())
     }
 }
 

@@ -22,19 +22,7 @@ impl Pass for ReduceMapPass {
         "reduce_map"
     }
     fn run(&self, st: &mut CompileState) -> Result<()> {
-        if let Some(plan) = st.plan.as_mut() {
-            for k in plan.kernels.iter_mut() {
-                let n = fuse_reduce_maps(k);
-                if n > 0 {
-                    if k.library.is_none() {
-                        // Fewer scratch tiles: larger tiles fit the same budget.
-                        k.tile_elems = crate::lower::choose_tile(k, &plan.buffers, st.options.budget());
-                    }
-                    st.notes
-                        .push(format!("{}: {n} row sum(s) of arithmetic in one pass, tile {}", k.name, k.tile_elems));
-                }
-            }
-        }
+        crate::chain::fuse_kernels(st, fuse_reduce_maps, "row sum(s) of arithmetic in one pass");
         Ok(())
     }
 }

@@ -23,18 +23,7 @@ impl Pass for ScaleShiftPass {
         "scale_shift"
     }
     fn run(&self, st: &mut CompileState) -> Result<()> {
-        if let Some(plan) = st.plan.as_mut() {
-            for k in plan.kernels.iter_mut() {
-                let n = fuse_scale_shifts(k);
-                if n > 0 {
-                    if k.library.is_none() {
-                        // One scratch tile fewer: larger tiles fit the same budget.
-                        k.tile_elems = crate::lower::choose_tile(k, &plan.buffers, st.options.budget());
-                    }
-                    st.notes.push(format!("{}: {n} scale-shift(s) in one pass, tile {}", k.name, k.tile_elems));
-                }
-            }
-        }
+        crate::chain::fuse_kernels(st, fuse_scale_shifts, "scale-shift(s) in one pass");
         Ok(())
     }
 }

@@ -25,21 +25,7 @@ impl Pass for ScanMapPass {
         "scan_map"
     }
     fn run(&self, st: &mut CompileState) -> Result<()> {
-        if let Some(plan) = st.plan.as_mut() {
-            for k in plan.kernels.iter_mut() {
-                let n = fuse_scan_maps(k);
-                if n > 0 {
-                    if k.library.is_none() {
-                        // Fewer scratch tiles: larger tiles fit the same budget.
-                        k.tile_elems = crate::lower::choose_tile(k, &plan.buffers, st.options.budget());
-                    }
-                    st.notes.push(format!(
-                        "{}: {n} row scan(s) with their arithmetic in one pass, tile {}",
-                        k.name, k.tile_elems
-                    ));
-                }
-            }
-        }
+        crate::chain::fuse_kernels(st, fuse_scan_maps, "row scan(s) with their arithmetic in one pass");
         Ok(())
     }
 }
