@@ -4,9 +4,9 @@
 //! value's chain is one add per sixteen elements); AVX2 four lanes (two shifted adds) per
 //! step. float32 inputs are widened to float64 on load and each output is rounded once. The
 //! AVX-512 float32 loop also carries the fused steps of [`crate::scan_map`] (applied to the
-//! float32 lanes on load and after the rounding on store). float32 running maxima and minima take the same in-register prefix
-//! on AVX-512 (sixteen lanes, NumPy's compare-and-keep-the-first rule). Other ISAs take the
-//! portable loop of [`run_scalar`].
+//! float32 lanes on load and after the rounding on store). float32 running maxima and minima
+//! take the same in-register prefix on AVX-512 (sixteen lanes, NumPy's
+//! compare-and-keep-the-first rule). Other ISAs take the portable loop of [`run_scalar`].
 
 use crate::isa::{self, Isa};
 use crate::scan::{run_scalar, Max, Min, Sum};
@@ -113,12 +113,12 @@ unsafe fn write<const F32: bool>(out: *mut u8, i: usize, v: f64) {
 }
 
 /// The tail of a segment, one element at a time, continuing the running value `r`; with
-/// `MAP`, float32 elements pass through `pre` before the sum and outputs through `post`.
+/// `MAP`, float32 elements pass through the first of `steps` before the sum and outputs
+/// through the second.
 ///
 /// # Safety
 /// `x` (and `out` when `STORE`) must hold elements `i..n`; `MAP` only with `F32`.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
 unsafe fn tail<const F32: bool, const STORE: bool, const CARRY: bool, const MAP: bool>(
     x: *const u8,
     out: *mut u8,
@@ -126,8 +126,7 @@ unsafe fn tail<const F32: bool, const STORE: bool, const CARRY: bool, const MAP:
     n: usize,
     carry: f64,
     mut r: f64,
-    pre: &[Step],
-    post: &[Step],
+    (pre, post): (&[Step], &[Step]),
 ) -> f64 {
     while i < n {
         // SAFETY: per the contract, `i < n`.
@@ -383,9 +382,8 @@ mod avx512 {
             }
             i += 8;
         }
-        let (pre, post) = m.steps;
         // SAFETY: the rest of the segment.
-        let total = unsafe { tail::<F32, STORE, CARRY, MAP>(x, out, i, n, carry, _mm512_cvtsd_f64(rv), pre, post) };
+        let total = unsafe { tail::<F32, STORE, CARRY, MAP>(x, out, i, n, carry, _mm512_cvtsd_f64(rv), m.steps) };
         (total, slow)
     }
 }
@@ -540,6 +538,6 @@ mod avx2 {
             i += 4;
         }
         // SAFETY: the rest of the segment.
-        unsafe { tail::<F32, STORE, CARRY, false>(x, out, i, n, carry, _mm256_cvtsd_f64(rv), &[], &[]) }
+        unsafe { tail::<F32, STORE, CARRY, false>(x, out, i, n, carry, _mm256_cvtsd_f64(rv), (&[], &[])) }
     }
 }

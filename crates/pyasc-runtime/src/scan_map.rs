@@ -1,12 +1,13 @@
 //! The fused row scan of row kernels ([`Instr::ScanMap`](pyasc_ir::tile::Instr::ScanMap)):
 //! `post(scan(pre(x)))` along every row with the input read once and the destination written
 //! once. float32 running sums whose steps take broadcast scalars run the steps in the scan's
-//! own registers where the ISA allows ([`pyasc_kernels::scan_map`]). Otherwise each row is walked in chunks that fit the first-level cache: the steps before the
-//! scan run from the input into a chunk buffer, the scan continues the row's running value
-//! through the chunk into a second buffer (or straight into the destination), and the steps
-//! after it run from there into the destination. Every step is the elementwise kernel its
-//! unfused instruction runs, and a row scanned in chunks gives the bits of one scanned whole
-//! (the running value carries across), so results are the unfused program's to the bit.
+//! own registers where the ISA allows ([`pyasc_kernels::scan_map`]). Otherwise each row is
+//! walked in chunks that fit the first-level cache: the steps before the scan run from the
+//! input into a chunk buffer, the scan continues the row's running value through the chunk
+//! into a second buffer (or straight into the destination), and the steps after it run from
+//! there into the destination. Every step is the elementwise kernel its unfused instruction
+//! runs, and a row scanned in chunks gives the bits of one scanned whole (the running value
+//! carries across), so results are the unfused program's to the bit.
 
 use crate::instr::{exec_binary, write_scalar, Val};
 use crate::scan::{with_op, WithOp};
