@@ -63,12 +63,25 @@ pub(crate) fn read_later(rest: &[Instr], t: Reg) -> bool {
 /// returns (at the partner's index, `j` dropped); returns how many. The loop of the passes
 /// that fuse an instruction into its first reader.
 pub(crate) fn fuse_pairs(k: &mut TileKernel, fuse: impl Fn(&TileKernel, usize) -> Option<(usize, Instr)>) -> usize {
+    fuse_groups(k, |k, j| fuse(k, j).map(|(at, ins)| (at, ins, vec![j])))
+}
+
+/// Replace, for each instruction `j` where `fuse` finds a group, the instruction at the
+/// returned index by the fused one and drop the returned others (all before it); returns how
+/// many groups. [`fuse_pairs`] is the case of two.
+pub(crate) fn fuse_groups(
+    k: &mut TileKernel,
+    fuse: impl Fn(&TileKernel, usize) -> Option<(usize, Instr, Vec<usize>)>,
+) -> usize {
     let mut count = 0;
     let mut j = 0;
     while j < k.body.len() {
-        if let Some((at, fused)) = fuse(k, j) {
+        if let Some((at, fused, mut gone)) = fuse(k, j) {
             k.body[at] = fused;
-            k.body.remove(j);
+            gone.sort_unstable_by(|a, b| b.cmp(a));
+            for i in gone {
+                k.body.remove(i);
+            }
             count += 1;
         } else {
             j += 1;

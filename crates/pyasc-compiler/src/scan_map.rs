@@ -35,29 +35,7 @@ pub fn fuse_scan_maps(k: &mut TileKernel) -> usize {
     if k.row_len == 0 || k.program.is_some() {
         return 0;
     }
-    let mut count = 0;
-    let mut j = 0;
-    while j < k.body.len() {
-        if let Some(f) = fuse_at(k, j) {
-            k.body[f.at] = f.ins;
-            let mut gone = f.removed;
-            gone.sort_unstable_by(|a, b| b.cmp(a));
-            for i in gone {
-                k.body.remove(i);
-            }
-            count += 1;
-        } else {
-            j += 1;
-        }
-    }
-    count
-}
-
-/// A fusion found at one scan: the instruction to put at `at`, the indices to drop.
-struct Fusion {
-    at: usize,
-    ins: Instr,
-    removed: Vec<usize>,
+    crate::chain::fuse_groups(k, fuse_at)
 }
 
 fn arith(op: BinaryOp) -> bool {
@@ -75,8 +53,9 @@ fn as_steps(ins: &Instr) -> Option<(Reg, Vec<MapStep>)> {
     }
 }
 
-/// If instruction `j` is a float row scan with arithmetic to take in, the fusion.
-fn fuse_at(k: &TileKernel, j: usize) -> Option<Fusion> {
+/// If instruction `j` is a float row scan with arithmetic to take in: where the fused scan
+/// goes, the fused scan, and the instructions it replaces besides that one.
+fn fuse_at(k: &TileKernel, j: usize) -> Option<(usize, Instr, Vec<usize>)> {
     let Instr::Scan { kind, dst: s, src: x } = k.body[j] else { return None };
     let decl = |r: Reg| k.regs[r.0 as usize];
     let dtype = decl(s).dtype;
@@ -127,7 +106,7 @@ fn fuse_at(k: &TileKernel, j: usize) -> Option<Fusion> {
     let mut all = [unused; 3];
     all[..steps.len()].copy_from_slice(&steps);
     let ins = Instr::ScanMap { kind, dst, src, steps: all, pre: pre as u8, len };
-    Some(Fusion { at, ins, removed })
+    Some((at, ins, removed))
 }
 
 #[cfg(test)]
