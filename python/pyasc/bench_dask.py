@@ -22,7 +22,7 @@ from __future__ import annotations
 import gc
 import os
 import time
-from typing import Any, Callable, List, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 import numpy as np
 
@@ -132,71 +132,82 @@ def col_var(x: Any) -> Any:
     return np.var(x, axis=0, ddof=1)
 
 
-def bench_var(client: Any, gib: float) -> Tuple[List[str], float, float]:
-    """Column variances of ``gib`` GiB of float32 (256 columns, 64 MiB row chunks): pyasc's tree vs Dask's var."""
-    import dask.array as da
-    from distributed import wait
-
-    cols = 256
-    rows = int(gib * (1 << 30)) // 4 // cols
-    chunk = min(rows, (64 << 20) // 4 // cols)
-    x = client.persist(da.random.default_rng(7).standard_normal((rows, cols), dtype=np.float32,
-                                                                chunks=(chunk, cols)) + np.float32(1e3))
-    wait(x)
-    assert not any("rechunk" in name for name in col_var(x).dask.layers)
-    sample = x[: 4 * chunk].rechunk((chunk // 3, cols))
-    want = np.var(sample.compute().astype(np.float64), axis=0, ddof=1)
-    np.testing.assert_allclose(col_var(sample).compute(), want, rtol=1e-5)
-    t_pyasc = _run_on_cluster(client, lambda: col_var(x))
-    t_dask = _run_on_cluster(client, lambda: x.var(axis=0, ddof=1), warm=False)
-    x = None
-    big = np.random.default_rng(7).standard_normal((rows, cols), dtype=np.float32)
-    col_var(big[:chunk])
-    t_local = min(_timed(lambda: col_var(big)) for _ in range(3))
-    big = None
-    gc.collect()
-    nbytes = rows * cols * 4  # read once
-    lines = [_line("pyasc", "chunk moments merged in the tree (Dask)", t_pyasc, nbytes, t_pyasc),
-             _line("dask", "dask.array var (NumPy per chunk)", t_dask, nbytes, t_pyasc),
-             _line("local", "col_var on one in-memory array", t_local, nbytes, t_pyasc)]
-    return lines, t_dask / t_pyasc, t_local / t_pyasc
-
-
 @pyasc.operator
 def col_nanvar(x: Any) -> Any:
     """Sample variance of each column, NaN skipped."""
     return np.nanvar(x, axis=0, ddof=1)
 
 
-def bench_nanvar(client: Any, gib: float) -> Tuple[List[str], float, float]:
-    """Column ``nanvar`` of ``gib`` GiB of float32 with 10% NaN (256 columns, 64 MiB row chunks) vs Dask's nanvar."""
-    import dask.array as da
+def _column_moment(client: Any, make_x: Callable[[], Any], chunk: int, op: Any, reference: Callable[..., Any],
+                   peer: Callable[[Any], Any], make_local: Optional[Callable[[], np.ndarray]],
+                   labels: Tuple[str, str]) -> Tuple[List[str], float, float]:
+    """Time a column reduction on the cluster against a Dask peer, and on one in-memory array.
+
+    ``make_x()`` persists the float32 input (row chunks of ``chunk``); this function holds the
+    only reference, so releasing it frees the workers' copy. ``op`` (whose graph must combine
+    in the reduction tree, no rechunk, and which must match ``reference`` in float64 on a
+    rechunked sample) is timed against ``peer(x)``, then on ``make_local()`` (built after the
+    input is released) or on the input itself fetched when that is None. ``labels`` name
+    pyasc's and the peer's lines.
+    """
     from distributed import wait
+
+    x = make_x()
+    wait(x)
+    assert not any("rechunk" in name for name in op(x).dask.layers)
+    sample = x[: 4 * chunk].rechunk((chunk // 3, x.shape[1]))
+    want = reference(sample.compute().astype(np.float64), axis=0, ddof=1)
+    np.testing.assert_allclose(op(sample).compute(), want, rtol=1e-5)
+    sample = None
+    t_pyasc = _run_on_cluster(client, lambda: op(x))
+    t_dask = _run_on_cluster(client, lambda: peer(x), warm=False)
+    nbytes = int(np.prod(x.shape)) * 4  # float32, read once
+    big = x.compute() if make_local is None else None
+    x = None
+    big = make_local() if big is None else big
+    op(big[:chunk])
+    t_local = min(_timed(lambda: op(big)) for _ in range(3))
+    big = None
+    gc.collect()
+    lines = [_line("pyasc", labels[0], t_pyasc, nbytes, t_pyasc),
+             _line("dask", labels[1], t_dask, nbytes, t_pyasc),
+             _line("local", f"{op.__name__} on one in-memory array", t_local, nbytes, t_pyasc)]
+    return lines, t_dask / t_pyasc, t_local / t_pyasc
+
+
+def bench_var(client: Any, gib: float) -> Tuple[List[str], float, float]:
+    """Column variances of ``gib`` GiB of float32 (256 columns, 64 MiB row chunks): pyasc's tree vs Dask's var."""
+    import dask.array as da
 
     cols = 256
     rows = int(gib * (1 << 30)) // 4 // cols
     chunk = min(rows, (64 << 20) // 4 // cols)
-    rng = da.random.default_rng(9)
-    values = rng.standard_normal((rows, cols), dtype=np.float32, chunks=(chunk, cols)) + np.float32(1e3)
-    x = client.persist(da.where(rng.random((rows, cols), chunks=(chunk, cols)) < 0.1, np.float32(np.nan), values))
-    wait(x)
-    assert not any("rechunk" in name for name in col_nanvar(x).dask.layers)
-    sample = x[: 4 * chunk].rechunk((chunk // 3, cols))
-    want = np.nanvar(sample.compute().astype(np.float64), axis=0, ddof=1)
-    np.testing.assert_allclose(col_nanvar(sample).compute(), want, rtol=1e-5)
-    t_pyasc = _run_on_cluster(client, lambda: col_nanvar(x))
-    t_dask = _run_on_cluster(client, lambda: da.nanvar(x, axis=0, ddof=1), warm=False)
-    big = x.compute()
-    x = None
-    col_nanvar(big[:chunk])
-    t_local = min(_timed(lambda: col_nanvar(big)) for _ in range(3))
-    big = None
-    gc.collect()
-    nbytes = rows * cols * 4  # read once
-    lines = [_line("pyasc", "chunk counts and moments in the tree (Dask)", t_pyasc, nbytes, t_pyasc),
-             _line("dask", "dask.array nanvar (NumPy per chunk)", t_dask, nbytes, t_pyasc),
-             _line("local", "col_nanvar on one in-memory array", t_local, nbytes, t_pyasc)]
-    return lines, t_dask / t_pyasc, t_local / t_pyasc
+
+    def make_x() -> Any:
+        x = da.random.default_rng(7).standard_normal((rows, cols), dtype=np.float32, chunks=(chunk, cols))
+        return client.persist(x + np.float32(1e3))
+
+    return _column_moment(client, make_x, chunk, col_var, np.var, lambda x: x.var(axis=0, ddof=1),
+                          lambda: np.random.default_rng(7).standard_normal((rows, cols), dtype=np.float32),
+                          ("chunk moments merged in the tree (Dask)", "dask.array var (NumPy per chunk)"))
+
+
+def bench_nanvar(client: Any, gib: float) -> Tuple[List[str], float, float]:
+    """Column ``nanvar`` of ``gib`` GiB of float32 with 10% NaN (256 columns, 64 MiB row chunks) vs Dask's nanvar."""
+    import dask.array as da
+
+    cols = 256
+    rows = int(gib * (1 << 30)) // 4 // cols
+    chunk = min(rows, (64 << 20) // 4 // cols)
+
+    def make_x() -> Any:
+        rng = da.random.default_rng(9)
+        values = rng.standard_normal((rows, cols), dtype=np.float32, chunks=(chunk, cols)) + np.float32(1e3)
+        nan = rng.random((rows, cols), chunks=(chunk, cols)) < 0.1
+        return client.persist(da.where(nan, np.float32(np.nan), values))
+
+    return _column_moment(client, make_x, chunk, col_nanvar, np.nanvar, lambda x: da.nanvar(x, axis=0, ddof=1),
+                          None, ("chunk counts and moments in the tree (Dask)", "dask.array nanvar (NumPy per chunk)"))
 
 
 def bench_jacobi(client: Any, side: int, steps: int) -> Tuple[List[str], float, float]:
