@@ -42,7 +42,8 @@ def test_mapped_row_sums_match_the_unfused_plan_bit_for_bit(rows, cols, dtype, f
 def test_variance_sum_of_squares_is_one_instruction():
     x = np.random.default_rng(1).standard_normal((64, 256)).astype(np.float32)
     op = pyasc.operator(lambda v: pyasc.layer_norm(v))
-    assert "reduce_sum(mul(" in _program(op, x)
+    # Mapped first, then read from the values themselves (the deviation pass).
+    assert "reduce_sum(square(sub(" in _program(op, x)
     c = op.get_compiled_op()
     assert any("row sum(s) of arithmetic in one pass" in n for r in c.pass_reports() for n in r.get("notes", []))
     mu = x.astype(np.float64).mean(-1, keepdims=True)

@@ -170,7 +170,7 @@ fn retarget(k: &TileKernel, at: usize, d: Reg, t: Reg) -> Option<Vec<usize>> {
 }
 
 /// Make `ins` read `to` wherever it reads `from`.
-fn rename_src(ins: &mut Instr, from: Reg, to: Reg) {
+pub(crate) fn rename_src(ins: &mut Instr, from: Reg, to: Reg) {
     let f = |r: &mut Reg| {
         if *r == from {
             *r = to;
@@ -201,6 +201,15 @@ fn rename_src(ins: &mut Instr, from: Reg, to: Reg) {
             f(b);
             f(scale);
             f(shift);
+        }
+        Instr::SumSquaredDev { src, center, .. } => {
+            f(src);
+            f(center);
+        }
+        Instr::Normalize { x, mean, rstd, scale, shift, .. } => {
+            for r in [x, mean, rstd, scale, shift] {
+                f(r);
+            }
         }
         Instr::ScanMap { src, steps, .. } => {
             f(src);

@@ -12,6 +12,7 @@ pub mod attention;
 pub mod chain;
 pub mod cse;
 pub mod dce;
+pub mod deviation;
 pub mod fold;
 pub mod fuse;
 pub mod half_math;

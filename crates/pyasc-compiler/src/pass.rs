@@ -167,6 +167,7 @@ pub fn pipeline() -> Vec<Box<dyn Pass>> {
         Box::new(crate::chain::ChainPass),
         Box::new(crate::scale_shift::ScaleShiftPass),
         Box::new(crate::reduce_map::ReduceMapPass),
+        Box::new(crate::deviation::DeviationPass),
         Box::new(crate::scan_map::ScanMapPass),
         Box::new(crate::half_math::HalfMathPass),
     ]

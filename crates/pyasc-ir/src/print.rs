@@ -98,6 +98,10 @@ pub fn instr_to_string(k: &TileKernel, ins: &Instr) -> String {
         Instr::Copy { dst, src } => format!("{dst} = copy({src})"),
         Instr::Reduce { op, dst, src } => format!("{dst} = reduce_{}({src})", op.name()),
         Instr::ReduceMap { op, map, dst, a, b } => format!("{dst} = reduce_{}({}({a}, {b}))", op.name(), map.name()),
+        Instr::SumSquaredDev { dst, src, center } => format!("{dst} = reduce_sum(square(sub({src}, {center})))"),
+        Instr::Normalize { dst, x, mean, rstd, scale, shift } => {
+            format!("{dst} = add(mul(mul(sub({x}, {mean}), {rstd}), {scale}), {shift})")
+        }
         Instr::Scan { kind, dst, src } => format!("{dst} = scan_{}({src})", kind.name()),
         Instr::ScanMap { kind, dst, src, steps, pre, len } => {
             let apply = |v: String, s: &crate::tile::MapStep| {

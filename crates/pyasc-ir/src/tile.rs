@@ -163,6 +163,37 @@ pub enum Instr {
         /// Right operand of `map`.
         b: Reg,
     },
+    /// `dst[r] = sum((src[r, :] - center[r])^2)` for every row `r` of the tile (row kernels
+    /// only): a variance's sum of squared deviations read from the values themselves, never
+    /// from a stored difference. Each difference and square rounds as if run alone and the
+    /// squares add as a plain row sum adds, so the result is the unfused instructions' to the
+    /// bit. `src` is an element value (or broadcast scalar), `center` a per-row value or
+    /// scalar; one float dtype of 32 or 64 bits.
+    SumSquaredDev {
+        /// Row register receiving one value per row.
+        dst: Reg,
+        /// The values.
+        src: Reg,
+        /// The value subtracted from each row (its mean).
+        center: Reg,
+    },
+    /// `dst = ((x - mean) * rstd) * scale + shift`: a normalisation in one pass from the values
+    /// themselves, each operation rounded as if run alone (one float dtype of 32 or 64 bits;
+    /// any operand may be a broadcast scalar or, in row kernels, a per-row value).
+    Normalize {
+        /// Destination.
+        dst: Reg,
+        /// The values.
+        x: Reg,
+        /// The value subtracted first.
+        mean: Reg,
+        /// The first factor.
+        rstd: Reg,
+        /// The second factor.
+        scale: Reg,
+        /// The term added last.
+        shift: Reg,
+    },
     /// `dst[r, :k+1] = kind(src[r, :k+1])` for every row `r` of the tile and every `k`: the
     /// running values along each row (row kernels only; both element registers of one dtype).
     Scan {
@@ -209,7 +240,14 @@ impl Instr {
     /// True for the instructions that work on whole rows of a row kernel (reductions and
     /// scans), which the VM runs row by row rather than element by element.
     pub fn per_row(&self) -> bool {
-        matches!(self, Instr::Reduce { .. } | Instr::ReduceMap { .. } | Instr::Scan { .. } | Instr::ScanMap { .. })
+        matches!(
+            self,
+            Instr::Reduce { .. }
+                | Instr::ReduceMap { .. }
+                | Instr::SumSquaredDev { .. }
+                | Instr::Scan { .. }
+                | Instr::ScanMap { .. }
+        )
     }
 
     /// The register written.
@@ -224,25 +262,29 @@ impl Instr {
             | Instr::ScaleShift { dst, .. }
             | Instr::Reduce { dst, .. }
             | Instr::ReduceMap { dst, .. }
+            | Instr::SumSquaredDev { dst, .. }
+            | Instr::Normalize { dst, .. }
             | Instr::Scan { dst, .. }
             | Instr::ScanMap { dst, .. } => dst,
         }
     }
-    /// The registers read (one to four), without allocating.
+    /// The registers read (one to five), without allocating.
     pub fn srcs(&self) -> Srcs {
         match *self {
             Instr::Unary { src, .. }
             | Instr::Cast { src, .. }
             | Instr::Copy { src, .. }
             | Instr::Reduce { src, .. }
-            | Instr::Scan { src, .. } => Srcs([src, src, src, src], 1),
-            Instr::Binary { a, b, .. } | Instr::ReduceMap { a, b, .. } => Srcs([a, b, b, b], 2),
-            Instr::Select { cond, a, b, .. } => Srcs([cond, a, b, b], 3),
-            Instr::Chain { a, b, c, .. } => Srcs([a, b, c, c], 3),
-            Instr::ScaleShift { a, b, scale, shift, .. } => Srcs([a, b, scale, shift], 4),
+            | Instr::Scan { src, .. } => Srcs([src, src, src, src, src], 1),
+            Instr::Binary { a, b, .. } | Instr::ReduceMap { a, b, .. } => Srcs([a, b, b, b, b], 2),
+            Instr::Select { cond, a, b, .. } => Srcs([cond, a, b, b, b], 3),
+            Instr::Chain { a, b, c, .. } => Srcs([a, b, c, c, c], 3),
+            Instr::ScaleShift { a, b, scale, shift, .. } => Srcs([a, b, scale, shift, shift], 4),
+            Instr::SumSquaredDev { src, center, .. } => Srcs([src, center, center, center, center], 2),
+            Instr::Normalize { x, mean, rstd, scale, shift, .. } => Srcs([x, mean, rstd, scale, shift], 5),
             Instr::ScanMap { src, steps, len, .. } => {
                 let arg = |i: usize| if i < len as usize { steps[i].arg } else { src };
-                Srcs([src, arg(0), arg(1), arg(2)], 1 + len.min(3))
+                Srcs([src, arg(0), arg(1), arg(2), src], 1 + len.min(3))
             }
         }
     }
@@ -250,7 +292,7 @@ impl Instr {
 
 /// The operand registers of an instruction.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct Srcs([Reg; 4], u8);
+pub struct Srcs([Reg; 5], u8);
 
 impl std::ops::Deref for Srcs {
     type Target = [Reg];
@@ -465,7 +507,8 @@ fn verify_kernel(k: &TileKernel, buffers: &[BufferDecl], ready: &[bool]) -> Resu
                 Some(d) => {
                     // A per-row result reads only per-row values and scalars (a reduction is the
                     // one way from elements to rows; element results may read rows: broadcast).
-                    let reduce = matches!(ins, Instr::Reduce { .. } | Instr::ReduceMap { .. });
+                    let reduce =
+                        matches!(ins, Instr::Reduce { .. } | Instr::ReduceMap { .. } | Instr::SumSquaredDev { .. });
                     if !reduce && dst.row && !d.row && !matches!(d.kind, RegKind::Scalar(_)) {
                         return err(format!("{ins:?} computes a per-row value from elements"));
                     }
@@ -484,6 +527,7 @@ fn verify_kernel(k: &TileKernel, buffers: &[BufferDecl], ready: &[bool]) -> Resu
                     let flat = |r: &Reg| !reg(*r).expect("checked above").row;
                     dst.row && flat(a) && flat(b) && k.row_len > 0
                 }
+                Instr::SumSquaredDev { src, .. } => dst.row && !reg(*src).expect("checked above").row && k.row_len > 0,
                 Instr::Scan { .. } | Instr::ScanMap { .. } => {
                     let flat = ins.srcs().iter().all(|r| !reg(*r).expect("checked above").row);
                     !dst.row && flat && k.row_len > 0 && k.perm.iter().enumerate().all(|(i, p)| i == *p)
@@ -533,6 +577,9 @@ pub(crate) fn dtypes_ok(ins: &Instr, dst: DType, srcs: &[DType]) -> bool {
         Instr::ReduceMap { op, map, .. } => {
             let arith = matches!(map, BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul);
             *op == ReduceOp::Sum && arith && dst.is_float() && srcs.iter().all(|d| *d == dst)
+        }
+        Instr::SumSquaredDev { .. } | Instr::Normalize { .. } => {
+            matches!(dst, DType::F32 | DType::F64) && srcs.iter().all(|d| *d == dst)
         }
         Instr::Scan { kind, .. } => srcs[0] == dst && scans(*kind, dst),
         Instr::ScanMap { kind, steps, pre, len, .. } => {

@@ -33,9 +33,36 @@ fn sum_block2<T: Copy + Default>(a: &[T], b: &[T], f: impl Fn(T, T) -> T, to: im
     merge_lanes(acc, s)
 }
 
-/// [`sum_block2`] for float32 on AVX-512: lanes `8j..8j + 8` of the accumulator are the
-/// `j`-th vector, fed by the `j`-th eight elements of each chunk (the autovectorized loop
-/// keeps its lanes on the stack).
+/// The lanes of [`sum_block2`] on AVX-512 over `$n` float32 values: `$load(i)` gives the eight
+/// mapped values at `i` as a `__m256`, `$at(i)` the mapped value at `i` for the tail. Lanes
+/// `8j..8j + 8` of the accumulator are the `j`-th vector, fed by the `j`-th eight elements of
+/// each chunk (the autovectorized loop keeps its lanes on the stack). Expands inside a
+/// function with AVX-512F enabled.
+#[cfg(target_arch = "x86_64")]
+macro_rules! lanes_avx512 {
+    ($n:expr, $load:expr, $at:expr) => {{
+        use std::arch::x86_64::*;
+        let (n, load, at) = ($n, $load, $at);
+        let mut acc = [_mm512_setzero_pd(); SUM_LANES / 8];
+        let full = n / SUM_LANES * SUM_LANES;
+        let mut i = 0;
+        while i < full {
+            for (j, s) in acc.iter_mut().enumerate() {
+                *s = _mm512_add_pd(*s, _mm512_cvtps_pd(load(i + 8 * j)));
+            }
+            i += SUM_LANES;
+        }
+        let mut lanes = [0.0f64; SUM_LANES];
+        for (j, s) in acc.iter().enumerate() {
+            // SAFETY: lanes 8j..8j + 8 lie inside the array.
+            unsafe { _mm512_storeu_pd(lanes.as_mut_ptr().add(8 * j), *s) };
+        }
+        let tail: f64 = (full..n).fold(0.0, |s, i| s + at(i) as f64);
+        merge_lanes(lanes, tail)
+    }};
+}
+
+/// [`sum_block2`] for float32 on AVX-512.
 ///
 /// # Safety
 /// The CPU must support AVX-512F; `a` and `b` have one length.
@@ -43,37 +70,42 @@ fn sum_block2<T: Copy + Default>(a: &[T], b: &[T], f: impl Fn(T, T) -> T, to: im
 #[target_feature(enable = "avx512f")]
 unsafe fn sum_block2_avx512(a: &[f32], b: &[f32], map: BinaryOp) -> f64 {
     use std::arch::x86_64::*;
-    let f = |u: __m256, v: __m256| match map {
-        BinaryOp::Add => _mm256_add_ps(u, v),
-        BinaryOp::Sub => _mm256_sub_ps(u, v),
-        _ => _mm256_mul_ps(u, v),
-    };
-    let mut acc = [_mm512_setzero_pd(); SUM_LANES / 8];
-    let full = a.len() / SUM_LANES * SUM_LANES;
+    assert_eq!(a.len(), b.len());
     let (pa, pb) = (a.as_ptr(), b.as_ptr());
-    let mut i = 0;
-    // SAFETY: every load reads inside `a` and `b` (whole chunks only); AVX-512F is enabled.
-    unsafe {
-        while i < full {
-            for (j, s) in acc.iter_mut().enumerate() {
-                let t = f(_mm256_loadu_ps(pa.add(i + 8 * j)), _mm256_loadu_ps(pb.add(i + 8 * j)));
-                *s = _mm512_add_pd(*s, _mm512_cvtps_pd(t));
-            }
-            i += SUM_LANES;
+    // SAFETY: the loads read whole vectors inside `a` and `b` (the macro loads only below
+    // its last whole chunk); AVX-512F is enabled.
+    let load = |i: usize| unsafe {
+        let (u, v) = (_mm256_loadu_ps(pa.add(i)), _mm256_loadu_ps(pb.add(i)));
+        match map {
+            BinaryOp::Add => _mm256_add_ps(u, v),
+            BinaryOp::Sub => _mm256_sub_ps(u, v),
+            _ => _mm256_mul_ps(u, v),
         }
-    }
-    let mut lanes = [0.0f64; SUM_LANES];
-    for (j, s) in acc.iter().enumerate() {
-        // SAFETY: lanes 8j..8j + 8 lie inside the array.
-        unsafe { _mm512_storeu_pd(lanes.as_mut_ptr().add(8 * j), *s) };
-    }
-    let g = |u: f32, v: f32| match map {
-        BinaryOp::Add => u + v,
-        BinaryOp::Sub => u - v,
-        _ => u * v,
     };
-    let tail: f64 = a[full..].iter().zip(&b[full..]).fold(0.0, |s, (u, v)| s + g(*u, *v) as f64);
-    merge_lanes(lanes, tail)
+    let at = |i: usize| match map {
+        BinaryOp::Add => a[i] + b[i],
+        BinaryOp::Sub => a[i] - b[i],
+        _ => a[i] * b[i],
+    };
+    lanes_avx512!(a.len(), load, at)
+}
+
+/// The block sum of `(x[i] - c)^2` for float32 on AVX-512, as [`sum_block`] adds it.
+///
+/// # Safety
+/// The CPU must support AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn sum_sq_dev_block_avx512(x: &[f32], c: f32) -> f64 {
+    use std::arch::x86_64::*;
+    let (px, vc) = (x.as_ptr(), _mm256_set1_ps(c));
+    // SAFETY: as in `sum_block2_avx512`.
+    let load = |i: usize| unsafe {
+        let d = _mm256_sub_ps(_mm256_loadu_ps(px.add(i)), vc);
+        _mm256_mul_ps(d, d)
+    };
+    let at = |i: usize| (x[i] - c) * (x[i] - c);
+    lanes_avx512!(x.len(), load, at)
 }
 
 /// Pairwise sum of `f(a[i], b[i])` over `n` elements, `BLOCK` per block.
@@ -165,6 +197,54 @@ pub fn sum_map_f64(map: BinaryOp, a: Src<'_, f64>, b: Src<'_, f64>, n: usize) ->
     dispatch(SumMapK { map, a, b, n })
 }
 
+/// `sum((x[i] - c)^2)` over float32 `x`, each difference and square rounded to float32 and
+/// the squares summed in float64 as `sum_f32` sums: a variance's sum of squared deviations,
+/// bit-identical to the difference and square stored and then summed.
+pub fn sum_sq_dev_f32(x: &[f32], c: f32) -> f64 {
+    struct K<'a>(&'a [f32], f32);
+    impl Kernel for K<'_> {
+        type Out = f64;
+        #[inline(always)]
+        fn run<S: Simd>(self) -> f64 {
+            let (x, c) = (self.0, self.1);
+            #[cfg(target_arch = "x86_64")]
+            if S::AVX512 {
+                // SAFETY: `S::AVX512` says the CPU has AVX-512F.
+                return pairwise_blocks::<PAIRWISE_BLOCK_F32>(x.len(), |r| unsafe {
+                    sum_sq_dev_block_avx512(&x[r], c)
+                });
+            }
+            pairwise_blocks::<PAIRWISE_BLOCK_F32>(x.len(), |r| {
+                sum_block(&x[r], |u| {
+                    let d = u - c;
+                    (d * d) as f64
+                })
+            })
+        }
+    }
+    dispatch(K(x, c))
+}
+
+/// `sum((x[i] - c)^2)` over float64 `x`, each difference and square rounded to float64,
+/// pairwise as `sum_f64`.
+pub fn sum_sq_dev_f64(x: &[f64], c: f64) -> f64 {
+    struct K<'a>(&'a [f64], f64);
+    impl Kernel for K<'_> {
+        type Out = f64;
+        #[inline(always)]
+        fn run<S: Simd>(self) -> f64 {
+            let (x, c) = (self.0, self.1);
+            pairwise_blocks::<PAIRWISE_BLOCK>(x.len(), |r| {
+                sum_block(&x[r], |u| {
+                    let d = u - c;
+                    d * d
+                })
+            })
+        }
+    }
+    dispatch(K(x, c))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -214,6 +294,23 @@ mod tests {
                 assert_eq!(got.to_bits(), sum_f64(&t64).to_bits(), "{n} {map:?} f64");
             }
         }
+    }
+
+    #[test]
+    fn squared_deviations_match_difference_square_then_sum() {
+        for n in [0, 1, 7, 63, 64, 65, 255, 1000, 1024, 4099, (1 << 14) + 3, 3 * (1 << 14) + 17] {
+            let x = values(n, 3);
+            for c in [0.0f32, 0.3, -17.25, 1e30] {
+                let t: Vec<f32> = x.iter().map(|u| (u - c) * (u - c)).collect();
+                assert_eq!(sum_sq_dev_f32(&x, c).to_bits(), sum_f32(&t).to_bits(), "{n} {c}");
+                let x64: Vec<f64> = x.iter().map(|v| *v as f64 * 1.1).collect();
+                let c64 = c as f64 * 0.9;
+                let t64: Vec<f64> = x64.iter().map(|u| (u - c64) * (u - c64)).collect();
+                assert_eq!(sum_sq_dev_f64(&x64, c64).to_bits(), sum_f64(&t64).to_bits(), "{n} {c} f64");
+            }
+        }
+        assert!(sum_sq_dev_f32(&[1.0, f32::NAN], 0.0).is_nan());
+        assert_eq!(sum_sq_dev_f32(&[f32::INFINITY, 1.0], 0.0), f64::INFINITY);
     }
 
     #[test]

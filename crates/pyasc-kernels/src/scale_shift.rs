@@ -2,6 +2,8 @@
 //! add, sub, mul), each operation rounded as if run alone, so the result is bit-identical to
 //! three separate passes while the intermediates never leave a register. Layer norm's
 //! `(x - mean) * rstd * w + b` and batch norm's `(x - mean) * scale + shift` end this way.
+//! [`normalize`] is layer norm's whole epilogue from the values themselves,
+//! `((x - mean) * rstd) * scale + shift`, so the centred values are never stored.
 
 use crate::chain::ChainFloat;
 use crate::dispatch::{dispatch, Kernel, Simd};
@@ -97,6 +99,51 @@ pub fn scale_shift<T: ChainFloat>(
     dispatch(ScaleShiftK { first, a, b, scale, shift, y });
 }
 
+struct NormalizeK<'a, T> {
+    x: Src<'a, T>,
+    mean: Src<'a, T>,
+    rstd: Src<'a, T>,
+    scale: Src<'a, T>,
+    shift: Src<'a, T>,
+    y: &'a mut [T],
+}
+
+impl<T: ChainFloat> Kernel for NormalizeK<'_, T> {
+    type Out = ();
+    #[inline(always)]
+    fn run<S: Simd>(self) {
+        let n = self.y.len();
+        let y = &mut self.y[..n];
+        operand!(self.x, n, gx => operand!(self.mean, n, gm => operand!(self.rstd, n, gr =>
+        operand!(self.scale, n, gs => operand!(self.shift, n, gt => {
+            for (i, o) in y.iter_mut().enumerate() {
+                *o = ((gx(i) - gm(i)) * gr(i)) * gs(i) + gt(i);
+            }
+        })))))
+    }
+}
+
+/// `y = ((x - mean) * rstd) * scale + shift` elementwise, each operation rounded on its own
+/// (the four separate passes' result to the bit); operands may be broadcast scalars.
+///
+/// # Panics
+/// If a slice operand's length differs from `y`'s.
+pub fn normalize<T: ChainFloat>(
+    x: Src<'_, T>,
+    mean: Src<'_, T>,
+    rstd: Src<'_, T>,
+    scale: Src<'_, T>,
+    shift: Src<'_, T>,
+    y: &mut [T],
+) {
+    for s in [&x, &mean, &rstd, &scale, &shift] {
+        if let Src::Slice(v) = s {
+            assert_eq!(v.len(), y.len(), "operand length differs from output length");
+        }
+    }
+    dispatch(NormalizeK { x, mean, rstd, scale, shift, y });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,6 +177,41 @@ mod tests {
                     let want = scaled + at(&t, 3);
                     assert_eq!(y[i].to_bits(), want.to_bits(), "{op:?} kinds {kinds:04b} at {i}");
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn normalize_matches_four_separate_operations_bit_for_bit() {
+        let n = 67;
+        let col = |k: f32| -> Vec<f32> { (0..n).map(|i| ((i as f32 + 1.0) * k).sin() * 1e2 + k).collect() };
+        let (x, m, r, s, t) = (col(0.731), col(1.37), col(0.11), col(2.9), col(0.5));
+        for kinds in 0..32u32 {
+            let bit = |k: u32| kinds & (1 << k) != 0;
+            let pick = |v: &[f32], k: u32| -> Vec<f32> {
+                if bit(k) {
+                    vec![v[3]]
+                } else {
+                    v.to_vec()
+                }
+            };
+            let vs = [pick(&x, 0), pick(&m, 1), pick(&r, 2), pick(&s, 3), pick(&t, 4)];
+            fn src(v: &[f32]) -> Src<'_, f32> {
+                if v.len() == 1 {
+                    Src::Scalar(v[0])
+                } else {
+                    Src::Slice(v)
+                }
+            }
+            let mut y = vec![0.0f32; n];
+            normalize(src(&vs[0]), src(&vs[1]), src(&vs[2]), src(&vs[3]), src(&vs[4]), &mut y);
+            for (i, got) in y.iter().enumerate() {
+                let at = |k: usize| vs[k][if vs[k].len() == 1 { 0 } else { i }];
+                let d = at(0) - at(1);
+                let scaled = d * at(2);
+                let weighted = scaled * at(3);
+                let want = weighted + at(4);
+                assert_eq!(got.to_bits(), want.to_bits(), "kinds {kinds:05b} at {i}");
             }
         }
     }

@@ -7,7 +7,7 @@ use pyasc_ir::tile::{Instr, RegDecl};
 use pyasc_ir::{DType, Scalar};
 use pyasc_kernels::binary;
 use pyasc_kernels::chain::{chain, chains, ChainFloat};
-use pyasc_kernels::scale_shift::scale_shift;
+use pyasc_kernels::scale_shift::{normalize, scale_shift};
 use pyasc_kernels::unary;
 use pyasc_kernels::{cast, fill, select, Element, Src, UInt8};
 use std::slice;
@@ -227,6 +227,28 @@ fn map1<S: FromScalar, D: FromScalar>(x: Src<'_, S>, y: &mut [D], f: impl Fn(&[S
     }
 }
 
+/// `d = ((x - mean) * rstd) * scale + shift` on a float tile.
+///
+/// # Safety
+/// As for [`exec`].
+unsafe fn exec_normalize(dtype: DType, ops: [Val; 5], d: Val, len: usize) -> Result<()> {
+    /// # Safety
+    /// As for [`exec`].
+    unsafe fn typed<T: ChainFloat + FromScalar>([x, m, r, s, t]: [Val; 5], d: Val, len: usize) -> Result<()> {
+        // SAFETY: per this function's contract.
+        unsafe { normalize::<T>(src(x, len), src(m, len), src(r, len), src(s, len), src(t, len), dst(d, len)?) };
+        Ok(())
+    }
+    // SAFETY: per this function's contract.
+    unsafe {
+        match dtype {
+            DType::F32 => typed::<f32>(ops, d, len),
+            DType::F64 => typed::<f64>(ops, d, len),
+            other => Err(IrError::internal(format!("no {other} normalize kernel"))),
+        }
+    }
+}
+
 /// Execute `ins` on a tile of `len` elements.
 ///
 /// # Safety
@@ -258,7 +280,10 @@ pub unsafe fn exec(ins: &Instr, decls: &[RegDecl], vals: &[Val], len: usize) -> 
             Instr::ScaleShift { op1, dst: d, a, b, scale, shift } => {
                 exec_scale_shift(op1, dt(d), [val(a), val(b), val(scale), val(shift)], val(d), len)
             }
-            Instr::Reduce { .. } | Instr::ReduceMap { .. } => {
+            Instr::Normalize { dst: d, x, mean, rstd, scale, shift } => {
+                exec_normalize(dt(d), [val(x), val(mean), val(rstd), val(scale), val(shift)], val(d), len)
+            }
+            Instr::Reduce { .. } | Instr::ReduceMap { .. } | Instr::SumSquaredDev { .. } => {
                 Err(IrError::internal("reductions run row by row in the VM"))
             }
             Instr::Copy { dst: d, src: s } if dt(d).is_half() => match val(s) {
@@ -574,6 +599,67 @@ pub unsafe fn exec_reduce_map(
                     *(dp as *mut f64).add(i) = s;
                 }
                 _ => return Err(IrError::internal(format!("no mapped sum for {dtype}"))),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `dst[r] = sum((src[r, :] - c_r)^2)` for `rows` rows of `row_len` float elements, where
+/// `c_r` is `center` itself when it is a scalar and its `r`-th value otherwise (one value
+/// per row).
+///
+/// # Safety
+/// `src` holds `rows * row_len` elements (or is a scalar), a pointer `center` `rows` values
+/// and `dst` `rows` values, all of `dtype`.
+pub unsafe fn exec_sum_sq_dev(
+    dtype: DType,
+    src: Val,
+    center: Val,
+    dst: Val,
+    rows: usize,
+    row_len: usize,
+) -> Result<()> {
+    use pyasc_kernels::reduce_map::{sum_sq_dev_f32, sum_sq_dev_f64};
+    let Val::Ptr(dp) = dst else { return Err(IrError::internal("reduction into a scalar register")) };
+    /// Row `r`'s sum, stored as the row's result.
+    ///
+    /// # Safety
+    /// As for `exec_sum_sq_dev`.
+    unsafe fn row<T: FromScalar + Element>(
+        x: Val,
+        c: Val,
+        n: usize,
+        sum: fn(&[T], T) -> f64,
+        out: *mut T,
+        to: fn(f64) -> T,
+    ) {
+        // SAFETY: per the contract above.
+        let (xs, m) = unsafe { (self::src::<T>(x, n), self::src::<T>(c, 1)) };
+        let m = match m {
+            Src::Scalar(m) | Src::Slice(&[m]) => m,
+            Src::Slice(_) => unreachable!("one centre value"),
+        };
+        let total = match xs {
+            Src::Slice(xs) => sum(xs, m),
+            // A broadcast row is summed like any other, value by value.
+            Src::Scalar(u) => sum(&vec![u; n], m),
+        };
+        // SAFETY: per the contract above.
+        unsafe { *out = to(total) };
+    }
+    // SAFETY: rows, centres and destinations are valid per the contract above.
+    unsafe {
+        for r in 0..rows {
+            let at = |v: Val, step: usize| match v {
+                Val::Ptr(p) => Val::Ptr(p.add(r * step * dtype.size())),
+                s => s,
+            };
+            let (x, c) = (at(src, row_len), at(center, 1));
+            match dtype {
+                DType::F32 => row::<f32>(x, c, row_len, sum_sq_dev_f32, (dp as *mut f32).add(r), |v| v as f32),
+                DType::F64 => row::<f64>(x, c, row_len, sum_sq_dev_f64, (dp as *mut f64).add(r), |v| v),
+                _ => return Err(IrError::internal(format!("no sum of squared deviations for {dtype}"))),
             }
         }
     }

@@ -18,7 +18,8 @@ fn instr_flops(i: &Instr) -> u64 {
         | Instr::Scan { .. } => 1,
         Instr::ScanMap { len, .. } => 1 + *len as u64,
         Instr::Chain { .. } | Instr::ReduceMap { .. } => 2,
-        Instr::ScaleShift { .. } => 3,
+        Instr::ScaleShift { .. } | Instr::SumSquaredDev { .. } => 3,
+        Instr::Normalize { .. } => 4,
         Instr::Cast { .. } | Instr::Copy { .. } => 0,
     }
 }
@@ -39,6 +40,16 @@ fn instr_ops(i: &Instr, out: &mut Vec<&'static str>) {
         }
         Instr::ScaleShift { op1, .. } => {
             add(op1.name());
+            add("mul");
+            add("add");
+        }
+        Instr::SumSquaredDev { .. } => {
+            add("sub");
+            add("square");
+            add("sum");
+        }
+        Instr::Normalize { .. } => {
+            add("sub");
             add("mul");
             add("add");
         }

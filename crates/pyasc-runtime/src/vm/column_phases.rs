@@ -97,6 +97,13 @@ fn plan(k: &TileKernel, modes: &[ArgMode]) -> Option<Plan> {
                 }
                 true
             }
+            Instr::SumSquaredDev { dst, src, center } => {
+                let centre = reg(center).row || matches!(reg(center).kind, RegKind::Scalar(_));
+                if !(reg(dst).row && !reg(src).row && centre && reg(dst).dtype == reg(src).dtype) {
+                    return None;
+                }
+                true
+            }
             _ if ins.per_row() => return None,
             _ if reg(ins.dst()).row => {
                 if ins.srcs().iter().any(|&s| element(s)) {
@@ -223,15 +230,18 @@ unsafe fn block(k: &TileKernel, p: &Plan, outs: &[SendPtr], c0: usize, w: usize)
             }
         });
     }
-    // One more element register per dtype, for the mapped values of mapped sums (a sum's own
-    // register may still be read as its earlier value in the same walk).
+    // Two more element registers per dtype, for the mapped values of mapped sums (a sum's own
+    // register may still be read as its earlier value in the same walk) and the deviations
+    // of sums of squared deviations.
     let mut regs = k.regs.clone();
-    let mut mapped_reg = [None; 2];
+    let mut mapped_reg = [[Reg(0); 2]; 2];
     for (slot, dtype) in [DType::F32, DType::F64].into_iter().enumerate() {
-        regs.push(pyasc_ir::tile::RegDecl { dtype, kind: RegKind::Tile, row: false });
-        scratch.push(vec![0u64; w + 1]);
-        vals.push(Val::Ptr(scratch.last_mut().expect("just pushed").as_mut_ptr() as *mut u8));
-        mapped_reg[slot] = Some(Reg((regs.len() - 1) as u16));
+        for r in mapped_reg[slot].iter_mut() {
+            regs.push(pyasc_ir::tile::RegDecl { dtype, kind: RegKind::Tile, row: false });
+            scratch.push(vec![0u64; w + 1]);
+            vals.push(Val::Ptr(scratch.last_mut().expect("just pushed").as_mut_ptr() as *mut u8));
+            *r = Reg((regs.len() - 1) as u16);
+        }
     }
     let size = p.dtype.size() as isize;
     let row_at = |i: usize| p.base.0.wrapping_offset((i as isize * p.stride + c0 as isize) * size);
@@ -248,7 +258,7 @@ unsafe fn block(k: &TileKernel, p: &Plan, outs: &[SendPtr], c0: usize, w: usize)
         };
         let mut sums: Vec<Pairwise> = body
             .iter()
-            .filter(|i| matches!(i, Instr::Reduce { .. } | Instr::ReduceMap { .. }))
+            .filter(|i| matches!(i, Instr::Reduce { .. } | Instr::ReduceMap { .. } | Instr::SumSquaredDev { .. }))
             .map(|_| Pairwise::new(w))
             .collect();
         for i in 0..p.len {
@@ -266,13 +276,26 @@ unsafe fn block(k: &TileKernel, p: &Plan, outs: &[SendPtr], c0: usize, w: usize)
                     }
                     Instr::ReduceMap { map, a, b, .. } => {
                         let dtype = k.regs[a.0 as usize].dtype;
-                        let dst = mapped_reg[usize::from(dtype == DType::F64)].expect("both dtypes have one");
+                        let dst = mapped_reg[usize::from(dtype == DType::F64)][0];
                         let mapped = Instr::Binary { op: map, dst, a, b };
                         // SAFETY: operands hold this row's `w` values (or are broadcast); the
                         // mapped register `w` values.
                         unsafe {
                             exec(&mapped, &regs, &vals, w)?;
                             add_values(&mut sums[s].part, vals[dst.0 as usize], dtype, w);
+                        }
+                        s += 1;
+                    }
+                    Instr::SumSquaredDev { src, center, .. } => {
+                        let dtype = k.regs[src.0 as usize].dtype;
+                        let [dev, sq] = mapped_reg[usize::from(dtype == DType::F64)];
+                        let sub = Instr::Binary { op: BinaryOp::Sub, dst: dev, a: src, b: center };
+                        let square = Instr::Binary { op: BinaryOp::Mul, dst: sq, a: dev, b: dev };
+                        // SAFETY: as for a mapped sum; the centre holds the block's `w` values.
+                        unsafe {
+                            exec(&sub, &regs, &vals, w)?;
+                            exec(&square, &regs, &vals, w)?;
+                            add_values(&mut sums[s].part, vals[sq.0 as usize], dtype, w);
                         }
                         s += 1;
                     }
@@ -284,7 +307,7 @@ unsafe fn block(k: &TileKernel, p: &Plan, outs: &[SendPtr], c0: usize, w: usize)
         }
         let mut sums = sums.into_iter();
         for ins in body {
-            if let Instr::Reduce { dst, .. } | Instr::ReduceMap { dst, .. } = *ins {
+            if let Instr::Reduce { dst, .. } | Instr::ReduceMap { dst, .. } | Instr::SumSquaredDev { dst, .. } = *ins {
                 let total = sums.next().expect("one sum per reduction").total();
                 let Val::Ptr(dp) = vals[dst.0 as usize] else { return Err(IrError::internal("a sum into a scalar")) };
                 for (j, t) in total.iter().enumerate() {
