@@ -297,13 +297,7 @@ fn advise_huge(p: *mut u8, bytes: usize) {
     let _ = (p, bytes);
 }
 
-/// Outputs of at least this many bytes are written with streaming stores (the tile VM's element
-/// outputs, the block VM's copies into global buffers): no read for ownership of lines about to
-/// be overwritten, no eviction of inputs still to be read. A quarter of the last-level cache
-/// (8 MiB here) was tried: with row kernels prefetching their next tile, layer_norm over
-/// 4096 x 1024 float32 (16 MiB out) took 1.68-1.84 ms streamed against 1.59-1.62 ms cached,
-/// A/B in one process.
-pub(crate) const STREAM_MIN_BYTES: usize = 32 << 20;
+pub(crate) use pyasc_ir::tile::STREAM_MIN_BYTES;
 
 /// Copy `n` bytes from `src` to `dst` with streaming stores for the 16-byte aligned part of
 /// `dst` (any alignment of `src`). Call [`store_fence`] before others may read `dst`.
