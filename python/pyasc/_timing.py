@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 import time
-from typing import Any, Callable, Optional
+from typing import Any, Callable, List, Optional, Sequence
 
 SETTLE_SECONDS = 0.2
 """Pause before each candidate's warm-up, so worker threads another library left spinning
@@ -35,6 +35,25 @@ def best_time(fn: Callable[[], Any], repeat: int = 7, number: int = 1, warmup: i
         for _ in range(number):
             fn()
         best = min(best, (time.perf_counter() - t) / number)
+    return best
+
+
+def best_times_alternating(fns: Sequence[Callable[[], Any]], repeat: int = 7) -> List[float]:
+    """Best wall time in seconds of each of ``fns``, their calls taken in turn.
+
+    For candidates whose times lie close together on a machine whose speed drifts (shared
+    cores, a neighbour's memory traffic): round ``i`` times every candidate once, so each
+    best comes from the same stretch of the machine's time. Each warms up as in
+    :func:`best_time` first.
+    """
+    for fn in fns:
+        best_time(fn, repeat=0)
+    best = [float("inf")] * len(fns)
+    for _ in range(repeat):
+        for i, fn in enumerate(fns):
+            t = time.perf_counter()
+            fn()
+            best[i] = min(best[i], time.perf_counter() - t)
     return best
 
 
