@@ -33,18 +33,18 @@ def run(op: Any, arrays: Sequence[Any], kwargs: Dict[str, Any], fields: Tuple[in
     mode = op.boundary
     cval = float(dtype.type(op.cval))
     if mode in ("fill", "skip"):
-        out = np.empty(shape, dtype)
+        out = _pyasc._host_empty(shape, dtype)
         _pyasc.stencil_sweep(fs, out, fs[0] if mode == "skip" else None, cval, instrs, tmps, list(lo), list(hi), steps)
         return out
     if mode == "constant" and steps > 1:
         padded = [np.pad(f, list(zip(lo, hi)), constant_values=cval) for f in fs]
-        out = np.empty(padded[0].shape, dtype)
+        out = _pyasc._host_empty(padded[0].shape, dtype)
         _pyasc.stencil_sweep(padded, out, None, cval, instrs, tmps, list(lo), list(hi), steps)
         return out[tuple(slice(a, a + n) for a, n in zip(lo, shape))].copy()
     current = list(arrays)
     out = fs[0]
     for _ in range(steps):
-        out = np.empty(shape, dtype)
+        out = _pyasc._host_empty(shape, dtype)
         _pyasc.stencil_sweep(fs, out, None, cval, instrs, tmps, list(lo), list(hi), 1)
         op._border(out, current, kwargs, fields, lo, hi)
         current[0] = out

@@ -200,6 +200,9 @@ impl<T> SendPtr<T> {
 ///
 /// `par(n, f)` must call `f(0..n)` once each, in any order and on any threads. Fields other
 /// than the first are read unchanged by every step. `cache_bytes` sizes the local buffers.
+/// `spare`, when given, holds as many cells as `out` and is the state between blocks of
+/// steps (a caller's warm buffer: a fresh one faults in its pages on every call); otherwise
+/// one is allocated when there is more than one block.
 #[allow(clippy::too_many_arguments)]
 pub fn sweep<T: StencilFloat>(
     prog: &Program,
@@ -207,6 +210,7 @@ pub fn sweep<T: StencilFloat>(
     fields: &[&[T]],
     fixed: Fixed<T>,
     out: &mut [T],
+    spare: Option<&mut [T]>,
     steps: usize,
     threads: usize,
     cache_bytes: usize,
@@ -229,7 +233,16 @@ pub fn sweep<T: StencilFloat>(
     }
     let plan = blocking(l, std::mem::size_of::<T>(), steps, threads, cache_bytes);
     let blocks = steps.div_ceil(plan.steps);
-    let mut tmp: Vec<T> = if blocks > 1 { vec![T::from_f64(0.0); len] } else { Vec::new() };
+    let mut own: Vec<T> = Vec::new();
+    let tmp: &mut [T] = match spare {
+        Some(t) if t.len() == len => t,
+        Some(_) => return Err(format!("the spare stencil buffer must hold {len} cells")),
+        None if blocks > 1 => {
+            own.resize(len, T::from_f64(0.0));
+            &mut own
+        }
+        None => &mut own,
+    };
     let bands = l.shape[0].div_ceil(plan.band);
     let slab = l.slab();
     let locals: Locals<T> = Mutex::new(Vec::new());
@@ -302,6 +315,5 @@ pub fn sweep<T: StencilFloat>(
         };
         par(bands, &band_work);
     }
-    drop(tmp);
     Ok(())
 }

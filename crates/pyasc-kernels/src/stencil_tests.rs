@@ -50,9 +50,9 @@ fn one_step_matches_per_cell_reference_for_fill_and_skip() {
     let l = Layout { shape: [rows, cols, 1], lo: [1, 1, 0], hi: [1, 1, 0] };
     let prog = jacobi(cols, 0.25);
     let mut out = vec![0.0f32; u.len()];
-    sweep(&prog, &l, &[&u], Fixed::Const(-1.5), &mut out, 1, 2, 1 << 20, &serial).unwrap();
+    sweep(&prog, &l, &[&u], Fixed::Const(-1.5), &mut out, None, 1, 2, 1 << 20, &serial).unwrap();
     assert_eq!(out, reference(&u, rows, cols, 0.25, &|_| -1.5));
-    sweep(&prog, &l, &[&u], Fixed::From(&u), &mut out, 1, 2, 1 << 20, &serial).unwrap();
+    sweep(&prog, &l, &[&u], Fixed::From(&u), &mut out, None, 1, 2, 1 << 20, &serial).unwrap();
     assert_eq!(out, reference(&u, rows, cols, 0.25, &|k| u[k]));
 }
 
@@ -73,8 +73,15 @@ fn temporal_blocking_is_bit_identical_to_single_steps() {
             let _ = step;
         }
         let mut got = vec![0.0f32; u.len()];
-        sweep(&prog, &l, &[&u], fixed, &mut got, 23, 2, 64 * cols * 4, &serial).unwrap();
+        sweep(&prog, &l, &[&u], fixed, &mut got, None, 23, 2, 64 * cols * 4, &serial).unwrap();
         assert_eq!(got, want);
+        // The caller's spare buffer (any contents) in place of an allocated one.
+        let (mut again, mut spare) = (vec![0.0f32; u.len()], vec![f32::NAN; u.len()]);
+        sweep(&prog, &l, &[&u], fixed, &mut again, Some(&mut spare), 23, 2, 64 * cols * 4, &serial).unwrap();
+        assert_eq!(again, want);
+        let short = &mut spare[1..];
+        let e = sweep(&prog, &l, &[&u], fixed, &mut again, Some(short), 23, 2, 64 * cols * 4, &serial);
+        assert!(e.unwrap_err().contains("spare"));
     }
 }
 
@@ -92,7 +99,7 @@ fn every_isa_gives_the_same_bits() {
     for isa in [Isa::Scalar, Isa::Sse2, Isa::Avx2Fma, Isa::Avx512] {
         isa::force(Some(isa));
         let mut out = vec![0.0f32; u.len()];
-        sweep(&prog, &l, &[&u], Fixed::Const(0.0), &mut out, 3, 2, 1 << 20, &serial).unwrap();
+        sweep(&prog, &l, &[&u], Fixed::Const(0.0), &mut out, None, 3, 2, 1 << 20, &serial).unwrap();
         results.push(out);
     }
     isa::force(None);
@@ -131,7 +138,7 @@ fn three_dimensional_grid_and_bad_layouts() {
         tmps: 1,
     };
     let mut out = vec![0.0f64; u.len()];
-    sweep(&prog, &l, &[&u], Fixed::Const(7.0), &mut out, 1, 2, 1 << 20, &serial).unwrap();
+    sweep(&prog, &l, &[&u], Fixed::Const(7.0), &mut out, None, 1, 2, 1 << 20, &serial).unwrap();
     for i in 0..n {
         for j in 0..n {
             for k in 0..n {
@@ -143,8 +150,19 @@ fn three_dimensional_grid_and_bad_layouts() {
         }
     }
     let small = Layout { shape: [2, n, n], lo: [1, 1, 1], hi: [1, 1, 1] };
-    assert!(sweep(&prog, &small, &[&u[..2 * n * n]], Fixed::Const(0.0), &mut out[..2 * n * n], 1, 2, 1 << 20, &serial)
-        .is_err());
+    assert!(sweep(
+        &prog,
+        &small,
+        &[&u[..2 * n * n]],
+        Fixed::Const(0.0),
+        &mut out[..2 * n * n],
+        None,
+        1,
+        2,
+        1 << 20,
+        &serial
+    )
+    .is_err());
     let bad = Program { instrs: vec![Instr::Un { op: UnOp::Copy, a: Operand::Tmp(0), dest: None }], tmps: 1 };
     assert!(bad.check(1).is_err());
     let aliased = Program {
@@ -173,8 +191,8 @@ fn fused_sums_give_the_bits_of_binary_chains() {
     let l = Layout { shape: [rows, cols, 1], lo: [1, 1, 0], hi: [1, 1, 0] };
     let mut a = vec![0.0f32; u.len()];
     let mut b = vec![0.0f32; u.len()];
-    sweep(&jacobi(cols, 0.3), &l, &[&u], Fixed::Const(0.0), &mut a, 4, 2, 1 << 20, &serial).unwrap();
-    sweep(&jacobi_sum(cols, 0.3), &l, &[&u], Fixed::Const(0.0), &mut b, 4, 2, 1 << 20, &serial).unwrap();
+    sweep(&jacobi(cols, 0.3), &l, &[&u], Fixed::Const(0.0), &mut a, None, 4, 2, 1 << 20, &serial).unwrap();
+    sweep(&jacobi_sum(cols, 0.3), &l, &[&u], Fixed::Const(0.0), &mut b, None, 4, 2, 1 << 20, &serial).unwrap();
     assert_eq!(a, b);
     // (n - s + w - c) / 3 against the same chain of binary instructions.
     let r = |o: isize| Operand::Read { field: 0, offset: o };
@@ -197,8 +215,8 @@ fn fused_sums_give_the_bits_of_binary_chains() {
         }],
         tmps: 0,
     };
-    sweep(&chain, &l, &[&u], Fixed::Const(0.0), &mut a, 3, 2, 1 << 20, &serial).unwrap();
-    sweep(&fused, &l, &[&u], Fixed::Const(0.0), &mut b, 3, 2, 1 << 20, &serial).unwrap();
+    sweep(&chain, &l, &[&u], Fixed::Const(0.0), &mut a, None, 3, 2, 1 << 20, &serial).unwrap();
+    sweep(&fused, &l, &[&u], Fixed::Const(0.0), &mut b, None, 3, 2, 1 << 20, &serial).unwrap();
     assert_eq!(a, b);
     let bad = Program {
         instrs: vec![Instr::Sum { ops: vec![r(0), Operand::Const(1.0)], neg: vec![false], post: None, dest: None }],
@@ -232,8 +250,8 @@ fn wavefront_blocking_matches_plain_steps() {
     for fixed in [Fixed::Const(0.25f32), Fixed::From(&u)] {
         let mut want = vec![0.0f32; u.len()];
         let mut got = vec![0.0f32; u.len()];
-        sweep(&prog, &l, &[&u, &v], fixed, &mut want, 37, 2, 0, &serial).unwrap();
-        sweep(&prog, &l, &[&u, &v], fixed, &mut got, 37, 2, 1 << 20, &serial).unwrap();
+        sweep(&prog, &l, &[&u, &v], fixed, &mut want, None, 37, 2, 0, &serial).unwrap();
+        sweep(&prog, &l, &[&u, &v], fixed, &mut got, None, 37, 2, 1 << 20, &serial).unwrap();
         assert_eq!(got, want);
     }
     // A 3-D grid: planes of 20 x 20 cells.
@@ -248,7 +266,7 @@ fn wavefront_blocking_matches_plain_steps() {
     };
     let mut want = vec![0.0f64; w.len()];
     let mut got = vec![0.0f64; w.len()];
-    sweep(&heat, &l, &[&w], Fixed::Const(1.0), &mut want, 9, 2, 0, &serial).unwrap();
-    sweep(&heat, &l, &[&w], Fixed::Const(1.0), &mut got, 9, 2, 1 << 20, &serial).unwrap();
+    sweep(&heat, &l, &[&w], Fixed::Const(1.0), &mut want, None, 9, 2, 0, &serial).unwrap();
+    sweep(&heat, &l, &[&w], Fixed::Const(1.0), &mut got, None, 9, 2, 1 << 20, &serial).unwrap();
     assert_eq!(got, want);
 }
