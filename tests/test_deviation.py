@@ -131,6 +131,21 @@ def test_sums_of_squared_deviations_down_columns(shape):
     np.testing.assert_allclose(got, ((x64 - x64.mean(0)) ** 2).sum(0), rtol=1e-5)
 
 
+@pytest.mark.parametrize("axis", [-1, 0])
+@pytest.mark.parametrize("shape", [(37, 1000), (2000, 300)])
+def test_a_constant_centre_along_rows_and_columns(shape, axis):
+    x = (np.random.default_rng(10).standard_normal(shape) * 3 + 1).astype(np.float32)
+
+    def f(v):
+        return ((v - 1.5) * (v - 1.5)).sum(axis)
+
+    op = pyasc.operator(f)
+    assert "reduce_sum(square(sub(" in _program(op, x)
+    got = op(x)
+    assert np.array_equal(got, pyasc.operator(f, op_break_level=0)(x))
+    np.testing.assert_allclose(got, ((x.astype(np.float64) - 1.5) ** 2).sum(axis), rtol=1e-5)
+
+
 @pytest.mark.parametrize("isa", ["avx2", "sse2", "scalar"])
 def test_every_isa_gives_the_same_bits(isa):
     script = (
