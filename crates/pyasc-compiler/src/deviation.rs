@@ -163,7 +163,7 @@ fn move_value(k: &mut TileKernel, j: usize, m: Reg, to: Reg) -> bool {
         return false;
     }
     k.regs.push(RegDecl { kind: RegKind::Tile, dtype: old.dtype, row: true });
-    set_dst(&mut k.body[p], to);
+    *k.body[p].dst_mut() = to;
     for ins in k.body[p + 1..].iter_mut() {
         crate::chain::rename_src(ins, m, to);
         if ins.dst() == m {
@@ -171,25 +171,6 @@ fn move_value(k: &mut TileKernel, j: usize, m: Reg, to: Reg) -> bool {
         }
     }
     true
-}
-
-/// Make `ins` write `to`.
-fn set_dst(ins: &mut Instr, to: Reg) {
-    match ins {
-        Instr::Unary { dst, .. }
-        | Instr::Binary { dst, .. }
-        | Instr::Select { dst, .. }
-        | Instr::Cast { dst, .. }
-        | Instr::Copy { dst, .. }
-        | Instr::Chain { dst, .. }
-        | Instr::ScaleShift { dst, .. }
-        | Instr::Reduce { dst, .. }
-        | Instr::ReduceMap { dst, .. }
-        | Instr::SumSquaredDev { dst, .. }
-        | Instr::Normalize { dst, .. }
-        | Instr::Scan { dst, .. }
-        | Instr::ScanMap { dst, .. } => *dst = to,
-    }
 }
 
 #[cfg(test)]

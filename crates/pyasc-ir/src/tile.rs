@@ -244,6 +244,28 @@ pub struct MapStep {
     pub arg: Reg,
 }
 
+/// `$body` with `$d` bound to the destination field of `$ins`, whatever the variant (by value
+/// or by reference, as `$ins` is).
+macro_rules! each_dst {
+    ($ins:expr, $d:ident => $body:expr) => {
+        match $ins {
+            Instr::Unary { dst: $d, .. }
+            | Instr::Binary { dst: $d, .. }
+            | Instr::Select { dst: $d, .. }
+            | Instr::Cast { dst: $d, .. }
+            | Instr::Copy { dst: $d, .. }
+            | Instr::Chain { dst: $d, .. }
+            | Instr::ScaleShift { dst: $d, .. }
+            | Instr::Reduce { dst: $d, .. }
+            | Instr::ReduceMap { dst: $d, .. }
+            | Instr::SumSquaredDev { dst: $d, .. }
+            | Instr::Normalize { dst: $d, .. }
+            | Instr::Scan { dst: $d, .. }
+            | Instr::ScanMap { dst: $d, .. } => $body,
+        }
+    };
+}
+
 impl Instr {
     /// True for the instructions that work on whole rows of a row kernel (reductions and
     /// scans), which the VM runs row by row rather than element by element.
@@ -260,21 +282,11 @@ impl Instr {
 
     /// The register written.
     pub fn dst(&self) -> Reg {
-        match *self {
-            Instr::Unary { dst, .. }
-            | Instr::Binary { dst, .. }
-            | Instr::Select { dst, .. }
-            | Instr::Cast { dst, .. }
-            | Instr::Copy { dst, .. }
-            | Instr::Chain { dst, .. }
-            | Instr::ScaleShift { dst, .. }
-            | Instr::Reduce { dst, .. }
-            | Instr::ReduceMap { dst, .. }
-            | Instr::SumSquaredDev { dst, .. }
-            | Instr::Normalize { dst, .. }
-            | Instr::Scan { dst, .. }
-            | Instr::ScanMap { dst, .. } => dst,
-        }
+        each_dst!(*self, dst => dst)
+    }
+    /// The register written, to change it (renaming a value's register).
+    pub fn dst_mut(&mut self) -> &mut Reg {
+        each_dst!(self, dst => dst)
     }
     /// The registers read (one to five), without allocating.
     pub fn srcs(&self) -> Srcs {
