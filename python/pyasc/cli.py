@@ -39,6 +39,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     bench.add_argument("--quick", action="store_true", help="small sizes and few repeats (a smoke test)")
     bench.add_argument("--only", action="append", default=None, choices=BENCHMARKS,
                        help="run only the named benchmark (repeatable)")
+    bench.add_argument("--roofs", action="store_true",
+                       help="run only the memory-roof survey: each memory-bound workload's fraction of the measured "
+                            "bandwidth, pyasc's from a profile, against its peer's")
     bench.add_argument("--dask", action="store_true",
                        help="run only the Dask entries on a local two-worker cluster (sizes: PYASC_BENCH_DASK_GIB, "
                             "PYASC_BENCH_DASK_GRID)")
@@ -81,6 +84,10 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(f"pyasc demo: {args.size:,} elements do not fit in memory ({e})", file=sys.stderr)
             return 1
     if args.command == "bench":
+        if args.roofs:
+            from .bench_roofs import run as run_roofs
+
+            return run_roofs(quick=args.quick)
         if args.dask:
             from .bench_dask import run as run_dask
 
