@@ -36,3 +36,11 @@ def test_the_survey_prints_every_workload_and_marks_only_gaps():
         mine, theirs = float(cells[2]), float(cells[5])
         assert mine > 0 and theirs > 0
         assert ("below 70%" in line) == (mine < bench_roofs.GOAL <= theirs)
+
+
+def test_without_jax_numpy_is_the_peer_and_computes_the_same_values(monkeypatch):
+    monkeypatch.setitem(sys.modules, "jax", None)  # `import jax` raises ImportError
+    monkeypatch.setitem(sys.modules, "jax.numpy", None)
+    for name, op, args, peer, peer_name in bench_roofs.workloads(quick=True):
+        assert peer_name == "numpy"
+        np.testing.assert_allclose(np.asarray(op(*args)), peer(), rtol=2e-4, atol=2e-4, err_msg=name)
