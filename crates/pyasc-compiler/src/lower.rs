@@ -469,10 +469,8 @@ pub(crate) fn choose_tile(k: &TileKernel, buffers: &[BufferDecl], budget: TileBu
     let (hard, budget) = (budget.hard, budget.bytes);
     // Outputs written with streaming stores go through a scratch tile that must stay in cache:
     // `a + b` over 2**24 float32 was 3.3-3.9 -> 4.1-4.2 ms with the larger tiles.
-    let out_bytes: usize =
-        k.regs.iter().filter(|r| matches!(r.kind, RegKind::Out(_)) && !r.row).map(|r| r.dtype.size()).sum();
-    let streamed = k.shape.numel().saturating_mul(out_bytes) >= pyasc_ir::tile::STREAM_MIN_BYTES;
-    let one_pass = k.row_len == 0 && k.body.len() == 1 && k.program.is_none() && k.library.is_none() && !streamed;
+    let one_pass =
+        k.row_len == 0 && k.body.len() == 1 && k.program.is_none() && k.library.is_none() && !k.streams_outputs();
     let budget = match (hard, scans, one_pass) {
         (false, true, _) => budget.saturating_mul(SCAN_BUDGET_FACTOR),
         (false, false, true) => budget.saturating_mul(ONE_PASS_BUDGET_FACTOR),

@@ -381,6 +381,17 @@ pub struct BufferDecl {
     pub kind: BufferKind,
 }
 
+impl TileKernel {
+    /// Whether the element outputs are written with streaming stores ([`STREAM_MIN_BYTES`] or
+    /// more of them, and no library routine whose epilogue reads its output in place): they
+    /// are computed into a scratch tile and copied out past the caches.
+    pub fn streams_outputs(&self) -> bool {
+        let out_bytes: usize =
+            self.regs.iter().filter(|r| matches!(r.kind, RegKind::Out(_)) && !r.row).map(|r| r.dtype.size()).sum();
+        self.library.is_none() && self.shape.numel().saturating_mul(out_bytes) >= STREAM_MIN_BYTES
+    }
+}
+
 /// A compiled operator: kernels in execution order over a set of buffers.
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct KernelPlan {

@@ -25,7 +25,7 @@ mod column_phases;
 mod columns;
 mod long_rows;
 
-use crate::memory::{store_fence, stream_copy, STREAM_MIN_BYTES};
+use crate::memory::{store_fence, stream_copy};
 
 /// Below this many elements a kernel runs on the calling thread.
 pub const PARALLEL_THRESHOLD: usize = 1 << 15;
@@ -364,10 +364,7 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
     let tiles = n.div_ceil(tile);
     // Large element outputs are computed into scratch and streamed to memory past the caches
     // (no read-for-ownership of lines about to be overwritten, no eviction of inputs).
-    let out_bytes: usize =
-        k.regs.iter().filter(|r| matches!(r.kind, RegKind::Out(_)) && !r.row).map(|r| r.dtype.size()).sum();
-    // Not after a library routine: its epilogue reads the routine's output in place.
-    let streamed = cfg!(target_arch = "x86_64") && n * out_bytes >= STREAM_MIN_BYTES && k.library.is_none();
+    let streamed = cfg!(target_arch = "x86_64") && k.streams_outputs();
     // Memory streams walked in step with the tiles: contiguous arguments and element outputs.
     let streams: Vec<(usize, usize)> = k
         .regs
