@@ -51,6 +51,63 @@ pub fn arith<T: Arith>(f: BinaryOp, a: Src<'_, T>, b: Src<'_, T>, y: &mut [T]) {
     dispatch(ArithK { f, a, b, y });
 }
 
+/// An operand of [`arith_rows`]: whole rows, one value per row, or one value for all.
+#[derive(Copy, Clone, Debug)]
+pub enum RowSrc<'a, T> {
+    /// `rows x c` elements, row after row.
+    Rows(&'a [T]),
+    /// One value per row, broadcast over its row.
+    PerRow(&'a [T]),
+    /// One value broadcast over every row.
+    Scalar(T),
+}
+
+impl<'a, T: Copy> RowSrc<'a, T> {
+    #[inline(always)]
+    fn row(self, r: usize, c: usize) -> Src<'a, T> {
+        match self {
+            RowSrc::Rows(x) => Src::Slice(&x[r * c..(r + 1) * c]),
+            RowSrc::PerRow(v) => Src::Scalar(v[r]),
+            RowSrc::Scalar(v) => Src::Scalar(v),
+        }
+    }
+}
+
+struct ArithRowsK<'a, T> {
+    f: BinaryOp,
+    a: RowSrc<'a, T>,
+    b: RowSrc<'a, T>,
+    y: &'a mut [T],
+    c: usize,
+}
+
+impl<T: Arith> Kernel for ArithRowsK<'_, T> {
+    type Out = ();
+    #[inline(always)]
+    fn run<S: Simd>(self) {
+        let (f, a, b, c) = (self.f, self.a, self.b, self.c);
+        for (r, y) in self.y.chunks_exact_mut(c).enumerate() {
+            T::arith::<S>(f, a.row(r, c), b.row(r, c), y);
+        }
+    }
+}
+
+/// [`arith`] over rows of `c` elements (`y` holds whole rows) whose operands may hold one
+/// value per row: one dispatch for all the rows, where a call per row would pay it per row.
+pub fn arith_rows<T: Arith>(f: BinaryOp, a: RowSrc<'_, T>, b: RowSrc<'_, T>, y: &mut [T], c: usize) {
+    assert!(!matches!(f.class(), BinaryClass::Compare | BinaryClass::Bitwise), "{} is not arithmetic", f.name());
+    assert!(c > 0 && y.len().is_multiple_of(c), "rows of {c} elements");
+    let rows = y.len() / c;
+    for s in [a, b] {
+        match s {
+            RowSrc::Rows(x) => assert_eq!(x.len(), y.len(), "operand rows differ from output rows"),
+            RowSrc::PerRow(v) => assert_eq!(v.len(), rows, "one value per row"),
+            RowSrc::Scalar(_) => {}
+        }
+    }
+    dispatch(ArithRowsK { f, a, b, y, c });
+}
+
 struct CompareK<'a, T> {
     f: BinaryOp,
     a: Src<'a, T>,
@@ -107,4 +164,33 @@ impl<T: Bits> Kernel for BitwiseK<'_, T> {
 pub fn bitwise<T: Bits>(f: BinaryOp, a: Src<'_, T>, b: Src<'_, T>, y: &mut [T]) {
     assert_eq!(f.class(), BinaryClass::Bitwise, "{} is not bitwise", f.name());
     dispatch(BitwiseK { f, a, b, y });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arith_rows_matches_arith_row_by_row() {
+        let (rows, c) = (7usize, 37usize);
+        let x: Vec<f32> = (0..rows * c).map(|i| (i as f32 * 0.37).sin() * 5.0).collect();
+        let v: Vec<f32> = (0..rows).map(|r| r as f32 * 1.3 - 2.0).collect();
+        for f in [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Max] {
+            let (mut y, mut z) = (vec![0f32; rows * c], vec![0f32; rows * c]);
+            arith_rows(f, RowSrc::Rows(&x), RowSrc::PerRow(&v), &mut y, c);
+            arith_rows(f, RowSrc::PerRow(&v), RowSrc::Rows(&x), &mut z, c);
+            for r in 0..rows {
+                let row = &x[r * c..(r + 1) * c];
+                let (mut want_y, mut want_z) = (vec![0f32; c], vec![0f32; c]);
+                arith(f, Src::Slice(row), Src::Scalar(v[r]), &mut want_y);
+                arith(f, Src::Scalar(v[r]), Src::Slice(row), &mut want_z);
+                let bits = |s: &[f32]| s.iter().map(|a| a.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&y[r * c..(r + 1) * c]), bits(&want_y), "{} row {r}", f.name());
+                assert_eq!(bits(&z[r * c..(r + 1) * c]), bits(&want_z), "{} row {r}", f.name());
+            }
+        }
+        let mut y = vec![0f64; 6];
+        arith_rows(BinaryOp::Mul, RowSrc::Rows(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]), RowSrc::Scalar(2.0), &mut y, 3);
+        assert_eq!(y, [2.0, 4.0, 6.0, 8.0, 10.0, 12.0]);
+    }
 }

@@ -55,6 +55,11 @@ pub(crate) fn merge_lanes(mut acc: [f64; SUM_LANES], s: f64) -> f64 {
 /// pairs a recursive halving would.
 #[inline(always)]
 fn pairwise<T: Copy, const BLOCK: usize>(x: &[T], to: &impl Fn(T) -> f64) -> f64 {
+    if x.len() <= BLOCK {
+        // One block (a row of a row kernel, typically): the merge would only add it to +0.0,
+        // which changes no block sum (lanes start at +0.0, so a block sum is never -0.0).
+        return sum_block(x, to);
+    }
     pairwise_blocks::<BLOCK>(x.len(), |r| sum_block(&x[r], to))
 }
 

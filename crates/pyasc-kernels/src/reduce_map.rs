@@ -141,6 +141,11 @@ impl Kernel for SumMapK<'_, f32> {
         #[cfg(target_arch = "x86_64")]
         if let (true, Src::Slice(x), Src::Slice(y)) = (S::AVX512, a, b) {
             let map = self.map;
+            if n <= PAIRWISE_BLOCK_F32 {
+                // One block: as `pairwise_blocks` gives it (see `reduce::pairwise`).
+                // SAFETY: as below.
+                return unsafe { sum_block2_avx512(x, y, map) };
+            }
             // SAFETY: `S::AVX512` says the CPU has AVX-512F; the slices have length `n`.
             return pairwise_blocks::<PAIRWISE_BLOCK_F32>(n, |r| unsafe {
                 sum_block2_avx512(&x[r.clone()], &y[r], map)
@@ -209,6 +214,11 @@ pub fn sum_sq_dev_f32(x: &[f32], c: f32) -> f64 {
             let (x, c) = (self.0, self.1);
             #[cfg(target_arch = "x86_64")]
             if S::AVX512 {
+                if x.len() <= PAIRWISE_BLOCK_F32 {
+                    // One block: as `pairwise_blocks` gives it (see `reduce::pairwise`).
+                    // SAFETY: as below.
+                    return unsafe { sum_sq_dev_block_avx512(x, c) };
+                }
                 // SAFETY: `S::AVX512` says the CPU has AVX-512F.
                 return pairwise_blocks::<PAIRWISE_BLOCK_F32>(x.len(), |r| unsafe {
                     sum_sq_dev_block_avx512(&x[r], c)

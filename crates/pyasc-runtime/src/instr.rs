@@ -400,6 +400,44 @@ pub(crate) unsafe fn exec_binary(op: BinaryOp, dtype: DType, a: Val, b: Val, d: 
     Ok(())
 }
 
+/// `d = op(a, b)` over `rows` rows of `c` elements where an operand flagged `true` holds one
+/// value per row: float arithmetic in one kernel dispatch for all the rows. False (nothing
+/// done) for other ops and dtypes, which run row by row.
+///
+/// # Safety
+/// Element operands and the destination hold `rows * c` elements, per-row operands `rows`.
+pub(crate) unsafe fn exec_binary_rows(
+    op: BinaryOp,
+    dtype: DType,
+    a: (Val, bool),
+    b: (Val, bool),
+    d: Val,
+    rows: usize,
+    c: usize,
+) -> Result<bool> {
+    if !matches!(op.class(), BinaryClass::Arith | BinaryClass::Float) || c == 0 {
+        return Ok(false);
+    }
+    unsafe fn operand<'a, T: FromScalar>(v: (Val, bool), rows: usize, c: usize) -> binary::RowSrc<'a, T> {
+        match v {
+            // SAFETY: per the contract of `exec_binary_rows`.
+            (Val::Ptr(p), true) => binary::RowSrc::PerRow(unsafe { slice::from_raw_parts(p as *const T, rows) }),
+            // SAFETY: as above.
+            (Val::Ptr(p), false) => binary::RowSrc::Rows(unsafe { slice::from_raw_parts(p as *const T, rows * c) }),
+            (Val::Scalar(s), _) => binary::RowSrc::Scalar(T::from_scalar(s)),
+        }
+    }
+    // SAFETY: per this function's contract.
+    unsafe {
+        match dtype {
+            DType::F32 => binary::arith_rows::<f32>(op, operand(a, rows, c), operand(b, rows, c), dst(d, rows * c)?, c),
+            DType::F64 => binary::arith_rows::<f64>(op, operand(a, rows, c), operand(b, rows, c), dst(d, rows * c)?, c),
+            _ => return Ok(false),
+        }
+    }
+    Ok(true)
+}
+
 /// `op` over `n` copies of `v` (of dtype `dtype`), as the row kernels would compute it.
 fn reduce_uniform(op: ReduceOp, dtype: DType, v: Scalar, n: usize) -> Scalar {
     let float = dtype.is_float();

@@ -15,7 +15,7 @@ use crate::pool::num_threads;
 use crate::view::{read_scalar, InputView, OutputPtr, SendPtr};
 use pyasc_ir::error::{IrError, Result};
 use pyasc_ir::event::{self, Event, EventKind};
-use pyasc_ir::tile::{BufferKind, Instr, KernelPlan, RegKind, TileKernel};
+use pyasc_ir::tile::{BufferKind, Instr, KernelPlan, Reg, RegKind, TileKernel};
 use pyasc_ir::DType;
 use std::borrow::Cow;
 use std::cell::Cell;
@@ -680,6 +680,14 @@ unsafe fn exec_level(k: &TileKernel, ins: &Instr, vals: &[Val], local: &mut [Val
     if !reads_rows {
         // SAFETY: per this function's contract.
         return unsafe { exec(ins, &k.regs, vals, len) };
+    }
+    if let Instr::Binary { op, dst, a, b } = *ins {
+        let dtype = k.regs[a.0 as usize].dtype;
+        let side = |r: Reg| (vals[r.0 as usize], k.regs[r.0 as usize].row);
+        // SAFETY: element registers hold the tile's rows, per-row registers one value per row.
+        if unsafe { crate::instr::exec_binary_rows(op, dtype, side(a), side(b), vals[dst.0 as usize], rows, c)? } {
+            return Ok(());
+        }
     }
     local.copy_from_slice(vals);
     for r in 0..rows {
