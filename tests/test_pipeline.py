@@ -59,7 +59,8 @@ def test_the_four_stage_example_matches_eager_calls():
         stage3 = gelu(stage2)
         stage4 = softmax(stage3)
     np.testing.assert_array_equal(np.asarray(stage4), four_stages(x, w))
-    assert p.last_schedule == {"stages": 4, "micro_batch": 512, "micro_batches": 10, "batch": 5000}
+    assert p.last_schedule == {"stages": 4, "micro_batch": 512, "micro_batches": 10, "batch": 5000,
+                               "runner": "workers"}
     # Values handed between stages are never stored in full.
     with pytest.raises(pyasc.PipelineError, match="handed between pipeline stages"):
         np.asarray(stage2)
@@ -167,6 +168,47 @@ def test_random_pipelines_equal_eager(rows, cols, stages, micro, kinds, read_at,
     # The pipeline's results: the last call's value (when an exception cut the block, the last
     # call recorded before it).
     np.testing.assert_allclose(np.asarray(got[-1]), eager[len(got) - 1], rtol=1e-6, atol=1e-6)
+
+
+@pyasc.operator
+def scaled(x, s):
+    return x * s
+
+
+@pyasc.operator
+def add(a, b):
+    return a + b
+
+
+@pyasc.operator(debug=True)
+def checked_gelu(x):
+    return pyasc.gelu(x)
+
+
+def test_workers_hand_several_values_between_stages_and_run_a_short_last_micro_batch():
+    # 1001 rows in micro-batches of 100 (the last has 1 row); stage 1's value feeds stages 2 and
+    # 3, so it stays alive across a stage.
+    x, w = rand(1001, 48), rand(48, 48, seed=3) / 7
+    with pyasc.pipeline(stages=3, micro_batch=100) as p:
+        a = normalize(x)
+        b = project(a, w)
+        c = add(gelu(b), a)
+    want_a = normalize(x)
+    want_c = add(gelu(project(want_a, w)), want_a)
+    np.testing.assert_array_equal(np.asarray(c), want_c)
+    assert p.last_schedule["runner"] == "workers" and p.last_schedule["micro_batches"] == 11
+
+
+def test_scalar_arguments_and_debug_stages_run_on_streams():
+    x = rand(700, 24)
+    with pyasc.pipeline(stages=2, micro_batch=64) as p:
+        y = softmax(scaled(x, 2.5))
+    np.testing.assert_array_equal(np.asarray(y), softmax(scaled(x, 2.5)))
+    assert p.last_schedule["runner"] == "streams"
+    with pyasc.pipeline(stages=2, micro_batch=64) as p:
+        y = checked_gelu(normalize(x))
+    np.testing.assert_array_equal(np.asarray(y), checked_gelu(normalize(x)))
+    assert p.last_schedule["runner"] == "streams"
 
 
 def test_memory_between_stages_is_bounded_by_stages_times_micro_batch():

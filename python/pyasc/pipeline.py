@@ -3,11 +3,20 @@
 ``with pyasc.pipeline(stages=4, micro_batch=None) as p:`` records operator calls as
 :func:`pyasc.graph_mode` does. When the block ends (or a value is read) the calls are cut into
 ``stages`` consecutive groups, each compiled as one fused operator, and axis 0 of the inputs is
-cut into micro-batches. Stage ``k`` runs on its own stream: while it computes micro-batch ``i``,
-stage ``k + 1`` computes micro-batch ``i - 1``. The values handed from one stage to the next are
-a micro-batch each (DeviceArrays from pyasc's pool, kept in cache), and at most ``stages``
-micro-batches are in flight, so intermediate memory stays bounded by ``stages x micro_batch``
-rows whatever the batch size (``pyasc.memory_stats()`` shows it).
+cut into micro-batches. Two runners overlap the stages:
+
+- On the host CPU (array arguments, no ``debug``), each worker thread is a lane of the
+  pipeline: it takes the next micro-batch and runs it through every stage on its own core, so
+  while one core runs stage ``k`` of micro-batch ``i``, another runs stage ``k + 1`` of
+  micro-batch ``i - 1``. Each stage's kernels run on that one core, the values handed from one
+  stage to the next stay in its cache, and final results are written straight into their rows.
+- Otherwise stage ``k`` runs on its own stream: while it computes micro-batch ``i``, stage
+  ``k + 1`` computes micro-batch ``i - 1``, and at most ``stages`` micro-batches are in flight.
+
+Either way the values handed between stages are a micro-batch each (blocks of pyasc's pool,
+freed after the last stage that reads them), so intermediate memory stays bounded by
+``stages x micro_batch`` rows per lane whatever the batch size (``pyasc.memory_stats()``
+shows it). ``last_schedule["runner"]`` says which runner ran (``"workers"`` or ``"streams"``).
 
 Rules:
 
@@ -22,8 +31,9 @@ Rules:
   identical to running the calls one by one. Values handed between stages are never stored in
   full: reading one after the block raises :class:`PipelineError` (read it inside the block,
   before the calls that consume it, or return it from the last stage).
-- ``micro_batch=None`` picks about 4 MiB of the widest value per micro-batch (fewer, larger
-  launches: each launch costs tens of microseconds of thread hand-off).
+- ``micro_batch=None`` picks about 256 KiB of the widest value per micro-batch for the workers
+  (a micro-batch's values then stay in one core's cache) and about 4 MiB for streams (fewer,
+  larger launches: each costs tens of microseconds of thread hand-off).
 """
 
 from __future__ import annotations
@@ -40,6 +50,8 @@ from .graph_record import GraphMode, _Recording, run_now, stitch
 __all__ = ["pipeline", "Pipeline", "PipelineError"]
 
 _TARGET_BYTES = 4 << 20
+# The same for the worker runner: a micro-batch's values stay in one core's cache.
+_WORKER_BYTES = 256 << 10
 # Pipelines (stage operators and input types) whose calls passed the row check.
 _CHECKED: set = set()
 
@@ -238,14 +250,18 @@ class Pipeline(GraphMode):
         for n, k in results:
             shape, dtype = nodes[n].avals[k]
             out_arrays[(n, k)] = _pyasc._host_empty(shape, dtype)  # warm pool pages
-        mb = self.micro_batch or self._auto_micro_batch(nodes, n_rows, len(groups))
-        starts = list(range(0, n_rows, mb))
-        self.last_schedule = {"stages": len(groups), "micro_batch": mb, "micro_batches": len(starts),
-                              "batch": n_rows}
         self.runs += 1
         self._last = None
         leaves = [np.asarray(x) if isinstance(x, _pyasc.DeviceArray) else x for x in rec.leaves]
-        self._schedule(plans, leaves, batched, starts, mb, n_rows, out_arrays)
+        mb = self.micro_batch or self._auto_micro_batch(nodes, n_rows, _WORKER_BYTES)
+        runner = "workers"
+        if not self._run_native(plans, nodes, leaves, batched, mb, n_rows, out_arrays, rec.first_op):
+            runner = "streams"
+            mb = self.micro_batch or self._auto_micro_batch(nodes, n_rows, _TARGET_BYTES)
+            self._schedule(plans, leaves, batched, list(range(0, n_rows, mb)), mb, n_rows, out_arrays)
+        mb = max(1, min(mb, n_rows))
+        self.last_schedule = {"stages": len(groups), "micro_batch": mb, "micro_batches": -(-n_rows // mb),
+                              "batch": n_rows, "runner": runner}
         stored = []
         for n, k in wanted:
             if (n, k) in out_arrays:
@@ -257,11 +273,57 @@ class Pipeline(GraphMode):
                 stored.append(err)
         return stored
 
-    def _auto_micro_batch(self, nodes: list, n_rows: int, n_stages: int) -> int:
+    def _auto_micro_batch(self, nodes: list, n_rows: int, target: int) -> int:
         row_bytes = max((int(np.prod(shape[1:], dtype=np.int64)) * np.dtype(dt).itemsize
                          for node in nodes for shape, dt in node.avals), default=1)
-        rows = max(1, _TARGET_BYTES // max(row_bytes, 1))
+        rows = max(1, target // max(row_bytes, 1))
         return int(min(n_rows, max(rows, -(-n_rows // 256))))
+
+    def _run_native(self, plans: list, nodes: list, leaves: list, batched: list, mb: int, n_rows: int,
+                    out_arrays: dict, first_op: Any) -> bool:
+        """Run the stages on the host's workers, one micro-batch per worker at a time.
+
+        Each worker takes the next micro-batch and runs it through every stage on its own core,
+        so stage ``k`` of one micro-batch overlaps later stages of the one before it on another
+        core, and the values handed between stages stay in that core's cache. False (nothing
+        run) where that path does not apply: another device, ``debug=True``, an argument that
+        is not an array, a stage that captures arrays (the stream schedule then runs the stages).
+        """
+        opts = getattr(first_op, "options", {})
+        if opts.get("debug") or n_rows == 0:
+            return False
+        mb = min(mb, n_rows)
+        stages = [p for p in plans if p[3]]
+        used = sorted({i for p in stages for i in p[1]})
+        if not all(isinstance(leaves[i], np.ndarray) for i in used):
+            return False
+        results = list(out_arrays)
+        res_idx = {ref: i for i, ref in enumerate(results)}
+        slot: Dict[Tuple[int, int], int] = {}
+        for _, _, _, outs in stages:
+            for ref in outs:
+                if ref not in res_idx:
+                    slot[ref] = len(slot)
+
+        def example(leaves_in: list, vals_in: list, rows: int) -> list:
+            args = [leaves[i][:rows] if batched[i] else leaves[i] for i in leaves_in]
+            for n, k in vals_in:
+                shape, dt = nodes[n].avals[k]
+                args.append(np.empty((rows,) + tuple(shape[1:]), dt))
+            return args
+
+        tail = n_rows % mb
+        specs = []
+        for comp, leaves_in, vals_in, outs in stages:
+            full = comp.get_compiled_op(*example(leaves_in, vals_in, mb))
+            last = comp.get_compiled_op(*example(leaves_in, vals_in, tail)) if tail else None
+            if full.device != "cpu":
+                return False
+            inputs = [(0, used.index(i)) for i in leaves_in] + [(1, slot[v]) for v in vals_in]
+            outputs = [(0, res_idx[o]) if o in res_idx else (1, slot[o]) for o in outs]
+            specs.append((full, last, inputs, outputs))
+        return bool(_pyasc._run_pipeline(specs, [leaves[i] for i in used], [bool(batched[i]) for i in used],
+                                         [out_arrays[r] for r in results], len(slot), mb, n_rows))
 
     def _schedule(self, plans: list, leaves: list, batched: list, starts: list, mb: int, n_rows: int,
                   out_arrays: dict) -> None:

@@ -22,6 +22,16 @@ impl CompiledOp {
     pub fn new(entry: Arc<Entry>, device: DeviceKind) -> Self {
         CompiledOp { entry, device }
     }
+
+    /// The cache entry: the plan and what a launch of it needs.
+    pub fn entry(&self) -> &Arc<Entry> {
+        &self.entry
+    }
+
+    /// The device the plan was compiled for.
+    pub fn device_kind(&self) -> DeviceKind {
+        self.device
+    }
 }
 
 #[pymethods]

@@ -42,6 +42,7 @@ pub mod log;
 pub mod monitor;
 pub mod operands;
 pub mod operator;
+pub mod pipeline_run;
 pub mod placement;
 pub mod precision;
 pub mod stencil;
@@ -116,6 +117,7 @@ fn _pyasc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(precision::precision_scope_pop, m)?)?;
     m.add_function(wrap_pyfunction!(device_info, m)?)?;
     m.add_function(wrap_pyfunction!(stencil::stencil_sweep, m)?)?;
+    m.add_function(wrap_pyfunction!(pipeline_run::_run_pipeline, m)?)?;
     m.add_function(wrap_pyfunction!(monitor::utilization, m)?)?;
     m.add_function(wrap_pyfunction!(monitor::temperature, m)?)?;
     m.add_function(wrap_pyfunction!(monitor::measure_peaks, m)?)?;

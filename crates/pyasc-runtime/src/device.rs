@@ -284,7 +284,7 @@ pub struct CpuDevice {
 impl Device for CpuDevice {
     fn info(&self) -> DeviceInfo {
         let isa = pyasc_kernels::isa::active().name();
-        let cores = crate::pool::num_threads();
+        let cores = crate::pool::pool_threads();
         match self.kind {
             DeviceKind::NpuTwin => DeviceInfo {
                 kind: self.kind,

@@ -1,17 +1,46 @@
 //! The worker pool: a rayon pool of its own (not rayon's global one, which cannot be rebuilt),
 //! sized once from `PYASC_NUM_THREADS` (at most [`MAX_THREADS`]) or the number of cores, and
-//! built again on first use in a forked child, whose worker threads are gone.
+//! built again on first use in a forked child, whose worker threads are gone. A thread inside
+//! [`serial`] sees one worker: kernels it runs stay on it (pipelines give each worker its own
+//! micro-batches this way).
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 static THREADS: OnceLock<usize> = OnceLock::new();
 
+thread_local! {
+    /// Whether this thread runs kernels on itself alone ([`serial`]).
+    static SERIAL: Cell<bool> = const { Cell::new(false) };
+}
+
 /// The most worker threads `PYASC_NUM_THREADS` may ask for.
 pub const MAX_THREADS: usize = 256;
 
-/// Number of worker threads kernels are spread over.
+/// Number of worker threads kernels are spread over (1 inside [`serial`]).
 pub fn num_threads() -> usize {
+    if SERIAL.with(Cell::get) {
+        return 1;
+    }
+    pool_threads()
+}
+
+/// Runs `f` with every kernel it launches on the calling thread alone: [`num_threads`] is 1
+/// there until `f` returns.
+pub fn serial<R>(f: impl FnOnce() -> R) -> R {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            SERIAL.with(|s| s.set(self.0));
+        }
+    }
+    let _restore = Restore(SERIAL.with(|s| s.replace(true)));
+    f()
+}
+
+/// Number of threads of the worker pool, whatever the calling thread is.
+pub fn pool_threads() -> usize {
     *THREADS.get_or_init(|| {
         std::env::var("PYASC_NUM_THREADS")
             .ok()
@@ -42,7 +71,7 @@ pub fn pool() -> &'static rayon::ThreadPool {
     }
     crate::fork::install();
     let built = rayon::ThreadPoolBuilder::new()
-        .num_threads(num_threads())
+        .num_threads(pool_threads())
         .thread_name(|i| format!("pyasc-worker-{i}"))
         .build()
         .or_else(|_| rayon::ThreadPoolBuilder::new().num_threads(1).build())
@@ -120,6 +149,15 @@ mod tests {
         })
         .unwrap();
         assert!(hits.iter().all(|h| h.load(Ordering::Relaxed) == 1));
+    }
+
+    #[test]
+    fn serial_sees_one_thread() {
+        let outside = num_threads();
+        assert_eq!(serial(num_threads), 1);
+        assert_eq!(serial(|| serial(num_threads)), 1);
+        assert_eq!(num_threads(), outside);
+        assert_eq!(pool_threads(), outside);
     }
 
     #[test]

@@ -71,7 +71,7 @@ fn team() -> &'static Team {
         sleeping: Mutex::new(0),
         wake: Condvar::new(),
     }));
-    for i in 0..crate::pool::num_threads().saturating_sub(1) {
+    for i in 0..crate::pool::pool_threads().saturating_sub(1) {
         let _ = std::thread::Builder::new().name(format!("pyasc-team-{i}")).spawn(move || helper(t));
     }
     TEAM.store(t as *const Team as *mut Team, Ordering::Release);
