@@ -253,13 +253,12 @@ class Pipeline(GraphMode):
         self.runs += 1
         self._last = None
         leaves = [np.asarray(x) if isinstance(x, _pyasc.DeviceArray) else x for x in rec.leaves]
-        mb = self.micro_batch or self._auto_micro_batch(nodes, n_rows, _WORKER_BYTES)
+        mb = self._micro_batch(nodes, n_rows, _WORKER_BYTES)
         runner = "workers"
         if not self._run_native(plans, nodes, leaves, batched, mb, n_rows, out_arrays, rec.first_op):
             runner = "streams"
-            mb = self.micro_batch or self._auto_micro_batch(nodes, n_rows, _TARGET_BYTES)
+            mb = self._micro_batch(nodes, n_rows, _TARGET_BYTES)
             self._schedule(plans, leaves, batched, list(range(0, n_rows, mb)), mb, n_rows, out_arrays)
-        mb = max(1, min(mb, n_rows))
         self.last_schedule = {"stages": len(groups), "micro_batch": mb, "micro_batches": -(-n_rows // mb),
                               "batch": n_rows, "runner": runner}
         stored = []
@@ -273,11 +272,18 @@ class Pipeline(GraphMode):
                 stored.append(err)
         return stored
 
-    def _auto_micro_batch(self, nodes: list, n_rows: int, target: int) -> int:
+    def _micro_batch(self, nodes: list, n_rows: int, target: int) -> int:
+        """Rows per micro-batch, between 1 and the batch.
+
+        The caller's ``micro_batch``, or about ``target`` bytes of the widest value (at most 256
+        micro-batches).
+        """
+        if self.micro_batch:
+            return max(1, min(self.micro_batch, n_rows))
         row_bytes = max((int(np.prod(shape[1:], dtype=np.int64)) * np.dtype(dt).itemsize
                          for node in nodes for shape, dt in node.avals), default=1)
         rows = max(1, target // max(row_bytes, 1))
-        return int(min(n_rows, max(rows, -(-n_rows // 256))))
+        return int(max(1, min(n_rows, max(rows, -(-n_rows // 256)))))
 
     def _run_native(self, plans: list, nodes: list, leaves: list, batched: list, mb: int, n_rows: int,
                     out_arrays: dict, first_op: Any) -> bool:
@@ -292,7 +298,6 @@ class Pipeline(GraphMode):
         opts = getattr(first_op, "options", {})
         if opts.get("debug") or n_rows == 0:
             return False
-        mb = min(mb, n_rows)
         stages = [p for p in plans if p[3]]
         used = sorted({i for p in stages for i in p[1]})
         if not all(isinstance(leaves[i], np.ndarray) for i in used):
