@@ -124,12 +124,13 @@ def test_article_four_stage_pipeline():
         return pyasc.softmax(x)
 
     data = rng.standard_normal((4096, 32)).astype(np.float32)
-    with pyasc.pipeline(stages=4):
+    with pyasc.pipeline(stages=4) as p:
         stage1 = preprocess(data)
         stage2 = feature_extract(stage1)
         stage3 = inference(stage2)
         stage4 = postprocess(stage3)
     np.testing.assert_array_equal(np.asarray(stage4), postprocess(inference(feature_extract(preprocess(data)))))
+    assert p.last_schedule["runner"] == "workers"  # `w` is captured, and passed whole
     d = data.astype(np.float64)
     h = (d - d.mean(-1, keepdims=True)) / (d.std(-1, keepdims=True) + 1e-5) @ w
     from scipy.special import erf

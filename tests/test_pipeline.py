@@ -199,6 +199,22 @@ def test_workers_hand_several_values_between_stages_and_run_a_short_last_micro_b
     assert p.last_schedule["runner"] == "workers" and p.last_schedule["micro_batches"] == 11
 
 
+W_GLOBAL = rand(24, 24, seed=5) / 5
+
+
+@pyasc.operator
+def project_global(x):
+    return x @ W_GLOBAL
+
+
+def test_stages_that_capture_a_global_array_run_on_the_workers():
+    x = rand(900, 24)
+    with pyasc.pipeline(stages=2, micro_batch=128) as p:
+        y = softmax(project_global(normalize(x)))
+    np.testing.assert_array_equal(np.asarray(y), softmax(project_global(normalize(x))))
+    assert p.last_schedule["runner"] == "workers"
+
+
 def test_scalar_arguments_and_debug_stages_run_on_streams():
     x = rand(700, 24)
     with pyasc.pipeline(stages=2, micro_batch=64) as p:

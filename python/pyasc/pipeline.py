@@ -293,7 +293,8 @@ class Pipeline(GraphMode):
         so stage ``k`` of one micro-batch overlaps later stages of the one before it on another
         core, and the values handed between stages stay in that core's cache. False (nothing
         run) where that path does not apply: another device, ``debug=True``, an argument that
-        is not an array, a stage that captures arrays (the stream schedule then runs the stages).
+        is not an array, a captured array that is not a NumPy array of its traced dtype and
+        shape (the stream schedule then runs the stages).
         """
         opts = getattr(first_op, "options", {})
         if opts.get("debug") or n_rows == 0:

@@ -13,6 +13,7 @@ use crate::arrays::{dtype_of, view_of};
 use crate::boundary::detach_interruptible;
 use crate::compiled::CompiledOp;
 use crate::errors::to_py;
+use crate::operands::captured_array;
 use numpy::{PyUntypedArray, PyUntypedArrayMethods};
 use pyasc_engine::Entry;
 use pyasc_ir::error::{IrError, Result};
@@ -26,10 +27,14 @@ use std::sync::Arc;
 /// `(1, v)` hand-off value `v`.
 type Binding = (u8, usize);
 
+/// A stage's plan for one micro-batch length, with the views of the arrays it captured
+/// (passed after its arguments, whole, to every micro-batch).
+type Plan = (Arc<Entry>, Vec<InputView>);
+
 /// One stage: its plans for a full and for the last micro-batch, and its bindings.
 struct Stage {
-    full: Arc<Entry>,
-    tail: Option<Arc<Entry>>,
+    full: Plan,
+    tail: Option<Plan>,
     inputs: Vec<Binding>,
     outputs: Vec<Binding>,
     /// Hand-off values whose last reader this stage is (freed after it).
@@ -67,8 +72,9 @@ impl Run {
         let rows = self.micro_batch.min(self.rows - r0);
         let mut values: Vec<Value> = (0..self.values).map(|_| None).collect();
         for st in &self.stages {
-            let entry = if rows == self.micro_batch { &st.full } else { st.tail.as_ref().unwrap_or(&st.full) };
-            let mut views = Vec::with_capacity(st.inputs.len());
+            let (entry, captured) =
+                if rows == self.micro_batch { &st.full } else { st.tail.as_ref().unwrap_or(&st.full) };
+            let mut views = Vec::with_capacity(st.inputs.len() + captured.len());
             for &(kind, idx) in &st.inputs {
                 views.push(if kind == 0 {
                     let (v, cut) = &self.leaves[idx];
@@ -87,6 +93,7 @@ impl Run {
                     InputView::contiguous(block.as_ptr() as *const u8, *dt, shape.clone())
                 });
             }
+            views.extend(captured.iter().cloned());
             let mut outs = Vec::with_capacity(st.outputs.len());
             for (j, &(kind, idx)) in st.outputs.iter().enumerate() {
                 let (dt, shape) = &entry.out_buffers[j];
@@ -124,16 +131,35 @@ impl Run {
     }
 }
 
-/// The entry of `op` when it can run as a pipeline stage on the workers: a host CPU plan that
-/// captures no arrays, computes no host integers and writes `outputs` distinct buffers.
-fn stage_entry(op: &CompiledOp, outputs: usize) -> Option<Arc<Entry>> {
+/// The plan of `op` when it can run as a pipeline stage on the workers: a host CPU plan that
+/// computes no host integers and writes `outputs` distinct buffers, and whose captured arrays
+/// are NumPy arrays of the dtype and shape it was traced with (kept alive in `keep`).
+fn stage_plan<'py>(
+    py: Python<'py>,
+    op: &CompiledOp,
+    outputs: usize,
+    keep: &mut Vec<Bound<'py, PyAny>>,
+) -> PyResult<Option<Plan>> {
     let e = op.entry();
     let ok = op.device_kind() == DeviceKind::Cpu
-        && e.n_captured == 0
         && e.compiled.host_ints.is_empty()
         && e.out_slots.len() == outputs
         && e.out_slots.iter().enumerate().all(|(i, s)| *s == i);
-    ok.then(|| e.clone())
+    if !ok {
+        return Ok(None);
+    }
+    let mut captured = Vec::with_capacity(e.n_captured);
+    for c in e.captured() {
+        let Some(obj) = captured_array(py, c) else { return Ok(None) };
+        let Ok(arr) = obj.cast::<PyUntypedArray>() else { return Ok(None) };
+        let view = dtype_of(arr).ok().filter(|dt| *dt == c.dtype).and_then(|dt| view_of(arr, dt));
+        match view {
+            Some(v) if v.shape == c.shape => captured.push(v),
+            _ => return Ok(None),
+        }
+        keep.push(obj);
+    }
+    Ok(Some((e.clone(), captured)))
 }
 
 /// Run pipeline stages over micro-batches of `rows` rows of axis 0 (see the module docs).
@@ -143,8 +169,9 @@ fn stage_entry(op: &CompiledOp, outputs: usize) -> Option<Arc<Entry>> {
 /// and where each argument comes from and each result goes (`(0, i)`: leaf or result `i`,
 /// `(1, v)`: hand-off value `v`). `leaves` are the inputs, `cut` says which are cut along
 /// axis 0; `results` are C-contiguous arrays of `rows` rows, written in place. Returns false,
-/// having run nothing, when a stage cannot run on the workers (another device, captured
-/// arrays, host-computed integers, a buffer returned twice): the caller then uses streams.
+/// having run nothing, when a stage cannot run on the workers (another device, host-computed
+/// integers, a buffer returned twice, a captured array that changed or is not a NumPy array):
+/// the caller then uses streams.
 #[pyfunction]
 #[allow(clippy::type_complexity, clippy::too_many_arguments)]
 pub fn _run_pipeline(
@@ -180,18 +207,19 @@ pub fn _run_pipeline(
         result_rows.push((base, r.shape()[1..].iter().product::<usize>() * dt.size()));
     }
     let mut last_reader = vec![None; values];
+    let mut keep = Vec::new();
     let mut plan = Vec::with_capacity(stages.len());
     for (g, (full, tail, inputs, outputs)) in stages.iter().enumerate() {
-        let Some(full_e) = stage_entry(full, outputs.len()) else { return Ok(false) };
-        let tail_e = match tail {
-            Some(t) => match stage_entry(t, outputs.len()) {
-                Some(e) => Some(e),
+        let Some(full_p) = stage_plan(py, full, outputs.len(), &mut keep)? else { return Ok(false) };
+        let tail_p = match tail {
+            Some(t) => match stage_plan(py, t, outputs.len(), &mut keep)? {
+                Some(p) => Some(p),
                 None => return Ok(false),
             },
             None => None,
         };
-        for (e, n) in [(Some(&full_e), micro_batch), (tail_e.as_ref(), rows % micro_batch)] {
-            let Some(e) = e else { continue };
+        for (p, n) in [(Some(&full_p), micro_batch), (tail_p.as_ref(), rows % micro_batch)] {
+            let Some((e, _)) = p else { continue };
             for (&(kind, idx), (dt, shape)) in outputs.iter().zip(&e.out_buffers) {
                 let fits = shape.first() == Some(&n)
                     && match kind {
@@ -215,8 +243,8 @@ pub fn _run_pipeline(
             }
         }
         plan.push(Stage {
-            full: full_e,
-            tail: tail_e,
+            full: full_p,
+            tail: tail_p,
             inputs: inputs.clone(),
             outputs: outputs.clone(),
             frees: vec![],
@@ -232,5 +260,6 @@ pub fn _run_pipeline(
     }
     let run = Run { stages: plan, leaves: leaf_views, results: result_rows, values, micro_batch, rows };
     detach_interruptible(py, move |_| run.all())?.map_err(to_py)?;
+    drop(keep);
     Ok(true)
 }
