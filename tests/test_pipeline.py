@@ -215,6 +215,15 @@ def test_stages_that_capture_a_global_array_run_on_the_workers():
     assert p.last_schedule["runner"] == "workers"
 
 
+def test_a_batched_matmul_stage_runs_on_the_workers():
+    # (rows, 6, 32) @ (32, 32): a batch of products per micro-batch, on one core each.
+    x, w = rand(300, 6, 32), rand(32, 32, seed=4) / 6
+    with pyasc.pipeline(stages=2, micro_batch=40) as p:
+        y = gelu(project(x, w))
+    np.testing.assert_array_equal(np.asarray(y), gelu(project(x, w)))
+    assert p.last_schedule["runner"] == "workers"
+
+
 def test_scalar_arguments_and_debug_stages_run_on_streams():
     x = rand(700, 24)
     with pyasc.pipeline(stages=2, micro_batch=64) as p:

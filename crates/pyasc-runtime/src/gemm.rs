@@ -128,7 +128,7 @@ pub fn run_gemm(a: &InputView, b: &InputView, out: *mut u8) -> Result<()> {
     // Rayon's workers run a large product: the launch team's idle helpers would take their
     // cores while they spin.
     let _parked = (threads > 1 && flops >= PARK_FLOPS).then(crate::team::park);
-    if batches >= 2 * threads && flops > 1e6 {
+    if threads > 1 && batches >= 2 * threads && flops > 1e6 {
         crate::pool::install(|| (0..batches).into_par_iter().for_each(|bi| one(bi, 1)));
     } else {
         let workers = if flops > 4e6 { threads } else { 1 };
