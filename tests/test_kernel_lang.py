@@ -235,6 +235,43 @@ def test_per_row_arithmetic_and_broadcast_against_numpy():
         np.testing.assert_array_equal(out[i], want)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_row_arithmetic_in_place_and_overlapping(dtype):
+    # 40 rows of 300: an in-place row op runs through scratch a few rows at a time; per-row
+    # values and a source shifted by one row overlap the destination and are read as before.
+    rows, cols = 40, 300
+    n = rows * cols
+
+    @pyasc.kernel
+    def k(x, v, out):
+        pipe = asc.TPipe()
+        buf = asc.TBuf()
+        pipe.init_buffer(buf, (n + cols) * np.dtype(dtype).itemsize)
+        t = buf.get(dtype)
+        asc.data_copy_pad(t, x, n)
+        asc.data_copy_pad(t[n:], v, rows)
+        asc.div_rows(t, t, t[n:], rows, cols)  # in place
+        asc.data_copy_pad(out, t, n)
+        asc.data_copy_pad(t, x, n)
+        asc.sub_rows(t, t, t[n - rows:], rows, cols)  # per-row values inside the destination
+        asc.data_copy_pad(out[n:], t, n)
+        asc.data_copy_pad(t, x, n)
+        asc.data_copy_pad(t[n:], x, cols)
+        asc.mul_rows(t, t[cols:], t[n - rows:], rows, cols)  # a source shifted by one row
+        asc.data_copy_pad(out[2 * n:], t, n)
+
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((rows, cols)).astype(dtype)
+    v = rng.uniform(0.5, 2, rows).astype(dtype)
+    out = np.zeros(3 * n, dtype)
+    k[1](x, v, out)
+    flat = x.reshape(-1)
+    np.testing.assert_array_equal(out[:n].reshape(rows, cols), x / v[:, None])
+    np.testing.assert_array_equal(out[n:2 * n].reshape(rows, cols), x - flat[n - rows:][:, None])
+    shifted = np.concatenate([flat[cols:], flat[:cols]]).reshape(rows, cols)
+    np.testing.assert_array_equal(out[2 * n:].reshape(rows, cols), shifted * flat[n - rows:][:, None])
+
+
 def test_set_global_buffer_and_stream_launch():
     @pyasc.kernel
     def scale(x, y, n):

@@ -16,7 +16,7 @@
 //! [`BlockPlan`] ([`crate::block_plan`], executed strip by strip in `block_strip.rs`); a
 //! [`PreparedBlock`] keeps a program verified and planned for all its launches.
 
-use crate::instr::{exec, exec_reduce, Val};
+use crate::instr::{exec, exec_binary_rows, exec_reduce, Val};
 use crate::memory::{store_fence, stream_copy, STREAM_MIN_BYTES};
 use crate::pool::num_threads;
 use pyasc_ir::block::{BStmt, BlockProgram, ExprId};
@@ -33,6 +33,9 @@ mod strip;
 
 /// Bytes a `DataCopy` moves must be a multiple of this (Ascend's 32-byte transfer unit).
 pub const COPY_ALIGN: usize = 32;
+
+/// Bytes of rows an in-place row operation copies to scratch at a time.
+const STRIP_ROWS_BYTES: usize = 16 << 10;
 
 /// Runs of consecutive blocks per worker thread a launch is dealt out in.
 const RUNS_PER_THREAD: usize = 4;
@@ -324,7 +327,13 @@ impl Exec<'_> {
         let p = self.p;
         let dtype = p.dtype(a);
         let size = dtype.size();
+        if rows == 0 || cols == 0 {
+            return Ok(());
+        }
         let (dp, ap, bp) = (self.ptr(dst), self.ptr(a), self.ptr(b));
+        if matches!(dtype, DType::F32 | DType::F64) && self.rows_at_once(op, dtype, [dp, ap, bp], rows, cols)? {
+            return Ok(());
+        }
         let base = p.regs.len() + 3;
         for (i, r) in [dst, a, b].into_iter().enumerate() {
             self.decls[base + i] = p.regs[r.0 as usize];
@@ -347,6 +356,66 @@ impl Exec<'_> {
             self.op(&ins, cols)?;
         }
         Ok(())
+    }
+
+    /// `dst[r, :] = op(a[r, :], b[r])` for float `dtype` with one kernel dispatch per run of
+    /// rows (the row by row path pays one per row); false when `op` has no row kernel. The
+    /// per-row values are read from scratch when the destination overlaps them. A source that
+    /// is the destination itself runs through a scratch copy of a few rows at a time (still in
+    /// the L1 cache when the kernel reads it); one that overlaps it otherwise is copied whole.
+    fn rows_at_once(
+        &mut self,
+        op: BinaryOp,
+        dtype: DType,
+        [dp, ap, bp]: [*mut u8; 3],
+        rows: usize,
+        cols: usize,
+    ) -> Result<bool> {
+        let size = dtype.size();
+        let (row_bytes, all) = (cols * size, rows * cols * size);
+        let overlaps = |x: *mut u8, n: usize| (x as usize) < dp as usize + all && (dp as usize) < x as usize + n;
+        let mut bp = bp;
+        if overlaps(bp, rows * size) {
+            bp = self.scratch(2, bp, rows * size);
+        }
+        let in_place = ap == dp;
+        let chunk = if in_place { (STRIP_ROWS_BYTES / row_bytes).clamp(1, rows) } else { rows };
+        let mut ap = ap;
+        if !in_place && overlaps(ap, all) {
+            ap = self.scratch(1, ap, all);
+        }
+        let mut r0 = 0;
+        while r0 < rows {
+            let k = chunk.min(rows - r0);
+            // SAFETY: rows r0..r0 + k of `a` and `dst` and values r0..r0 + k of `b` lie in their
+            // registers (checked by the caller); scratch copies hold what they replace.
+            let done = unsafe {
+                let src = if in_place {
+                    self.scratch(1, ap.add(r0 * row_bytes), k * row_bytes)
+                } else {
+                    ap.add(r0 * row_bytes)
+                };
+                let d = Val::Ptr(dp.add(r0 * row_bytes));
+                exec_binary_rows(op, dtype, (Val::Ptr(src), false), (Val::Ptr(bp.add(r0 * size)), true), d, k, cols)?
+            };
+            if !done {
+                return Ok(false);
+            }
+            r0 += k;
+        }
+        Ok(true)
+    }
+
+    /// Copy `bytes` at `from` into scratch slot `slot` and return the copy's address.
+    fn scratch(&mut self, slot: usize, from: *mut u8, bytes: usize) -> *mut u8 {
+        if self.tmp[slot].len() * 64 < bytes {
+            self.tmp[slot] = lines(bytes);
+        }
+        let tp = self.tmp[slot].as_mut_ptr() as *mut u8;
+        // SAFETY: `from` holds `bytes` bytes (the callers' registers), the scratch as many,
+        // and the scratch is this worker's own allocation.
+        unsafe { std::ptr::copy_nonoverlapping(from, tp, bytes) };
+        tp
     }
 
     fn broadcast(&mut self, dst: Reg, src: Reg, rows: usize, cols: usize) {

@@ -30,6 +30,8 @@ struct Layout {
     k: usize,
     /// Row length.
     cols: usize,
+    /// Global bytes to prefetch while the segment runs, as `(address, bytes)`.
+    ahead: Vec<(usize, usize)>,
 }
 
 impl Exec<'_> {
@@ -53,9 +55,7 @@ impl Exec<'_> {
             // Regions that overlap at this many units: statement by statement.
             return stmts.iter().try_for_each(|s| self.stmt(s));
         }
-        if seg.prefetch {
-            self.prefetch_next(stmts)?;
-        }
+        let ahead = if seg.prefetch { self.prefetch_ranges(stmts)? } else { Vec::new() };
         let orig: Vec<(usize, *mut u8)> = seg.regs.iter().map(|&(r, _)| (r.0 as usize, self.ptr(r))).collect();
         // Copies whose register is read from global memory instead (when element-aligned there).
         let mut skip = vec![false; stmts.len()];
@@ -114,7 +114,7 @@ impl Exec<'_> {
             // Whole cache lines of float32 per strip.
             k -= k % 16;
         }
-        let layout = Layout { skip, back, bases, units, k, cols };
+        let layout = Layout { skip, back, bases, units, k, cols, ahead };
         let done = self.strips(seg, stmts, &layout);
         for &(i, p) in &orig {
             self.vals[i] = Val::Ptr(p);
@@ -122,10 +122,11 @@ impl Exec<'_> {
         done
     }
 
-    /// Ask the L2 cache for the global elements following each copy into the Unified Buffer of
-    /// `stmts` (as many as the copy moves, inside its view), so the next tile's loads overlap
-    /// this one's arithmetic.
-    fn prefetch_next(&self, stmts: &[BStmt]) -> Result<()> {
+    /// The global bytes following each copy into the Unified Buffer of `stmts` (as many as the
+    /// copy moves, inside its view), as `(address, bytes)`: asked for while the segment runs,
+    /// so the next tile's loads overlap this one's arithmetic.
+    fn prefetch_ranges(&self, stmts: &[BStmt]) -> Result<Vec<(usize, usize)>> {
+        let mut out = Vec::new();
         for s in stmts {
             let BStmt::Copy { to_local: true, global, reg, start, hi, count, site, .. } = s else { continue };
             let (start, hi, n) = (self.eval(start, site)?, self.eval(hi, site)?, self.eval(count, site)?);
@@ -134,15 +135,19 @@ impl Exec<'_> {
             let end = (start.saturating_add(n.saturating_mul(2)).min(hi).max(0) as usize).min(g.len);
             if from < end {
                 let size = self.p.dtype(*reg).size();
-                prefetch_l2(g.ptr as usize + from * size, (end - from) * size);
+                out.push((g.ptr as usize + from * size, (end - from) * size));
             }
         }
-        Ok(())
+        Ok(out)
     }
 
     fn strips(&mut self, seg: &Segment, stmts: &[BStmt], l: &Layout) -> Result<()> {
-        let Layout { skip, back, bases, units, k, cols } = l;
+        let Layout { skip, back, bases, units, k, cols, ahead } = l;
         let (units, k, cols) = (*units, *k, *cols);
+        // The next tile's prefetches, spread evenly over the statements of every strip: asked
+        // for all at once they queue up behind each other and stall the loads of this tile.
+        let steps = units.div_ceil(k.max(1)) * stmts.len();
+        let mut step = 0;
         let mut u0 = 0;
         while u0 < units {
             let n = k.min(units - u0);
@@ -158,6 +163,11 @@ impl Exec<'_> {
                     // SAFETY: as above.
                     self.vals[r] = Val::Ptr(unsafe { ub.add(u0 * bases.iter().find(|b| b.0 == r).map_or(0, |b| b.2)) });
                 }
+                for &(from, bytes) in ahead {
+                    let (a, b) = (bytes * step / steps, bytes * (step + 1) / steps);
+                    prefetch_l2(from + a, b - a);
+                }
+                step += 1;
                 if skip[j] {
                     continue;
                 }
