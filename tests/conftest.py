@@ -56,3 +56,15 @@ def line_of(fn, text: str) -> int:
         if text in line:
             return start + i
     raise AssertionError(f"{text!r} not in the source of {fn.__name__}")
+
+
+def supported_isas() -> list:
+    """The SIMD levels this CPU runs, lowest first (``PYASC_ISA`` values), up to the detected one.
+
+    The detected level may carry a suffix (``avx2+fma``); the forced levels are named without it.
+    """
+    import pyasc
+
+    order = ["scalar", "sse2", "avx2", "avx512"]
+    detected = pyasc.device_info("cpu")["detected_isa"].split("+")[0]
+    return order[: order.index(detected) + 1] if detected in order else ["scalar", detected]

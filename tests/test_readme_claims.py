@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import pyasc
 import pytest
-from conftest import assert_ulp
+from conftest import assert_ulp, supported_isas
 
 _WORKLOAD = r"""
 import hashlib, json, numpy as np, pyasc
@@ -56,16 +56,10 @@ def test_results_are_bitwise_identical_whatever_the_thread_count(tmp_path):
     assert runs[1] == runs[2] == runs[4], {k: [runs[n][k][:12] for n in runs] for k in runs[1]}
 
 
-def _supported_isas():
-    detected = pyasc.device_info("cpu")["detected_isa"]
-    order = ["scalar", "sse2", "avx2", "avx512"]
-    return order[: order.index(detected) + 1] if detected in order else ["scalar", detected]
-
-
 def test_every_isa_level_gives_the_same_bits_or_the_documented_accuracy(tmp_path):
     base, base_vals = _run(tmp_path, "default")
     assert base["isa"] == pyasc.device_info("cpu")["detected_isa"]
-    for isa in _supported_isas():
+    for isa in supported_isas():
         info, vals = _run(tmp_path, isa, PYASC_ISA=isa)
         assert info["isa"].split("+")[0] == isa, info
         for key in ("sum_rows", "sum_cols", "sum_all", "mean_max", "argmax"):
@@ -77,7 +71,7 @@ def test_every_isa_level_gives_the_same_bits_or_the_documented_accuracy(tmp_path
 
 @pytest.mark.parametrize("isa", ["scalar", "sse2", "avx2", "avx512"])
 def test_float32_math_meets_its_ulp_bounds_at_every_isa(isa, tmp_path):
-    if isa not in _supported_isas():
+    if isa not in supported_isas():
         pytest.skip(f"{isa} is not supported by this CPU")
     code = ("import numpy as np, pyasc, sys\nx = np.linspace(-9, 9, 20001, dtype=np.float32)\n"
             "np.save(sys.argv[1], np.stack([pyasc.exp(x), pyasc.tanh(x), pyasc.sin(x), pyasc.erf(x)]))")

@@ -16,7 +16,7 @@ import sys
 import numpy as np
 import pyasc
 import pytest
-from conftest import line_of
+from conftest import line_of, supported_isas
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -253,19 +253,13 @@ def test_results_do_not_depend_on_the_thread_count(tmp_path):
     assert runs[0] == runs[1] == runs[2]
 
 
-def _supported_isas():
-    order = ["scalar", "sse2", "avx2", "avx512"]
-    detected = pyasc.device_info("cpu")["detected_isa"]
-    return order[: order.index(detected) + 1] if detected in order else ["scalar", detected]
-
-
 def test_every_isa_path_is_accurate(tmp_path):
     rng = np.random.default_rng(9)
     x = rng.standard_normal((5, 3 * 65536 + 11)).astype(np.float32).astype(np.float64)
     y = rng.standard_normal((700, 300))
     refs = {"rows32": np.cumsum(x, 1), "cols32": np.cumsum(x[:, :4096], 0), "rows64": np.cumsum(y, -1),
             "cols64": np.cumsum(y, 0), "lse": np.logaddexp.accumulate(x[:2], 1)}
-    for isa in _supported_isas():
+    for isa in supported_isas():
         info, vals = _subprocess(tmp_path, isa, PYASC_ISA=isa)
         assert info["isa"].split("+")[0] == isa, info
         for key, ref in refs.items():

@@ -109,6 +109,8 @@ struct Exec<'a> {
     fuse: bool,
     /// Bytes of register regions per strip.
     strip_bytes: usize,
+    /// The lists a segment's run fills, kept for the next segment.
+    layout: strip::Layout,
 }
 
 fn fail(kind: ErrorKind, site: &Option<SourceLoc>, m: String) -> IrError {
@@ -615,6 +617,7 @@ unsafe fn launch(
                 vals,
                 decls,
                 tmp: [Vec::new(), Vec::new(), Vec::new()],
+                layout: strip::Layout::default(),
                 dry,
                 streamed: false,
                 fuse,

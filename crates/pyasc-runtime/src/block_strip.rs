@@ -15,8 +15,10 @@ use crate::memory::STREAM_MIN_BYTES;
 use pyasc_ir::block::BStmt;
 use pyasc_ir::error::{IrError, Result};
 
-/// Where a segment's registers are and how it is cut into strips.
-struct Layout {
+/// Where a segment's registers are: lists a worker keeps from segment to segment, so that
+/// running one (once per tile of a kernel) allocates nothing.
+#[derive(Default)]
+pub(super) struct Layout {
     /// Copies not run: their register is read from global memory.
     skip: Vec<bool>,
     /// `(statement, register, Unified Buffer address)`: from that statement on, a register
@@ -24,14 +26,25 @@ struct Layout {
     back: Vec<(usize, usize, *mut u8)>,
     /// Each register's address at unit 0 and its bytes per unit.
     bases: Vec<(usize, *mut u8, usize)>,
+    /// Global bytes to prefetch while the segment runs, as `(address, bytes)`.
+    ahead: Vec<(usize, usize)>,
+    /// Each register's own address, restored after the segment.
+    orig: Vec<(usize, *mut u8)>,
+    /// Registers whose address is in global memory, with that address.
+    direct: Vec<(usize, *mut u8)>,
+    /// Unified Buffer offsets of the registers counted in a strip's bytes.
+    seen: Vec<usize>,
+}
+
+/// How a segment is cut into strips.
+#[derive(Copy, Clone)]
+struct Cut {
     /// Units of the segment.
     units: usize,
     /// Units per strip.
     k: usize,
     /// Row length.
     cols: usize,
-    /// Global bytes to prefetch while the segment runs, as `(address, bytes)`.
-    ahead: Vec<(usize, usize)>,
 }
 
 impl Exec<'_> {
@@ -55,12 +68,33 @@ impl Exec<'_> {
             // Regions that overlap at this many units: statement by statement.
             return stmts.iter().try_for_each(|s| self.stmt(s));
         }
-        let ahead = if seg.prefetch { self.prefetch_ranges(stmts)? } else { Vec::new() };
-        let orig: Vec<(usize, *mut u8)> = seg.regs.iter().map(|&(r, _)| (r.0 as usize, self.ptr(r))).collect();
+        let mut l = std::mem::take(&mut self.layout);
+        let done = self.lay_out(seg, stmts, units, cols, &mut l).and_then(|cut| self.strips(seg, stmts, &l, cut));
+        for &(i, p) in &l.orig {
+            self.vals[i] = Val::Ptr(p);
+        }
+        self.layout = l;
+        done
+    }
+
+    /// Fill `l` for running segment `seg` over `units` (rows of `cols`) and return its cut.
+    fn lay_out(&mut self, seg: &Segment, stmts: &[BStmt], units: usize, cols: usize, l: &mut Layout) -> Result<Cut> {
+        let width = |w: Width| match w {
+            Width::One => 1,
+            Width::Cols => cols,
+        };
+        let Layout { skip, back, bases, ahead, orig, direct, seen } = l;
+        orig.clear();
+        orig.extend(seg.regs.iter().map(|&(r, _)| (r.0 as usize, self.ptr(r))));
+        ahead.clear();
+        if seg.prefetch {
+            self.prefetch_ranges(stmts, ahead)?;
+        }
         // Copies whose register is read from global memory instead (when element-aligned there).
-        let mut skip = vec![false; stmts.len()];
-        let mut direct: Vec<(usize, *mut u8)> = Vec::new();
-        let mut back = Vec::new();
+        skip.clear();
+        skip.resize(stmts.len(), false);
+        direct.clear();
+        back.clear();
         for &(d, until) in &seg.direct {
             if let BStmt::Copy { global, reg, start, site, .. } = &stmts[d] {
                 let size = self.p.dtype(*reg).size();
@@ -92,17 +126,14 @@ impl Exec<'_> {
             }
         }
         // Each register's address at unit 0 and its bytes per unit.
-        let bases: Vec<(usize, *mut u8, usize)> = seg
-            .regs
-            .iter()
-            .map(|&(r, w)| {
-                let at = direct.iter().find(|d| d.0 == r.0 as usize).map_or(self.ptr(r), |d| d.1);
-                (r.0 as usize, at, width(w) * self.p.dtype(r).size())
-            })
-            .collect();
-        let mut seen = Vec::with_capacity(bases.len());
+        bases.clear();
+        bases.extend(seg.regs.iter().map(|&(r, w)| {
+            let at = direct.iter().find(|d| d.0 == r.0 as usize).map_or(self.ptr(r), |d| d.1);
+            (r.0 as usize, at, width(w) * self.p.dtype(r).size())
+        }));
+        seen.clear();
         let mut per_unit = 0usize;
-        for (&(r, _), &(_, _, bytes)) in seg.regs.iter().zip(&bases) {
+        for (&(r, _), &(_, _, bytes)) in seg.regs.iter().zip(bases.iter()) {
             let at = self.p.at[r.0 as usize];
             if !seen.contains(&at) {
                 seen.push(at);
@@ -114,19 +145,13 @@ impl Exec<'_> {
             // Whole cache lines of float32 per strip.
             k -= k % 16;
         }
-        let layout = Layout { skip, back, bases, units, k, cols, ahead };
-        let done = self.strips(seg, stmts, &layout);
-        for &(i, p) in &orig {
-            self.vals[i] = Val::Ptr(p);
-        }
-        done
+        Ok(Cut { units, k, cols })
     }
 
     /// The global bytes following each copy into the Unified Buffer of `stmts` (as many as the
     /// copy moves, inside its view), as `(address, bytes)`: asked for while the segment runs,
     /// so the next tile's loads overlap this one's arithmetic.
-    fn prefetch_ranges(&self, stmts: &[BStmt]) -> Result<Vec<(usize, usize)>> {
-        let mut out = Vec::new();
+    fn prefetch_ranges(&self, stmts: &[BStmt], out: &mut Vec<(usize, usize)>) -> Result<()> {
         for s in stmts {
             let BStmt::Copy { to_local: true, global, reg, start, hi, count, site, .. } = s else { continue };
             let (start, hi, n) = (self.eval(start, site)?, self.eval(hi, site)?, self.eval(count, site)?);
@@ -138,12 +163,12 @@ impl Exec<'_> {
                 out.push((g.ptr as usize + from * size, (end - from) * size));
             }
         }
-        Ok(out)
+        Ok(())
     }
 
-    fn strips(&mut self, seg: &Segment, stmts: &[BStmt], l: &Layout) -> Result<()> {
-        let Layout { skip, back, bases, units, k, cols, ahead } = l;
-        let (units, k, cols) = (*units, *k, *cols);
+    fn strips(&mut self, seg: &Segment, stmts: &[BStmt], l: &Layout, cut: Cut) -> Result<()> {
+        let Layout { skip, back, bases, ahead, .. } = l;
+        let Cut { units, k, cols } = cut;
         // The next tile's prefetches, spread evenly over the statements of every strip: asked
         // for all at once they queue up behind each other and stall the loads of this tile.
         let steps = units.div_ceil(k.max(1)) * stmts.len();
