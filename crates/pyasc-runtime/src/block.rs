@@ -224,12 +224,7 @@ impl Exec<'_> {
             let (s0, s1) = (sp as usize, sp as usize + bytes);
             if s0 < d1 && d0 < s1 && bytes > 0 && run.srcs().contains(&r) {
                 // The destination overlaps this operand: read a copy, as a scratch register.
-                if self.tmp[slot].len() * 64 < bytes {
-                    self.tmp[slot] = lines(bytes);
-                }
-                let tp = self.tmp[slot].as_mut_ptr() as *mut u8;
-                // SAFETY: the operand holds `bytes` bytes, the scratch at least as many.
-                unsafe { std::ptr::copy_nonoverlapping(sp, tp, bytes) };
+                let tp = self.scratch(slot, sp, bytes);
                 let t = p.regs.len() + slot;
                 self.decls[t] = self.decls[r.0 as usize];
                 self.vals[t] = Val::Ptr(tp);
