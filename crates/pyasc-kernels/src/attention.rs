@@ -12,7 +12,8 @@
 //!
 //! float32 runs on AVX-512 register-blocked micro-kernels (8 keys or channels x 48 queries, 24
 //! accumulators) and the vectorised `exp` of this crate when the CPU has it
-//! ([`crate::isa::active`]); otherwise, and for float64, portable loops that the compiler
+//! ([`crate::isa::active`]), on AVX2+FMA ones (2 keys or channels x 48 queries, 12
+//! accumulators) when that is the best it has; otherwise, and for float64, portable loops that the compiler
 //! vectorises (compiled for AVX2+FMA as well when the CPU has it), with this crate's
 //! branch-free `exp` (float64: relative error about 1e-14, weights below 2^-1022 flush to 0).
 //!
@@ -128,7 +129,7 @@ attn_float!(f64);
 
 /// The portable path's per-ISA arithmetic: the crate's branch-free `exp` (vectorised by the
 /// compiler once inlined), `a * b + c` fused where the ISA has FMA, and a maximum that keeps NaN.
-trait Lanes: AttnFloat {
+pub(crate) trait Lanes: AttnFloat {
     fn exp_s<S: Simd>(self) -> Self;
     fn mad<S: Simd>(self, b: Self, c: Self) -> Self;
     fn max_nan(self, b: Self) -> Self;
@@ -191,11 +192,65 @@ pub(crate) fn causal_mask<T: AttnFloat>(st: &mut [T], q0: usize, j0: usize, bc: 
     }
 }
 
+/// `st += mask`, element by element over `st`'s length.
+#[inline(always)]
+pub(crate) fn add_mask<T: AttnFloat>(st: &mut [T], mask: &[T]) {
+    for (x, a) in st.iter_mut().zip(mask.iter()) {
+        *x = x.add(*a);
+    }
+}
+
+/// The online-softmax step of one block of `bc` keys (`st` holds `bc` rows of [`BLOCK_Q`]
+/// transposed scores): updates the running maxima `m` and sums `l`, turns the scores into
+/// `exp(s - max)` in place and returns each query's factor `exp(old max - new max)` for the
+/// output so far. A NaN score becomes the maximum, so it reaches the whole row; a query with
+/// only `-inf` scores so far subtracts 0 instead, so its weights are `exp(-inf) = 0`.
+#[inline(always)]
+pub(crate) fn online_softmax<T: Lanes, S: Simd>(
+    st: &mut [T],
+    bc: usize,
+    m: &mut [T; BLOCK_Q],
+    l: &mut [T; BLOCK_Q],
+) -> [T; BLOCK_Q] {
+    let mut alpha = [T::ZERO; BLOCK_Q];
+    let mut mx = *m;
+    for j in 0..bc {
+        for i in 0..BLOCK_Q {
+            mx[i] = st[j * BLOCK_Q + i].max_nan(mx[i]);
+        }
+    }
+    let mut safe = [T::ZERO; BLOCK_Q];
+    for i in 0..BLOCK_Q {
+        safe[i] = if mx[i] == T::NEG_INF { T::ZERO } else { mx[i] };
+        alpha[i] = m[i].sub(safe[i]).exp_s::<S>();
+    }
+    let mut sum = [T::ZERO; BLOCK_Q];
+    for j in 0..bc {
+        for i in 0..BLOCK_Q {
+            let p = st[j * BLOCK_Q + i].sub(safe[i]).exp_s::<S>();
+            st[j * BLOCK_Q + i] = p;
+            sum[i] = sum[i].add(p);
+        }
+    }
+    for i in 0..BLOCK_Q {
+        l[i] = l[i].mul(alpha[i]).add(sum[i]);
+        m[i] = mx[i];
+    }
+    alpha
+}
+
 /// Writes `out[i, c] = O^T[c, i] / l[i]` for the block's valid rows (`out` row stride `out_rs`).
 ///
 /// # Safety
 /// `out` must address `rows x dv` writable elements with that row stride.
-unsafe fn store<T: AttnFloat>(ot: &[T], l: &[T; BLOCK_Q], rows: usize, dv: usize, out: *mut T, out_rs: isize) {
+pub(crate) unsafe fn store<T: AttnFloat>(
+    ot: &[T],
+    l: &[T; BLOCK_Q],
+    rows: usize,
+    dv: usize,
+    out: *mut T,
+    out_rs: isize,
+) {
     for i in 0..rows {
         for c in 0..dv {
             // SAFETY: inside the caller's output block.
@@ -246,38 +301,12 @@ unsafe fn attend_portable<T: Lanes, S: Simd>(
             st[j * BLOCK_Q..(j + 1) * BLOCK_Q].copy_from_slice(&acc);
         }
         if mask.is_some() {
-            for (x, a) in st.iter_mut().zip(mb.iter()) {
-                *x = x.add(*a);
-            }
+            add_mask(st, mb);
         }
         if b.causal {
             causal_mask(st, b.q0, j0, bc);
         }
-        let mut alpha = [T::ZERO; BLOCK_Q];
-        let mut mx = m;
-        for j in 0..bc {
-            for i in 0..BLOCK_Q {
-                // NaN scores become the maximum, so they reach the whole row.
-                mx[i] = st[j * BLOCK_Q + i].max_nan(mx[i]);
-            }
-        }
-        let mut safe = [T::ZERO; BLOCK_Q];
-        for i in 0..BLOCK_Q {
-            safe[i] = if mx[i] == T::NEG_INF { T::ZERO } else { mx[i] };
-            alpha[i] = m[i].sub(safe[i]).exp_s::<S>();
-        }
-        let mut sum = [T::ZERO; BLOCK_Q];
-        for j in 0..bc {
-            for i in 0..BLOCK_Q {
-                let p = st[j * BLOCK_Q + i].sub(safe[i]).exp_s::<S>();
-                st[j * BLOCK_Q + i] = p;
-                sum[i] = sum[i].add(p);
-            }
-        }
-        for i in 0..BLOCK_Q {
-            l[i] = l[i].mul(alpha[i]).add(sum[i]);
-            m[i] = mx[i];
-        }
+        let alpha = online_softmax::<T, S>(st, bc, &mut m, &mut l);
         for c in 0..b.dv {
             // A row of the output in registers, rescaled, then the block's weighted values.
             let row = &mut ot[c * BLOCK_Q..(c + 1) * BLOCK_Q];
@@ -364,6 +393,11 @@ pub unsafe fn attend_f32(
     if active() == Isa::Avx512 {
         // SAFETY: the ISA check above; the rest forwarded.
         return unsafe { crate::attention_avx512::attend(b, mask, scratch, out, out_rs) };
+    }
+    #[cfg(target_arch = "x86_64")]
+    if active() == Isa::Avx2Fma {
+        // SAFETY: the ISA check above; the rest forwarded.
+        return unsafe { crate::attention_avx2::attend(b, mask, scratch, out, out_rs) };
     }
     // SAFETY: forwarded.
     unsafe { attend_generic(b, mask, scratch, out, out_rs) }

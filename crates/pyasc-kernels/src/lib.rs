@@ -12,6 +12,8 @@
 
 pub mod attention;
 #[cfg(target_arch = "x86_64")]
+mod attention_avx2;
+#[cfg(target_arch = "x86_64")]
 mod attention_avx512;
 pub mod binary;
 mod cast;

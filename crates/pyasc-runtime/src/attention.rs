@@ -258,12 +258,23 @@ impl Plan<'_> {
             let (qt, rest) = buf.split_at_mut(d * BLOCK_Q);
             qt.fill(T::ZERO);
             let qoff = off(0) + q0 as isize * q.strides[r - 2];
-            for i in 0..rows {
-                for c in 0..d {
-                    let o = qoff + i as isize * q.strides[r - 2] + c as isize * q.strides[r - 1];
-                    // SAFETY: query q0 + i, column c, inside the view.
-                    qt[c * BLOCK_Q + i] = T::from_f64(unsafe { read(q.ptr, q.dtype, o) } * self.spec.scale);
-                }
+            let (qrs, qcs, scale) = (q.strides[r - 2], q.strides[r - 1], self.spec.scale);
+            // `Q^T * scale`, the element type's match hoisted out of the loops.
+            macro_rules! pack {
+                ($get:expr) => {
+                    for i in 0..rows {
+                        for c in 0..d {
+                            let o = qoff + i as isize * qrs + c as isize * qcs;
+                            // SAFETY: query q0 + i, column c, inside the view.
+                            qt[c * BLOCK_Q + i] = T::from_f64(unsafe { $get(o) } * scale);
+                        }
+                    }
+                };
+            }
+            match q.dtype {
+                DType::F32 => pack!(|o| *(q.ptr as *const f32).offset(o) as f64),
+                DType::F64 => pack!(|o| *(q.ptr as *const f64).offset(o)),
+                dt => pack!(|o| read(q.ptr, dt, o)),
             }
             let block = QueryBlock { qt, q0, rows, k: ks, v: vs, lk, d, dv, causal: self.spec.causal };
             let mask_fn = self.mask.map(|m| {

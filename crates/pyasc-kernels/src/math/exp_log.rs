@@ -114,10 +114,10 @@ pub(crate) const LN2_HI_32: f32 = 0.693_145_75;
 pub(crate) const LN2_LO_32: f32 = 1.428_606_8e-6;
 /// `1.5 * 2^23 + 254`: adding it to `v` (|v| < 2^21) rounds v to an integer k, and the low bits
 /// of the sum shifted into the exponent field give `2^(k + 127)` (two exponent biases).
-const ROUND_MAGIC_32: f32 = 12_583_166.0;
+pub(crate) const ROUND_MAGIC_32: f32 = 12_583_166.0;
 /// The bits of `2^-64`, the second scale factor for k < 0 (`2^64` for k >= 0).
-const SCALE_DOWN_BITS: u32 = (127 - 64) << 23;
-const SCALE_UP_BITS: u32 = (127 + 64) << 23;
+pub(crate) const SCALE_DOWN_BITS: u32 = (127 - 64) << 23;
+pub(crate) const SCALE_UP_BITS: u32 = (127 + 64) << 23;
 
 /// `(e^r - 1) / r` for |r| <= 0.3467 (fit error 2^-28.3).
 pub(crate) const EXP_P: [f32; 6] = [1.0, 0.49999994, 0.16666521, 0.041668262, 0.008368675, 0.0013821055];

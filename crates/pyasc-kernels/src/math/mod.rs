@@ -11,6 +11,7 @@
 pub(crate) mod cbrt;
 pub(crate) mod erf;
 pub(crate) mod erf_table;
+pub(crate) mod exp_avx2;
 pub(crate) mod exp_avx512;
 pub(crate) mod exp_log;
 pub(crate) mod float_bits;
