@@ -385,3 +385,28 @@ def test_unsupported_dtypes_are_typed_errors():
         op(np.ones(3, np.float16), 1.0)
     with pytest.raises(DTypeError):
         op(np.ones(3, np.complex64), 1.0)
+
+
+def escape_state(cx, cy, maxiter):
+    x = 0.0
+    y = 0.0
+    n = 0
+    while x * x + y * y <= 4.0 and n < maxiter:
+        x, y = x * x - y * y + cx, 2.0 * x * y + cy
+        n += 1
+    return x - y + 1000.0 * n
+
+
+def test_loop_carried_values_reach_their_lanes_when_lanes_leave_at_different_times():
+    # A count carried through `select` then a copy (which the VM runs as a swap of register
+    # buffers) and two coordinates carried directly; lanes leave over 0..60 iterations, so the
+    # VM packs the running lanes several times. Every lane's final state must be its own.
+    rng = np.random.default_rng(5)
+    cx = rng.uniform(-2.0, 0.6, 3_001)
+    cy = rng.uniform(-1.2, 1.2, 3_001)
+    cx[::13] = 5.0  # lanes that never loop
+    op = pyasc.vectorized_operator(escape_state)
+    assert "copy" in op.tile_program(cx, cy, 60)
+    got = op(cx, cy, 60)
+    want = per_element(escape_state, cx, cy, 60).astype(np.float64)
+    np.testing.assert_array_equal(got, want)

@@ -30,6 +30,7 @@ pub mod buffer;
 pub mod capture;
 pub mod check;
 pub mod conv;
+mod copy_swap;
 pub mod device;
 pub mod fork;
 pub mod gemm;

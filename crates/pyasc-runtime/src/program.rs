@@ -8,6 +8,7 @@
 //! on the same SIMD kernels as the flat path ([`exec`], [`exec_reduce`]). Tiles of the
 //! outer space are dealt out to the workers as blocks, like flat kernels.
 
+use crate::copy_swap::swappable_copies;
 use crate::instr::{exec, exec_reduce, Val};
 use crate::lanes::{count_true, gather, scatter, true_lanes};
 use crate::layout::broadcast_strides;
@@ -17,7 +18,7 @@ use pyasc_ir::error::{IrError, Result};
 use pyasc_ir::program::{space_at, IndexMap, Program, Stmt, WhileAny};
 use pyasc_ir::tile::{Instr, RegKind, TileKernel};
 use pyasc_ir::{DType, Shape};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// How a load or store converts one element between storage and compute dtypes.
 #[derive(Copy, Clone, Debug)]
@@ -220,6 +221,8 @@ struct Block<'a> {
     loops: &'a [(usize, usize)],
     outer: &'a [usize],
     acc: &'a HashMap<usize, Access>,
+    /// Copies run as swaps of register buffers ([`swappable_copies`]), by statement address.
+    swaps: &'a HashSet<usize>,
     mem: Vec<Vec<Line>>,
     vals: Vec<Val>,
     tmp: [Vec<Line>; 3],
@@ -483,6 +486,9 @@ impl Block<'_> {
         for s in stmts {
             let key = s as *const Stmt as usize;
             match s {
+                Stmt::Op(Instr::Copy { dst, src }) if self.swaps.contains(&key) => {
+                    self.vals.swap(dst.0 as usize, src.0 as usize);
+                }
                 // SAFETY: per this function's contract.
                 Stmt::Op(ins) => unsafe { self.op(ins, depth)? },
                 Stmt::Load { dst, .. } => {
@@ -540,9 +546,15 @@ fn packable(body: &[Stmt]) -> bool {
 
 /// The packed lanes of a mask loop: the registers its body touches, moved into buffers of
 /// their own, and the home position of every packed lane.
+///
+/// Each register has two packed buffers, and each packing gathers into the set not in use:
+/// the body may swap registers' buffers ([`swappable_copies`]), so a register's current
+/// lanes can sit in another register's buffer, and gathering in place could overwrite them.
 struct Packed {
-    /// (register, its full-tile memory, its packed buffer, written by the body).
-    regs: Vec<(usize, *mut u8, Vec<Line>, bool)>,
+    /// (register, its full-tile memory, its two packed buffers, written by the body).
+    regs: Vec<(usize, *mut u8, [Vec<Line>; 2], bool)>,
+    /// The buffer set the next packing gathers into.
+    flip: usize,
     /// Home position in the tile of every packed lane.
     home: Vec<u32>,
     /// The lanes kept by the latest packing.
@@ -553,12 +565,13 @@ struct Packed {
 
 impl Packed {
     fn new(b: &Block<'_>, body: &[Stmt], rows: usize) -> Packed {
-        let mut regs: Vec<(usize, *mut u8, Vec<Line>, bool)> = Vec::new();
+        let mut regs: Vec<(usize, *mut u8, [Vec<Line>; 2], bool)> = Vec::new();
         let mut add = |r: usize, written: bool| {
             if let Some(e) = regs.iter_mut().find(|e| e.0 == r) {
                 e.3 |= written;
             } else if let Val::Ptr(p) = b.vals[r] {
-                regs.push((r, p, lines(rows * b.k.regs[r].dtype.size()), written));
+                let n = rows * b.k.regs[r].dtype.size();
+                regs.push((r, p, [lines(n), lines(n)], written));
             }
         };
         for s in body {
@@ -567,7 +580,7 @@ impl Packed {
                 add(i.dst().0 as usize, true);
             }
         }
-        Packed { regs, home: Vec::new(), sel: Vec::new(), packed: false }
+        Packed { regs, flip: 0, home: Vec::new(), sel: Vec::new(), packed: false }
     }
 
     /// Keep the lanes among the `m` in play whose condition `cond` is true, packed in order;
@@ -589,10 +602,10 @@ impl Packed {
                 }
             }
         }
-        for (r, full, buf, written) in &mut self.regs {
+        for (r, full, bufs, written) in &mut self.regs {
             let size = b.k.regs[*r].dtype.size();
             let Val::Ptr(cur) = b.vals[*r] else { continue };
-            let dst = buf.as_mut_ptr() as *mut u8;
+            let dst = bufs[self.flip].as_mut_ptr() as *mut u8;
             // SAFETY: `cur` holds `m` lanes; `dst` the tile's; `full` the tile's positions.
             unsafe {
                 if *written {
@@ -602,6 +615,7 @@ impl Packed {
             }
             b.vals[*r] = Val::Ptr(dst);
         }
+        self.flip ^= 1;
         if self.packed {
             let home = &mut self.home;
             for (k, &j) in self.sel.iter().enumerate() {
@@ -619,7 +633,7 @@ impl Packed {
     /// # Safety
     /// Every register in `regs` holds `m` packed lanes in `b`.
     unsafe fn unpack(self, b: &mut Block<'_>, m: usize) {
-        for (r, full, _buf, written) in &self.regs {
+        for (r, full, _bufs, written) in &self.regs {
             if self.packed && *written {
                 if let Val::Ptr(cur) = b.vals[*r] {
                     // SAFETY: `cur` holds `m` packed lanes with homes in `full`.
@@ -651,6 +665,7 @@ pub unsafe fn run_program(
     }
     let mut acc = HashMap::new();
     accesses(k, &p.body, 0, &loops, args, outs, &mut acc)?;
+    let swaps = swappable_copies(k, p);
     let rows = k.tile_elems.max(1);
     let tiles = outer_n.div_ceil(rows);
     let token = crate::interrupt::current();
@@ -679,6 +694,7 @@ pub unsafe fn run_program(
             loops: &loops,
             outer: &outer,
             acc: &acc,
+            swaps: &swaps,
             mem,
             vals,
             tmp: [Vec::new(), Vec::new(), Vec::new()],
