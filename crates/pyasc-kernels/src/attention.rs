@@ -239,10 +239,13 @@ pub(crate) fn online_softmax<T: Lanes, S: Simd>(
     alpha
 }
 
-/// Writes `out[i, c] = O^T[c, i] / l[i]` for the block's valid rows (`out` row stride `out_rs`).
+/// Writes `out[i, c] = O^T[c, i] / l[i]` for the block's valid rows (`out` row stride `out_rs`):
+/// a row of `O^T` divided as whole vectors (inlined into the ISA's code), then written down
+/// the output's column.
 ///
 /// # Safety
 /// `out` must address `rows x dv` writable elements with that row stride.
+#[inline(always)]
 pub(crate) unsafe fn store<T: AttnFloat>(
     ot: &[T],
     l: &[T; BLOCK_Q],
@@ -251,12 +254,106 @@ pub(crate) unsafe fn store<T: AttnFloat>(
     out: *mut T,
     out_rs: isize,
 ) {
-    for i in 0..rows {
-        for c in 0..dv {
+    let mut row = [T::ZERO; BLOCK_Q];
+    for c in 0..dv {
+        let o: &[T; BLOCK_Q] = ot[c * BLOCK_Q..(c + 1) * BLOCK_Q].try_into().expect("one row");
+        for i in 0..BLOCK_Q {
+            row[i] = o[i].div(l[i]);
+        }
+        for (i, x) in row.iter().enumerate().take(rows) {
             // SAFETY: inside the caller's output block.
-            unsafe { *out.offset(i as isize * out_rs + c as isize) = ot[c * BLOCK_Q + i].div(l[i]) };
+            unsafe { *out.offset(i as isize * out_rs + c as isize) = *x };
         }
     }
+}
+
+/// The ISA-specific parts of a register-blocked float32 block ([`attend_blocked`]).
+#[cfg(target_arch = "x86_64")]
+pub(crate) trait Blocked {
+    /// Each query's factor `exp(old max - new max)`, as the ISA keeps it.
+    type Alpha;
+    /// `C[r, :] = (alpha * C[r, :] if alpha) + sum_t A[r, t] * B[t, :]` for `r < rows`, with
+    /// `A[r, t]` at `a + r*ars + t*ats`, `B` rows and `C` rows [`BLOCK_Q`] apart.
+    ///
+    /// # Safety
+    /// Every addressed element must be valid; `b` must hold `kdim` rows, `c` `rows` rows; the
+    /// CPU must support the ISA.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn panel(
+        a: *const f32,
+        ars: isize,
+        ats: isize,
+        b: *const f32,
+        kdim: usize,
+        c: *mut f32,
+        rows: usize,
+        alpha: Option<&Self::Alpha>,
+    );
+    /// The online-softmax step of `bc` keys (see [`online_softmax`]).
+    ///
+    /// # Safety
+    /// `st` must hold `bc` rows of [`BLOCK_Q`]; the CPU must support the ISA.
+    unsafe fn softmax_step(st: &mut [f32], bc: usize, m: &mut [f32; BLOCK_Q], l: &mut [f32; BLOCK_Q]) -> Self::Alpha;
+}
+
+/// A float32 block on an ISA's micro-kernels: for each block of keys, `S^T = K Q^T` (plus the
+/// mask), the online softmax, then `O^T = alpha * O^T + V^T P^T`; finally `O / l`. Inlined
+/// into the ISA's entry point, which is compiled for it.
+///
+/// # Safety
+/// As for [`attend_f32`], and the CPU must support the ISA.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(crate) unsafe fn attend_blocked<I: Blocked>(
+    b: &QueryBlock<'_, f32>,
+    mask: Option<MaskFn<'_, f32>>,
+    scratch: &mut [f32],
+    out: *mut f32,
+    out_rs: isize,
+) {
+    let (st, rest) = scratch.split_at_mut(BLOCK_K * BLOCK_Q);
+    let (mb, ot) = rest.split_at_mut(BLOCK_K * BLOCK_Q);
+    let ot = &mut ot[..b.dv * BLOCK_Q];
+    ot.fill(0.0);
+    if mask.is_some() {
+        mb.fill(0.0);
+    }
+    let mut m = [f32::NEG_INFINITY; BLOCK_Q];
+    let mut l = [0.0f32; BLOCK_Q];
+    let lim = key_limit(b);
+    let mut first = true;
+    for j0 in (0..lim).step_by(BLOCK_K) {
+        let bc = BLOCK_K.min(lim - j0);
+        let st = &mut st[..bc * BLOCK_Q];
+        if let Some(f) = mask {
+            f(&mut mb[..bc * BLOCK_Q], j0, bc);
+        }
+        // SAFETY: keys j0..j0+bc and their d columns lie inside the key matrix; `qt` holds d
+        // rows and `st` bc rows of BLOCK_Q.
+        unsafe {
+            let a = b.k.ptr.offset(j0 as isize * b.k.rs);
+            I::panel(a, b.k.rs, b.k.cs, b.qt.as_ptr(), b.d, st.as_mut_ptr(), bc, None);
+        }
+        if mask.is_some() {
+            add_mask(st, mb);
+        }
+        if b.causal {
+            causal_mask(st, b.q0, j0, bc);
+        }
+        // SAFETY: `st` holds bc rows.
+        let alpha = unsafe { I::softmax_step(st, bc, &mut m, &mut l) };
+        // SAFETY: rows j0..j0+bc and channels 0..dv lie inside the value matrix; `st` holds bc
+        // rows and `ot` dv rows of BLOCK_Q. The first block has nothing to rescale (and `ot`
+        // is zero, so reading it is harmless either way).
+        unsafe {
+            let a = b.v.ptr.offset(j0 as isize * b.v.rs);
+            let al = if first { None } else { Some(&alpha) };
+            I::panel(a, b.v.cs, b.v.rs, st.as_ptr(), bc, ot.as_mut_ptr(), b.dv, al);
+        }
+        first = false;
+    }
+    // SAFETY: `out` addresses the caller's rows x dv block.
+    unsafe { store(ot, &l, b.rows, b.dv, out, out_rs) };
 }
 
 /// The portable body, generic over the element type.

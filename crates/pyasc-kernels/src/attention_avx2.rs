@@ -8,7 +8,7 @@
 
 use std::arch::x86_64::*;
 
-use super::attention::{add_mask, causal_mask, key_limit, store, MaskFn, QueryBlock, BLOCK_K, BLOCK_Q};
+use super::attention::{attend_blocked, Blocked, MaskFn, QueryBlock, BLOCK_Q};
 use crate::math::exp_avx2::exp8;
 
 /// Vectors per row of a block (`BLOCK_Q / 8`).
@@ -141,6 +141,39 @@ unsafe fn softmax_step(st: &mut [f32], bc: usize, m: &mut [f32; BLOCK_Q], l: &mu
     alpha
 }
 
+/// The AVX2+FMA parts of [`super::attention::attend_blocked`].
+struct Avx2Block;
+
+impl Blocked for Avx2Block {
+    type Alpha = [f32; BLOCK_Q];
+
+    #[inline(always)]
+    unsafe fn panel(
+        a: *const f32,
+        ars: isize,
+        ats: isize,
+        b: *const f32,
+        kdim: usize,
+        c: *mut f32,
+        rows: usize,
+        alpha: Option<&[f32; BLOCK_Q]>,
+    ) {
+        // SAFETY: forwarded.
+        unsafe { panel(a, ars, ats, b, kdim, c, rows, alpha) }
+    }
+
+    #[inline(always)]
+    unsafe fn softmax_step(
+        st: &mut [f32],
+        bc: usize,
+        m: &mut [f32; BLOCK_Q],
+        l: &mut [f32; BLOCK_Q],
+    ) -> [f32; BLOCK_Q] {
+        // SAFETY: forwarded.
+        unsafe { softmax_step(st, bc, m, l) }
+    }
+}
+
 /// The AVX2 block; see [`super::attention::attend_f32`].
 ///
 /// # Safety
@@ -153,46 +186,6 @@ pub(crate) unsafe fn attend(
     out: *mut f32,
     out_rs: isize,
 ) {
-    let (st, rest) = scratch.split_at_mut(BLOCK_K * BLOCK_Q);
-    let (mb, ot) = rest.split_at_mut(BLOCK_K * BLOCK_Q);
-    let ot = &mut ot[..b.dv * BLOCK_Q];
-    ot.fill(0.0);
-    if mask.is_some() {
-        mb.fill(0.0);
-    }
-    let mut m = [f32::NEG_INFINITY; BLOCK_Q];
-    let mut l = [0.0f32; BLOCK_Q];
-    let lim = key_limit(b);
-    let mut first = true;
-    for j0 in (0..lim).step_by(BLOCK_K) {
-        let bc = BLOCK_K.min(lim - j0);
-        let st = &mut st[..bc * BLOCK_Q];
-        if let Some(f) = mask {
-            f(&mut mb[..bc * BLOCK_Q], j0, bc);
-        }
-        // SAFETY: keys j0..j0+bc and their d columns lie inside the key matrix; `qt` holds d
-        // rows and `st` bc rows of BLOCK_Q.
-        unsafe {
-            let a = b.k.ptr.offset(j0 as isize * b.k.rs);
-            panel(a, b.k.rs, b.k.cs, b.qt.as_ptr(), b.d, st.as_mut_ptr(), bc, None);
-        }
-        if mask.is_some() {
-            add_mask(st, mb);
-        }
-        if b.causal {
-            causal_mask(st, b.q0, j0, bc);
-        }
-        // SAFETY: `st` holds bc rows.
-        let alpha = unsafe { softmax_step(st, bc, &mut m, &mut l) };
-        // SAFETY: rows j0..j0+bc and channels 0..dv lie inside the value matrix; `st` holds bc
-        // rows and `ot` dv rows of BLOCK_Q. The first block has nothing to rescale.
-        unsafe {
-            let a = b.v.ptr.offset(j0 as isize * b.v.rs);
-            let al = if first { None } else { Some(&alpha) };
-            panel(a, b.v.cs, b.v.rs, st.as_ptr(), bc, ot.as_mut_ptr(), b.dv, al);
-        }
-        first = false;
-    }
-    // SAFETY: `out` addresses the caller's rows x dv block.
-    unsafe { store(ot, &l, b.rows, b.dv, out, out_rs) };
+    // SAFETY: forwarded; this function is compiled for AVX2 and FMA.
+    unsafe { attend_blocked::<Avx2Block>(b, mask, scratch, out, out_rs) }
 }

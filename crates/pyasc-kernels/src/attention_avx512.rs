@@ -7,7 +7,7 @@
 
 use std::arch::x86_64::*;
 
-use super::attention::{causal_mask, key_limit, MaskFn, QueryBlock, BLOCK_K, BLOCK_Q};
+use super::attention::{attend_blocked, Blocked, MaskFn, QueryBlock, BLOCK_Q};
 use super::math::exp_avx512::exp16;
 
 /// Vectors per row of a block (`BLOCK_Q / 16`).
@@ -144,16 +144,31 @@ unsafe fn softmax_step(st: &mut [f32], bc: usize, m: &mut [f32; BLOCK_Q], l: &mu
     alpha
 }
 
-/// `st += bias`, whole vectors (both hold rows of [`BLOCK_Q`]).
-#[target_feature(enable = "avx512f")]
-#[inline]
-fn add(st: &mut [f32], bias: &[f32]) {
-    assert_eq!(st.len(), bias.len());
-    for (x, b) in st.chunks_exact_mut(16).zip(bias.chunks_exact(16)) {
-        // SAFETY: 16 elements each.
-        unsafe {
-            _mm512_storeu_ps(x.as_mut_ptr(), _mm512_add_ps(_mm512_loadu_ps(x.as_ptr()), _mm512_loadu_ps(b.as_ptr())))
-        };
+/// The AVX-512 parts of [`super::attention::attend_blocked`].
+struct Avx512Block;
+
+impl Blocked for Avx512Block {
+    type Alpha = [__m512; NV];
+
+    #[inline(always)]
+    unsafe fn panel(
+        a: *const f32,
+        ars: isize,
+        ats: isize,
+        b: *const f32,
+        kdim: usize,
+        c: *mut f32,
+        rows: usize,
+        alpha: Option<&[__m512; NV]>,
+    ) {
+        // SAFETY: forwarded.
+        unsafe { panel(a, ars, ats, b, kdim, c, rows, alpha) }
+    }
+
+    #[inline(always)]
+    unsafe fn softmax_step(st: &mut [f32], bc: usize, m: &mut [f32; BLOCK_Q], l: &mut [f32; BLOCK_Q]) -> [__m512; NV] {
+        // SAFETY: forwarded.
+        unsafe { softmax_step(st, bc, m, l) }
     }
 }
 
@@ -169,60 +184,6 @@ pub(crate) unsafe fn attend(
     out: *mut f32,
     out_rs: isize,
 ) {
-    let (st, rest) = scratch.split_at_mut(BLOCK_K * BLOCK_Q);
-    let (mb, ot) = rest.split_at_mut(BLOCK_K * BLOCK_Q);
-    let ot = &mut ot[..b.dv * BLOCK_Q];
-    ot.fill(0.0);
-    if mask.is_some() {
-        mb.fill(0.0);
-    }
-    let mut m = [f32::NEG_INFINITY; BLOCK_Q];
-    let mut l = [0.0f32; BLOCK_Q];
-    let lim = key_limit(b);
-    let mut first = true;
-    for j0 in (0..lim).step_by(BLOCK_K) {
-        let bc = BLOCK_K.min(lim - j0);
-        let st = &mut st[..bc * BLOCK_Q];
-        if let Some(f) = mask {
-            f(&mut mb[..bc * BLOCK_Q], j0, bc);
-        }
-        // SAFETY: keys j0..j0+bc and their d columns lie inside the key matrix; `qt` holds d
-        // rows and `st` bc rows of BLOCK_Q.
-        unsafe {
-            let a = b.k.ptr.offset(j0 as isize * b.k.rs);
-            panel(a, b.k.rs, b.k.cs, b.qt.as_ptr(), b.d, st.as_mut_ptr(), bc, None);
-        }
-        if mask.is_some() {
-            add(st, &mb[..bc * BLOCK_Q]);
-        }
-        if b.causal {
-            causal_mask(st, b.q0, j0, bc);
-        }
-        // SAFETY: `st` holds bc rows.
-        let alpha = unsafe { softmax_step(st, bc, &mut m, &mut l) };
-        // SAFETY: rows j0..j0+bc and channels 0..dv lie inside the value matrix; `st` holds bc
-        // rows and `ot` dv rows of BLOCK_Q. The first block has nothing to rescale (and `ot`
-        // is zero, so reading it is harmless either way).
-        unsafe {
-            let a = b.v.ptr.offset(j0 as isize * b.v.rs);
-            let al = if first { None } else { Some(&alpha) };
-            panel(a, b.v.cs, b.v.rs, st.as_ptr(), bc, ot.as_mut_ptr(), b.dv, al);
-        }
-        first = false;
-    }
-    // Divide by the sums and write the rows out.
-    let mut row = [0.0f32; BLOCK_Q];
-    // SAFETY: `ot` holds dv rows; `out` addresses the caller's rows x dv block.
-    unsafe {
-        for c in 0..b.dv {
-            for v in 0..NV {
-                let x = _mm512_loadu_ps(ot.as_ptr().add(c * BLOCK_Q + v * 16));
-                let y = _mm512_div_ps(x, _mm512_loadu_ps(l.as_ptr().add(v * 16)));
-                _mm512_storeu_ps(row.as_mut_ptr().add(v * 16), y);
-            }
-            for (i, x) in row.iter().enumerate().take(b.rows) {
-                *out.offset(i as isize * out_rs + c as isize) = *x;
-            }
-        }
-    }
+    // SAFETY: forwarded; this function is compiled for AVX-512F.
+    unsafe { attend_blocked::<Avx512Block>(b, mask, scratch, out, out_rs) }
 }
