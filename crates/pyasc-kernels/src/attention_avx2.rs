@@ -68,86 +68,18 @@ unsafe fn tile<const R: usize>(
     }
 }
 
-/// [`tile`] for `rows` rows in chunks of [`MR`], row `r` of `A` at `a + r*ars`.
-///
-/// # Safety
-/// As for [`tile`], over `rows` rows.
-#[target_feature(enable = "avx2,fma")]
-#[inline]
-#[allow(clippy::too_many_arguments)]
-unsafe fn panel(
-    a: *const f32,
-    ars: isize,
-    ats: isize,
-    b: *const f32,
-    kdim: usize,
-    c: *mut f32,
-    rows: usize,
-    alpha: Option<&[f32; BLOCK_Q]>,
-) {
-    let mut r = 0;
-    // SAFETY: each call covers rows r..r+n of the caller's range.
-    unsafe {
-        while r + MR <= rows {
-            tile::<MR>(a.offset(r as isize * ars), ars, ats, b, kdim, c.add(r * BLOCK_Q), alpha);
-            r += MR;
-        }
-        if r < rows {
-            tile::<1>(a.offset(r as isize * ars), ars, ats, b, kdim, c.add(r * BLOCK_Q), alpha);
-        }
-    }
-}
-
-/// The online-softmax step of one block of `bc` keys: updates the running maxima `m` and
-/// sums `l`, turns the scores into `exp(s - max)` in place and returns each query's factor
-/// `exp(old max - new max)` for the output so far. A query with only `-inf` scores so far
-/// keeps the maximum `-inf` and subtracts 0 instead, so its weights are `exp(-inf) = 0`.
-///
-/// # Safety
-/// `st` must hold `bc` rows of [`BLOCK_Q`]; the CPU must support AVX2 and FMA.
-#[target_feature(enable = "avx2,fma")]
-#[inline]
-unsafe fn softmax_step(st: &mut [f32], bc: usize, m: &mut [f32; BLOCK_Q], l: &mut [f32; BLOCK_Q]) -> [f32; BLOCK_Q] {
-    debug_assert!(st.len() >= bc * BLOCK_Q);
-    let mut alpha = [0.0f32; BLOCK_Q];
-    let p = st.as_mut_ptr();
-    let ninf = _mm256_set1_ps(f32::NEG_INFINITY);
-    // SAFETY: every access is inside `st`, `m`, `l` or `alpha`.
-    unsafe {
-        for v in 0..NV {
-            let old = _mm256_loadu_ps(m.as_ptr().add(v * 8));
-            let mut mx = old;
-            for j in 0..bc {
-                mx = _mm256_max_ps(mx, _mm256_loadu_ps(p.add(j * BLOCK_Q + v * 8)));
-            }
-            // A NaN score may be dropped from the maximum, but its weight `exp(NaN - max)` is
-            // NaN and so is the row's sum: the row ends NaN, as an unfused softmax gives.
-            let dead = _mm256_cmp_ps::<_CMP_EQ_OQ>(mx, ninf);
-            let safe = _mm256_blendv_ps(mx, _mm256_setzero_ps(), dead);
-            let al = exp8(_mm256_sub_ps(old, safe));
-            _mm256_storeu_ps(alpha.as_mut_ptr().add(v * 8), al);
-            let mut sum = _mm256_setzero_ps();
-            for j in 0..bc {
-                let q = p.add(j * BLOCK_Q + v * 8);
-                let e = exp8(_mm256_sub_ps(_mm256_loadu_ps(q), safe));
-                _mm256_storeu_ps(q, e);
-                sum = _mm256_add_ps(sum, e);
-            }
-            let lp = l.as_mut_ptr().add(v * 8);
-            _mm256_storeu_ps(lp, _mm256_fmadd_ps(_mm256_loadu_ps(lp), al, sum));
-            _mm256_storeu_ps(m.as_mut_ptr().add(v * 8), mx);
-        }
-    }
-    alpha
-}
-
 /// The AVX2+FMA parts of [`super::attention::attend_blocked`].
 struct Avx2Block;
 
 impl Blocked for Avx2Block {
     type Alpha = [f32; BLOCK_Q];
 
-    #[inline(always)]
+    /// [`tile`] for `rows` rows in chunks of [`MR`], row `r` of `A` at `a + r*ars`.
+    ///
+    /// # Safety
+    /// As for [`tile`], over `rows` rows.
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
     unsafe fn panel(
         a: *const f32,
         ars: isize,
@@ -158,19 +90,65 @@ impl Blocked for Avx2Block {
         rows: usize,
         alpha: Option<&[f32; BLOCK_Q]>,
     ) {
-        // SAFETY: forwarded.
-        unsafe { panel(a, ars, ats, b, kdim, c, rows, alpha) }
+        let mut r = 0;
+        // SAFETY: each call covers rows r..r+n of the caller's range.
+        unsafe {
+            while r + MR <= rows {
+                tile::<MR>(a.offset(r as isize * ars), ars, ats, b, kdim, c.add(r * BLOCK_Q), alpha);
+                r += MR;
+            }
+            if r < rows {
+                tile::<1>(a.offset(r as isize * ars), ars, ats, b, kdim, c.add(r * BLOCK_Q), alpha);
+            }
+        }
     }
 
-    #[inline(always)]
+    /// The online-softmax step of one block of `bc` keys: updates the running maxima `m` and
+    /// sums `l`, turns the scores into `exp(s - max)` in place and returns each query's factor
+    /// `exp(old max - new max)` for the output so far. A query with only `-inf` scores so far
+    /// keeps the maximum `-inf` and subtracts 0 instead, so its weights are `exp(-inf) = 0`.
+    ///
+    /// # Safety
+    /// `st` must hold `bc` rows of [`BLOCK_Q`]; the CPU must support AVX2 and FMA.
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
     unsafe fn softmax_step(
         st: &mut [f32],
         bc: usize,
         m: &mut [f32; BLOCK_Q],
         l: &mut [f32; BLOCK_Q],
     ) -> [f32; BLOCK_Q] {
-        // SAFETY: forwarded.
-        unsafe { softmax_step(st, bc, m, l) }
+        debug_assert!(st.len() >= bc * BLOCK_Q);
+        let mut alpha = [0.0f32; BLOCK_Q];
+        let p = st.as_mut_ptr();
+        let ninf = _mm256_set1_ps(f32::NEG_INFINITY);
+        // SAFETY: every access is inside `st`, `m`, `l` or `alpha`.
+        unsafe {
+            for v in 0..NV {
+                let old = _mm256_loadu_ps(m.as_ptr().add(v * 8));
+                let mut mx = old;
+                for j in 0..bc {
+                    mx = _mm256_max_ps(mx, _mm256_loadu_ps(p.add(j * BLOCK_Q + v * 8)));
+                }
+                // A NaN score may be dropped from the maximum, but its weight `exp(NaN - max)` is
+                // NaN and so is the row's sum: the row ends NaN, as an unfused softmax gives.
+                let dead = _mm256_cmp_ps::<_CMP_EQ_OQ>(mx, ninf);
+                let safe = _mm256_blendv_ps(mx, _mm256_setzero_ps(), dead);
+                let al = exp8(_mm256_sub_ps(old, safe));
+                _mm256_storeu_ps(alpha.as_mut_ptr().add(v * 8), al);
+                let mut sum = _mm256_setzero_ps();
+                for j in 0..bc {
+                    let q = p.add(j * BLOCK_Q + v * 8);
+                    let e = exp8(_mm256_sub_ps(_mm256_loadu_ps(q), safe));
+                    _mm256_storeu_ps(q, e);
+                    sum = _mm256_add_ps(sum, e);
+                }
+                let lp = l.as_mut_ptr().add(v * 8);
+                _mm256_storeu_ps(lp, _mm256_fmadd_ps(_mm256_loadu_ps(lp), al, sum));
+                _mm256_storeu_ps(m.as_mut_ptr().add(v * 8), mx);
+            }
+        }
+        alpha
     }
 }
 

@@ -65,92 +65,18 @@ unsafe fn tile<const R: usize>(
     }
 }
 
-/// [`tile`] for `rows` rows in chunks of [`MR`], row `r` of `A` at `a + r*ars`.
-///
-/// # Safety
-/// As for [`tile`], over `rows` rows.
-#[target_feature(enable = "avx512f")]
-#[inline]
-#[allow(clippy::too_many_arguments)]
-unsafe fn panel(
-    a: *const f32,
-    ars: isize,
-    ats: isize,
-    b: *const f32,
-    kdim: usize,
-    c: *mut f32,
-    rows: usize,
-    alpha: Option<&[__m512; NV]>,
-) {
-    let mut r = 0;
-    // SAFETY: each call covers rows r..r+n of the caller's range.
-    unsafe {
-        while r < rows {
-            let (ar, cr) = (a.offset(r as isize * ars), c.add(r * BLOCK_Q));
-            let n = (rows - r).min(MR);
-            match n {
-                8 => tile::<8>(ar, ars, ats, b, kdim, cr, alpha),
-                7 => tile::<7>(ar, ars, ats, b, kdim, cr, alpha),
-                6 => tile::<6>(ar, ars, ats, b, kdim, cr, alpha),
-                5 => tile::<5>(ar, ars, ats, b, kdim, cr, alpha),
-                4 => tile::<4>(ar, ars, ats, b, kdim, cr, alpha),
-                3 => tile::<3>(ar, ars, ats, b, kdim, cr, alpha),
-                2 => tile::<2>(ar, ars, ats, b, kdim, cr, alpha),
-                _ => tile::<1>(ar, ars, ats, b, kdim, cr, alpha),
-            }
-            r += n;
-        }
-    }
-}
-
-/// The online-softmax step of one block of `bc` keys: updates the running maxima `m` and
-/// sums `l`, turns the scores into `exp(s - max)` in place and returns each query's factor
-/// `exp(old max - new max)` for the output so far. A query with only `-inf` scores so far
-/// keeps the maximum `-inf` and subtracts 0 instead, so its weights are `exp(-inf) = 0`.
-///
-/// # Safety
-/// `st` must hold `bc` rows of [`BLOCK_Q`].
-#[target_feature(enable = "avx512f")]
-#[inline]
-unsafe fn softmax_step(st: &mut [f32], bc: usize, m: &mut [f32; BLOCK_Q], l: &mut [f32; BLOCK_Q]) -> [__m512; NV] {
-    let mut alpha = [_mm512_setzero_ps(); NV];
-    let p = st.as_mut_ptr();
-    let ninf = _mm512_set1_ps(f32::NEG_INFINITY);
-    // SAFETY: every access is inside `st`, `m` or `l`.
-    unsafe {
-        for (v, al) in alpha.iter_mut().enumerate() {
-            let old = _mm512_loadu_ps(m.as_ptr().add(v * 16));
-            let mut mx = old;
-            for j in 0..bc {
-                mx = _mm512_max_ps(mx, _mm512_loadu_ps(p.add(j * BLOCK_Q + v * 16)));
-            }
-            // A NaN score may be dropped from the maximum, but its weight `exp(NaN - max)` is
-            // NaN and so is the row's sum: the row ends NaN, as an unfused softmax gives.
-            let dead = _mm512_cmp_ps_mask::<_CMP_EQ_OQ>(mx, ninf);
-            let safe = _mm512_mask_mov_ps(mx, dead, _mm512_setzero_ps());
-            *al = exp16(_mm512_sub_ps(old, safe));
-            let mut sum = _mm512_setzero_ps();
-            for j in 0..bc {
-                let q = p.add(j * BLOCK_Q + v * 16);
-                let e = exp16(_mm512_sub_ps(_mm512_loadu_ps(q), safe));
-                _mm512_storeu_ps(q, e);
-                sum = _mm512_add_ps(sum, e);
-            }
-            let lp = l.as_mut_ptr().add(v * 16);
-            _mm512_storeu_ps(lp, _mm512_fmadd_ps(_mm512_loadu_ps(lp), *al, sum));
-            _mm512_storeu_ps(m.as_mut_ptr().add(v * 16), mx);
-        }
-    }
-    alpha
-}
-
 /// The AVX-512 parts of [`super::attention::attend_blocked`].
 struct Avx512Block;
 
 impl Blocked for Avx512Block {
     type Alpha = [__m512; NV];
 
-    #[inline(always)]
+    /// [`tile`] for `rows` rows in chunks of [`MR`], row `r` of `A` at `a + r*ars`.
+    ///
+    /// # Safety
+    /// As for [`tile`], over `rows` rows.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
     unsafe fn panel(
         a: *const f32,
         ars: isize,
@@ -161,14 +87,66 @@ impl Blocked for Avx512Block {
         rows: usize,
         alpha: Option<&[__m512; NV]>,
     ) {
-        // SAFETY: forwarded.
-        unsafe { panel(a, ars, ats, b, kdim, c, rows, alpha) }
+        let mut r = 0;
+        // SAFETY: each call covers rows r..r+n of the caller's range.
+        unsafe {
+            while r < rows {
+                let (ar, cr) = (a.offset(r as isize * ars), c.add(r * BLOCK_Q));
+                let n = (rows - r).min(MR);
+                match n {
+                    8 => tile::<8>(ar, ars, ats, b, kdim, cr, alpha),
+                    7 => tile::<7>(ar, ars, ats, b, kdim, cr, alpha),
+                    6 => tile::<6>(ar, ars, ats, b, kdim, cr, alpha),
+                    5 => tile::<5>(ar, ars, ats, b, kdim, cr, alpha),
+                    4 => tile::<4>(ar, ars, ats, b, kdim, cr, alpha),
+                    3 => tile::<3>(ar, ars, ats, b, kdim, cr, alpha),
+                    2 => tile::<2>(ar, ars, ats, b, kdim, cr, alpha),
+                    _ => tile::<1>(ar, ars, ats, b, kdim, cr, alpha),
+                }
+                r += n;
+            }
+        }
     }
 
-    #[inline(always)]
+    /// The online-softmax step of one block of `bc` keys: updates the running maxima `m` and
+    /// sums `l`, turns the scores into `exp(s - max)` in place and returns each query's factor
+    /// `exp(old max - new max)` for the output so far. A query with only `-inf` scores so far
+    /// keeps the maximum `-inf` and subtracts 0 instead, so its weights are `exp(-inf) = 0`.
+    ///
+    /// # Safety
+    /// `st` must hold `bc` rows of [`BLOCK_Q`].
+    #[target_feature(enable = "avx512f")]
+    #[inline]
     unsafe fn softmax_step(st: &mut [f32], bc: usize, m: &mut [f32; BLOCK_Q], l: &mut [f32; BLOCK_Q]) -> [__m512; NV] {
-        // SAFETY: forwarded.
-        unsafe { softmax_step(st, bc, m, l) }
+        let mut alpha = [_mm512_setzero_ps(); NV];
+        let p = st.as_mut_ptr();
+        let ninf = _mm512_set1_ps(f32::NEG_INFINITY);
+        // SAFETY: every access is inside `st`, `m` or `l`.
+        unsafe {
+            for (v, al) in alpha.iter_mut().enumerate() {
+                let old = _mm512_loadu_ps(m.as_ptr().add(v * 16));
+                let mut mx = old;
+                for j in 0..bc {
+                    mx = _mm512_max_ps(mx, _mm512_loadu_ps(p.add(j * BLOCK_Q + v * 16)));
+                }
+                // A NaN score may be dropped from the maximum, but its weight `exp(NaN - max)` is
+                // NaN and so is the row's sum: the row ends NaN, as an unfused softmax gives.
+                let dead = _mm512_cmp_ps_mask::<_CMP_EQ_OQ>(mx, ninf);
+                let safe = _mm512_mask_mov_ps(mx, dead, _mm512_setzero_ps());
+                *al = exp16(_mm512_sub_ps(old, safe));
+                let mut sum = _mm512_setzero_ps();
+                for j in 0..bc {
+                    let q = p.add(j * BLOCK_Q + v * 16);
+                    let e = exp16(_mm512_sub_ps(_mm512_loadu_ps(q), safe));
+                    _mm512_storeu_ps(q, e);
+                    sum = _mm512_add_ps(sum, e);
+                }
+                let lp = l.as_mut_ptr().add(v * 16);
+                _mm512_storeu_ps(lp, _mm512_fmadd_ps(_mm512_loadu_ps(lp), *al, sum));
+                _mm512_storeu_ps(m.as_mut_ptr().add(v * 16), mx);
+            }
+        }
+        alpha
     }
 }
 
