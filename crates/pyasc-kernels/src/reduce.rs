@@ -355,6 +355,48 @@ pub fn arg_extreme_f32(x: &[f32], max: bool) -> usize {
     i.min(x.len().saturating_sub(1))
 }
 
+/// Each row's float32 max or min (`extreme`) or the position of its first max or min
+/// (`arg`), for `rows.len() / row_len` rows, in one dispatch: short rows (a detector's 80
+/// class scores) spend their time in the per-call dispatch otherwise, and the scan for the
+/// first position runs compiled for the ISA.
+struct RowsF32<'a> {
+    x: &'a [f32],
+    row_len: usize,
+    max: bool,
+    extreme: Option<&'a mut [f32]>,
+    arg: Option<&'a mut [i64]>,
+}
+
+impl Kernel for RowsF32<'_> {
+    type Out = ();
+    #[inline(always)]
+    fn run<S: Simd>(self) {
+        let (mut extreme, mut arg) = (self.extreme, self.arg);
+        for (r, row) in self.x.chunks_exact(self.row_len).enumerate() {
+            let m = ExtremeF32 { x: row, max: self.max }.run::<S>();
+            if let Some(e) = extreme.as_deref_mut() {
+                e[r] = m;
+            }
+            if let Some(a) = arg.as_deref_mut() {
+                let i = if m.is_nan() { first_where(row, |v: f32| v.is_nan()) } else { first_where(row, |v| v == m) };
+                a[r] = i.min(row.len() - 1) as i64;
+            }
+        }
+    }
+}
+
+/// [`max_f32`] or [`min_f32`] of each row of `row_len` (> 0) elements of `x` into `out`.
+pub fn extreme_rows_f32(x: &[f32], row_len: usize, max: bool, out: &mut [f32]) {
+    assert!(row_len > 0 && x.len() == out.len() * row_len, "rows do not match the output");
+    dispatch(RowsF32 { x, row_len, max, extreme: Some(out), arg: None })
+}
+
+/// [`arg_extreme_f32`] of each row of `row_len` (> 0) elements of `x` into `out`.
+pub fn arg_extreme_rows_f32(x: &[f32], row_len: usize, max: bool, out: &mut [i64]) {
+    assert!(row_len > 0 && x.len() == out.len() * row_len, "rows do not match the output");
+    dispatch(RowsF32 { x, row_len, max, extreme: None, arg: Some(out) })
+}
+
 /// [`arg_extreme`] of float64 values, as [`arg_extreme_f32`].
 pub fn arg_extreme_f64(x: &[f64], max: bool) -> usize {
     let m = if max { max_f64(x) } else { min_f64(x) };
@@ -392,6 +434,32 @@ mod tests {
                 for max in [true, false] {
                     assert_eq!(arg_extreme_f32(&x, max), arg_extreme(&x, max), "{x:?} {max}");
                     assert_eq!(arg_extreme_f64(&y, max), arg_extreme(&y, max), "{y:?} {max}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn row_extremes_in_one_dispatch_match_the_row_by_row_ones() {
+        let pool = [0.0f32, -0.0, 1.5, -1.5, 3.0, f32::INFINITY, f32::NEG_INFINITY, f32::NAN];
+        let mut state = 11u64;
+        for row_len in [1usize, 7, 16, 80, 129] {
+            let rows = 23;
+            let x: Vec<f32> = (0..rows * row_len)
+                .map(|i| {
+                    state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    // NaN in a few rows only (every pool entry in row 5, none elsewhere).
+                    pool[(state >> 33) as usize % if i / row_len == 5 { 8 } else { 7 }]
+                })
+                .collect();
+            for max in [true, false] {
+                let (mut e, mut a) = (vec![0.0f32; rows], vec![0i64; rows]);
+                extreme_rows_f32(&x, row_len, max, &mut e);
+                arg_extreme_rows_f32(&x, row_len, max, &mut a);
+                for (r, row) in x.chunks(row_len).enumerate() {
+                    let want = if max { max_f32(row) } else { min_f32(row) };
+                    assert!(e[r].to_bits() == want.to_bits() || (e[r].is_nan() && want.is_nan()), "{row:?}");
+                    assert_eq!(a[r] as usize, arg_extreme(row, max), "{row:?} {max}");
                 }
             }
         }

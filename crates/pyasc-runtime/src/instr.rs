@@ -530,6 +530,24 @@ pub unsafe fn exec_reduce(op: ReduceOp, dtype: DType, input: Val, dst: Val, rows
         }
         return Ok(());
     }
+    if let (Val::Ptr(sp), DType::F32, true) = (input, dtype, row_len > 0) {
+        let arg = matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin);
+        if arg || matches!(op, ReduceOp::Max | ReduceOp::Min) {
+            // All rows in one dispatch (short rows otherwise cost a dispatch each).
+            let max = matches!(op, ReduceOp::ArgMax | ReduceOp::Max);
+            // SAFETY: the source holds `rows` rows of `row_len` float32 values, the
+            // destination `rows` results (caller's contract).
+            unsafe {
+                let x = std::slice::from_raw_parts(sp as *const f32, rows * row_len);
+                if arg {
+                    r::arg_extreme_rows_f32(x, row_len, max, std::slice::from_raw_parts_mut(dp as *mut i64, rows));
+                } else {
+                    r::extreme_rows_f32(x, row_len, max, std::slice::from_raw_parts_mut(dp as *mut f32, rows));
+                }
+            }
+            return Ok(());
+        }
+    }
     let row = |i: usize| -> Val {
         match input {
             // SAFETY: row `i` lies inside the source (caller's contract).
