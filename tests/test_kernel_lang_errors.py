@@ -197,3 +197,36 @@ def test_integer_arguments_beyond_64_bits():
             k[1](X, n)  # too wide
         check(ei, pyasc.InvalidArgumentError, "too wide")
     k[1](X, (1 << 63) - 1)  # the widest that fits runs
+
+
+def test_a_launch_repeating_a_checked_shape_still_fails_on_any_new_one():
+    @pyasc.kernel
+    def scale(x, y, n):
+        pipe = asc.TPipe()
+        b = asc.TBuf()
+        pipe.init_buffer(b, 2 * 32 * 4)
+        t = b.get(np.float32)
+        u = t[32:]
+        for i in range(n // 32):
+            asc.data_copy(t, x[i * 32:], 32)  # repeated copy in
+            asc.muls(u, t, 2.0, 32)
+            asc.data_copy(y[i * 32:], u, 32)
+
+    x = np.arange(256, dtype=np.float32)
+    for _ in range(3):
+        y = np.zeros_like(x)
+        scale[1](x, y, 256)
+        np.testing.assert_array_equal(y, 2 * x)
+    y = np.zeros_like(x)
+    with pytest.raises(pyasc.InvalidArgumentError) as ei:
+        scale[1](x, y, 288)
+    check(ei, pyasc.InvalidArgumentError, "repeated copy in")
+    assert not y.any()
+    short, ys = x[:224].copy(), np.zeros(224, np.float32)
+    with pytest.raises(pyasc.InvalidArgumentError) as ei:
+        scale[1](short, ys, 256)
+    check(ei, pyasc.InvalidArgumentError, "repeated copy in")
+    assert not ys.any()
+    y = np.zeros_like(x)
+    scale[1](x, y, 256)
+    np.testing.assert_array_equal(y, 2 * x)

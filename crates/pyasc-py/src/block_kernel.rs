@@ -177,6 +177,11 @@ impl BlockKernelPlan {
         format!("{:#?}", self.program.program.body)
     }
 
+    /// The program's strip plan as text (for debugging).
+    fn plan_text(&self) -> String {
+        format!("{:#?}", self.program.plan)
+    }
+
     /// Run blocks `0..block_dim` on `arrays` (C-contiguous, of the traced dtypes; written in
     /// place) with integer scalar `args`. Returns the worker threads used.
     fn run(

@@ -25,10 +25,16 @@
 //! ([`Segment::direct`]), which saves the copy's pass over the tile. Likewise a copy out of
 //! the Unified Buffer whose register only that copy reads need not run: the instruction that
 //! computes the register writes global memory in its place ([`Segment::direct_out`]).
+//!
+//! An add, subtract or multiply whose result only the row sum right after it reads runs with
+//! that sum as one pass, the sum of the arithmetic's results ([`Segment::sums`]): a variance's
+//! squares are never stored. The fused pass adds exactly as the row sum adds, so the sums are
+//! the two statements' to the bit.
 
 use pyasc_ir::block::{BStmt, BlockProgram, Expr, ExprId, IntOp};
-use pyasc_ir::op::BinaryOp;
+use pyasc_ir::op::{BinaryOp, ReduceOp};
 use pyasc_ir::tile::{Instr, Reg, RegKind};
+use pyasc_ir::DType;
 
 /// How many elements of a register one unit of a segment covers.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -71,6 +77,12 @@ pub struct Segment {
     /// instruction before the copy, nothing else in the segment writes those bytes, and
     /// nothing in the program but the copy reads them.
     pub direct_out: Vec<(usize, Reg)>,
+    /// Float add, subtract or multiply instructions (indices in the segment) that run with the
+    /// row sum following them as one mapped sum: the sum reads the instruction's result, which
+    /// nothing else reads before the segment's next write of those bytes (the program touches
+    /// them nowhere else, and inside the segment a write comes first). Their results are never
+    /// stored.
+    pub sums: Vec<usize>,
     /// The segment computes long enough per strip (a transcendental instruction, or two
     /// passes or more over its units) that the elements following each copy into the Unified
     /// Buffer (the next tile of a kernel walking its input forward) are asked for ahead.
@@ -109,9 +121,10 @@ impl BlockPlan {
     /// The plan of `p`: every maximal segment of two statements or more.
     pub fn new(p: &BlockProgram) -> BlockPlan {
         let mut written = Vec::new();
-        let mut reads = Vec::new();
-        all_reads(p, &p.body, &mut reads);
-        let steps = plan_list(p, &p.body, &reads, &mut written);
+        let mut every = Vec::new();
+        all_accesses(p, &p.body, &mut every);
+        let reads: Vec<_> = every.iter().filter(|(_, a)| !a.write).copied().collect();
+        let steps = plan_list(p, &p.body, (&reads, &every), &mut written);
         written.sort_unstable();
         written.dedup();
         BlockPlan { steps, written, strip_bytes: STRIP_BYTES }
@@ -146,16 +159,52 @@ impl BlockPlan {
     }
 }
 
-/// Every register read of the program, with the statement reading it.
-fn all_reads(p: &BlockProgram, stmts: &[BStmt], out: &mut Vec<(*const BStmt, Access)>) {
+/// Every register access of the program, with the statement making it.
+fn all_accesses(p: &BlockProgram, stmts: &[BStmt], out: &mut Vec<(*const BStmt, Access)>) {
     for s in stmts {
         match s {
-            BStmt::Loop { body, .. } => all_reads(p, body, out),
-            _ => {
-                out.extend(accesses(p, s, Width::One).into_iter().filter(|a| !a.write).map(|a| (s as *const BStmt, a)))
-            }
+            BStmt::Loop { body, .. } => all_accesses(p, body, out),
+            _ => out.extend(accesses(p, s, Width::One).into_iter().map(|a| (s as *const BStmt, a))),
         }
     }
+}
+
+/// The instructions of segment `seg` (statement widths `widths`) that run with the row sum
+/// after them (see [`Segment::sums`]); `every` holds every access of the program.
+fn mapped_sums(p: &BlockProgram, seg: &[BStmt], widths: &[Width], every: &[(*const BStmt, Access)]) -> Vec<usize> {
+    let inside = |s: *const BStmt| seg.as_ptr_range().contains(&s);
+    let mut out = Vec::new();
+    for j in 0..seg.len().saturating_sub(1) {
+        let BStmt::Op { ins: Instr::Binary { op, dst: t, a, b }, .. } = &seg[j] else { continue };
+        let BStmt::Reduce { op: ReduceOp::Sum, dst: s, src, .. } = &seg[j + 1] else { continue };
+        let dtype = p.dtype(*t);
+        let float = matches!(dtype, DType::F32 | DType::F64);
+        let typed = [*a, *b, *s].iter().all(|&r| p.dtype(r) == dtype);
+        if src != t || !matches!(op, BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul) || !float || !typed {
+            continue;
+        }
+        if widths[j] != Width::Cols || [*a, *b].iter().any(|&r| p.regs[r.0 as usize].row) {
+            continue;
+        }
+        let Some(tr) = accesses(p, &seg[j], Width::Cols).into_iter().find(|x| x.write) else { continue };
+        let meets = |x: &Access| x.at < tr.end && tr.at < x.end;
+        if every.iter().any(|(st, x)| meets(x) && !inside(*st)) {
+            continue;
+        }
+        // The first statement touching the bytes only writes them, no later one reads them,
+        // and the sum writes none of the bytes the instruction reads or writes.
+        let touch = |i: usize| accesses(p, &seg[i], Width::Cols).into_iter().filter(|x| meets(x)).collect::<Vec<_>>();
+        let first = (0..=j).find(|&i| !touch(i).is_empty());
+        let fresh = first.is_some_and(|i| touch(i).iter().all(|x| x.write));
+        let read_after = (j + 2..seg.len()).any(|i| touch(i).iter().any(|x| !x.write));
+        let sum_at = accesses(p, &seg[j + 1], Width::One).into_iter().find(|x| x.write);
+        let clear =
+            sum_at.is_none_or(|d| accesses(p, &seg[j], Width::Cols).iter().all(|x| !(x.at < d.end && d.at < x.end)));
+        if fresh && !read_after && clear {
+            out.push(j);
+        }
+    }
+    out
 }
 
 /// The copies of segment `seg` (of `stmts[first..]`) whose register may be read from global
@@ -215,12 +264,16 @@ fn direct_outs(p: &BlockProgram, seg: &[BStmt], reads: &[(*const BStmt, Access)]
     out
 }
 
-fn plan_list(p: &BlockProgram, stmts: &[BStmt], reads: &[(*const BStmt, Access)], written: &mut Vec<u16>) -> Vec<Step> {
+/// Reads of the program, and all its accesses.
+type Uses<'a> = (&'a [(*const BStmt, Access)], &'a [(*const BStmt, Access)]);
+
+fn plan_list(p: &BlockProgram, stmts: &[BStmt], uses: Uses<'_>, written: &mut Vec<u16>) -> Vec<Step> {
+    let reads = uses.0;
     let mut out = Vec::new();
     let mut i = 0;
     while i < stmts.len() {
         if let BStmt::Loop { body, .. } = &stmts[i] {
-            out.push(Step::Loop(i, plan_list(p, body, reads, written)));
+            out.push(Step::Loop(i, plan_list(p, body, uses, written)));
             i += 1;
             continue;
         }
@@ -243,7 +296,9 @@ fn plan_list(p: &BlockProgram, stmts: &[BStmt], reads: &[(*const BStmt, Access)]
             let direct_out = direct_outs(p, &stmts[i..j], reads);
             let widths = b.widths;
             let prefetch = computes_long(p, &stmts[i..j]);
-            let seg = Segment { first: i, len: j - i, units, cols, widths, regs, limits, direct, direct_out, prefetch };
+            let sums = if cols.is_some() { mapped_sums(p, &stmts[i..j], &widths, uses.1) } else { Vec::new() };
+            let seg =
+                Segment { first: i, len: j - i, units, cols, widths, regs, limits, direct, direct_out, sums, prefetch };
             out.push(Step::Strip(seg));
             i = j;
         } else {

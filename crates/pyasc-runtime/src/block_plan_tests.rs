@@ -142,6 +142,45 @@ fn normalize(cap: usize) -> Prog {
     p
 }
 
+/// Row normalize as the kernel-language example writes it: the squares overwrite the input
+/// tile and only the row sum after them reads them.
+fn normalize_squares_summed(cap: usize) -> Prog {
+    let mut p = Prog::new(2);
+    let b4 = cap * 4;
+    let (xl, w, yl) = (p.tile(DType::F32, 0, cap), p.tile(DType::F32, b4, cap), p.tile(DType::F32, 2 * b4, cap));
+    let s = p.tile(DType::F32, 3 * b4, cap);
+    let inv = p.constant(0.125);
+    let (r, c, rc) = p.rc();
+    p.copy(true, 0, xl, rc);
+    p.0.body.push(BStmt::Reduce { op: ReduceOp::Sum, dst: s, src: xl, rows: r, cols: c, site: None });
+    p.op(bin(BinaryOp::Mul, s, s, inv), r);
+    p.0.body.push(BStmt::RowOp { op: BinaryOp::Sub, dst: w, a: xl, b: s, rows: r, cols: c, site: None });
+    p.op(bin(BinaryOp::Mul, xl, w, w), rc);
+    p.0.body.push(BStmt::Reduce { op: ReduceOp::Sum, dst: s, src: xl, rows: r, cols: c, site: None });
+    p.op(un(UnaryOp::Rsqrt, s, s), r);
+    p.0.body.push(BStmt::RowOp { op: BinaryOp::Mul, dst: yl, a: w, b: s, rows: r, cols: c, site: None });
+    p.copy(false, 1, yl, rc);
+    p
+}
+
+#[test]
+fn squares_only_a_row_sum_reads_are_summed_without_being_stored() {
+    let plan = normalize_squares_summed(256).plan();
+    assert_eq!(plan.segments().len(), 1);
+    assert_eq!(plan.segments()[0].sums, vec![4], "w * w runs inside the row sum after it");
+    // The same squares read again by a later instruction must be stored.
+    assert_eq!(normalize(256).plan().segments()[0].sums, Vec::<usize>::new());
+    // A sum of a value that lives on past the segment (a plain program, no later write first).
+    let mut p = Prog::new(2);
+    let (x, t, s) = (p.tile(DType::F32, 0, 256), p.tile(DType::F32, 1024, 256), p.tile(DType::F32, 2048, 256));
+    let (r, c, rc) = p.rc();
+    p.copy(true, 0, x, rc);
+    p.op(bin(BinaryOp::Add, t, t, x), rc);
+    p.0.body.push(BStmt::Reduce { op: ReduceOp::Sum, dst: s, src: t, rows: r, cols: c, site: None });
+    p.copy(false, 1, s, r);
+    assert_eq!(p.plan().segments()[0].sums, Vec::<usize>::new(), "t accumulates from launch to launch");
+}
+
 #[test]
 fn elementwise_runs_over_one_count_form_one_segment() {
     let p = flat(64);
@@ -274,7 +313,7 @@ fn strips_write_what_single_statements_write() {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let cap = 1000;
     let x: Vec<f32> = (0..1 << 16).map(|_| rng.f32()).collect();
-    let (f, r, nz) = (flat(cap), rows(cap), normalize(cap));
+    let (f, r, nz, sq) = (flat(cap), rows(cap), normalize(cap), normalize_squares_summed(cap));
     for _ in 0..40 {
         let bytes = [1, 100, 700, 3000, 1 << 20][rng.below(5)];
         let n = rng.below(cap + 1) as i64;
@@ -285,6 +324,7 @@ fn strips_write_what_single_statements_write() {
         same_both_ways(&r, bytes, &x, [0, rows, cols as i64]);
         // The normalize program's per-row scratch holds 250 rows past its 3 KiB start.
         same_both_ways(&nz, bytes, &x, [0, rows.min(250), cols as i64]);
+        same_both_ways(&sq, bytes, &x, [0, rows.min(250), cols as i64]);
     }
 }
 

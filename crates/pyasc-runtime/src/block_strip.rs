@@ -2,18 +2,21 @@
 //! [`crate::block_plan`]): every statement of the segment runs over a few units (elements or
 //! rows), then the next few, with each register's address moved to the strip's first unit.
 //!
-//! Before the first strip each statement is checked over all its units exactly as when it
-//! runs alone, so a bad count or access is the same error naming the same line. A segment
+//! Each statement was checked over all its units, exactly as when it runs alone, by the
+//! launch's walk over every block before any block ran, so a bad count or access is the same
+//! error naming the same line. A segment
 //! run beyond one of its [`Limit`]s runs statement by statement. Registers of the segment's
 //! direct copies point into global memory (when it is aligned for their elements): those
-//! read in place of a copy in, and those written in place of a copy out.
+//! read in place of a copy in, and those written in place of a copy out. An instruction whose
+//! result only the row sum after it reads runs with that sum as one mapped sum.
 
 use super::Exec;
 use crate::block_plan::{Limit, Segment, Width};
-use crate::instr::{exec_reduce, Val};
+use crate::instr::{exec_reduce, exec_reduce_map, Val};
 use crate::memory::STREAM_MIN_BYTES;
 use pyasc_ir::block::BStmt;
 use pyasc_ir::error::{IrError, Result};
+use pyasc_ir::tile::Instr;
 
 /// Where a segment's registers are: lists a worker keeps from segment to segment, so that
 /// running one (once per tile of a kernel) allocates nothing.
@@ -49,11 +52,11 @@ struct Cut {
 
 impl Exec<'_> {
     /// Run the statements `stmts` of segment `seg` strip by strip.
+    ///
+    /// The launch's walk over every block has checked each statement over all its units
+    /// with these values (or an earlier launch's walk with the same arguments and buffer
+    /// lengths did), so the strips run without checking again.
     pub(super) fn strip(&mut self, seg: &Segment, stmts: &[BStmt]) -> Result<()> {
-        self.dry = true;
-        let checked = stmts.iter().try_for_each(|s| self.stmt(s));
-        self.dry = false;
-        checked?;
         let units = self.eval(&seg.units, &None)?.max(0) as usize;
         let cols = match seg.cols {
             Some(c) => self.eval(&c, &None)?.max(0) as usize,
@@ -68,12 +71,13 @@ impl Exec<'_> {
             // Regions that overlap at this many units: statement by statement.
             return stmts.iter().try_for_each(|s| self.stmt(s));
         }
-        let mut l = std::mem::take(&mut self.layout);
+        // Boxed, so taking it out and putting it back moves a pointer, not its seven lists.
+        let mut l = self.layout.take().unwrap_or_default();
         let done = self.lay_out(seg, stmts, units, cols, &mut l).and_then(|cut| self.strips(seg, stmts, &l, cut));
         for &(i, p) in &l.orig {
             self.vals[i] = Val::Ptr(p);
         }
-        self.layout = l;
+        self.layout = Some(l);
         done
     }
 
@@ -193,7 +197,11 @@ impl Exec<'_> {
                     prefetch_l2(from + a, b - a);
                 }
                 step += 1;
-                if skip[j] {
+                if skip[j] || (j > 0 && seg.sums.contains(&(j - 1))) {
+                    continue;
+                }
+                if seg.sums.contains(&j) {
+                    self.mapped_sum(s, &stmts[j + 1], n, cols)?;
                     continue;
                 }
                 self.part(s, u0 * per, n * per, n, cols)?;
@@ -201,6 +209,20 @@ impl Exec<'_> {
             u0 += n;
         }
         Ok(())
+    }
+
+    /// Run instruction `s` and the row sum `sum` of its result as one mapped sum over `rows`
+    /// rows of `cols` ([`Segment::sums`]), registers already moved to the strip.
+    fn mapped_sum(&mut self, s: &BStmt, sum: &BStmt, rows: usize, cols: usize) -> Result<()> {
+        let (BStmt::Op { ins: Instr::Binary { op, a, b, .. }, .. }, BStmt::Reduce { op: red, dst, site, .. }) =
+            (s, sum)
+        else {
+            return Err(IrError::internal("a mapped sum of statements that are not an instruction and a row sum"));
+        };
+        let [va, vb, vd] = [*a, *b, *dst].map(|r| self.vals[r.0 as usize]);
+        // SAFETY: the operands hold `rows` rows of `cols` elements from this strip on (or are
+        // scalars), the destination `rows` values (checked before the first strip).
+        unsafe { exec_reduce_map(*red, *op, self.p.dtype(*a), va, vb, vd, rows, cols) }.map_err(|e| e.at(site.as_ref()))
     }
 
     /// Run statement `s` over its elements `off..off + len` (copies, instructions) or over
