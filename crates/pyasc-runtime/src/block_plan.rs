@@ -74,7 +74,7 @@ pub struct Segment {
     /// Copies out of the Unified Buffer whose bytes' one writer in the segment may write
     /// straight to the copy's global elements instead, as `(copy, the writer's register)`
     /// (a queue hands the same bytes on under another register): the writer is an
-    /// instruction before the copy, nothing else in the segment writes those bytes, and
+    /// instruction or a per-row operation before the copy, nothing else in the segment writes those bytes, and
     /// nothing in the program but the copy reads them.
     pub direct_out: Vec<(usize, Reg)>,
     /// Float add, subtract or multiply instructions (indices in the segment) that run with the
@@ -236,11 +236,16 @@ fn direct_copies(p: &BlockProgram, seg: &[BStmt], reads: &[(*const BStmt, Access
 
 /// The copies out of segment `seg` whose register's writer may write global memory (see
 /// [`Segment::direct_out`]).
-fn direct_outs(p: &BlockProgram, seg: &[BStmt], reads: &[(*const BStmt, Access)]) -> Vec<(usize, Reg)> {
+fn direct_outs(
+    p: &BlockProgram,
+    seg: &[BStmt],
+    widths: &[Width],
+    reads: &[(*const BStmt, Access)],
+) -> Vec<(usize, Reg)> {
     let mut out = Vec::new();
     for (c, s) in seg.iter().enumerate() {
         let BStmt::Copy { to_local: false, .. } = s else { continue };
-        let Some(r) = accesses(p, s, Width::One).first().copied() else { continue };
+        let Some(r) = accesses(p, s, widths[c]).first().copied() else { continue };
         let meets = |a: &Access| a.at < r.end && r.at < a.end;
         // Only this copy reads the bytes, anywhere in the program.
         let read_elsewhere = reads.iter().any(|(t, a)| meets(a) && !std::ptr::eq(*t, s));
@@ -248,12 +253,12 @@ fn direct_outs(p: &BlockProgram, seg: &[BStmt], reads: &[(*const BStmt, Access)]
             .iter()
             .enumerate()
             .flat_map(|(j, t)| {
-                accesses(p, t, Width::One).into_iter().filter(|a| a.write && meets(a)).map(move |a| (j, a))
+                accesses(p, t, widths[j]).into_iter().filter(|a| a.write && meets(a)).map(move |a| (j, a))
             })
             .collect();
         let writer = match writers[..] {
             [(w, a)] if w < c && (a.at, a.end, a.size, a.width) == (r.at, r.end, r.size, r.width) => {
-                matches!(seg[w], BStmt::Op { .. }).then_some(a.reg)
+                matches!(seg[w], BStmt::Op { .. } | BStmt::RowOp { .. }).then_some(a.reg)
             }
             _ => None,
         };
@@ -293,8 +298,8 @@ fn plan_list(p: &BlockProgram, stmts: &[BStmt], uses: Uses<'_>, written: &mut Ve
             regs.dedup();
             written.extend(b.gw.iter().copied());
             let (limits, direct) = (b.limits, direct_copies(p, &stmts[i..j], reads));
-            let direct_out = direct_outs(p, &stmts[i..j], reads);
             let widths = b.widths;
+            let direct_out = direct_outs(p, &stmts[i..j], &widths, reads);
             let prefetch = computes_long(p, &stmts[i..j]);
             let sums = if cols.is_some() { mapped_sums(p, &stmts[i..j], &widths, uses.1) } else { Vec::new() };
             let seg =

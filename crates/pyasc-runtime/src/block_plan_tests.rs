@@ -168,6 +168,7 @@ fn squares_only_a_row_sum_reads_are_summed_without_being_stored() {
     let plan = normalize_squares_summed(256).plan();
     assert_eq!(plan.segments().len(), 1);
     assert_eq!(plan.segments()[0].sums, vec![4], "w * w runs inside the row sum after it");
+    assert_eq!(plan.segments()[0].direct_out, vec![(8, Reg(2))], "the per-row multiply writes y itself");
     // The same squares read again by a later instruction must be stored.
     assert_eq!(normalize(256).plan().segments()[0].sums, Vec::<usize>::new());
     // A sum of a value that lives on past the segment (a plain program, no later write first).
