@@ -1,7 +1,8 @@
 """``pyasc bench`` entry ``kernels``: the kernel-language examples against ``@pyasc.operator``.
 
 Each of ``examples/kernels`` (add with double buffering, GELU, row softmax, row normalize)
-is timed against the ``@pyasc.operator`` version of the same function in the same run, on
+is timed against the ``@pyasc.operator`` version of the same function in the same run (their calls
+alternating), on
 the same inputs; results are checked to agree first. The kernels write into preallocated
 outputs (global memory), the operators return new arrays, as each is normally called. The
 examples are loaded from the source tree: ``PYASC_EXAMPLES`` or an ``examples`` folder above
@@ -20,9 +21,12 @@ import numpy as np
 
 import pyasc
 
-from ._timing import best_time
+from ._timing import best_times_alternating
 
 Row = Tuple[str, str, float]
+
+#: Rounds of alternating calls each pair is timed over, at least.
+ALTERNATING_ROUNDS = 25
 
 
 def examples_dir() -> Optional[Path]:
@@ -51,8 +55,10 @@ def load(name: str) -> ModuleType:
 
 
 def _pair(title: str, kern: Any, op: Any, repeat: int) -> Tuple[str, List[Row]]:
-    return title, [("kernel", "@pyasc.kernel", best_time(kern, repeat)),
-                   ("operator", "@pyasc.operator", best_time(op, repeat))]
+    # Calls taken in turn: the two lie within a few percent of each other, closer than a
+    # shared machine's drift between two separate timing loops.
+    tk, to = best_times_alternating([kern, op], max(repeat, ALTERNATING_ROUNDS))
+    return title, [("kernel", "@pyasc.kernel", tk), ("operator", "@pyasc.operator", to)]
 
 
 def bench_kernels(quick: bool, repeat: int, block_dim: int) -> List[Tuple[str, List[Row], float]]:

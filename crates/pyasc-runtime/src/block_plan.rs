@@ -29,12 +29,14 @@
 //! An add, subtract or multiply whose result only the row sum right after it reads runs with
 //! that sum as one pass, the sum of the arithmetic's results ([`Segment::sums`]): a variance's
 //! squares are never stored. The fused pass adds exactly as the row sum adds, so the sums are
-//! the two statements' to the bit.
+//! the two statements' to the bit. Likewise two float adds, subtracts or multiplies, the
+//! second the only reader of the first's result, run as one chained pass ([`Segment::chains`]).
 
 use pyasc_ir::block::{BStmt, BlockProgram, Expr, ExprId, IntOp};
 use pyasc_ir::op::{BinaryOp, ReduceOp};
 use pyasc_ir::tile::{Instr, Reg, RegKind};
 use pyasc_ir::DType;
+use pyasc_kernels::chain::chains;
 
 /// How many elements of a register one unit of a segment covers.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -83,6 +85,10 @@ pub struct Segment {
     /// them nowhere else, and inside the segment a write comes first). Their results are never
     /// stored.
     pub sums: Vec<usize>,
+    /// Float add, subtract or multiply instructions (indices in the segment) that run with the
+    /// one after them, another of the three and the only reader of their result, as one
+    /// chained instruction ([`Instr::Chain`]), under the same rule as [`Segment::sums`].
+    pub chains: Vec<usize>,
     /// The segment computes long enough per strip (a transcendental instruction, or two
     /// passes or more over its units) that the elements following each copy into the Unified
     /// Buffer (the next tile of a kernel walking its input forward) are asked for ahead.
@@ -169,42 +175,78 @@ fn all_accesses(p: &BlockProgram, stmts: &[BStmt], out: &mut Vec<(*const BStmt, 
     }
 }
 
+/// `s` is a float add, subtract or multiply of one dtype: its operator, result and operands.
+fn arith(p: &BlockProgram, s: &BStmt) -> Option<(BinaryOp, Reg, Reg, Reg)> {
+    let BStmt::Op { ins: Instr::Binary { op, dst, a, b }, .. } = s else { return None };
+    let dtype = p.dtype(*dst);
+    let float = matches!(dtype, DType::F32 | DType::F64);
+    let ok = float && chains(*op) && [*a, *b].iter().all(|&r| p.dtype(r) == dtype && !p.regs[r.0 as usize].row);
+    ok.then_some((*op, *dst, *a, *b))
+}
+
+/// Whether the result of instruction `j` of segment `seg` is read by statement `j + 1` alone
+/// (see [`Segment::sums`]): the program touches its bytes nowhere outside the segment, the
+/// first statement of the segment touching them only writes them, none after `j + 1` reads
+/// them, and `j + 1` writes none of the bytes `j` reads or writes.
+fn read_once(p: &BlockProgram, seg: &[BStmt], widths: &[Width], every: &[(*const BStmt, Access)], j: usize) -> bool {
+    let inside = |s: *const BStmt| seg.as_ptr_range().contains(&s);
+    let at = |i: usize| accesses(p, &seg[i], widths[i]);
+    let Some(tr) = at(j).into_iter().find(|x| x.write) else { return false };
+    let meets = |x: &Access, y: &Access| x.at < y.end && y.at < x.end;
+    if every.iter().any(|(st, x)| meets(x, &tr) && !inside(*st)) {
+        return false;
+    }
+    let touch = |i: usize| at(i).into_iter().filter(|x| meets(x, &tr)).collect::<Vec<_>>();
+    let first = (0..=j).find(|&i| !touch(i).is_empty());
+    let fresh = first.is_some_and(|i| touch(i).iter().all(|x| x.write));
+    let read_after = (j + 2..seg.len()).any(|i| touch(i).iter().any(|x| !x.write));
+    let next_writes: Vec<Access> = at(j + 1).into_iter().filter(|x| x.write).collect();
+    let clear = next_writes.iter().all(|d| at(j).iter().all(|x| !meets(x, d)));
+    fresh && !read_after && clear
+}
+
 /// The instructions of segment `seg` (statement widths `widths`) that run with the row sum
 /// after them (see [`Segment::sums`]); `every` holds every access of the program.
 fn mapped_sums(p: &BlockProgram, seg: &[BStmt], widths: &[Width], every: &[(*const BStmt, Access)]) -> Vec<usize> {
-    let inside = |s: *const BStmt| seg.as_ptr_range().contains(&s);
-    let mut out = Vec::new();
+    (0..seg.len().saturating_sub(1))
+        .filter(|&j| {
+            let Some((_, t, _, _)) = arith(p, &seg[j]) else { return false };
+            let BStmt::Reduce { op: ReduceOp::Sum, dst: s, src, .. } = &seg[j + 1] else { return false };
+            *src == t && p.dtype(*s) == p.dtype(t) && widths[j] == Width::Cols && read_once(p, seg, widths, every, j)
+        })
+        .collect()
+}
+
+/// The instructions of segment `seg` that run chained with the one after them (see
+/// [`Segment::chains`]); none is both the first of one pair and the second of another.
+fn chained(p: &BlockProgram, seg: &[BStmt], widths: &[Width], every: &[(*const BStmt, Access)]) -> Vec<usize> {
+    let mut out: Vec<usize> = Vec::new();
     for j in 0..seg.len().saturating_sub(1) {
-        let BStmt::Op { ins: Instr::Binary { op, dst: t, a, b }, .. } = &seg[j] else { continue };
-        let BStmt::Reduce { op: ReduceOp::Sum, dst: s, src, .. } = &seg[j + 1] else { continue };
-        let dtype = p.dtype(*t);
-        let float = matches!(dtype, DType::F32 | DType::F64);
-        let typed = [*a, *b, *s].iter().all(|&r| p.dtype(r) == dtype);
-        if src != t || !matches!(op, BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul) || !float || !typed {
+        if out.last().is_some_and(|&k| k + 1 == j) {
             continue;
         }
-        if widths[j] != Width::Cols || [*a, *b].iter().any(|&r| p.regs[r.0 as usize].row) {
-            continue;
-        }
-        let Some(tr) = accesses(p, &seg[j], Width::Cols).into_iter().find(|x| x.write) else { continue };
-        let meets = |x: &Access| x.at < tr.end && tr.at < x.end;
-        if every.iter().any(|(st, x)| meets(x) && !inside(*st)) {
-            continue;
-        }
-        // The first statement touching the bytes only writes them, no later one reads them,
-        // and the sum writes none of the bytes the instruction reads or writes.
-        let touch = |i: usize| accesses(p, &seg[i], Width::Cols).into_iter().filter(|x| meets(x)).collect::<Vec<_>>();
-        let first = (0..=j).find(|&i| !touch(i).is_empty());
-        let fresh = first.is_some_and(|i| touch(i).iter().all(|x| x.write));
-        let read_after = (j + 2..seg.len()).any(|i| touch(i).iter().any(|x| !x.write));
-        let sum_at = accesses(p, &seg[j + 1], Width::One).into_iter().find(|x| x.write);
-        let clear =
-            sum_at.is_none_or(|d| accesses(p, &seg[j], Width::Cols).iter().all(|x| !(x.at < d.end && d.at < x.end)));
-        if fresh && !read_after && clear {
+        let (Some((_, t, _, _)), Some((_, d, x, y))) = (arith(p, &seg[j]), arith(p, &seg[j + 1])) else { continue };
+        let pair = p.dtype(d) == p.dtype(t) && (x == t) != (y == t) && widths[j] == widths[j + 1];
+        // The chained instruction's result overlapping an operand would have it read a copy.
+        let (_, _, a, b) = arith(p, &seg[j]).unwrap_or((BinaryOp::Add, t, t, t));
+        let span = |r: Reg| (p.at[r.0 as usize], p.at[r.0 as usize] + p.cap[r.0 as usize] * p.dtype(r).size());
+        let tile = |r: Reg| matches!(p.regs[r.0 as usize].kind, RegKind::Tile);
+        let (d0, d1) = span(d);
+        let apart = [a, b, if x == t { y } else { x }].iter().all(|&r| !tile(r) || span(r).1 <= d0 || d1 <= span(r).0);
+        let pair = pair && apart;
+        if pair && read_once(p, seg, widths, every, j) {
             out.push(j);
         }
     }
     out
+}
+
+/// The chained instruction running instructions `first` and `second` of [`Segment::chains`].
+pub fn chain_of(first: &BStmt, second: &BStmt) -> Option<Instr> {
+    let BStmt::Op { ins: Instr::Binary { op: op1, dst: t, a, b }, .. } = first else { return None };
+    let BStmt::Op { ins: Instr::Binary { op: op2, dst, a: x, b: y }, .. } = second else { return None };
+    let (swap, c) = if x == t { (false, *y) } else { (true, *x) };
+    Some(Instr::Chain { op1: *op1, op2: *op2, swap, dst: *dst, a: *a, b: *b, c })
 }
 
 /// The copies of segment `seg` (of `stmts[first..]`) whose register may be read from global
@@ -301,9 +343,28 @@ fn plan_list(p: &BlockProgram, stmts: &[BStmt], uses: Uses<'_>, written: &mut Ve
             let widths = b.widths;
             let direct_out = direct_outs(p, &stmts[i..j], &widths, reads);
             let prefetch = computes_long(p, &stmts[i..j]);
-            let sums = if cols.is_some() { mapped_sums(p, &stmts[i..j], &widths, uses.1) } else { Vec::new() };
-            let seg =
-                Segment { first: i, len: j - i, units, cols, widths, regs, limits, direct, direct_out, sums, prefetch };
+            let mut sums = if cols.is_some() { mapped_sums(p, &stmts[i..j], &widths, uses.1) } else { Vec::new() };
+            let mut chains = chained(p, &stmts[i..j], &widths, uses.1);
+            chains.retain(|&k| !sums.iter().any(|&m| m == k || m == k + 1 || m + 1 == k));
+            // A pair whose second statement brings a register read from global memory back to
+            // the Unified Buffer runs as two: the first still reads it where it was.
+            let back_at = |k: &usize| direct.iter().any(|&(_, until)| until == k + 1);
+            sums.retain(|k| !back_at(k));
+            chains.retain(|k| !back_at(k));
+            let seg = Segment {
+                first: i,
+                len: j - i,
+                units,
+                cols,
+                widths,
+                regs,
+                limits,
+                direct,
+                direct_out,
+                sums,
+                chains,
+                prefetch,
+            };
             out.push(Step::Strip(seg));
             i = j;
         } else {

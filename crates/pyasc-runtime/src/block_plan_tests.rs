@@ -163,6 +163,54 @@ fn normalize_squares_summed(cap: usize) -> Prog {
     p
 }
 
+/// GELU as the kernel-language example writes it: five instructions over two scratch tiles.
+fn gelu_like(cap: usize) -> Prog {
+    let mut p = Prog::new(2);
+    let b4 = cap * 4;
+    let (xl, a, b, yl) = (
+        p.tile(DType::F32, 0, cap),
+        p.tile(DType::F32, b4, cap),
+        p.tile(DType::F32, 2 * b4, cap),
+        p.tile(DType::F32, 3 * b4, cap),
+    );
+    let (k, one, half) = (p.constant(0.7071), p.constant(1.0), p.constant(0.5));
+    let n = p.n();
+    p.copy(true, 0, xl, n);
+    p.op(bin(BinaryOp::Mul, a, xl, k), n);
+    p.op(un(UnaryOp::Erf, b, a), n);
+    p.op(bin(BinaryOp::Add, a, b, one), n);
+    p.op(bin(BinaryOp::Mul, b, a, half), n);
+    p.op(bin(BinaryOp::Mul, yl, xl, b), n);
+    p.copy(false, 1, yl, n);
+    p
+}
+
+#[test]
+fn an_instruction_only_the_next_reads_runs_chained_with_it() {
+    let plan = gelu_like(256).plan();
+    // b + 1 then * 0.5 would write b over its own operand; (a * 0.5) then x * that does not.
+    assert_eq!(plan.segments()[0].chains, vec![4]);
+    assert_eq!(
+        chain_of(&gelu_like(256).0.body[4], &gelu_like(256).0.body[5]),
+        Some(Instr::Chain {
+            op1: BinaryOp::Mul,
+            op2: BinaryOp::Mul,
+            swap: true,
+            dst: Reg(3),
+            a: Reg(1),
+            b: Reg(6),
+            c: Reg(0)
+        })
+    );
+    // Read again after the pair: both run.
+    let mut p = gelu_like(256);
+    let n = p.n();
+    let last = p.0.body.pop().unwrap();
+    p.op(bin(BinaryOp::Add, Reg(3), Reg(3), Reg(2)), n);
+    p.0.body.push(last);
+    assert_eq!(p.plan().segments()[0].chains, Vec::<usize>::new());
+}
+
 #[test]
 fn squares_only_a_row_sum_reads_are_summed_without_being_stored() {
     let plan = normalize_squares_summed(256).plan();
@@ -315,6 +363,7 @@ fn strips_write_what_single_statements_write() {
     let cap = 1000;
     let x: Vec<f32> = (0..1 << 16).map(|_| rng.f32()).collect();
     let (f, r, nz, sq) = (flat(cap), rows(cap), normalize(cap), normalize_squares_summed(cap));
+    let g = gelu_like(cap);
     for _ in 0..40 {
         let bytes = [1, 100, 700, 3000, 1 << 20][rng.below(5)];
         let n = rng.below(cap + 1) as i64;
@@ -326,6 +375,7 @@ fn strips_write_what_single_statements_write() {
         // The normalize program's per-row scratch holds 250 rows past its 3 KiB start.
         same_both_ways(&nz, bytes, &x, [0, rows.min(250), cols as i64]);
         same_both_ways(&sq, bytes, &x, [0, rows.min(250), cols as i64]);
+        same_both_ways(&g, bytes, &x, [n, 0, 0]);
     }
 }
 

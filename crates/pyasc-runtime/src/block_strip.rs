@@ -8,10 +8,11 @@
 //! run beyond one of its [`Limit`]s runs statement by statement. Registers of the segment's
 //! direct copies point into global memory (when it is aligned for their elements): those
 //! read in place of a copy in, and those written in place of a copy out. An instruction whose
-//! result only the row sum after it reads runs with that sum as one mapped sum.
+//! result only the row sum after it reads runs with that sum as one mapped sum, and one whose
+//! result only the instruction after it reads runs chained with it.
 
 use super::Exec;
-use crate::block_plan::{Limit, Segment, Width};
+use crate::block_plan::{chain_of, Limit, Segment, Width};
 use crate::instr::{exec_reduce, exec_reduce_map, Val};
 use crate::memory::STREAM_MIN_BYTES;
 use pyasc_ir::block::BStmt;
@@ -197,11 +198,20 @@ impl Exec<'_> {
                     prefetch_l2(from + a, b - a);
                 }
                 step += 1;
-                if skip[j] || (j > 0 && seg.sums.contains(&(j - 1))) {
+                if skip[j] || (j > 0 && (seg.sums.contains(&(j - 1)) || seg.chains.contains(&(j - 1)))) {
                     continue;
                 }
                 if seg.sums.contains(&j) {
                     self.mapped_sum(s, &stmts[j + 1], n, cols)?;
+                    continue;
+                }
+                if seg.chains.contains(&j) {
+                    let (Some(ins), BStmt::Op { site, .. }) = (chain_of(s, &stmts[j + 1]), &stmts[j + 1]) else {
+                        return Err(IrError::internal("a chain of statements that are not two instructions"));
+                    };
+                    if n > 0 {
+                        self.op(&ins, n * per).map_err(|e| e.at(site.as_ref()))?;
+                    }
                     continue;
                 }
                 self.part(s, u0 * per, n * per, n, cols)?;
