@@ -173,7 +173,7 @@ fn gelu_like(cap: usize) -> Prog {
         p.tile(DType::F32, 2 * b4, cap),
         p.tile(DType::F32, 3 * b4, cap),
     );
-    let (k, one, half) = (p.constant(0.7071), p.constant(1.0), p.constant(0.5));
+    let (k, one, half) = (p.constant(0.75), p.constant(1.0), p.constant(0.5));
     let n = p.n();
     p.copy(true, 0, xl, n);
     p.op(bin(BinaryOp::Mul, a, xl, k), n);
