@@ -121,30 +121,19 @@ fn rows(cap: usize) -> Prog {
     p
 }
 
-/// Row normalize: the input tile is overwritten by the squares after its last read.
+/// Row normalize: the input tile is overwritten by the squares after its last read; the
+/// squares are added to the result at the end.
 fn normalize(cap: usize) -> Prog {
-    let mut p = Prog::new(2);
-    let b4 = cap * 4;
-    let (xl, w, yl) = (p.tile(DType::F32, 0, cap), p.tile(DType::F32, b4, cap), p.tile(DType::F32, 2 * b4, cap));
-    let s = p.tile(DType::F32, 3 * b4, cap);
-    let inv = p.constant(0.125);
-    let (r, c, rc) = p.rc();
-    p.copy(true, 0, xl, rc);
-    p.0.body.push(BStmt::Reduce { op: ReduceOp::Sum, dst: s, src: xl, rows: r, cols: c, site: None });
-    p.op(bin(BinaryOp::Mul, s, s, inv), r);
-    p.0.body.push(BStmt::RowOp { op: BinaryOp::Sub, dst: w, a: xl, b: s, rows: r, cols: c, site: None });
-    p.op(bin(BinaryOp::Mul, xl, w, w), rc);
-    p.0.body.push(BStmt::Reduce { op: ReduceOp::Sum, dst: s, src: xl, rows: r, cols: c, site: None });
-    p.op(un(UnaryOp::Rsqrt, s, s), r);
-    p.0.body.push(BStmt::RowOp { op: BinaryOp::Mul, dst: yl, a: w, b: s, rows: r, cols: c, site: None });
-    p.op(bin(BinaryOp::Add, yl, yl, xl), rc);
-    p.copy(false, 1, yl, rc);
-    p
+    normalize_with(cap, true)
 }
 
 /// Row normalize as the kernel-language example writes it: the squares overwrite the input
 /// tile and only the row sum after them reads them.
 fn normalize_squares_summed(cap: usize) -> Prog {
+    normalize_with(cap, false)
+}
+
+fn normalize_with(cap: usize, squares_read_again: bool) -> Prog {
     let mut p = Prog::new(2);
     let b4 = cap * 4;
     let (xl, w, yl) = (p.tile(DType::F32, 0, cap), p.tile(DType::F32, b4, cap), p.tile(DType::F32, 2 * b4, cap));
@@ -159,6 +148,9 @@ fn normalize_squares_summed(cap: usize) -> Prog {
     p.0.body.push(BStmt::Reduce { op: ReduceOp::Sum, dst: s, src: xl, rows: r, cols: c, site: None });
     p.op(un(UnaryOp::Rsqrt, s, s), r);
     p.0.body.push(BStmt::RowOp { op: BinaryOp::Mul, dst: yl, a: w, b: s, rows: r, cols: c, site: None });
+    if squares_read_again {
+        p.op(bin(BinaryOp::Add, yl, yl, xl), rc);
+    }
     p.copy(false, 1, yl, rc);
     p
 }
