@@ -4,12 +4,12 @@
 //!
 //! Each statement was checked over all its units, exactly as when it runs alone, by the
 //! launch's walk over every block before any block ran, so a bad count or access is the same
-//! error naming the same line. A segment
-//! run beyond one of its [`Limit`]s runs statement by statement. Registers of the segment's
-//! direct copies point into global memory (when it is aligned for their elements): those
-//! read in place of a copy in, and those written in place of a copy out. An instruction whose
-//! result only the row sum after it reads runs with that sum as one mapped sum, and one whose
-//! result only the instruction after it reads runs chained with it.
+//! error naming the same line. A segment run beyond one of its [`Limit`]s runs statement by
+//! statement. Registers of the segment's direct copies point into global memory (when it is
+//! aligned for their elements): those read in place of a copy in, and those written in place
+//! of a copy out. An instruction whose result only the row sum after it reads runs with that
+//! sum as one mapped sum, and one whose result only the instruction after it reads runs
+//! chained with it.
 
 use super::Exec;
 use crate::block_plan::{chain_of, Limit, Segment, Width};
