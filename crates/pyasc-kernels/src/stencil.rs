@@ -348,27 +348,45 @@ fn sum_n<T: StencilFloat, const N: usize>(
 ) {
     let len = out.len();
     let s: [&[T]; N] = std::array::from_fn(|j| &s[j][..len]);
-    // The vectorised loop leaves its remainder (up to 63 float32 cells: a slab's 2046 interior
-    // cells of 2048 leave 62) to scalar code, a tenth of a Jacobi sweep's time (perf). So the
-    // loop runs over whole multiples of `WHOLE` cells, then over the last `WHOLE` cells again:
-    // cells computed twice get the same value (`out` is not an operand).
-    const WHOLE: usize = 64;
-    let full = len / WHOLE * WHOLE;
-    let ranges = if len > WHOLE && full < len { [0..full, len - WHOLE..len] } else { [0..len, len..len] };
+    // Whole blocks of `BLOCK` cells with the trip count fixed at compile time, so each compiles
+    // to straight vector code; the cells after the last whole block are computed by one more
+    // block ending at `len` (cells computed twice get the same value: `out` is not an operand).
+    // A loop over a run-time length instead leaves a scalar remainder of up to 64 cells, which
+    // LLVM runs for whole multiples too: a third of a 256-cell row's time.
+    const BLOCK: usize = 64;
     macro_rules! run {
-        ($term:expr, $fin:expr) => {
-            for r in ranges.clone() {
-                let o = &mut out[r.clone()];
-                let src: [&[T]; N] = std::array::from_fn(|j| &s[j][r.clone()]);
-                for k in 0..o.len() {
+        ($term:expr, $fin:expr) => {{
+            let block = |at: usize, out: &mut [T]| {
+                let o: &mut [T; BLOCK] = (&mut out[at..at + BLOCK]).try_into().expect("a whole block");
+                let src: [&[T; BLOCK]; N] =
+                    std::array::from_fn(|j| (&s[j][at..at + BLOCK]).try_into().expect("a whole block"));
+                for k in 0..BLOCK {
                     let mut acc = src[0][k];
                     for j in 1..N {
                         acc = acc + $term(src[j][k], sign[j]);
                     }
                     o[k] = $fin(acc);
                 }
+            };
+            if len < BLOCK {
+                for k in 0..len {
+                    let mut acc = s[0][k];
+                    for j in 1..N {
+                        acc = acc + $term(s[j][k], sign[j]);
+                    }
+                    out[k] = $fin(acc);
+                }
+            } else {
+                let mut at = 0;
+                while at + BLOCK <= len {
+                    block(at, out);
+                    at += BLOCK;
+                }
+                if at < len {
+                    block(len - BLOCK, out);
+                }
             }
-        };
+        }};
     }
     let plain = |x: T, _: T| x;
     let times = |x: T, g: T| x * g;

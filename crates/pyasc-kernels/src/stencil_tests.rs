@@ -270,3 +270,23 @@ fn wavefront_blocking_matches_plain_steps() {
     sweep(&heat, &l, &[&w], Fixed::Const(1.0), &mut got, None, 9, 2, 1 << 20, &serial).unwrap();
     assert_eq!(got, want);
 }
+
+#[test]
+fn fused_sums_match_the_per_cell_reference_for_every_row_length() {
+    // Interior rows shorter than, equal to and just past the sum's 64-cell blocks, on both the
+    // band sweep and the wavefront (rows of 256 cells or more).
+    for cols in [3, 4, 17, 65, 66, 67, 130, 131, 258, 259, 300] {
+        let rows = 9;
+        let u = grid(rows, cols);
+        let l = Layout { shape: [rows, cols, 1], lo: [1, 1, 0], hi: [1, 1, 0] };
+        let mut got = vec![0.0f32; u.len()];
+        sweep(&jacobi_sum(cols, 0.25), &l, &[&u], Fixed::From(&u), &mut got, None, 1, 2, 1 << 20, &serial).unwrap();
+        assert_eq!(got, reference(&u, rows, cols, 0.25, &|k| u[k]), "{cols} columns");
+        let mut want = u.clone();
+        for _ in 0..5 {
+            want = reference(&want, rows, cols, 0.25, &|k| u[k]);
+        }
+        sweep(&jacobi_sum(cols, 0.25), &l, &[&u], Fixed::From(&u), &mut got, None, 5, 2, 1 << 20, &serial).unwrap();
+        assert_eq!(got, want, "{cols} columns, 5 steps");
+    }
+}
