@@ -44,6 +44,7 @@ _active_threads = 0
 _DeviceArray = _pyasc.DeviceArray
 _SCALARS = (bool, int, float)
 _PKG = __file__.rsplit("/", 1)[0] + "/"
+_new = object.__new__
 
 
 def _line_at(code: Any, lasti: int) -> int:
@@ -310,18 +311,27 @@ def _options_key(op: Any) -> tuple:
 class _Recording:
     """The calls recorded since the last run of one thread's graph."""
 
-    __slots__ = ("mode", "opts", "first_op", "nodes", "leaves", "leaf_ids", "outs", "lock", "done")
+    __slots__ = ("mode", "opts", "first_op", "calls", "_nodes", "leaves", "leaf_ids", "outs", "lock", "done")
 
     def __init__(self, mode: GraphMode, opts: tuple, first: Any) -> None:
         self.mode = mode
         self.opts = opts
         self.first_op = first
-        self.nodes: List[_Node] = []
+        self.calls: List[tuple] = []  # per call: the arguments of its _Node, made when first asked for
+        self._nodes: List[_Node] = []
         self.leaves: List[Any] = []
         self.leaf_ids: Dict[int, Tuple[int, int]] = {}  # id of a leaf -> its (0, index) reference
         self.outs: List[Any] = []  # per node: a weak reference to its LazyArray, or a tuple of them
         self.lock = threading.Lock()
         self.done = False
+
+    @property
+    def nodes(self) -> List[_Node]:
+        """The recorded calls as nodes (recording stores plain tuples: a node costs more to make)."""
+        made = self._nodes
+        if len(made) < len(self.calls):
+            made.extend(_Node(*c) for c in self.calls[len(made):])
+        return made
 
     def aval(self, n: int, k: int) -> Tuple[Tuple[int, ...], np.dtype]:
         """Shape and dtype of result ``k`` of call ``n`` (traced, not run)."""
@@ -344,7 +354,7 @@ class _Recording:
             if self.done:
                 return
             self.done = True
-            self.mode.recorded += len(self.nodes)
+            self.mode.recorded += len(self.calls)
             state = _state()
             if state.rec is self:
                 state.rec = None
@@ -366,7 +376,7 @@ class _Recording:
             finally:
                 for _, _, lazy in wanted:
                     lazy._rec = None
-                self.nodes, self.leaves, self.outs, self.leaf_ids = [], [], [], {}
+                self.calls, self._nodes, self.leaves, self.outs, self.leaf_ids = [], [], [], [], {}
 
 
 def _state() -> threading.local:
@@ -608,11 +618,15 @@ def record(op: Any, args: tuple) -> Any:
     while code.co_filename.startswith(_PKG) and f.f_back is not None:
         f = f.f_back
         code = f.f_code
-    nodes = rec.nodes
-    n = len(nodes)
-    nodes.append(_Node(op, func, tuple(spec), tuple_out, code, f.f_lasti, avals))
+    calls = rec.calls
+    n = len(calls)
+    calls.append((op, func, tuple(spec), tuple_out, code, f.f_lasti, avals))
     if n_out == 1 and not tuple_out:
-        out = LazyArray(rec, (1, n, 0))
+        out = _new(LazyArray)  # LazyArray(rec, (1, n, 0)) without the call of __init__
+        out._rec = rec
+        out._ref = (1, n, 0)
+        out._value = None
+        out._aval = None
         rec.outs.append(weakref.ref(out))
         return out
     outs = [LazyArray(rec, (1, n, i)) for i in range(n_out)]
