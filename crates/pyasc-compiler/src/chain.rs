@@ -196,6 +196,11 @@ pub(crate) fn rename_src(ins: &mut Instr, from: Reg, to: Reg) {
             f(b);
             f(c);
         }
+        Instr::SelectCmp { a, b, t, f: g, .. } => {
+            for r in [a, b, t, g] {
+                f(r);
+            }
+        }
         Instr::ScaleShift { a, b, scale, shift, .. } => {
             f(a);
             f(b);

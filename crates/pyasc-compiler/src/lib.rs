@@ -27,6 +27,7 @@ pub mod reduce_map;
 pub mod rewrite;
 pub mod scale_shift;
 pub mod scan_map;
+pub mod select_cmp;
 pub mod single;
 
 pub use pass::{compile, pipeline, CompileOptions, CompileState, Compiled, Pass, PassReport};

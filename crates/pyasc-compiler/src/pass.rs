@@ -165,6 +165,7 @@ pub fn pipeline() -> Vec<Box<dyn Pass>> {
         Box::new(crate::fuse::FusePass),
         Box::new(crate::lower::LowerPass),
         Box::new(crate::chain::ChainPass),
+        Box::new(crate::select_cmp::SelectCmpPass),
         Box::new(crate::scale_shift::ScaleShiftPass),
         Box::new(crate::reduce_map::ReduceMapPass),
         Box::new(crate::deviation::DeviationPass),

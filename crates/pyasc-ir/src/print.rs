@@ -91,6 +91,7 @@ pub fn instr_to_string(k: &TileKernel, ins: &Instr) -> String {
             format!("{dst} = add(mul({}({a}, {b}), {scale}), {shift})", op1.name())
         }
         Instr::Select { dst, cond, a, b } => format!("{dst} = select({cond}, {a}, {b})"),
+        Instr::SelectCmp { cmp, dst, a, b, t, f } => format!("{dst} = select({}({a}, {b}), {t}, {f})", cmp.name()),
         Instr::Cast { dst, src } => {
             let to = k.regs.get(dst.0 as usize).map_or("?".to_string(), |r| r.dtype.to_string());
             format!("{dst} = cast<{to}>({src})")

@@ -98,6 +98,23 @@ pub enum Instr {
         /// Value where false.
         b: Reg,
     },
+    /// `dst = cmp(a, b) ? t : f`: a comparison and the select reading it in one pass, the
+    /// condition never stored (one dtype of 32 or 64 bits throughout; NaN compares as in
+    /// [`Instr::Binary`]).
+    SelectCmp {
+        /// The comparison.
+        cmp: BinaryOp,
+        /// Destination.
+        dst: Reg,
+        /// Left operand of the comparison.
+        a: Reg,
+        /// Right operand of the comparison.
+        b: Reg,
+        /// Value where the comparison holds.
+        t: Reg,
+        /// Value where it does not.
+        f: Reg,
+    },
     /// `dst = src as dst.dtype`.
     Cast {
         /// Destination.
@@ -252,6 +269,7 @@ macro_rules! each_dst {
             Instr::Unary { dst: $d, .. }
             | Instr::Binary { dst: $d, .. }
             | Instr::Select { dst: $d, .. }
+            | Instr::SelectCmp { dst: $d, .. }
             | Instr::Cast { dst: $d, .. }
             | Instr::Copy { dst: $d, .. }
             | Instr::Chain { dst: $d, .. }
@@ -298,6 +316,7 @@ impl Instr {
             | Instr::Scan { src, .. } => Srcs([src, src, src, src, src], 1),
             Instr::Binary { a, b, .. } | Instr::ReduceMap { a, b, .. } => Srcs([a, b, b, b, b], 2),
             Instr::Select { cond, a, b, .. } => Srcs([cond, a, b, b, b], 3),
+            Instr::SelectCmp { a, b, t, f, .. } => Srcs([a, b, t, f, f], 4),
             Instr::Chain { a, b, c, .. } => Srcs([a, b, c, c, c], 3),
             Instr::ScaleShift { a, b, scale, shift, .. } => Srcs([a, b, scale, shift, shift], 4),
             Instr::SumSquaredDev { src, center, .. } => Srcs([src, center, center, center, center], 2),
@@ -587,6 +606,7 @@ pub(crate) fn dtypes_ok(ins: &Instr, dst: DType, srcs: &[DType]) -> bool {
             srcs[0] == srcs[1] && (if op.is_compare() { dst == DType::Bool } else { dst == srcs[0] })
         }
         Instr::Select { .. } => srcs[0] == DType::Bool && srcs[1] == dst && srcs[2] == dst,
+        Instr::SelectCmp { cmp, .. } => cmp.is_compare() && selects_compared(dst) && srcs.iter().all(|d| *d == dst),
         Instr::Chain { op1, op2, .. } => {
             let arith = |o: &BinaryOp| matches!(o, BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul);
             dst.is_float() && srcs.iter().all(|d| *d == dst) && arith(op1) && arith(op2)
@@ -624,6 +644,11 @@ pub(crate) fn dtypes_ok(ins: &Instr, dst: DType, srcs: &[DType]) -> bool {
                 && used.iter().all(arith)
         }
     }
+}
+
+/// True when an [`Instr::SelectCmp`] runs on `dtype`: the floats and integers of 32 and 64 bits.
+pub fn selects_compared(dtype: DType) -> bool {
+    matches!(dtype, DType::F32 | DType::F64 | DType::I32 | DType::I64)
 }
 
 /// True when a row scan of `kind` runs on `dtype` tiles: bools, integers and floats of 32 and

@@ -41,6 +41,7 @@ pub mod scale_shift;
 pub mod scan;
 pub mod scan_map;
 mod scan_simd;
+pub mod select_cmp;
 mod src;
 pub mod stencil;
 pub mod stencil_sweep;

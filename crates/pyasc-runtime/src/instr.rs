@@ -8,6 +8,7 @@ use pyasc_ir::{DType, Scalar};
 use pyasc_kernels::binary;
 use pyasc_kernels::chain::{chain, chains, ChainFloat};
 use pyasc_kernels::scale_shift::{normalize, scale_shift};
+use pyasc_kernels::select_cmp::select_cmp;
 use pyasc_kernels::unary;
 use pyasc_kernels::{cast, fill, select, Element, Src, UInt8};
 use std::slice;
@@ -249,6 +250,30 @@ unsafe fn exec_normalize(dtype: DType, ops: [Val; 5], d: Val, len: usize) -> Res
     }
 }
 
+/// `d = cmp(a, b) ? t : f` on a tile of 32- or 64-bit values.
+///
+/// # Safety
+/// As for [`exec`].
+unsafe fn exec_select_cmp(cmp: BinaryOp, dtype: DType, ops: [Val; 4], d: Val, len: usize) -> Result<()> {
+    /// # Safety
+    /// As for [`exec`].
+    unsafe fn typed<T: Element + FromScalar>(cmp: BinaryOp, [a, b, t, f]: [Val; 4], d: Val, len: usize) -> Result<()> {
+        // SAFETY: per this function's contract.
+        unsafe { select_cmp::<T>(cmp, src(a, len), src(b, len), src(t, len), src(f, len), dst(d, len)?) };
+        Ok(())
+    }
+    // SAFETY: per this function's contract.
+    unsafe {
+        match dtype {
+            DType::F32 => typed::<f32>(cmp, ops, d, len),
+            DType::F64 => typed::<f64>(cmp, ops, d, len),
+            DType::I32 => typed::<i32>(cmp, ops, d, len),
+            DType::I64 => typed::<i64>(cmp, ops, d, len),
+            other => Err(IrError::internal(format!("no {other} compare-select kernel"))),
+        }
+    }
+}
+
 /// Execute `ins` on a tile of `len` elements.
 ///
 /// # Safety
@@ -267,6 +292,9 @@ pub unsafe fn exec(ins: &Instr, decls: &[RegDecl], vals: &[Val], len: usize) -> 
                 select::<T>(src::<u8>(val(cond), len), src::<T>(val(a), len), src::<T>(val(b), len), dst::<T>(val(d), len)?);
                 Ok(())
             }),
+            Instr::SelectCmp { cmp, dst: d, a, b, t, f } => {
+                exec_select_cmp(cmp, dt(d), [val(a), val(b), val(t), val(f)], val(d), len)
+            }
             Instr::Cast { dst: d, src: s } if dt(s).is_half() || dt(d).is_half() => {
                 crate::half_cast::cast(dt(s), dt(d), val(s), val(d), len)
             }

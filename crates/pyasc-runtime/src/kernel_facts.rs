@@ -17,7 +17,7 @@ fn instr_flops(i: &Instr) -> u64 {
         | Instr::Reduce { .. }
         | Instr::Scan { .. } => 1,
         Instr::ScanMap { len, .. } => 1 + *len as u64,
-        Instr::Chain { .. } | Instr::ReduceMap { .. } => 2,
+        Instr::Chain { .. } | Instr::ReduceMap { .. } | Instr::SelectCmp { .. } => 2,
         Instr::ScaleShift { .. } | Instr::SumSquaredDev { .. } => 3,
         Instr::Normalize { .. } => 4,
         Instr::Cast { .. } | Instr::Copy { .. } => 0,
@@ -54,6 +54,10 @@ fn instr_ops(i: &Instr, out: &mut Vec<&'static str>) {
             add("add");
         }
         Instr::Select { .. } => add("where"),
+        Instr::SelectCmp { cmp, .. } => {
+            add(cmp.name());
+            add("where");
+        }
         Instr::Cast { .. } => add("cast"),
         Instr::Copy { .. } => add("copy"),
         Instr::Reduce { op, .. } => add(op.name()),
