@@ -6,11 +6,10 @@ must still be the one ``np.where(cmp(a, b), t, f)`` gives, NaN included (it comp
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pyasc
 import pytest
+from pyasc.bench_vectorized import piecewise
 
 
 def _program(op, *args) -> str:
@@ -69,14 +68,6 @@ def test_a_condition_read_twice_stays_a_bool_tile_and_is_still_right():
 
 
 def test_vectorized_if_else_fuses_its_branch_conditions():
-    def piecewise(v):
-        if v < -1.0:
-            return -1.0 - 0.5 * (v + 1.0)
-        elif v < 1.0:
-            return v * v * v
-        else:
-            return math.sqrt(v)
-
     x = np.random.default_rng(7).uniform(-4.0, 4.0, 10007).astype(np.float32)
     x[::101] = np.nan
     op = pyasc.vectorized_operator(piecewise)

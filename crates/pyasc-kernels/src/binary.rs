@@ -119,16 +119,21 @@ impl<T: Element> Kernel for CompareK<'_, T> {
     type Out = ();
     #[inline(always)]
     fn run<S: Simd>(self) {
-        let (a, b, y) = (self.a, self.b, self.y);
-        match self.f {
-            BinaryOp::Eq => map2(a, b, y, |a: T, b: T| (a == b) as u8),
-            BinaryOp::Ne => map2(a, b, y, |a: T, b: T| (a != b) as u8),
-            BinaryOp::Lt => map2(a, b, y, |a: T, b: T| (a < b) as u8),
-            BinaryOp::Le => map2(a, b, y, |a: T, b: T| (a <= b) as u8),
-            BinaryOp::Gt => map2(a, b, y, |a: T, b: T| (a > b) as u8),
-            BinaryOp::Ge => map2(a, b, y, |a: T, b: T| (a >= b) as u8),
-            op => unreachable!("{} is not a comparison", op.name()),
-        }
+        compare_loop(self.f, self.a, self.b, self.y);
+    }
+}
+
+/// The loop of a comparison, as 0/1 bytes; inlined into each ISA's kernel copy.
+#[inline(always)]
+pub(crate) fn compare_loop<T: Element>(f: BinaryOp, a: Src<'_, T>, b: Src<'_, T>, y: &mut [u8]) {
+    match f {
+        BinaryOp::Eq => map2(a, b, y, |a: T, b: T| (a == b) as u8),
+        BinaryOp::Ne => map2(a, b, y, |a: T, b: T| (a != b) as u8),
+        BinaryOp::Lt => map2(a, b, y, |a: T, b: T| (a < b) as u8),
+        BinaryOp::Le => map2(a, b, y, |a: T, b: T| (a <= b) as u8),
+        BinaryOp::Gt => map2(a, b, y, |a: T, b: T| (a > b) as u8),
+        BinaryOp::Ge => map2(a, b, y, |a: T, b: T| (a >= b) as u8),
+        op => unreachable!("{} is not a comparison", op.name()),
     }
 }
 

@@ -7,7 +7,7 @@
 
 use crate::dispatch::{dispatch, Kernel, Simd};
 use crate::element::Element;
-use crate::src::{map2, map3, Src};
+use crate::src::{map3, Src};
 use pyasc_ir::op::BinaryOp;
 
 /// Elements per block: the condition bytes of one block.
@@ -42,15 +42,7 @@ impl<T: Element> Kernel for SelectCmpK<'_, T> {
             let len = BLOCK.min(n - at);
             let (a, b) = (part(self.a, at, len), part(self.b, at, len));
             let c = &mut cond[..len];
-            match self.cmp {
-                BinaryOp::Eq => map2(a, b, c, |a: T, b: T| (a == b) as u8),
-                BinaryOp::Ne => map2(a, b, c, |a: T, b: T| (a != b) as u8),
-                BinaryOp::Lt => map2(a, b, c, |a: T, b: T| (a < b) as u8),
-                BinaryOp::Le => map2(a, b, c, |a: T, b: T| (a <= b) as u8),
-                BinaryOp::Gt => map2(a, b, c, |a: T, b: T| (a > b) as u8),
-                BinaryOp::Ge => map2(a, b, c, |a: T, b: T| (a >= b) as u8),
-                op => unreachable!("{} is not a comparison", op.name()),
-            }
+            crate::binary::compare_loop(self.cmp, a, b, c);
             let (t, f) = (part(self.t, at, len), part(self.f, at, len));
             map3(Src::Slice(&cond[..len]), t, f, &mut self.y[at..at + len], |c, t, f| if c != 0 { t } else { f });
             at += len;
