@@ -68,11 +68,15 @@ pub(crate) fn fuse_pairs(k: &mut TileKernel, fuse: impl Fn(&TileKernel, usize) -
 
 /// Replace, for each instruction `j` where `fuse` finds a group, the instruction at the
 /// returned index by the fused one and drop the returned others (all before it); returns how
-/// many groups. [`fuse_pairs`] is the case of two.
+/// many groups. [`fuse_pairs`] is the case of two. Kernels with a structured program (loops)
+/// are left alone: their statements are not the flat body these fusions read.
 pub(crate) fn fuse_groups(
     k: &mut TileKernel,
     fuse: impl Fn(&TileKernel, usize) -> Option<(usize, Instr, Vec<usize>)>,
 ) -> usize {
+    if k.program.is_some() {
+        return 0;
+    }
     let mut count = 0;
     let mut j = 0;
     while j < k.body.len() {

@@ -29,7 +29,7 @@ impl Pass for ReduceMapPass {
 
 /// Fuses every eligible pair of `k`'s body; returns how many.
 pub fn fuse_reduce_maps(k: &mut TileKernel) -> usize {
-    if k.row_len == 0 || k.program.is_some() {
+    if k.row_len == 0 {
         return 0;
     }
     crate::chain::fuse_pairs(k, fuse_from)

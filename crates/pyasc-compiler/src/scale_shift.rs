@@ -30,9 +30,6 @@ impl Pass for ScaleShiftPass {
 
 /// Fuses every eligible pair of `k`'s body; returns how many.
 pub fn fuse_scale_shifts(k: &mut TileKernel) -> usize {
-    if k.program.is_some() {
-        return 0;
-    }
     crate::chain::fuse_pairs(k, fuse_from)
 }
 

@@ -32,7 +32,7 @@ impl Pass for ScanMapPass {
 
 /// Fuses the arithmetic around every eligible scan of `k`; returns how many scans took some.
 pub fn fuse_scan_maps(k: &mut TileKernel) -> usize {
-    if k.row_len == 0 || k.program.is_some() {
+    if k.row_len == 0 {
         return 0;
     }
     crate::chain::fuse_groups(k, fuse_at)

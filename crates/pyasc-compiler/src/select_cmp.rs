@@ -27,9 +27,6 @@ impl Pass for SelectCmpPass {
 
 /// Fuses every eligible pair of `k`'s body; returns how many.
 pub fn fuse_select_cmps(k: &mut TileKernel) -> usize {
-    if k.program.is_some() {
-        return 0;
-    }
     crate::chain::fuse_pairs(k, fuse_from)
 }
 
