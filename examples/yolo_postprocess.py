@@ -7,11 +7,13 @@ rows whose best score is above ``conf_thres``, converts ``xywh`` to ``x1y1x2y2``
 box by ``class * max_wh`` so boxes of different classes never overlap (YOLOv5's per-class NMS
 trick), runs NMS and keeps at most ``max_det`` detections.
 
-The pyasc version runs the per-anchor arithmetic (scores, best class, box corners and class
-offsets) as one fused operator (``dynamic_shape=True``, so any number of candidates reuses one
-compiled plan) and the suppression with ``pyasc.ops.nms``. The NumPy version is the same
-pipeline with a greedy NMS loop vectorised per kept box. The script checks that both keep the
-same detections and prints their times.
+The pyasc version keeps the anchors above the confidence with ``pyasc.ops.filter_rows`` (one
+parallel pass that reads one value per anchor and copies only the kept rows), runs the
+per-anchor arithmetic (scores, best class, box corners and class offsets) as one fused operator
+(``dynamic_shape=True``, so any number of candidates reuses one compiled plan) and the
+suppression with ``pyasc.ops.nms``, whose ``score_threshold`` applies the second confidence
+test. The NumPy version is the same pipeline with a greedy NMS loop vectorised per kept box.
+The script checks that both keep the same detections and prints their times.
 
     python examples/yolo_postprocess.py [--objects 40] [--repeat 20] [--conf-thres 0.25] [--iou-thres 0.45]
 """
@@ -33,27 +35,30 @@ __all__ = ["candidates", "make_prediction", "nms_numpy", "postprocess_numpy", "p
 
 @pyasc.operator(dynamic_shape=True, kernel_name="yolo_candidates")
 def candidates(x):
-    """Per candidate anchor: best class score, best class, corners, corners shifted by class.
+    """Per candidate anchor: its detection row and its box shifted by class.
 
-    Every result has one value per row, so the arithmetic runs as few fused kernels.
+    ``det`` rows are ``x1, y1, x2, y2, best class score, best class``; ``shifted`` holds the
+    corners moved by ``class * MAX_WH``. Every value is one per row, so the arithmetic runs
+    as a few fused kernels and the two stacks are written in place.
     """
     conf_all = x[:, 5:] * x[:, 4:5]
-    cls = conf_all.argmax(axis=1)
+    cls = conf_all.argmax(axis=1).astype(x.dtype)
+    conf = conf_all.max(axis=1)
     hw, hh = x[:, 2] / 2, x[:, 3] / 2
     x1, y1, x2, y2 = x[:, 0] - hw, x[:, 1] - hh, x[:, 0] + hw, x[:, 1] + hh
-    shift = (cls * MAX_WH).astype(x.dtype)
-    return conf_all.max(axis=1), cls, (x1, y1, x2, y2), (x1 + shift, y1 + shift, x2 + shift, y2 + shift)
+    shift = cls * MAX_WH
+    det = pyasc.stack([x1, y1, x2, y2, conf, cls], axis=1)
+    return det, pyasc.stack([x1 + shift, y1 + shift, x2 + shift, y2 + shift], axis=1)
 
 
 def postprocess_pyasc(pred: np.ndarray, conf_thres: float = 0.25, iou_thres: float = 0.45,
                       max_det: int = 300) -> np.ndarray:
-    """Run the same post-processing with one fused pyasc operator and ``pyasc.ops.nms``."""
-    x = pred[0]
-    x = x[x[:, 4] > conf_thres]
-    conf, cls, box, shifted = candidates(x)
-    sel = np.flatnonzero(conf > conf_thres)
-    keep = sel[pyasc.ops.nms(np.stack([c[sel] for c in shifted], 1), conf[sel], iou_thres)[:max_det]]
-    return np.stack([c[keep] for c in box] + [conf[keep], cls[keep].astype(x.dtype)], 1)
+    """Run the same post-processing with ``filter_rows``, one fused operator and ``nms``.
+
+    ``nms``'s ``score_threshold`` drops the rows whose best class score is too low.
+    """
+    det, shifted = candidates(pyasc.ops.filter_rows(pred[0], 4, conf_thres))
+    return det[pyasc.ops.nms(shifted, det[:, 4], iou_thres, score_threshold=conf_thres)[:max_det]]
 
 
 def main(argv=None) -> dict:

@@ -197,6 +197,18 @@ def test_get_compiled_op_with_containers():
     assert op.cache_info().compiles == 1
 
 
+def test_get_compiled_op_before_the_first_call_of_an_operator_with_nested_results():
+    # The first trace finds the nested result: the plan comes from the companion operator.
+    op = pyasc.operator(lambda x: (x * 2, (x + 1, x - 1)))
+    plan = op.get_compiled_op(X)
+    assert plan.kernels() and "mul" in plan.graph_ir()
+    a, (b, c) = op(X)
+    np.testing.assert_array_equal(a, X * 2)
+    np.testing.assert_array_equal(b, X + 1)
+    np.testing.assert_array_equal(c, X - 1)
+    assert op.cache_info().compiles == 1
+
+
 def test_class_form_and_complex_leaves():
     z = (X + 1j * X).astype(np.complex64)
     got = pyasc.operator(lambda t: [t[0] * 2, t[1]])((z, X))

@@ -3,8 +3,8 @@
 ``nms``: ``pyasc.ops.nms`` on 5000 and 20000 clustered float32 boxes against a greedy NumPy
 NMS (one vectorised IoU row per kept box) and, when installed, a Numba greedy loop.
 ``yolo_postprocess``: YOLOv5-style post-processing of a synthetic ``(1, 25200, 85)``
-prediction (the workload of ``examples/yolo_postprocess.py``) with a fused pyasc operator and
-``pyasc.ops.nms`` against the same pipeline in NumPy, at YOLOv5's detection thresholds
+prediction (the workload of ``examples/yolo_postprocess.py``) with ``pyasc.ops.filter_rows``, a
+fused pyasc operator and ``pyasc.ops.nms`` against the same pipeline in NumPy, at YOLOv5's detection thresholds
 (confidence 0.25, IoU 0.45) and its validation thresholds (0.001, 0.6); both versions must keep
 the same detections.
 """
@@ -138,11 +138,13 @@ def _candidates_op() -> Any:
     @pyasc.operator(dynamic_shape=True, kernel_name="yolo_candidates")
     def candidates(x):
         conf_all = x[:, 5:] * x[:, 4:5]
-        cls = conf_all.argmax(axis=1)
+        cls = conf_all.argmax(axis=1).astype(x.dtype)
+        conf = conf_all.max(axis=1)
         hw, hh = x[:, 2] / 2, x[:, 3] / 2
         x1, y1, x2, y2 = x[:, 0] - hw, x[:, 1] - hh, x[:, 0] + hw, x[:, 1] + hh
-        shift = (cls * MAX_WH).astype(x.dtype)
-        return conf_all.max(axis=1), cls, (x1, y1, x2, y2), (x1 + shift, y1 + shift, x2 + shift, y2 + shift)
+        shift = cls * MAX_WH
+        det = pyasc.stack([x1, y1, x2, y2, conf, cls], axis=1)
+        return det, pyasc.stack([x1 + shift, y1 + shift, x2 + shift, y2 + shift], axis=1)
 
     return candidates
 
@@ -152,17 +154,14 @@ def bench_yolo(objects: int, conf_thres: float, iou_thres: float, repeat: int) -
     candidates = _candidates_op()
 
     def postprocess_pyasc(pred: np.ndarray) -> np.ndarray:
-        x = pred[0]
-        x = x[x[:, 4] > conf_thres]
-        conf, cls, box, shifted = candidates(x)
-        sel = np.flatnonzero(conf > conf_thres)
-        keep = sel[pyasc.ops.nms(np.stack([c[sel] for c in shifted], 1), conf[sel], iou_thres)[:300]]
-        return np.stack([c[keep] for c in box] + [conf[keep], cls[keep].astype(x.dtype)], 1)
+        det, shifted = candidates(pyasc.ops.filter_rows(pred[0], 4, conf_thres))
+        return det[pyasc.ops.nms(shifted, det[:, 4], iou_thres, score_threshold=conf_thres)[:300]]
 
     pred = make_prediction(objects)
     got, ref = postprocess_pyasc(pred), postprocess_numpy(pred, conf_thres, iou_thres)
     same = got.shape == ref.shape and bool(np.array_equal(got, ref))
-    rows: List[Row] = [("pyasc", "fused operator + ops.nms", best_time(lambda: postprocess_pyasc(pred), repeat)),
+    rows: List[Row] = [("pyasc", "filter_rows + fused operator + ops.nms",
+                        best_time(lambda: postprocess_pyasc(pred), repeat)),
                        ("numpy", "same pipeline in NumPy",
                         best_time(lambda: postprocess_numpy(pred, conf_thres, iou_thres), repeat))]
     return rows, same, len(got)

@@ -160,5 +160,6 @@ def cast(x: Any, dtype: Any) -> Any:
     return _eager_op(key, lambda t: _pyasc.apply_cast(t, dtype))(x)
 
 
-# Detection ops (``pyasc.ops.box_iou``, ``nms``, ``batched_nms``, ``nms_mask``), one module of their own.
-from .detection import batched_nms, box_iou, nms, nms_mask  # noqa: E402,F401
+# Detection ops (``pyasc.ops.box_iou``, ``nms``, ``batched_nms``, ``nms_mask``, ``filter_rows``), one
+# module of their own.
+from .detection import batched_nms, box_iou, filter_rows, nms, nms_mask  # noqa: E402,F401

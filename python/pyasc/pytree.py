@@ -173,10 +173,14 @@ class _Runner:
     def call(self, method: str, args: tuple) -> Any:
         leaves, in_def = tree_flatten(tuple(args))
         comp = self.companion(in_def)
-        if method != "__call__":
-            return getattr(comp, method)(*leaves)
         key = (in_def, tuple(_leaf_key(x) for x in leaves))
         self.pending = _MISSING
+        if method != "__call__":
+            # A plan compiled here is traced here: keep its result structure for the calls.
+            got = getattr(comp, method)(*leaves)
+            if self.pending is not _MISSING:
+                self.out_defs[key] = self.latest[in_def] = self.pending
+            return got
         out = comp(*leaves)
         if self.pending is not _MISSING:
             self.out_defs[key] = self.latest[in_def] = self.pending

@@ -21,6 +21,7 @@ pub mod chain;
 pub mod convert16;
 mod dispatch;
 mod element;
+pub mod filter_rows;
 pub mod gemm;
 #[cfg(target_arch = "x86_64")]
 mod gemm_bf16;

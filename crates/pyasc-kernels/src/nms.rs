@@ -190,24 +190,19 @@ impl<T: Coord> Columns<T> {
     pub fn gather(boxes: &[T], order: impl ExactSizeIterator<Item = usize>) -> Columns<T> {
         let len = order.len();
         let padded = len.div_ceil(LANES) * LANES;
-        let mut c = Columns {
-            x1: Vec::with_capacity(padded),
-            y1: Vec::with_capacity(padded),
-            x2: Vec::with_capacity(padded),
-            y2: Vec::with_capacity(padded),
-            area: Vec::with_capacity(padded),
-            len,
-        };
-        for i in order {
-            let b = &boxes[4 * i..4 * i + 4];
-            c.x1.push(b[0]);
-            c.y1.push(b[1]);
-            c.x2.push(b[2]);
-            c.y2.push(b[3]);
-            c.area.push((b[2] - b[0]) * (b[3] - b[1]));
-        }
-        for v in [&mut c.x1, &mut c.y1, &mut c.x2, &mut c.y2, &mut c.area] {
-            v.resize(padded, T::ZERO);
+        let column = || vec![T::ZERO; padded];
+        let mut c = Columns { x1: column(), y1: column(), x2: column(), y2: column(), area: column(), len };
+        // Indexed stores into zeroed columns: pushes kept five lengths in memory, one
+        // dependent load and store each per value.
+        let (x1, y1, x2, y2, area) =
+            (&mut c.x1[..len], &mut c.y1[..len], &mut c.x2[..len], &mut c.y2[..len], &mut c.area[..len]);
+        for (k, i) in order.enumerate().take(len) {
+            let b: &[T; 4] = boxes[4 * i..4 * i + 4].try_into().unwrap();
+            x1[k] = b[0];
+            y1[k] = b[1];
+            x2[k] = b[2];
+            y2[k] = b[3];
+            area[k] = (b[2] - b[0]) * (b[3] - b[1]);
         }
         c
     }
@@ -431,7 +426,16 @@ fn descending_key(s: f64) -> u64 {
 /// `0..n` sorted by `scores` descending, stably (ties keep the lower index first; NaN counts
 /// as the largest score).
 pub fn score_order(scores: &[f64]) -> Vec<usize> {
-    let mut keyed: Vec<(u64, usize)> = scores.iter().enumerate().map(|(i, &s)| (descending_key(s), i)).collect();
+    score_order_above(scores, None)
+}
+
+/// [`score_order`] of the scores strictly above `above` only (all of them for `None`; a NaN
+/// score is never above a threshold).
+pub fn score_order_above(scores: &[f64], above: Option<f64>) -> Vec<usize> {
+    let mut keyed: Vec<(u64, usize)> = match above {
+        None => scores.iter().enumerate().map(|(i, &s)| (descending_key(s), i)).collect(),
+        Some(t) => scores.iter().enumerate().filter(|(_, &s)| s > t).map(|(i, &s)| (descending_key(s), i)).collect(),
+    };
     // The index makes every key distinct, so an unstable sort gives the stable order.
     if keyed.len() > 1 << 14 {
         keyed.par_sort_unstable();
@@ -443,15 +447,17 @@ pub fn score_order(scores: &[f64]) -> Vec<usize> {
 
 /// Greedy NMS with torchvision's semantics: the indices of the kept boxes of `boxes` (`4n`
 /// values, `x1 y1 x2 y2` rows), in descending score order; a box is dropped when its IoU with
-/// a kept box of higher rank is strictly above `iou_threshold`.
+/// a kept box of higher rank is strictly above `iou_threshold`. With `score_threshold`, boxes
+/// whose score is not strictly above it take no part (ONNX's `NonMaxSuppression` rule).
 pub fn nms<T: Coord>(
     boxes: &[T],
     scores: &[f64],
     iou_threshold: f64,
+    score_threshold: Option<f64>,
     host: &mut Host<'_>,
 ) -> Result<Vec<i64>, Stopped> {
     assert_eq!(boxes.len(), 4 * scores.len(), "nms: one score per box");
-    let order = score_order(scores);
+    let order = score_order_above(scores, score_threshold);
     let c = Columns::gather(boxes, order.iter().copied());
     let kept = sweep(&c, iou_threshold, host)?;
     Ok(kept.into_iter().map(|p| order[p] as i64).collect())
@@ -459,20 +465,21 @@ pub fn nms<T: Coord>(
 
 /// NMS within each category `idxs[i]` (boxes of different categories never suppress each
 /// other), the kept indices in descending score order (ties: lower index first), as
-/// torchvision's `batched_nms`.
+/// torchvision's `batched_nms`; `score_threshold` as for [`nms`].
 pub fn batched_nms<T: Coord>(
     boxes: &[T],
     scores: &[f64],
     idxs: &[i64],
     iou_threshold: f64,
+    score_threshold: Option<f64>,
     host: &mut Host<'_>,
 ) -> Result<Vec<i64>, Stopped> {
     assert!(
         boxes.len() == 4 * scores.len() && idxs.len() == scores.len(),
         "batched_nms: one score and category per box"
     );
-    let order = score_order(scores);
-    let mut rank = vec![0usize; order.len()];
+    let order = score_order_above(scores, score_threshold);
+    let mut rank = vec![0usize; scores.len()];
     for (k, &i) in order.iter().enumerate() {
         rank[i] = k;
     }

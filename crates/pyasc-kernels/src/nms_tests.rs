@@ -130,9 +130,9 @@ fn nms_matches_plain_greedy_on_clustered_boxes_with_ties() {
             let want64 = nms_ref(&b, &s, thr, None);
             let want32 = nms_ref(&b32, &s, thr, None);
             each_isa(|isa| {
-                let got = with_plain_host(|h| nms(&b, &s, thr, h)).unwrap();
+                let got = with_plain_host(|h| nms(&b, &s, thr, None, h)).unwrap();
                 assert_eq!(got, want64, "{isa:?} n={n} thr={thr}");
-                let got = with_plain_host(|h| nms(&b32, &s, thr, h)).unwrap();
+                let got = with_plain_host(|h| nms(&b32, &s, thr, None, h)).unwrap();
                 assert_eq!(got, want32, "{isa:?} n={n} thr={thr} f32");
             });
         }
@@ -145,7 +145,7 @@ fn nms_on_many_rows_runs_the_parallel_path() {
     let (b, s) = clustered(&mut rng, 3000);
     let b32: Vec<f32> = b.iter().map(|&v| v as f32).collect();
     let want = nms_ref(&b32, &s, 0.45, None);
-    let got = with_plain_host(|h| nms(&b32, &s, 0.45, h)).unwrap();
+    let got = with_plain_host(|h| nms(&b32, &s, 0.45, None, h)).unwrap();
     assert_eq!(got, want);
 }
 
@@ -153,9 +153,9 @@ fn nms_on_many_rows_runs_the_parallel_path() {
 fn identical_boxes_keep_the_first_of_equal_scores() {
     let b = [1.0f32, 1.0, 4.0, 4.0].repeat(5);
     let s = [0.5, 0.9, 0.9, 0.1, 0.9];
-    assert_eq!(with_plain_host(|h| nms(&b, &s, 0.5, h)).unwrap(), vec![1]);
+    assert_eq!(with_plain_host(|h| nms(&b, &s, 0.5, None, h)).unwrap(), vec![1]);
     // Threshold 1: an IoU of exactly 1 is not above it, so nothing is suppressed.
-    assert_eq!(with_plain_host(|h| nms(&b, &s, 1.0, h)).unwrap(), vec![1, 2, 4, 0, 3]);
+    assert_eq!(with_plain_host(|h| nms(&b, &s, 1.0, None, h)).unwrap(), vec![1, 2, 4, 0, 3]);
 }
 
 #[test]
@@ -165,7 +165,29 @@ fn batched_nms_matches_per_category_greedy() {
     let cats: Vec<i64> = (0..500).map(|_| rng.below(4) as i64 - 1).collect();
     for &thr in &[0.0, 0.5, 0.9] {
         let want = nms_ref(&b, &s, thr, Some(&cats));
-        assert_eq!(with_plain_host(|h| batched_nms(&b, &s, &cats, thr, h)).unwrap(), want, "thr={thr}");
+        assert_eq!(with_plain_host(|h| batched_nms(&b, &s, &cats, thr, None, h)).unwrap(), want, "thr={thr}");
+    }
+}
+
+#[test]
+fn a_score_threshold_drops_the_boxes_at_or_below_it_first() {
+    let mut rng = Rng(17);
+    let (b, s) = clustered(&mut rng, 400);
+    let cats: Vec<i64> = (0..400).map(|_| rng.below(3) as i64).collect();
+    // A threshold equal to one of the scores: that box (not strictly above) is dropped too.
+    for t in [s[7], 0.5, -1.0, 2.0] {
+        let above: Vec<usize> = (0..s.len()).filter(|&i| s[i] > t).collect();
+        let sb: Vec<f64> = above.iter().flat_map(|&i| b[4 * i..4 * i + 4].to_vec()).collect();
+        let ss: Vec<f64> = above.iter().map(|&i| s[i]).collect();
+        let sc: Vec<i64> = above.iter().map(|&i| cats[i]).collect();
+        let back = |v: Vec<i64>| v.into_iter().map(|k| above[k as usize] as i64).collect::<Vec<_>>();
+        for thr in [0.3, 0.6] {
+            let want = back(nms_ref(&sb, &ss, thr, None));
+            assert_eq!(with_plain_host(|h| nms(&b, &s, thr, Some(t), h)).unwrap(), want, "t={t} thr={thr}");
+            let want = back(nms_ref(&sb, &ss, thr, Some(&sc)));
+            let got = with_plain_host(|h| batched_nms(&b, &s, &cats, thr, Some(t), h)).unwrap();
+            assert_eq!(got, want, "batched t={t} thr={thr}");
+        }
     }
 }
 
@@ -180,7 +202,7 @@ fn nms_mask_over_a_sorted_iou_matrix_keeps_what_nms_keeps() {
     each_isa(|isa| {
         let keep = nms_mask(&iou, 200, 0.5);
         let via_mask: Vec<i64> = (0..200).filter(|&p| keep[p]).map(|p| order[p] as i64).collect();
-        assert_eq!(via_mask, with_plain_host(|h| nms(&b, &s, 0.5, h)).unwrap(), "{isa:?}");
+        assert_eq!(via_mask, with_plain_host(|h| nms(&b, &s, 0.5, None, h)).unwrap(), "{isa:?}");
     });
 }
 

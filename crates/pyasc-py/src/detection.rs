@@ -1,13 +1,13 @@
 //! Entry points of the detection kernels (`pyasc.ops.box_iou`, `nms`, `batched_nms`,
 //! `nms_mask`): NumPy arrays in, NumPy arrays out, the work done with the GIL released in the
 //! runtime's worker pool. The Python wrappers in `pyasc/detection.py` check shapes and dtypes
-//! and hand over C-contiguous float32 or float64 boxes, float64 scores and int64 categories;
+//! and hand over C-contiguous float32 or float64 boxes and scores and int64 categories;
 //! anything else is refused here with a typed error, never read wrongly.
 
 use crate::boundary::{detach_interruptible, guard};
 use crate::errors::to_py;
 use numpy::ndarray::Array2;
-use numpy::{PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
+use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyasc_ir::error::{ErrorKind, IrError};
 use pyasc_kernels::nms::{self, Coord, Host, Stopped};
 use pyasc_runtime::{interrupt, pool};
@@ -74,45 +74,73 @@ pub fn _box_iou<'py>(py: Python<'py>, a: &Bound<'py, PyAny>, b: &Bound<'py, PyAn
     guard(|| if is_f32(a) { box_iou_t::<f32>(py, a, b) } else { box_iou_t::<f64>(py, a, b) })
 }
 
+/// True when every value is finite (`v * 0` is 0 for finite `v`, NaN for infinity and NaN).
+fn all_finite<T: Coord>(v: &[T]) -> bool {
+    v.iter().fold(true, |ok, &x| ok & (x * T::ZERO == T::ZERO))
+}
+
+/// The scores as float64 (float32 widens exactly); an error when one is NaN.
+fn scores_f64(scores: &Bound<'_, PyAny>) -> PyResult<Vec<f64>> {
+    let s: Vec<f64> = if let Ok(a) = scores.cast::<PyArray1<f32>>() {
+        let a = a.readonly();
+        a.as_slice().map_err(|_| invalid("scores must be contiguous"))?.iter().map(|&v| f64::from(v)).collect()
+    } else {
+        let a: PyReadonlyArray1<f64> = scores.extract()?;
+        a.as_slice().map_err(|_| invalid("scores must be contiguous"))?.to_vec()
+    };
+    if s.iter().any(|v| v.is_nan()) {
+        return Err(invalid("scores contain NaN"));
+    }
+    Ok(s)
+}
+
 fn nms_t<'py, T: Coord + numpy::Element>(
     py: Python<'py>,
     boxes: &Bound<'py, PyAny>,
     scores: &[f64],
     idxs: Option<&[i64]>,
     iou_threshold: f64,
+    score_threshold: Option<f64>,
 ) -> PyResult<Bound<'py, PyArray1<i64>>> {
     let boxes: PyReadonlyArray2<T> = boxes.extract()?;
     let b = rows(&boxes, 4, "boxes")?;
     if b.len() != 4 * scores.len() || idxs.is_some_and(|c| c.len() != scores.len()) {
         return Err(to_py(IrError::new(ErrorKind::Shape, "boxes, scores and idxs must have one row per box")));
     }
+    if !all_finite(b) {
+        return Err(invalid("boxes contain NaN or infinity"));
+    }
     let kept = run_sweep(py, |host| match idxs {
-        None => nms::nms(b, scores, iou_threshold, host),
-        Some(c) => nms::batched_nms(b, scores, c, iou_threshold, host),
+        None => nms::nms(b, scores, iou_threshold, score_threshold, host),
+        Some(c) => nms::batched_nms(b, scores, c, iou_threshold, score_threshold, host),
     })?;
     Ok(PyArray1::from_vec(py, kept))
 }
 
-/// Greedy NMS: the kept indices (int64) in descending score order; with `idxs`, per category.
+/// Greedy NMS: the kept indices (int64) in descending score order; with `idxs`, per category;
+/// with `score_threshold`, only boxes scoring strictly above it take part. Boxes are
+/// C-contiguous float32 or float64 `(N, 4)`, scores float32 or float64; boxes with NaN or
+/// infinity and NaN scores are refused (`InvalidArgumentError`).
 #[pyfunction]
-#[pyo3(signature = (boxes, scores, iou_threshold, idxs = None))]
+#[pyo3(signature = (boxes, scores, iou_threshold, idxs = None, score_threshold = None))]
 pub fn _nms<'py>(
     py: Python<'py>,
     boxes: &Bound<'py, PyAny>,
-    scores: PyReadonlyArray1<'py, f64>,
+    scores: &Bound<'py, PyAny>,
     iou_threshold: f64,
     idxs: Option<PyReadonlyArray1<'py, i64>>,
+    score_threshold: Option<f64>,
 ) -> PyResult<Bound<'py, PyArray1<i64>>> {
     guard(|| {
-        let s = scores.as_slice().map_err(|_| invalid("scores must be contiguous"))?;
+        let s = scores_f64(scores)?;
         let c = match &idxs {
             Some(c) => Some(c.as_slice().map_err(|_| invalid("idxs must be contiguous"))?),
             None => None,
         };
         if is_f32(boxes) {
-            nms_t::<f32>(py, boxes, s, c, iou_threshold)
+            nms_t::<f32>(py, boxes, &s, c, iou_threshold, score_threshold)
         } else {
-            nms_t::<f64>(py, boxes, s, c, iou_threshold)
+            nms_t::<f64>(py, boxes, &s, c, iou_threshold, score_threshold)
         }
     })
 }
@@ -144,6 +172,77 @@ pub fn _nms_mask<'py>(
             nms_mask_t::<f32>(py, iou, iou_threshold)
         } else {
             nms_mask_t::<f64>(py, iou, iou_threshold)
+        }
+    })
+}
+
+fn filter_rows_t<'py, T: Copy + PartialOrd + Send + Sync + numpy::Element>(
+    py: Python<'py>,
+    x: &Bound<'py, PyAny>,
+    column: usize,
+    threshold: T,
+) -> PyResult<Bound<'py, PyAny>> {
+    use pyasc_kernels::filter_rows::{block_range, blocks, copy_rows, select_rows};
+    let x: PyReadonlyArray2<T> = x.extract()?;
+    let cols = x.shape()[1];
+    if column >= cols {
+        return Err(to_py(IrError::new(
+            ErrorKind::Shape,
+            format!("column {column} is out of range for {cols} columns"),
+        )));
+    }
+    let data = rows(&x, 0, "x")?;
+    let n = x.shape()[0];
+    let nb = blocks(n);
+    let helpers = if nb > 1 { pool::num_threads().saturating_sub(1) } else { 0 };
+    // First pass: each block's selected rows.
+    let picked: Vec<std::sync::Mutex<Vec<u32>>> = (0..nb).map(|_| std::sync::Mutex::new(Vec::new())).collect();
+    py.detach(|| {
+        let _ = pool::for_blocks::<()>(nb, helpers, |b| {
+            let mut got = picked[b].lock().unwrap_or_else(|e| e.into_inner());
+            select_rows(data, cols, column, threshold, block_range(b, n), &mut got);
+            Ok(())
+        });
+    });
+    let picked: Vec<Vec<u32>> = picked.into_iter().map(|m| m.into_inner().unwrap_or_else(|e| e.into_inner())).collect();
+    let mut starts = Vec::with_capacity(nb);
+    let mut kept = 0usize;
+    for p in &picked {
+        starts.push(kept);
+        kept += p.len();
+    }
+    // SAFETY: every element of the new array is written below before Python sees it.
+    let out = unsafe { PyArray2::<T>::new(py, [kept, cols], false) };
+    // SAFETY: `out` is a new C-contiguous array no other code holds yet.
+    let dst = unsafe { out.as_slice_mut() }.map_err(|_| to_py(IrError::internal("a new array is not contiguous")))?;
+    let (dst_ptr, dst_len) = (dst.as_mut_ptr() as usize, dst.len());
+    py.detach(|| {
+        let _ = pool::for_blocks::<()>(nb, helpers, |b| {
+            let (s, len) = (starts[b] * cols, picked[b].len() * cols);
+            debug_assert!(s + len <= dst_len);
+            // SAFETY: block `b` writes rows starts[b].. of the result, which no other block writes.
+            let part = unsafe { std::slice::from_raw_parts_mut((dst_ptr as *mut T).add(s), len) };
+            copy_rows(data, cols, &picked[b], part);
+            Ok(())
+        });
+    });
+    Ok(out.into_any())
+}
+
+/// `x[x[:, column] > threshold]` of a C-contiguous float32 or float64 matrix (`threshold`
+/// already in `x`'s dtype), in two parallel passes over row blocks.
+#[pyfunction]
+pub fn _filter_rows<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyAny>,
+    column: usize,
+    threshold: f64,
+) -> PyResult<Bound<'py, PyAny>> {
+    guard(|| {
+        if is_f32(x) {
+            filter_rows_t::<f32>(py, x, column, threshold as f32)
+        } else {
+            filter_rows_t::<f64>(py, x, column, threshold)
         }
     })
 }

@@ -599,7 +599,17 @@ impl Operator {
                 return Ok(pytree.call_method1("compiled", (slf, &args))?.unbind());
             }
             let mut parsed = parse(py, &args, &me.params)?;
-            let entry = me.entry_with_captured(py, &mut parsed)?;
+            let entry = match me.entry_with_captured(py, &mut parsed) {
+                Ok(e) => e,
+                Err(e) if e.is_instance(py, &pytree.getattr("StructuredResult")?) => {
+                    // Nested results, found by this first trace: the plan is the companion's.
+                    me.tree_out.store(true, std::sync::atomic::Ordering::Relaxed);
+                    me.tree_used.store(true, std::sync::atomic::Ordering::Relaxed);
+                    drop(parsed);
+                    return Ok(pytree.call_method1("compiled", (slf, &args))?.unbind());
+                }
+                Err(e) => return Err(e),
+            };
             Ok(Py::new(py, CompiledOp::new(entry, me.device()))?.into_any())
         })
     }

@@ -84,30 +84,81 @@ pub unsafe fn run_pad(x: &InputView, out: *mut u8, spec: &PadSpec) -> Result<()>
 
 /// Copy every element of the strided view `x` to `dst` + the strided offsets `dst_strides`.
 ///
+/// Axes of length 1 are dropped first; the last remaining axis runs as one typed loop (a
+/// `memcpy` where both sides are contiguous), the others step the two offsets.
+///
 /// # Safety
 /// `x` must be readable and the destination writable over `x.shape`.
 unsafe fn copy_strided(x: &InputView, dst: *mut u8, dst_strides: &[isize]) {
-    let n: usize = x.shape.iter().product();
-    if n == 0 {
+    if x.shape.contains(&0) {
         return;
     }
-    let rank = x.shape.len();
+    let axes: Vec<(usize, isize, isize)> =
+        (0..x.shape.len()).filter(|&k| x.shape[k] != 1).map(|k| (x.shape[k], x.strides[k], dst_strides[k])).collect();
     let size = x.dtype.size();
-    let mut idx = vec![0usize; rank];
-    for _ in 0..n {
-        let (mut so, mut d) = (0isize, 0isize);
-        for k in 0..rank {
-            so += idx[k] as isize * x.strides[k];
-            d += idx[k] as isize * dst_strides[k];
-        }
-        // SAFETY: per the contract above.
-        unsafe { std::ptr::copy_nonoverlapping(x.ptr.offset(so * size as isize), dst.offset(d * size as isize), size) };
-        for k in (0..rank).rev() {
+    let Some(&(inner, si, di)) = axes.last() else {
+        // SAFETY: one element, per the contract above.
+        unsafe { std::ptr::copy_nonoverlapping(x.ptr, dst, size) };
+        return;
+    };
+    let outer = &axes[..axes.len() - 1];
+    let rows: usize = outer.iter().map(|a| a.0).product();
+    let mut idx = vec![0usize; outer.len()];
+    let (mut so, mut d) = (0isize, 0isize);
+    for _ in 0..rows {
+        // SAFETY: per the contract above; `so` and `d` address the row's first element.
+        unsafe { copy_run(size, x.ptr.offset(so * size as isize), si, dst.offset(d * size as isize), di, inner) };
+        for k in (0..outer.len()).rev() {
+            let (len, s, t) = outer[k];
             idx[k] += 1;
-            if idx[k] < x.shape[k] {
+            so += s;
+            d += t;
+            if idx[k] < len {
                 break;
             }
             idx[k] = 0;
+            so -= len as isize * s;
+            d -= len as isize * t;
+        }
+    }
+}
+
+/// Copy `n` elements of `size` bytes from `src` (stride `ss` elements) to `dst` (stride `ds`).
+///
+/// # Safety
+/// Both runs must be valid for `n` elements at their strides.
+unsafe fn copy_run(size: usize, src: *const u8, ss: isize, dst: *mut u8, ds: isize, n: usize) {
+    /// # Safety
+    /// As for [`copy_run`], with elements of `T`.
+    #[inline(always)]
+    unsafe fn typed<T: Copy>(src: *const T, ss: isize, dst: *mut T, ds: isize, n: usize) {
+        // SAFETY: per the contract above.
+        unsafe {
+            if ss == 1 && ds == 1 {
+                std::ptr::copy_nonoverlapping(src, dst, n);
+            } else {
+                for i in 0..n as isize {
+                    *dst.offset(i * ds) = *src.offset(i * ss);
+                }
+            }
+        }
+    }
+    // SAFETY: per the contract above; the element size picks the type of one element.
+    unsafe {
+        match size {
+            1 => typed(src, ss, dst, ds, n),
+            2 => typed(src as *const u16, ss, dst as *mut u16, ds, n),
+            4 => typed(src as *const u32, ss, dst as *mut u32, ds, n),
+            8 => typed(src as *const u64, ss, dst as *mut u64, ds, n),
+            _ => {
+                for i in 0..n as isize {
+                    std::ptr::copy_nonoverlapping(
+                        src.offset(i * ss * size as isize),
+                        dst.offset(i * ds * size as isize),
+                        size,
+                    );
+                }
+            }
         }
     }
 }
@@ -239,6 +290,58 @@ impl LibraryKernel for TakeKernel {
             // SAFETY: per the trait's contract.
             (Some(axis), [x, idx]) => unsafe { run_take(x, idx, out, axis, k.locs.first()) },
             _ => Err(IrError::internal("take takes an operand, indices and an axis")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The element of a strided view at `idx`, walked naively.
+    fn at(data: &[i32], strides: &[isize], idx: &[usize]) -> i32 {
+        data[idx.iter().zip(strides).map(|(&i, &s)| i as isize * s).sum::<isize>() as usize]
+    }
+
+    #[test]
+    fn strided_copies_match_naive_indexing() {
+        let data: Vec<i32> = (0..2 * 3 * 5 * 4).collect();
+        // (shape, strides) views of `data`: contiguous, transposed, with unit axes, one column.
+        let views: Vec<(Vec<usize>, Vec<isize>)> = vec![
+            (vec![2, 3, 5, 4], vec![60, 20, 4, 1]),
+            (vec![4, 5, 3, 2], vec![1, 4, 20, 60]),
+            (vec![6, 1, 5], vec![20, 0, 4]),
+            (vec![30, 1], vec![4, 1]),
+            (vec![1, 1], vec![7, 3]),
+            (vec![3, 0, 2], vec![1, 1, 1]),
+        ];
+        for (shape, strides) in views {
+            let n: usize = shape.iter().product();
+            let view = InputView {
+                ptr: data.as_ptr() as *const u8,
+                dtype: DType::I32,
+                shape: shape.clone(),
+                strides: strides.clone(),
+            };
+            // Into a destination twice as wide along the last axis (every other slot written).
+            let mut dst_strides = InputView::contiguous(std::ptr::null(), DType::I32, shape.clone()).strides;
+            dst_strides.iter_mut().for_each(|s| *s *= 2);
+            let mut out = vec![-1i32; 2 * n.max(1)];
+            // SAFETY: the view lies inside `data` and the destination inside `out`.
+            unsafe { copy_strided(&view, out.as_mut_ptr() as *mut u8, &dst_strides) };
+            let mut idx = vec![0usize; shape.len()];
+            for _ in 0..n {
+                assert_eq!(at(&out, &dst_strides, &idx), at(&data, &strides, &idx), "{shape:?} {strides:?} at {idx:?}");
+                for k in (0..shape.len()).rev() {
+                    idx[k] += 1;
+                    if idx[k] < shape[k] {
+                        break;
+                    }
+                    idx[k] = 0;
+                }
+            }
+            let written = out.iter().filter(|&&v| v != -1).count();
+            assert_eq!(written, if n == 0 { 0 } else { n }, "{shape:?}: exactly the view's elements are written");
         }
     }
 }
