@@ -410,3 +410,28 @@ def test_loop_carried_values_reach_their_lanes_when_lanes_leave_at_different_tim
     got = op(cx, cy, 60)
     want = per_element(escape_state, cx, cy, 60).astype(np.float64)
     np.testing.assert_array_equal(got, want)
+
+
+def newton_root(v):
+    """Square root by Newton steps until the square is close (float32 or float64 lanes)."""
+    if v <= 0.0:
+        return 0.0
+    x = v
+    i = 0
+    while abs(x * x - v) > 1e-5 * v and i < 60:
+        x = 0.5 * (x + v / x)
+        i += 1
+    return -x if i % 2 == 1 else x
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [1, 63, 127, 128, 129, 1_000])
+def test_loops_run_strip_by_strip_match_per_element_calls(dtype, n):
+    # Bodies of arithmetic, abs, division, comparisons and selects run 128 lanes at a time until
+    # each strip's lanes are done; strips of every length, NaN and infinities included.
+    rng = np.random.default_rng(n)
+    v = rng.uniform(0.0, 1e4, n).astype(dtype)
+    v[::7] = np.resize(np.array(SPECIAL, dtype), len(v[::7]))
+    v[1::11] = np.inf
+    v[2::13] = np.nan
+    check(pyasc.vectorized_operator(newton_root), newton_root, v, rtol=0)

@@ -12,11 +12,12 @@ use pyasc_ir::program::{IndexMap, Program, Stmt};
 use pyasc_ir::tile::{BufferDecl, BufferId, BufferKind, KernelPlan, RegDecl, TileKernel};
 use pyasc_ir::{DType, Shape};
 
-/// Lanes per tile of a looping kernel. Long tiles amortise each vector instruction's
-/// dispatch; the VM packs the lanes still looping together once half of them are done, so
-/// finished lanes cost little. On a Mandelbrot grid (2048 x 2048, 100 iterations, float64,
-/// packing on) 512 lanes ran 1.2-1.3x faster than 256 and 1.1x faster than 1024, A/B runs
-/// of one script on one machine.
+/// Lanes per tile of a looping kernel. Mask loops whose body decodes to strip instructions
+/// run 128 lanes at a time within the tile (`pyasc_kernels::lane_loop`); the others run on
+/// the tile VM, where long tiles amortise each vector instruction's dispatch and the VM packs
+/// the lanes still looping together once half of them are done. On a Mandelbrot grid (2048 x
+/// 2048, 100 iterations, float64, tile VM with packing) 512 lanes ran 1.2-1.3x faster than 256
+/// and 1.1x faster than 1024, A/B runs of one script on one machine.
 const LOOP_TILE: usize = 512;
 
 /// The plan of a vectorized operator: `inputs` are the arguments' (dtype, shape) in order,

@@ -31,6 +31,9 @@ mod gemm_lowp;
 #[cfg(test)]
 mod gemm_lowp_tests;
 pub mod isa;
+pub mod lane_loop;
+#[cfg(test)]
+mod lane_loop_tests;
 mod math;
 pub mod nms;
 #[cfg(test)]

@@ -51,6 +51,7 @@ pub mod peaks;
 pub mod pool;
 pub mod pooling;
 pub mod program;
+mod program_lanes;
 pub mod scan;
 pub mod scan_map;
 pub mod scatter;

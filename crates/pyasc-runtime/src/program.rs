@@ -223,6 +223,8 @@ struct Block<'a> {
     acc: &'a HashMap<usize, Access>,
     /// Copies run as swaps of register buffers ([`swappable_copies`]), by statement address.
     swaps: &'a HashSet<usize>,
+    /// Mask loops run strip by strip ([`crate::program_lanes`]), by statement address.
+    lanes: &'a HashMap<usize, pyasc_kernels::lane_loop::LaneProgram>,
     mem: Vec<Vec<Line>>,
     vals: Vec<Val>,
     tmp: [Vec<Line>; 3],
@@ -479,6 +481,21 @@ impl Block<'_> {
         result
     }
 
+    /// Run a mask loop on the whole tile: its body while any lane's condition holds.
+    ///
+    /// # Safety
+    /// As for [`Block::run`].
+    unsafe fn run_while(&mut self, w: &WhileAny) -> Result<()> {
+        let n = self.extent(self.level(w.cond));
+        let mut turns = 0u32;
+        while self.any(w.cond, n) {
+            self.poll(&mut turns)?;
+            // SAFETY: per this function's contract.
+            unsafe { self.run(&w.body)? };
+        }
+        Ok(())
+    }
+
     /// # Safety
     /// As for [`Block::op`] and [`Block::transfer`].
     unsafe fn run(&mut self, stmts: &[Stmt]) -> Result<()> {
@@ -501,21 +518,21 @@ impl Block<'_> {
                     // SAFETY: as above.
                     unsafe { self.transfer(&acc[&key], *src, false) }
                 }
-                Stmt::While(w)
-                    if depth == 0 && matches!(self.vals[w.cond.0 as usize], Val::Ptr(_)) && packable(&w.body) =>
-                {
-                    // SAFETY: per this function's contract.
-                    unsafe { self.run_packing(w)? }
-                }
-                Stmt::While(w) => {
-                    let n = self.extent(self.level(w.cond));
-                    let mut turns = 0u32;
-                    while self.any(w.cond, n) {
-                        self.poll(&mut turns)?;
+                Stmt::While(w) if depth == 0 && matches!(self.vals[w.cond.0 as usize], Val::Ptr(_)) => {
+                    if let Some(lp) = self.lanes.get(&key) {
+                        // SAFETY: the tile registers hold `rows` lanes (this function's contract).
+                        unsafe { crate::program_lanes::run(self.k, &self.vals, self.rows, lp, self.token)? }
+                    } else if packable(&w.body) {
                         // SAFETY: per this function's contract.
-                        unsafe { self.run(&w.body)? };
+                        unsafe { self.run_packing(w)? }
+                    } else {
+                        // SAFETY: per this function's contract.
+                        unsafe { self.run_while(w)? };
                     }
                 }
+                // SAFETY: per this function's contract.
+                Stmt::While(w) => unsafe { self.run_while(w)? },
+
                 Stmt::Loop(l) => {
                     let extent = self.k.shape.0[l.axis];
                     let mut o = 0;
@@ -666,6 +683,7 @@ pub unsafe fn run_program(
     let mut acc = HashMap::new();
     accesses(k, &p.body, 0, &loops, args, outs, &mut acc)?;
     let swaps = swappable_copies(k, p);
+    let lanes = crate::program_lanes::compile(k, p, &swaps);
     let rows = k.tile_elems.max(1);
     let tiles = outer_n.div_ceil(rows);
     let token = crate::interrupt::current();
@@ -695,6 +713,7 @@ pub unsafe fn run_program(
             outer: &outer,
             acc: &acc,
             swaps: &swaps,
+            lanes: &lanes,
             mem,
             vals,
             tmp: [Vec::new(), Vec::new(), Vec::new()],

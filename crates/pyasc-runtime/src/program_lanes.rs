@@ -1,0 +1,156 @@
+//! The strip loop of structured programs: mask loops of the tile's outer level whose body
+//! decodes to [`pyasc_kernels::lane_loop`] instructions run strip by strip there instead of
+//! instruction by instruction over the whole tile.
+//!
+//! [`compile`] decodes each such loop once per launch (by statement address); [`run`] runs
+//! one over a tile's lanes, with the tile's register buffers in place (constants broadcast
+//! over one strip) and the launch's cancellation token polled between iterations.
+
+use crate::instr::{FromScalar, Val};
+use crate::interrupt::Token;
+use pyasc_ir::error::{IrError, Result};
+use pyasc_ir::program::{Program, Stmt};
+use pyasc_ir::tile::{Instr, RegKind, TileKernel};
+use pyasc_ir::DType;
+use pyasc_kernels::lane_loop::{self, LaneProgram, LaneReg, STRIP};
+use std::collections::{HashMap, HashSet};
+
+/// The strip programs of `p`'s top-level mask loops that have one, by statement address.
+///
+/// A loop qualifies when its body is lane-wise instructions only, every register it names is
+/// of the outer level and no instruction writes a constant register. `swaps` are the copies
+/// whose source is read by the copy alone ([`crate::copy_swap`]): the instruction computing
+/// that source writes the copy's destination directly instead, when nothing between them
+/// touches the destination, and the copy goes.
+pub fn compile(k: &TileKernel, p: &Program, swaps: &HashSet<usize>) -> HashMap<usize, LaneProgram> {
+    let mut out = HashMap::new();
+    for s in &p.body {
+        let Stmt::While(w) = s else { continue };
+        let mut instrs = Vec::with_capacity(w.body.len());
+        let mut swappable = Vec::with_capacity(w.body.len());
+        let ok = w.body.iter().all(|b| match b {
+            Stmt::Op(i) if !i.per_row() => {
+                instrs.push(*i);
+                swappable.push(swaps.contains(&(b as *const Stmt as usize)));
+                let outer = |r: pyasc_ir::tile::Reg| p.levels.get(r.0 as usize) == Some(&0);
+                let dst_is_tile = !matches!(k.regs[i.dst().0 as usize].kind, RegKind::Scalar(_));
+                dst_is_tile && outer(i.dst()) && i.srcs().iter().all(|&r| outer(r))
+            }
+            _ => false,
+        });
+        if !ok || p.levels.get(w.cond.0 as usize) != Some(&0) {
+            continue;
+        }
+        coalesce(&mut instrs, &swappable);
+        if let Some(lp) = LaneProgram::compile(&instrs, w.cond, |r| k.regs[r.0 as usize].dtype) {
+            out.insert(s as *const Stmt as usize, lp);
+        }
+    }
+    out
+}
+
+/// Removes each copy `d = copy(t)` marked in `swappable` (its source read by it alone) by
+/// making the last instruction before it that writes `t` write `d`, when no instruction in
+/// between reads or writes `d`.
+fn coalesce(instrs: &mut Vec<Instr>, swappable: &[bool]) {
+    let mut keep: Vec<bool> = vec![true; instrs.len()];
+    for j in 0..instrs.len() {
+        let Instr::Copy { dst: d, src: t } = instrs[j] else { continue };
+        if !swappable[j] {
+            continue;
+        }
+        let Some(i) = (0..j).rev().find(|&i| keep[i] && instrs[i].dst() == t) else { continue };
+        let touches = |x: &Instr| x.dst() == d || x.srcs().contains(&d);
+        if (i + 1..j).any(|m| keep[m] && touches(&instrs[m])) {
+            continue;
+        }
+        *instrs[i].dst_mut() = d;
+        keep[j] = false;
+    }
+    let mut it = keep.iter();
+    instrs.retain(|_| *it.next().unwrap_or(&true));
+}
+
+/// One strip of a constant, as the program's element type.
+fn broadcast(s: pyasc_ir::Scalar, dtype: DType) -> Option<Vec<u64>> {
+    let mut buf = vec![0u64; STRIP];
+    let p = buf.as_mut_ptr();
+    // SAFETY: the buffer holds STRIP eight-byte lanes, room for STRIP lanes of any of these types.
+    unsafe {
+        match dtype {
+            DType::F32 => std::slice::from_raw_parts_mut(p as *mut f32, STRIP).fill(f32::from_scalar(s)),
+            DType::F64 => std::slice::from_raw_parts_mut(p as *mut f64, STRIP).fill(f64::from_scalar(s)),
+            DType::I32 => std::slice::from_raw_parts_mut(p as *mut i32, STRIP).fill(i32::from_scalar(s)),
+            DType::I64 => std::slice::from_raw_parts_mut(p as *mut i64, STRIP).fill(i64::from_scalar(s)),
+            DType::Bool => std::slice::from_raw_parts_mut(p as *mut u8, STRIP).fill(u8::from_scalar(s)),
+            _ => return None,
+        }
+    }
+    Some(buf)
+}
+
+/// Runs the mask loop `lp` over the `rows` lanes of a tile whose registers are `vals`.
+///
+/// # Safety
+/// Every tile register of `vals` holds `rows` lanes of its declared type.
+pub unsafe fn run(k: &TileKernel, vals: &[Val], rows: usize, lp: &LaneProgram, token: Option<&Token>) -> Result<()> {
+    let mut consts: Vec<Vec<u64>> = Vec::new();
+    let mut regs = Vec::with_capacity(vals.len());
+    for (v, decl) in vals.iter().zip(&k.regs) {
+        regs.push(match *v {
+            Val::Ptr(p) => LaneReg { ptr: p, step: decl.dtype.size() },
+            Val::Scalar(s) => {
+                let Some(mut buf) = broadcast(s, decl.dtype) else {
+                    // A constant of a type no instruction reads (the program names it elsewhere).
+                    regs.push(LaneReg { ptr: std::ptr::null_mut(), step: 0 });
+                    continue;
+                };
+                let ptr = buf.as_mut_ptr() as *mut u8;
+                consts.push(buf);
+                LaneReg { ptr, step: 0 }
+            }
+        });
+    }
+    let mut stopped: Option<IrError> = None;
+    let mut poll = || match token.map(|t| t.check()) {
+        Some(Err(e)) => {
+            stopped = Some(e);
+            true
+        }
+        _ => false,
+    };
+    // SAFETY: per this function's contract; constants are strip-long buffers alive until the end.
+    unsafe { lane_loop::run(lp, &regs, rows, &mut poll) };
+    drop(consts);
+    stopped.map_or(Ok(()), Err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pyasc_ir::op::BinaryOp;
+    use pyasc_ir::tile::Reg;
+
+    fn add(d: u16, a: u16, b: u16) -> Instr {
+        Instr::Binary { op: BinaryOp::Add, dst: Reg(d), a: Reg(a), b: Reg(b) }
+    }
+
+    #[test]
+    fn copies_of_single_use_temporaries_fold_into_their_definition() {
+        // r0 = copy(t3) stays: r0 is read between t3's definition and the copy. r1 = copy(t5)
+        // folds into t5's definition.
+        let mut body = vec![
+            add(3, 0, 1),
+            add(4, 0, 0),
+            Instr::Copy { dst: Reg(0), src: Reg(3) },
+            add(5, 1, 1),
+            Instr::Copy { dst: Reg(1), src: Reg(5) },
+        ];
+        coalesce(&mut body, &[false, false, true, false, true]);
+        assert_eq!(body, vec![add(3, 0, 1), add(4, 0, 0), Instr::Copy { dst: Reg(0), src: Reg(3) }, add(1, 1, 1)]);
+        // A copy not known to be the source's only reader stays.
+        let mut body = vec![add(5, 1, 1), Instr::Copy { dst: Reg(1), src: Reg(5) }];
+        coalesce(&mut body, &[false, false]);
+        assert_eq!(body.len(), 2);
+    }
+}
