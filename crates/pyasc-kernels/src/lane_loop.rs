@@ -347,8 +347,13 @@ unsafe fn block<T: Copy>(p: *const T, i: usize) -> [T; W] {
 /// # Safety
 /// The three registers hold `n` lanes of their types.
 #[inline(always)]
-unsafe fn map2<A: Copy, B: Copy, D>(cur: &[*mut u8], d: u16, a: u16, b: u16, n: usize, f: impl Fn(A, B) -> D) {
-    let (pa, pb, pd) = (cur[a as usize] as *const A, cur[b as usize] as *const B, cur[d as usize] as *mut D);
+unsafe fn map2<A: Copy, D>(cur: &[*mut u8], d: u16, a: u16, b: u16, n: usize, f: impl Fn(A, A) -> D) {
+    if a == b {
+        // `x * x` and the like: one load a lane instead of two.
+        // SAFETY: per the contract above.
+        return unsafe { map1(cur, d, a, n, |x: A| f(x, x)) };
+    }
+    let (pa, pb, pd) = (cur[a as usize] as *const A, cur[b as usize] as *const A, cur[d as usize] as *mut D);
     let mut i = 0;
     // SAFETY: per the contract above; every block is read before it is written.
     unsafe {
@@ -583,7 +588,13 @@ unsafe fn step(op: &LaneOp, cur: &[*mut u8], n: usize) {
             LaneOp::Chain { ty, op1, op2, swap, d, a, b, c } => with_arith!(op1, O1 => with_arith!(op2, O2 =>
                 with_ty!(ty,
                     T => if swap {
-                        map3(cur, (d, a, b, c), n, |x: T, y: T, z: T| z.ar::<O2>(x.ar::<O1>(y)))
+                        if a == b {
+                            map2(cur, d, a, c, n, |x: T, z: T| z.ar::<O2>(x.ar::<O1>(x)))
+                        } else {
+                            map3(cur, (d, a, b, c), n, |x: T, y: T, z: T| z.ar::<O2>(x.ar::<O1>(y)))
+                        }
+                    } else if a == b {
+                        map2(cur, d, a, c, n, |x: T, z: T| x.ar::<O1>(x).ar::<O2>(z))
                     } else {
                         map3(cur, (d, a, b, c), n, |x: T, y: T, z: T| x.ar::<O1>(y).ar::<O2>(z))
                     },
