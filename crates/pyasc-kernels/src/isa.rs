@@ -161,6 +161,19 @@ pub fn available() -> Vec<Isa> {
     [Isa::Scalar, Isa::Sse2, Isa::Neon, Isa::Avx2Fma, Isa::Avx512].into_iter().filter(|&i| supported(i)).collect()
 }
 
+/// Test helper: runs `f` once with each ISA this CPU has forced active, one caller at a time
+/// (the override is process-wide), then restores the default.
+#[cfg(test)]
+pub(crate) fn each_isa(mut f: impl FnMut(Isa)) {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _serial = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    for isa in available() {
+        force(Some(isa));
+        f(isa);
+    }
+    force(None);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,23 +1,11 @@
 //! Tests of the strip loop: decoded programs against the same loops written lane by lane in
 //! plain Rust, on every ISA, for lane counts around the strip and block sizes.
 
-use crate::isa::{self, Isa};
+use crate::isa::each_isa;
 use crate::lane_loop::{run, LaneOp, LaneProgram, LaneReg, STRIP};
 use pyasc_ir::op::{BinaryOp, UnaryOp};
 use pyasc_ir::tile::{Instr, Reg};
 use pyasc_ir::DType;
-use std::sync::Mutex;
-
-static ISA_LOCK: Mutex<()> = Mutex::new(());
-
-fn each_isa(mut f: impl FnMut(Isa)) {
-    let _serial = ISA_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    for isa in isa::available() {
-        isa::force(Some(isa));
-        f(isa);
-    }
-    isa::force(None);
-}
 
 const LANES: [usize; 10] = [1, 15, 16, 17, 65, 127, 128, 129, 300, 515];
 

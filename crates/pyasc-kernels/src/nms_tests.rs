@@ -1,13 +1,9 @@
 //! Tests of the detection kernels against plain scalar references, on every ISA this CPU runs.
 
-use crate::isa::{self, Isa};
+use crate::isa::each_isa;
 use crate::nms::{
     batched_nms, box_iou, nms, nms_mask, score_order, sweep, with_plain_host, Columns, Coord, Host, Stopped,
 };
-use std::sync::Mutex;
-
-/// The ISA switch is process-wide: tests that force it run one at a time.
-static ISA_LOCK: Mutex<()> = Mutex::new(());
 
 /// A small deterministic generator (xorshift64*).
 struct Rng(u64);
@@ -67,15 +63,6 @@ fn nms_ref<T: Coord + Into<f64>>(boxes: &[T], scores: &[f64], thr: f64, cats: Op
         }
     }
     kept.into_iter().map(|i| i as i64).collect()
-}
-
-fn each_isa(mut f: impl FnMut(Isa)) {
-    let _serial = ISA_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    for isa in isa::available() {
-        isa::force(Some(isa));
-        f(isa);
-    }
-    isa::force(None);
 }
 
 #[test]
