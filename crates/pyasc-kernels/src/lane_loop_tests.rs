@@ -14,18 +14,18 @@ fn bin(op: BinaryOp, d: u16, a: u16, b: u16) -> Instr {
 }
 
 /// A register of `n` lanes (or one strip-long constant) as bytes.
-struct Regs {
+pub(crate) struct Regs {
     bufs: Vec<Vec<u64>>,
     steps: Vec<usize>,
 }
 
 impl Regs {
-    fn new(types: &[(DType, bool)], n: usize) -> Regs {
+    pub(crate) fn new(types: &[(DType, bool)], n: usize) -> Regs {
         let bufs = types.iter().map(|&(_, c)| vec![0u64; if c { STRIP } else { n.max(1) }]).collect();
         let steps = types.iter().map(|&(t, c)| if c { 0 } else { t.size() }).collect();
         Regs { bufs, steps }
     }
-    fn set<T: Copy>(&mut self, r: usize, v: impl Fn(usize) -> T) {
+    pub(crate) fn set<T: Copy>(&mut self, r: usize, v: impl Fn(usize) -> T) {
         let len = self.bufs[r].len() * 8 / std::mem::size_of::<T>();
         let p = self.bufs[r].as_mut_ptr() as *mut T;
         for i in 0..len {
@@ -33,11 +33,11 @@ impl Regs {
             unsafe { p.add(i).write(v(i)) };
         }
     }
-    fn get<T: Copy>(&self, r: usize, i: usize) -> T {
+    pub(crate) fn get<T: Copy>(&self, r: usize, i: usize) -> T {
         // SAFETY: tests read lanes they wrote.
         unsafe { (self.bufs[r].as_ptr() as *const T).add(i).read() }
     }
-    fn lane_regs(&mut self) -> Vec<LaneReg> {
+    pub(crate) fn lane_regs(&mut self) -> Vec<LaneReg> {
         self.bufs
             .iter_mut()
             .zip(&self.steps)

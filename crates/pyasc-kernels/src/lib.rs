@@ -31,6 +31,17 @@ mod gemm_lowp;
 #[cfg(test)]
 mod gemm_lowp_tests;
 pub mod isa;
+#[cfg(all(target_arch = "x86_64", unix))]
+pub mod lane_jit;
+#[cfg(not(all(target_arch = "x86_64", unix)))]
+#[path = "lane_jit_none.rs"]
+pub mod lane_jit;
+#[cfg(all(target_arch = "x86_64", unix))]
+mod lane_jit_exec;
+#[cfg(all(target_arch = "x86_64", unix))]
+mod lane_jit_plan;
+#[cfg(all(test, target_arch = "x86_64", unix))]
+mod lane_jit_tests;
 pub mod lane_loop;
 #[cfg(test)]
 mod lane_loop_tests;

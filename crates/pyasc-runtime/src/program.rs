@@ -224,7 +224,7 @@ struct Block<'a> {
     /// Copies run as swaps of register buffers ([`swappable_copies`]), by statement address.
     swaps: &'a HashSet<usize>,
     /// Mask loops run strip by strip ([`crate::program_lanes`]), by statement address.
-    lanes: &'a HashMap<usize, pyasc_kernels::lane_loop::LaneProgram>,
+    lanes: &'a HashMap<usize, crate::program_lanes::Lanes>,
     mem: Vec<Vec<Line>>,
     vals: Vec<Val>,
     tmp: [Vec<Line>; 3],

@@ -2,9 +2,10 @@
 //! decodes to [`pyasc_kernels::lane_loop`] instructions run strip by strip there instead of
 //! instruction by instruction over the whole tile.
 //!
-//! [`compile`] decodes each such loop once per launch (by statement address); [`run`] runs
-//! one over a tile's lanes, with the tile's register buffers in place (constants broadcast
-//! over one strip) and the launch's cancellation token polled between iterations.
+//! [`compile`] decodes each such loop once per launch (by statement address) and, where the
+//! CPU allows, assembles it ([`pyasc_kernels::lane_jit`]); [`run`] runs one over a tile's
+//! lanes, with the tile's register buffers in place (constants broadcast over one strip) and
+//! the launch's cancellation token polled between iterations.
 
 use crate::instr::{FromScalar, Val};
 use crate::interrupt::Token;
@@ -12,8 +13,41 @@ use pyasc_ir::error::{IrError, Result};
 use pyasc_ir::program::{Program, Stmt};
 use pyasc_ir::tile::{Instr, RegKind, TileKernel};
 use pyasc_ir::DType;
+use pyasc_kernels::lane_jit::LaneJit;
 use pyasc_kernels::lane_loop::{self, LaneProgram, LaneReg, STRIP};
 use std::collections::{HashMap, HashSet};
+
+/// A mask loop decoded for the strip loop, and assembled when the CPU allows.
+#[derive(Debug)]
+pub struct Lanes {
+    prog: LaneProgram,
+    jit: Option<LaneJit>,
+}
+
+/// The registers some statement of `stmts` reads, the statements of `skip` (a loop body,
+/// by address) left out.
+fn reads(stmts: &[Stmt], skip: *const Vec<Stmt>, out: &mut HashSet<u16>) {
+    for s in stmts {
+        match s {
+            Stmt::Op(i) => out.extend(i.srcs().iter().map(|r| r.0)),
+            Stmt::Load { .. } => {}
+            Stmt::Store { src, .. } => {
+                out.insert(src.0);
+            }
+            Stmt::Loop(l) => {
+                out.extend(l.carried.iter().map(|r| r.0));
+                reads(&l.body, skip, out);
+            }
+            Stmt::While(w) => {
+                out.insert(w.cond.0);
+                out.extend(w.carried.iter().map(|r| r.0));
+                if !std::ptr::eq(&w.body, skip) {
+                    reads(&w.body, skip, out);
+                }
+            }
+        }
+    }
+}
 
 /// The strip programs of `p`'s top-level mask loops that have one, by statement address.
 ///
@@ -22,7 +56,7 @@ use std::collections::{HashMap, HashSet};
 /// whose source is read by the copy alone ([`crate::copy_swap`]): the instruction computing
 /// that source writes the copy's destination directly instead, when nothing between them
 /// touches the destination, and the copy goes.
-pub fn compile(k: &TileKernel, p: &Program, swaps: &HashSet<usize>) -> HashMap<usize, LaneProgram> {
+pub fn compile(k: &TileKernel, p: &Program, swaps: &HashSet<usize>) -> HashMap<usize, Lanes> {
     let mut out = HashMap::new();
     for s in &p.body {
         let Stmt::While(w) = s else { continue };
@@ -42,8 +76,12 @@ pub fn compile(k: &TileKernel, p: &Program, swaps: &HashSet<usize>) -> HashMap<u
             continue;
         }
         coalesce(&mut instrs, &swappable);
-        if let Some(lp) = LaneProgram::compile(&instrs, w.cond, |r| k.regs[r.0 as usize].dtype) {
-            out.insert(s as *const Stmt as usize, lp);
+        if let Some(prog) = LaneProgram::compile(&instrs, w.cond, |r| k.regs[r.0 as usize].dtype) {
+            let mut outside = HashSet::new();
+            reads(&p.body, &w.body, &mut outside);
+            let is_const = |r: u16| matches!(k.regs.get(r as usize).map(|d| d.kind), Some(RegKind::Scalar(_)));
+            let jit = LaneJit::compile(&prog, &is_const, &|r| outside.contains(&r));
+            out.insert(s as *const Stmt as usize, Lanes { prog, jit });
         }
     }
     out
@@ -89,11 +127,12 @@ fn broadcast(s: pyasc_ir::Scalar, dtype: DType) -> Option<Vec<u64>> {
     Some(buf)
 }
 
-/// Runs the mask loop `lp` over the `rows` lanes of a tile whose registers are `vals`.
+/// Runs the mask loop `lp` over the `rows` lanes of a tile whose registers are `vals`: the
+/// assembled loop where there is one and the active ISA runs it, else the strip loop.
 ///
 /// # Safety
 /// Every tile register of `vals` holds `rows` lanes of its declared type.
-pub unsafe fn run(k: &TileKernel, vals: &[Val], rows: usize, lp: &LaneProgram, token: Option<&Token>) -> Result<()> {
+pub unsafe fn run(k: &TileKernel, vals: &[Val], rows: usize, lp: &Lanes, token: Option<&Token>) -> Result<()> {
     let mut consts: Vec<Vec<u64>> = Vec::new();
     let mut regs = Vec::with_capacity(vals.len());
     for (v, decl) in vals.iter().zip(&k.regs) {
@@ -120,7 +159,11 @@ pub unsafe fn run(k: &TileKernel, vals: &[Val], rows: usize, lp: &LaneProgram, t
         _ => false,
     };
     // SAFETY: per this function's contract; constants are strip-long buffers alive until the end.
-    unsafe { lane_loop::run(lp, &regs, rows, &mut poll) };
+    let compiled = lp.jit.as_ref().and_then(|j| unsafe { j.run(&lp.prog, &regs, rows, &mut poll) });
+    if compiled.is_none() {
+        // SAFETY: as above.
+        unsafe { lane_loop::run(&lp.prog, &regs, rows, &mut poll) };
+    }
     drop(consts);
     stopped.map_or(Ok(()), Err)
 }
