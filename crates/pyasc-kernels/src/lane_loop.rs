@@ -9,7 +9,9 @@
 //! lanes whose registers stay in the L1 cache for all the strip's iterations; a strip stops as soon
 //! as its own lanes are done. Every operation rounds as the tile kernels do (IEEE arithmetic,
 //! each operation of a chain rounded alone, wrapping integers, NaN compares false except
-//! `ne`), so results are bit for bit those of the tile VM.
+//! `ne`), so results are bit for bit those of the tile VM. On CPUs with AVX-512 the same decoded
+//! program is usually assembled instead ([`crate::lane_jit`]); this loop is the path for lower
+//! ISAs and for programs the assembler declines.
 
 use crate::dispatch::{dispatch, Kernel, Simd};
 use pyasc_ir::op::{BinaryOp, UnaryOp};
