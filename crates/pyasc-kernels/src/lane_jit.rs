@@ -21,9 +21,20 @@ use crate::lane_jit_plan::{plan, Class, Pattern, Plan, Slot};
 use crate::lane_loop::{self, Arith, Cmp, LaneOp, LaneProgram, LaneReg, Ty, Un};
 use iced_x86::code_asm::*;
 use iced_x86::{IcedError, Register};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 /// Loop iterations between two returns to the caller's poll.
 const BUDGET: usize = 4096;
+
+/// Programs assembled (or declined) by [`LaneJit::cached`], at most this many at a time.
+const CACHED: usize = 256;
+
+/// A program with the registers it treats as constants and as read after the loop (one byte
+/// per register: bit 0 constant, bit 1 read after).
+type Key = (LaneProgram, Vec<u8>);
+
+static CACHE: Mutex<Option<HashMap<Key, Option<Arc<LaneJit>>>>> = Mutex::new(None);
 
 /// The compiled function: `(bases, first lane, end lane, budget) -> lane reached`. It runs the
 /// loop over groups of lanes from `first` to `end` (a whole number of groups), each group's
@@ -58,6 +69,31 @@ impl LaneJit {
         let plan = (1..=4).rev().find_map(|g| plan(prog, g, is_const, live_out))?;
         let code = assemble(prog, &plan).ok()?;
         Some(LaneJit { exec: Exec::new(&code)?, plan })
+    }
+
+    /// [`LaneJit::compile`] through a process-wide cache: assembling takes tens of
+    /// microseconds, and a vectorized operator decodes its loops again on every launch.
+    pub fn cached(
+        prog: &LaneProgram,
+        is_const: &dyn Fn(u16) -> bool,
+        live_out: &dyn Fn(u16) -> bool,
+    ) -> Option<Arc<LaneJit>> {
+        let top =
+            prog.ops.iter().map(|op| crate::lane_jit_plan::operands(op)).flat_map(|(d, s)| s.into_iter().chain([d]));
+        let n = top.chain([prog.cond]).max().unwrap_or(0) + 1;
+        let flags = (0..n).map(|r| u8::from(is_const(r)) | (u8::from(live_out(r)) << 1)).collect();
+        let key = (prog.clone(), flags);
+        let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+        let map = cache.get_or_insert_with(HashMap::new);
+        if let Some(hit) = map.get(&key) {
+            return hit.clone();
+        }
+        let jit = LaneJit::compile(prog, is_const, live_out).map(Arc::new);
+        if map.len() >= CACHED {
+            map.clear();
+        }
+        map.insert(key, jit.clone());
+        jit
     }
 
     /// Lanes per iteration of the compiled loop (its groups together).

@@ -13,6 +13,15 @@ impl LaneJit {
         None
     }
 
+    /// Always `None` here.
+    pub fn cached(
+        _: &LaneProgram,
+        _: &dyn Fn(u16) -> bool,
+        _: &dyn Fn(u16) -> bool,
+    ) -> Option<std::sync::Arc<LaneJit>> {
+        None
+    }
+
     /// Lanes per iteration of the compiled loop.
     pub fn lanes_per_turn(&self) -> usize {
         1

@@ -380,3 +380,19 @@ fn a_poll_that_asks_to_stop_stops_a_compiled_endless_loop() {
     // Two budgets of iterations ran on the first group, stored before the return.
     assert!(regs.get::<f64>(1, 0) >= 4096.0, "{}", regs.get::<f64>(1, 0));
 }
+
+#[test]
+fn the_cache_hands_back_one_assembly_per_program_and_layout() {
+    let (prog, l) = program(&mut Rng(11), true, 9);
+    let is_const = |r: u16| l.regs.get(r as usize).is_some_and(|&(_, c)| c);
+    let a = LaneJit::cached(&prog, &is_const, &|r| r < l.temps);
+    let b = LaneJit::cached(&prog, &is_const, &|r| r < l.temps);
+    let c = LaneJit::cached(&prog, &is_const, &|_| true);
+    match (a, b, c) {
+        (Some(a), Some(b), Some(c)) => {
+            assert!(std::sync::Arc::ptr_eq(&a, &b));
+            assert!(!std::sync::Arc::ptr_eq(&a, &c), "another live-out set is another plan");
+        }
+        (a, _, _) => assert!(a.is_none() && isa::detected() != Isa::Avx512),
+    }
+}

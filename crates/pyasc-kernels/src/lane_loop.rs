@@ -28,7 +28,7 @@ pub const STRIP: usize = 128;
 const POLL_TURNS: u32 = 64;
 
 /// Element types the strip loop computes in.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Ty {
     /// float32.
     F32,
@@ -60,7 +60,7 @@ impl Ty {
 }
 
 /// Two-operand arithmetic.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Arith {
     /// `a + b`.
     Add,
@@ -85,7 +85,7 @@ impl Arith {
 }
 
 /// Comparisons (NaN: false, except `Ne`).
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Cmp {
     /// `a < b`.
     Lt,
@@ -116,7 +116,7 @@ impl Cmp {
 }
 
 /// One-operand functions.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Un {
     /// `-x` (integers wrap).
     Neg,
@@ -133,7 +133,7 @@ pub enum Un {
 /// One decoded instruction. Fields: `ty` the element type, `op` the operation, `d` the
 /// destination register and `a`, `b`, `c`, `t`, `f` the operand registers (by number).
 #[allow(missing_docs)]
-#[derive(Copy, Clone, Debug, PartialEq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum LaneOp {
     /// `d = a op b`, all of type `ty`.
     Arith { ty: Ty, op: Arith, d: u16, a: u16, b: u16 },
@@ -156,7 +156,7 @@ pub enum LaneOp {
 }
 
 /// A mask loop's body decoded for the strip loop.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct LaneProgram {
     /// The instructions, in order.
     pub ops: Vec<LaneOp>,

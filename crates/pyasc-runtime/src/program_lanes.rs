@@ -3,7 +3,7 @@
 //! instruction by instruction over the whole tile.
 //!
 //! [`compile`] decodes each such loop once per launch (by statement address) and, where the
-//! CPU allows, assembles it ([`pyasc_kernels::lane_jit`]); [`run`] runs one over a tile's
+//! CPU allows, assembles it ([`pyasc_kernels::lane_jit`], cached across launches); [`run`] runs one over a tile's
 //! lanes, with the tile's register buffers in place (constants broadcast over one strip) and
 //! the launch's cancellation token polled between iterations.
 
@@ -21,7 +21,7 @@ use std::collections::{HashMap, HashSet};
 #[derive(Debug)]
 pub struct Lanes {
     prog: LaneProgram,
-    jit: Option<LaneJit>,
+    jit: Option<std::sync::Arc<LaneJit>>,
 }
 
 /// The registers some statement of `stmts` reads, the statements of `skip` (a loop body,
@@ -80,7 +80,7 @@ pub fn compile(k: &TileKernel, p: &Program, swaps: &HashSet<usize>) -> HashMap<u
             let mut outside = HashSet::new();
             reads(&p.body, &w.body, &mut outside);
             let is_const = |r: u16| matches!(k.regs.get(r as usize).map(|d| d.kind), Some(RegKind::Scalar(_)));
-            let jit = LaneJit::compile(&prog, &is_const, &|r| outside.contains(&r));
+            let jit = LaneJit::cached(&prog, &is_const, &|r| outside.contains(&r));
             out.insert(s as *const Stmt as usize, Lanes { prog, jit });
         }
     }
