@@ -78,8 +78,7 @@ impl LaneJit {
         is_const: &dyn Fn(u16) -> bool,
         live_out: &dyn Fn(u16) -> bool,
     ) -> Option<Arc<LaneJit>> {
-        let top =
-            prog.ops.iter().map(|op| crate::lane_jit_plan::operands(op)).flat_map(|(d, s)| s.into_iter().chain([d]));
+        let top = prog.ops.iter().map(crate::lane_jit_plan::operands).flat_map(|(d, s)| s.into_iter().chain([d]));
         let n = top.chain([prog.cond]).max().unwrap_or(0) + 1;
         let flags = (0..n).map(|r| u8::from(is_const(r)) | (u8::from(live_out(r)) << 1)).collect();
         let key = (prog.clone(), flags);
