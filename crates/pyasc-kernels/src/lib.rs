@@ -59,6 +59,10 @@ mod scan_simd;
 pub mod select_cmp;
 mod src;
 pub mod stencil;
+#[cfg(target_arch = "x86_64")]
+mod stencil_simd;
+#[cfg(all(test, target_arch = "x86_64"))]
+mod stencil_simd_tests;
 pub mod stencil_sweep;
 #[cfg(test)]
 mod stencil_tests;

@@ -41,6 +41,15 @@ pub trait StencilFloat:
     fn abs(self) -> Self;
     /// Whether the value is NaN.
     fn is_nan(self) -> bool;
+    /// The sum of [`Instr::Sum`] on AVX-512 (`crate::stencil_simd`); the portable loop where
+    /// the type has no such kernel.
+    ///
+    /// # Safety
+    /// The CPU must have AVX-512F; every operand holds at least `out.len()` cells.
+    #[inline(always)]
+    unsafe fn sum_wide(s: &[&[Self]], neg: &[bool], post: Option<(BinOp, Self)>, out: &mut [Self]) {
+        sum_loop(s, neg, post, out)
+    }
 }
 
 macro_rules! stencil_float {
@@ -61,6 +70,12 @@ macro_rules! stencil_float {
             #[inline(always)]
             fn is_nan(self) -> bool {
                 <$t>::is_nan(self)
+            }
+            #[cfg(target_arch = "x86_64")]
+            #[inline(always)]
+            unsafe fn sum_wide(s: &[&[Self]], neg: &[bool], post: Option<(BinOp, Self)>, out: &mut [Self]) {
+                // SAFETY: the caller holds this function's contract.
+                unsafe { crate::stencil_simd::sum::<$t>(s, neg, post, out) }
             }
         }
     };
@@ -401,7 +416,7 @@ fn sum_n<T: StencilFloat, const N: usize>(
 }
 
 #[inline(always)]
-fn sum_loop<T: StencilFloat>(s: &[&[T]], neg: &[bool], post: Option<(BinOp, T)>, out: &mut [T]) {
+pub(crate) fn sum_loop<T: StencilFloat>(s: &[&[T]], neg: &[bool], post: Option<(BinOp, T)>, out: &mut [T]) {
     let one = T::from_f64(1.0);
     let mut sign = [one; MAX_SUM];
     for (g, &n) in sign[1..].iter_mut().zip(neg) {
@@ -436,8 +451,9 @@ impl<T: StencilFloat> Scratch<T> {
     }
 }
 
+/// `WIDE`: sums run on [`StencilFloat::sum_wide`] (the caller has checked for AVX-512).
 #[inline(always)]
-fn eval_impl<T: StencilFloat>(
+fn eval_impl<T: StencilFloat, const WIDE: bool>(
     prog: &Program,
     srcs: &[Src<T>],
     dst: &mut [T],
@@ -482,7 +498,12 @@ fn eval_impl<T: StencilFloat>(
                             }
                         }
                         let post = post.map(|(op, v)| (op, T::from_f64(v)));
-                        sum_loop(&slices[..ops.len()], neg, post, out);
+                        if WIDE {
+                            // SAFETY: WIDE is only set on AVX-512; each slice holds `len` cells.
+                            unsafe { T::sum_wide(&slices[..ops.len()], neg, post, out) }
+                        } else {
+                            sum_loop(&slices[..ops.len()], neg, post, out);
+                        }
                     }
                 }
             }
@@ -505,7 +526,7 @@ unsafe fn eval_avx512<T: StencilFloat>(
     end: usize,
     scratch: &mut Scratch<T>,
 ) {
-    eval_impl(prog, srcs, dst, dst_base, start, end, scratch)
+    eval_impl::<T, true>(prog, srcs, dst, dst_base, start, end, scratch)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -519,7 +540,7 @@ unsafe fn eval_avx2<T: StencilFloat>(
     end: usize,
     scratch: &mut Scratch<T>,
 ) {
-    eval_impl(prog, srcs, dst, dst_base, start, end, scratch)
+    eval_impl::<T, false>(prog, srcs, dst, dst_base, start, end, scratch)
 }
 
 /// Evaluates `prog` for global cells `start..end`, writing `dst[i - dst_base]`.
@@ -542,6 +563,6 @@ pub fn eval_range<T: StencilFloat>(
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above.
         Isa::Avx2Fma => unsafe { eval_avx2(prog, srcs, dst, dst_base, start, end, scratch) },
-        _ => eval_impl(prog, srcs, dst, dst_base, start, end, scratch),
+        _ => eval_impl::<T, false>(prog, srcs, dst, dst_base, start, end, scratch),
     }
 }

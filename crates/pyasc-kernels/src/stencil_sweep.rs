@@ -169,7 +169,7 @@ pub fn blocking(l: &Layout, elem: usize, steps: usize, threads: usize, cache_byt
     let halo = l.lo[0] + l.hi[0];
     let n0 = l.shape[0];
     if steps > 1 && l.slab() >= WAVE_SLAB {
-        let ring = crate::stencil_wave::ring_len(l) * l.slab() * elem;
+        let ring = crate::stencil_wave::ring_len(l) * crate::stencil_wave::ring_pitch(l, elem) * elem;
         let k = steps.min(WAVE_STEPS).min(1 + cache_bytes / ring.max(1));
         if k > 1 {
             return Blocking { steps: k, band: n0.div_ceil(threads.max(1)).max(1), wave: true };
