@@ -2,7 +2,7 @@
 //! ragged query and key blocks, causal and masked blocks, fully masked queries, NaN keys.
 
 use super::*;
-use crate::isa::{available, force};
+use crate::isa::each_isa;
 
 /// Deterministic values in [-1, 1).
 fn values(n: usize, seed: u64) -> Vec<f64> {
@@ -115,8 +115,7 @@ fn close(got: f64, want: f64, tol: f64) -> bool {
 
 #[test]
 fn float32_blocks_match_a_float64_reference_on_every_isa() {
-    for isa in available() {
-        force(Some(isa));
+    each_isa(|isa| {
         for (n, c) in cases().iter().enumerate() {
             let (q, k, v) =
                 (values(c.lq * c.d, n as u64), values(c.lk * c.d, 100 + n as u64), values(c.lk * c.dv, 200 + n as u64));
@@ -127,8 +126,7 @@ fn float32_blocks_match_a_float64_reference_on_every_isa() {
                 assert!(close(*g as f64, *w, 2e-5), "{}: case {n} elem {i}: {g} vs {w}", isa.name());
             }
         }
-    }
-    force(None);
+    });
 }
 
 #[test]
@@ -148,14 +146,12 @@ fn float64_blocks_match_a_float64_reference() {
 fn a_fully_masked_query_is_nan_and_its_neighbours_are_not() {
     // With lk = 1 and the key masked for queries i % 3 == 0, those rows keep no key.
     let c = Case { lq: 6, lk: 1, d: 4, dv: 2, causal: false, masked: true };
-    for isa in available() {
-        force(Some(isa));
+    each_isa(|isa| {
         let got = run(&c, &values(24, 1), &values(4, 2), &values(2, 3), 0.5, |x| x as f32, attend_f32);
         for i in 0..6 {
             assert_eq!(got[i * 2].is_nan(), i % 3 == 0, "{} row {i}: {:?}", isa.name(), &got[i * 2..i * 2 + 2]);
         }
-    }
-    force(None);
+    });
 }
 
 #[test]
@@ -163,10 +159,8 @@ fn a_nan_key_makes_every_row_nan() {
     let c = Case { lq: 3, lk: 70, d: 2, dv: 2, causal: false, masked: false };
     let mut k = values(140, 5);
     k[2 * 65] = f64::NAN;
-    for isa in available() {
-        force(Some(isa));
+    each_isa(|isa| {
         let got = run(&c, &values(6, 4), &k, &values(140, 6), 1.0, |x| x as f32, attend_f32);
         assert!(got.iter().all(|x| x.is_nan()), "{}: {got:?}", isa.name());
-    }
-    force(None);
+    });
 }

@@ -6,29 +6,11 @@ use crate::isa::{self, Isa};
 use crate::lane_jit::LaneJit;
 use crate::lane_loop::{run, Arith, Cmp, LaneOp, LaneProgram, LaneReg, Ty, Un};
 use crate::lane_loop_tests::Regs;
+use crate::test_rng::Rng;
 use pyasc_ir::op::BinaryOp;
 use pyasc_ir::DType;
 
 const LANES: [usize; 7] = [1, 8, 17, 64, 100, 129, 333];
-
-/// A small deterministic generator (SplitMix64).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
-        xs[self.below(xs.len())]
-    }
-}
 
 /// Register layout of a generated program: `cond`, the counter and its limit, then lane
 /// registers, constants and temporaries.

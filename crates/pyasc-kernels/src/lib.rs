@@ -67,6 +67,8 @@ pub mod stencil_sweep;
 #[cfg(test)]
 mod stencil_tests;
 mod stencil_wave;
+#[cfg(test)]
+mod test_rng;
 pub mod unary;
 
 pub use cast::{cast, fill, select};

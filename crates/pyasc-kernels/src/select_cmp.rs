@@ -89,8 +89,7 @@ mod tests {
                 (0..n).map(|i| if i % 13 == 5 { special[i % 7] } else { (i as f32 * 0.11).cos() }).collect();
             let t: Vec<f32> = (0..n).map(|i| i as f32).collect();
             let f: Vec<f32> = (0..n).map(|i| -(i as f32) - 0.5).collect();
-            for isa in isa::available() {
-                isa::force(Some(isa));
+            isa::each_isa(|isa| {
                 for cmp in [BinaryOp::Eq, BinaryOp::Ne, BinaryOp::Lt, BinaryOp::Le, BinaryOp::Gt, BinaryOp::Ge] {
                     for (sa, sb, st, sf) in [
                         (Src::Slice(&a[..]), Src::Slice(&b[..]), Src::Slice(&t[..]), Src::Slice(&f[..])),
@@ -121,8 +120,7 @@ mod tests {
                         }
                     }
                 }
-            }
+            });
         }
-        isa::force(None);
     }
 }

@@ -2,21 +2,7 @@
 
 use crate::stencil::{sum_loop, BinOp};
 use crate::stencil_simd::{sum, Lanes};
-
-/// A small deterministic generator (xorshift).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
+use crate::test_rng::Rng;
 
 /// Values with the specials a sum must carry: NaN, infinities, signed zeros, subnormals.
 fn value(r: &mut Rng) -> f64 {

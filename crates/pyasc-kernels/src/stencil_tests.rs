@@ -1,6 +1,6 @@
 //! Tests of stencil programs and sweeps against a direct per-cell evaluation.
 
-use crate::isa::{self, Isa};
+use crate::isa;
 use crate::stencil::{BinOp, Instr, Operand, Program, UnOp};
 use crate::stencil_sweep::{blocking, sweep, Fixed, Layout};
 
@@ -96,13 +96,11 @@ fn every_isa_gives_the_same_bits() {
     prog.instrs.insert(5, Instr::Un { op: UnOp::Sqrt, a: Operand::Tmp(0), dest: Some(1) });
     prog.instrs[6] = Instr::Bin { op: BinOp::Mul, a: Operand::Tmp(1), b: Operand::Const(0.25), dest: None };
     let mut results = Vec::new();
-    for isa in [Isa::Scalar, Isa::Sse2, Isa::Avx2Fma, Isa::Avx512] {
-        isa::force(Some(isa));
+    isa::each_isa(|_| {
         let mut out = vec![0.0f32; u.len()];
         sweep(&prog, &l, &[&u], Fixed::Const(0.0), &mut out, None, 3, 2, 1 << 20, &serial).unwrap();
         results.push(out);
-    }
-    isa::force(None);
+    });
     let c = 0.25f32;
     let one = |v: &[f32]| {
         reference(v, rows, cols, 1.0, &|_| 0.0)
