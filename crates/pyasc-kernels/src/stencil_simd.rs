@@ -1,8 +1,8 @@
 //! Stencil sums on AVX-512 from aligned loads.
 //!
 //! A stencil's reads of one row sit one cell apart (`u[0, -1]`, `u[0, 0]`, `u[0, 1]`), so at
-//! most one of them starts on a vector boundary and unaligned loads split cache lines on every
-//! other vector. Here each operand is a stream of aligned vectors: the value at a misaligned
+//! most one of them starts on a vector boundary, and a 64-byte load that does not starts in one
+//! cache line and ends in the next. Here each operand is a stream of aligned vectors: the value at a misaligned
 //! position is assembled from two neighbouring aligned vectors with one two-source permute
 //! (`vpermt2ps`), and each aligned vector is loaded once and carried to the next turn. The
 //! output is written aligned after a masked head. The sum is the same chain of additions and

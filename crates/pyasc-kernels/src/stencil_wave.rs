@@ -66,8 +66,7 @@ pub(crate) fn ring_len(l: &Layout) -> usize {
 
 /// Cells from one ring slab's start to the next: the slab rounded up to whole cache lines, plus
 /// three lines. Slabs of a power-of-two size otherwise start at one offset modulo 4 KiB and the
-/// rows a step reads and writes compete for the same L1 sets (about a fifth of a 2048-wide
-/// float32 wave's time).
+/// rows a step reads and writes compete for the same L1 sets.
 pub(crate) fn ring_pitch(l: &Layout, elem: usize) -> usize {
     let elem = elem.max(1);
     (l.slab() * elem).div_ceil(LINE) * LINE / elem + 3 * LINE / elem
@@ -105,7 +104,8 @@ pub(crate) fn wave_band<T: StencilFloat>(
     let rl = ring_len(l);
     let pitch = ring_pitch(l, std::mem::size_of::<T>());
     for r in rings.iter_mut() {
-        r.resize(rl * pitch + LINE, T::from_f64(0.0));
+        // Room to start the first slab on a line.
+        r.resize(rl * pitch + LINE / std::mem::size_of::<T>().max(1), T::from_f64(0.0));
     }
     let at0: Vec<usize> = rings.iter().map(|r| line_start(r)).collect();
     let start = l.lo[1] * l.shape[2] + l.lo[2];
