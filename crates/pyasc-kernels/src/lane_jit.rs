@@ -204,13 +204,16 @@ fn assemble(prog: &LaneProgram, plan: &Plan) -> Result<Vec<u8>, IcedError> {
     a.set_label(&mut group)?;
     a.cmp(rsi, rdx)?;
     a.jae(done)?;
-    for g in 0..plan.groups {
-        e.load(&mut a, prog.cond, g)?;
+    let tested = (!prog.once).then_some(prog.cond);
+    if let Some(c) = tested {
+        for g in 0..plan.groups {
+            e.load(&mut a, c, g)?;
+        }
+        e.any(&mut a)?;
+        a.jz(next)?;
     }
-    e.any(&mut a)?;
-    a.jz(next)?;
     for (r, s) in plan.slot.iter().enumerate() {
-        if matches!(s, Slot::Live { loaded: true, .. }) && r as u16 != prog.cond {
+        if matches!(s, Slot::Live { loaded: true, .. }) && Some(r as u16) != tested {
             for g in 0..plan.groups {
                 e.load(&mut a, r as u16, g)?;
             }
@@ -225,8 +228,10 @@ fn assemble(prog: &LaneProgram, plan: &Plan) -> Result<Vec<u8>, IcedError> {
             e.op(&mut a, op, g)?;
         }
     }
-    e.any(&mut a)?;
-    a.jnz(body)?;
+    if !prog.once {
+        e.any(&mut a)?;
+        a.jnz(body)?;
+    }
     e.store_all(&mut a)?;
     a.set_label(&mut next)?;
     a.add(rsi, (plan.lanes() * plan.groups) as i32)?;

@@ -188,7 +188,9 @@ fn classify(prog: &LaneProgram) -> Option<(Vec<Option<Class>>, usize)> {
             put(s, sc, sw)?;
         }
     }
-    put(prog.cond, Class::Bool, None)?;
+    if !prog.once {
+        put(prog.cond, Class::Bool, None)?;
+    }
     Some((class, width.unwrap_or(4)))
 }
 
@@ -231,6 +233,7 @@ pub(crate) fn plan(
 ) -> Option<Plan> {
     let (class, width) = classify(prog)?;
     let n = class.len();
+    let tests = |r: u16| !prog.once && r == prog.cond;
     // First access (read before write?) and last read of each register.
     let mut read_first = vec![false; n];
     let mut seen = vec![false; n];
@@ -270,12 +273,12 @@ pub(crate) fn plan(
                 return None;
             }
             Slot::Const(pool(c, &mut zmm, &mut kmask)?)
-        } else if read_first[r] || r16 == prog.cond || live_out(r16) || defs[r] > 1 {
+        } else if read_first[r] || tests(r16) || live_out(r16) || defs[r] > 1 {
             let mut phys = [0u8; 4];
             for p in phys.iter_mut().take(groups) {
                 *p = pool(c, &mut zmm, &mut kmask)?;
             }
-            Slot::Live { phys, loaded: read_first[r] || r16 == prog.cond, written: written[r] }
+            Slot::Live { phys, loaded: read_first[r] || tests(r16), written: written[r] }
         } else {
             temps.push(r);
             Slot::Unused

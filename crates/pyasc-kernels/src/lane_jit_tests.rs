@@ -166,7 +166,7 @@ fn program(rng: &mut Rng, wide: bool, ops: usize) -> (LaneProgram, Layout) {
     body.push(LaneOp::Select { width: if wide { 4 } else { 8 }, d: COUNTER, c: COND, a: t, b: COUNTER });
     body.push(LaneOp::Cmp { ty: it, op: Cmp::Lt, d: m, a: COUNTER, b: LIMIT });
     body.push(LaneOp::Logic { op: BinaryOp::And, d: COND, a: COND, b: m });
-    (LaneProgram { ops: body, cond: COND }, l)
+    (LaneProgram { ops: body, cond: COND, once: false }, l)
 }
 
 impl Layout {
@@ -330,6 +330,7 @@ fn a_lower_isa_or_another_layout_declines_and_mixed_widths_do_not_compile() {
             LaneOp::Cmp { ty: Ty::F64, op: Cmp::Lt, d: 0, a: 1, b: 1 },
         ],
         cond: 0,
+        once: false,
     };
     assert!(LaneJit::compile(&mixed, &|_| false, &|_| true).is_none());
 }
@@ -337,7 +338,11 @@ fn a_lower_isa_or_another_layout_declines_and_mixed_widths_do_not_compile() {
 #[test]
 fn a_poll_that_asks_to_stop_stops_a_compiled_endless_loop() {
     // `while c: x = x + 1` with c never cleared, over 70 lanes (whole turns and a strip rest).
-    let prog = LaneProgram { ops: vec![LaneOp::Arith { ty: Ty::F64, op: Arith::Add, d: 1, a: 1, b: 2 }], cond: 0 };
+    let prog = LaneProgram {
+        ops: vec![LaneOp::Arith { ty: Ty::F64, op: Arith::Add, d: 1, a: 1, b: 2 }],
+        cond: 0,
+        once: false,
+    };
     let Some(jit) = LaneJit::compile(&prog, &|r| r == 2, &|_| true) else {
         assert_ne!(isa::detected(), Isa::Avx512);
         return;
@@ -376,5 +381,53 @@ fn the_cache_hands_back_one_assembly_per_program_and_layout() {
             assert!(!std::sync::Arc::ptr_eq(&a, &c), "another live-out set is another plan");
         }
         (a, _, _) => assert!(a.is_none() && isa::detected() != Isa::Avx512),
+    }
+}
+
+#[test]
+fn straight_programs_run_once_on_every_lane_compiled_as_on_the_strip_loop() {
+    let mut compiled = 0;
+    let cases = 60;
+    on_avx512(|| {
+        for case in 0..cases {
+            let mut rng = Rng(case + 5000);
+            let wide = case % 2 == 0;
+            let (mut prog, l) = program(&mut rng, wide, 3 + rng.below(6));
+            prog.once = true;
+            let is_const = |r: u16| l.regs.get(r as usize).is_some_and(|&(_, c)| c);
+            // Every register outlives the body, so every one has a single right value.
+            let Some(jit) = LaneJit::compile(&prog, &is_const, &|_| true) else { continue };
+            compiled += 1;
+            for n in LANES {
+                let seed = case * 1000 + n as u64;
+                let (mut want, mut got, before) = (inputs(&l, n, seed), inputs(&l, n, seed), inputs(&l, n, seed));
+                let (wr, gr) = (want.lane_regs(), got.lane_regs());
+                // SAFETY: every register holds `n` lanes of its type (constants a strip).
+                assert!(!unsafe { run(&prog, &wr, n, &mut || false) });
+                // SAFETY: as above.
+                assert_eq!(unsafe { jit.run(&prog, &gr, n, &mut || false) }, Some(false), "case {case}");
+                for (r, &(t, c)) in l.regs.iter().enumerate() {
+                    if c {
+                        continue;
+                    }
+                    for i in 0..n {
+                        assert!(same_lane(t, &want, &got, r, i), "case {case} n={n} register {r} lane {i}: {prog:?}");
+                    }
+                }
+                // One pass: the counter (zero before) is one exactly where the condition was set.
+                for i in 0..n {
+                    let cond = before.get::<u8>(COND as usize, i);
+                    let counter = if wide {
+                        got.get::<i32>(COUNTER as usize, i) as i64
+                    } else {
+                        got.get::<i64>(COUNTER as usize, i)
+                    };
+                    assert_eq!(counter, i64::from(cond), "case {case} n={n} lane {i}");
+                }
+            }
+        }
+    });
+    if isa::detected() == Isa::Avx512 {
+        assert!(compiled * 10 >= cases * 8, "{compiled} of {cases} programs compiled");
     }
 }

@@ -162,6 +162,9 @@ pub struct LaneProgram {
     pub ops: Vec<LaneOp>,
     /// The bool register the loop tests.
     pub cond: u16,
+    /// The body runs exactly once on every lane and `cond` is not read: straight-line
+    /// elementwise code, every register kept in a machine register from load to store.
+    pub once: bool,
 }
 
 impl LaneProgram {
@@ -169,79 +172,91 @@ impl LaneProgram {
     /// register's element type; `None` when an instruction has no strip form (the caller
     /// then runs the loop on the tile VM).
     pub fn compile(body: &[Instr], cond: Reg, dtype: impl Fn(Reg) -> DType) -> Option<LaneProgram> {
-        let ty = |r: Reg| Ty::of(dtype(r));
-        let same = |rs: &[Reg]| -> Option<Ty> {
-            let t = ty(rs[0])?;
-            rs.iter().all(|&r| ty(r) == Some(t)).then_some(t)
-        };
-        let width = |t: Ty| match t {
-            Ty::Bool => 1u8,
-            Ty::F32 | Ty::I32 => 4,
-            Ty::F64 | Ty::I64 => 8,
-        };
-        let mut ops = Vec::with_capacity(body.len());
-        for ins in body {
-            ops.push(match *ins {
-                Instr::Binary { op, dst, a, b } => {
-                    let t = same(&[a, b])?;
-                    if let Some(c) = Cmp::of(op) {
-                        (t != Ty::Bool && ty(dst)? == Ty::Bool).then_some(())?;
-                        LaneOp::Cmp { ty: t, op: c, d: dst.0, a: a.0, b: b.0 }
-                    } else if matches!(op, BinaryOp::And | BinaryOp::Or | BinaryOp::Xor) {
-                        (t == Ty::Bool && ty(dst)? == Ty::Bool).then_some(())?;
-                        LaneOp::Logic { op, d: dst.0, a: a.0, b: b.0 }
-                    } else {
-                        (t != Ty::Bool && ty(dst)? == t).then_some(())?;
-                        LaneOp::Arith { ty: t, op: Arith::of(op, t)?, d: dst.0, a: a.0, b: b.0 }
-                    }
-                }
-                Instr::Chain { op1, op2, swap, dst, a, b, c } => {
-                    let t = same(&[a, b, c, dst])?;
-                    t.float().then_some(())?;
-                    let (o1, o2) = (Arith::of(op1, t)?, Arith::of(op2, t)?);
-                    (o1 != Arith::Div && o2 != Arith::Div).then_some(())?;
-                    LaneOp::Chain { ty: t, op1: o1, op2: o2, swap, d: dst.0, a: a.0, b: b.0, c: c.0 }
-                }
-                Instr::SelectCmp { cmp, dst, a, b, t, f } => {
-                    let tv = same(&[a, b, t, f, dst])?;
-                    (tv != Ty::Bool).then_some(())?;
-                    LaneOp::SelectCmp { ty: tv, op: Cmp::of(cmp)?, d: dst.0, a: a.0, b: b.0, t: t.0, f: f.0 }
-                }
-                Instr::Unary { op, dst, src } => {
-                    let t = same(&[src, dst])?;
-                    let u = match (op, t) {
-                        (UnaryOp::Not, Ty::Bool) => Un::Not,
-                        (UnaryOp::Neg, Ty::F32 | Ty::F64 | Ty::I32 | Ty::I64) => Un::Neg,
-                        (UnaryOp::Abs, Ty::F32 | Ty::F64) => Un::Abs,
-                        (UnaryOp::Square, Ty::F32 | Ty::F64) => Un::Square,
-                        (UnaryOp::Sqrt, Ty::F32 | Ty::F64) => Un::Sqrt,
-                        _ => return None,
-                    };
-                    LaneOp::Unary { ty: t, op: u, d: dst.0, a: src.0 }
-                }
-                Instr::Select { dst, cond, a, b } => {
-                    let t = same(&[a, b, dst])?;
-                    (ty(cond)? == Ty::Bool).then_some(())?;
-                    LaneOp::Select { width: width(t), d: dst.0, c: cond.0, a: a.0, b: b.0 }
-                }
-                Instr::Copy { dst, src } => LaneOp::Copy { width: width(same(&[src, dst])?), d: dst.0, a: src.0 },
-                Instr::Cast { dst, src } => {
-                    let (from, to) = (ty(src)?, ty(dst)?);
-                    let ok = matches!(
-                        (from, to),
-                        (Ty::I64 | Ty::I32 | Ty::F32 | Ty::Bool, Ty::F64)
-                            | (Ty::I32 | Ty::Bool | Ty::F64, Ty::F32)
-                            | (Ty::I32 | Ty::Bool, Ty::I64)
-                            | (Ty::Bool, Ty::I32)
-                    );
-                    ok.then_some(())?;
-                    LaneOp::Cast { from, to, d: dst.0, a: src.0 }
-                }
-                _ => return None,
-            });
-        }
-        (ty(cond)? == Ty::Bool).then_some(LaneProgram { ops, cond: cond.0 })
+        let ops = decode(body, &dtype)?;
+        (Ty::of(dtype(cond))? == Ty::Bool).then_some(LaneProgram { ops, cond: cond.0, once: false })
     }
+
+    /// Decodes straight-line `body` to run once on every lane (see [`LaneProgram::once`]);
+    /// `None` when an instruction has no strip form.
+    pub fn straight(body: &[Instr], dtype: impl Fn(Reg) -> DType) -> Option<LaneProgram> {
+        Some(LaneProgram { ops: decode(body, &dtype)?, cond: 0, once: true })
+    }
+}
+
+/// The strip form of each instruction of `body`; `None` when one has none.
+fn decode(body: &[Instr], dtype: &impl Fn(Reg) -> DType) -> Option<Vec<LaneOp>> {
+    let ty = |r: Reg| Ty::of(dtype(r));
+    let same = |rs: &[Reg]| -> Option<Ty> {
+        let t = ty(rs[0])?;
+        rs.iter().all(|&r| ty(r) == Some(t)).then_some(t)
+    };
+    let width = |t: Ty| match t {
+        Ty::Bool => 1u8,
+        Ty::F32 | Ty::I32 => 4,
+        Ty::F64 | Ty::I64 => 8,
+    };
+    let mut ops = Vec::with_capacity(body.len());
+    for ins in body {
+        ops.push(match *ins {
+            Instr::Binary { op, dst, a, b } => {
+                let t = same(&[a, b])?;
+                if let Some(c) = Cmp::of(op) {
+                    (t != Ty::Bool && ty(dst)? == Ty::Bool).then_some(())?;
+                    LaneOp::Cmp { ty: t, op: c, d: dst.0, a: a.0, b: b.0 }
+                } else if matches!(op, BinaryOp::And | BinaryOp::Or | BinaryOp::Xor) {
+                    (t == Ty::Bool && ty(dst)? == Ty::Bool).then_some(())?;
+                    LaneOp::Logic { op, d: dst.0, a: a.0, b: b.0 }
+                } else {
+                    (t != Ty::Bool && ty(dst)? == t).then_some(())?;
+                    LaneOp::Arith { ty: t, op: Arith::of(op, t)?, d: dst.0, a: a.0, b: b.0 }
+                }
+            }
+            Instr::Chain { op1, op2, swap, dst, a, b, c } => {
+                let t = same(&[a, b, c, dst])?;
+                t.float().then_some(())?;
+                let (o1, o2) = (Arith::of(op1, t)?, Arith::of(op2, t)?);
+                (o1 != Arith::Div && o2 != Arith::Div).then_some(())?;
+                LaneOp::Chain { ty: t, op1: o1, op2: o2, swap, d: dst.0, a: a.0, b: b.0, c: c.0 }
+            }
+            Instr::SelectCmp { cmp, dst, a, b, t, f } => {
+                let tv = same(&[a, b, t, f, dst])?;
+                (tv != Ty::Bool).then_some(())?;
+                LaneOp::SelectCmp { ty: tv, op: Cmp::of(cmp)?, d: dst.0, a: a.0, b: b.0, t: t.0, f: f.0 }
+            }
+            Instr::Unary { op, dst, src } => {
+                let t = same(&[src, dst])?;
+                let u = match (op, t) {
+                    (UnaryOp::Not, Ty::Bool) => Un::Not,
+                    (UnaryOp::Neg, Ty::F32 | Ty::F64 | Ty::I32 | Ty::I64) => Un::Neg,
+                    (UnaryOp::Abs, Ty::F32 | Ty::F64) => Un::Abs,
+                    (UnaryOp::Square, Ty::F32 | Ty::F64) => Un::Square,
+                    (UnaryOp::Sqrt, Ty::F32 | Ty::F64) => Un::Sqrt,
+                    _ => return None,
+                };
+                LaneOp::Unary { ty: t, op: u, d: dst.0, a: src.0 }
+            }
+            Instr::Select { dst, cond, a, b } => {
+                let t = same(&[a, b, dst])?;
+                (ty(cond)? == Ty::Bool).then_some(())?;
+                LaneOp::Select { width: width(t), d: dst.0, c: cond.0, a: a.0, b: b.0 }
+            }
+            Instr::Copy { dst, src } => LaneOp::Copy { width: width(same(&[src, dst])?), d: dst.0, a: src.0 },
+            Instr::Cast { dst, src } => {
+                let (from, to) = (ty(src)?, ty(dst)?);
+                let ok = matches!(
+                    (from, to),
+                    (Ty::I64 | Ty::I32 | Ty::F32 | Ty::Bool, Ty::F64)
+                        | (Ty::I32 | Ty::Bool | Ty::F64, Ty::F32)
+                        | (Ty::I32 | Ty::Bool, Ty::I64)
+                        | (Ty::Bool, Ty::I32)
+                );
+                ok.then_some(())?;
+                LaneOp::Cast { from, to, d: dst.0, a: src.0 }
+            }
+            _ => return None,
+        });
+    }
+    Some(ops)
 }
 
 /// Where register `r` lives: its lane 0 and the bytes from one lane to the next (0 for a
@@ -286,6 +301,12 @@ impl Kernel for Strips<'_, '_> {
                 *c = r.ptr.wrapping_add(s0 * r.step);
             }
             let mut turns = 0u32;
+            if self.prog.once {
+                // SAFETY: every register holds this strip's `n` lanes (the caller's contract).
+                unsafe { body(&self.prog.ops, &cur, n) };
+                s0 += n;
+                continue;
+            }
             // SAFETY: the condition register holds `n` bools from this strip's lane 0.
             while unsafe { any(cur[cond], n) } {
                 // SAFETY: every register holds this strip's `n` lanes (the caller's contract).

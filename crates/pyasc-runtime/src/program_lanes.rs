@@ -109,6 +109,21 @@ fn coalesce(instrs: &mut Vec<Instr>, swappable: &[bool]) {
     instrs.retain(|_| *it.next().unwrap_or(&true));
 }
 
+/// A straight-line elementwise kernel assembled to run once per lane, every value in a
+/// machine register from its load to its store: one pass over a tile instead of one per
+/// instruction. `is_const(r)`: register `r` holds one value for every lane in this launch.
+/// `None` when the kernel has per-row registers, fewer than two instructions, an
+/// instruction without a lane form, or the CPU cannot run the assembled code.
+pub fn straight(k: &TileKernel, is_const: &dyn Fn(u16) -> bool) -> Option<Lanes> {
+    if k.row_len != 0 || k.body.len() < 2 || k.regs.iter().any(|r| r.row) {
+        return None;
+    }
+    let prog = LaneProgram::straight(&k.body, |r| k.regs[r.0 as usize].dtype)?;
+    let out = |r: u16| matches!(k.regs.get(r as usize).map(|d| d.kind), Some(RegKind::Out(_)));
+    let jit = LaneJit::cached(&prog, is_const, &out)?;
+    Some(Lanes { prog, jit: Some(jit) })
+}
+
 /// One strip of a constant, as the program's element type.
 fn broadcast(s: pyasc_ir::Scalar, dtype: DType) -> Option<Vec<u64>> {
     let mut buf = vec![0u64; STRIP];

@@ -26,6 +26,7 @@ mod columns;
 mod long_rows;
 
 use crate::memory::{store_fence, stream_copy};
+use crate::program_lanes;
 
 /// Below this many elements a kernel runs on the calling thread.
 pub const PARALLEL_THRESHOLD: usize = 1 << 15;
@@ -407,6 +408,12 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
     // process; one-pass kernels keep the hardware prefetcher alone.
     let prefetch = prefetch || passes >= 2 || (mapped_sum && passes >= 1);
     let token = crate::interrupt::current();
+    let is_const = |r: u16| match k.regs.get(r as usize).map(|d| d.kind) {
+        Some(RegKind::Scalar(_)) => true,
+        Some(RegKind::Arg(a)) => matches!(modes[a as usize], ArgMode::Broadcast(_)),
+        _ => false,
+    };
+    let lanes = program_lanes::straight(k, &is_const);
     let run_range = |range: std::ops::Range<usize>| -> Result<()> {
         let end = range.end;
         let began = Instant::now();
@@ -422,7 +429,7 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
             let start = t * tile;
             let len = tile.min(n - start);
             let next = (prefetch && t + 1 < end).then(|| (start + len, tile.min(n - start - len)));
-            let at = TileAt { start, len, next, streams: &streams, streamed };
+            let at = TileAt { start, len, next, streams: &streams, streamed, lanes: lanes.as_ref() };
             // SAFETY: modes, outputs and scratch describe memory valid for this tile.
             unsafe { run_tile(k, &modes, &outs, &mut scratch, at, if first { None } else { Some(&periodic) })? };
             first = false;
@@ -482,7 +489,7 @@ fn run_tiny(k: &TileKernel, args: &[&InputView], outs: &[*mut u8], n: usize) -> 
         Ok(s) => s,
         Err(e) => return Some(Err(e)),
     };
-    let at = TileAt { start: 0, len: n, next: None, streams: &[], streamed: false };
+    let at = TileAt { start: 0, len: n, next: None, streams: &[], streamed: false, lanes: None };
     // SAFETY: arguments are contiguous over the kernel's `n` elements or single elements, and
     // outputs hold the kernel's shape.
     let r = unsafe { run_tile(k, &modes, &outs, &mut scratch, at, None) };
@@ -523,6 +530,9 @@ struct TileAt<'a> {
     streams: &'a [(usize, usize)],
     /// Element outputs live in scratch and are streamed out after the body.
     streamed: bool,
+    /// The body assembled as one pass ([`program_lanes::straight`]), run instead of the
+    /// instructions one by one when the active ISA allows.
+    lanes: Option<&'a program_lanes::Lanes>,
 }
 
 /// Resolve registers for the tile at `at` and run the body.
@@ -537,7 +547,7 @@ unsafe fn run_tile(
     at: TileAt,
     reuse: Option<&[bool]>,
 ) -> Result<()> {
-    let TileAt { start, len, next, streams, streamed } = at;
+    let TileAt { start, len, next, streams, streamed, lanes } = at;
     let base = scratch.mem.as_mut_ptr() as *mut u8;
     for (i, r) in k.regs.iter().enumerate() {
         let size = r.dtype.size();
@@ -567,8 +577,16 @@ unsafe fn run_tile(
             }
         };
     }
-    let parts = k.body.len();
-    for (j, ins) in k.body.iter().enumerate() {
+    let one_pass = lanes.is_some() && pyasc_kernels::isa::active() == pyasc_kernels::isa::Isa::Avx512;
+    if let (Some(lp), true) = (lanes, one_pass) {
+        if let Some((ns, nl)) = next {
+            prefetch_next(streams, ns, nl);
+        }
+        // SAFETY: every register value is valid for the tile's `len` lanes.
+        unsafe { program_lanes::run(k, &scratch.vals, len, lp, None)? };
+    }
+    let parts = if one_pass { 0 } else { k.body.len() };
+    for (j, ins) in k.body.iter().enumerate().take(parts) {
         if let Some((ns, nl)) = next {
             // Spread the next tile's prefetches over the body so they never queue up.
             let (a, b) = (nl * j / parts, nl * (j + 1) / parts);
