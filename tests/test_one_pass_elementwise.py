@@ -15,18 +15,12 @@ from conftest import supported_isas
 SIZES = (37, 5000, 1 << 18 | 13)
 
 _SCRIPT = r"""
-import json, math, sys
+import json, sys
 import numpy as np
 import pyasc
+from pyasc.bench_vectorized import piecewise as scalar_piecewise
 
-@pyasc.vectorized_operator
-def piecewise(v):
-    if v < -1.0:
-        return -1.0 - 0.5 * (v + 1.0)
-    elif v < 1.0:
-        return v * v * v
-    else:
-        return math.sqrt(v)
+piecewise = pyasc.vectorized_operator(scalar_piecewise)  # if/elif/else with math.sqrt
 
 @pyasc.operator
 def mixed(x, y, c):
@@ -55,8 +49,8 @@ np.savez(sys.argv[1], **out)
 
 
 def _run(tmp_path, isa: str) -> dict:
-    path, script = tmp_path / f"{isa}.npz", tmp_path / "one_pass.py"
-    script.write_text(_SCRIPT)  # from a file: vectorized operators compile from their source
+    path, script = tmp_path / f"{isa}.npz", tmp_path / "one_pass.py"  # operators defined in a file
+    script.write_text(_SCRIPT)
     env = {**os.environ, "PYASC_ISA": isa}
     proc = subprocess.run([sys.executable, str(script), str(path), json.dumps(SIZES)], capture_output=True,
                           text=True, timeout=300, env=env)
