@@ -392,7 +392,8 @@ fn straight_programs_run_once_on_every_lane_compiled_as_on_the_strip_loop() {
         for case in 0..cases {
             let mut rng = Rng(case + 5000);
             let wide = case % 2 == 0;
-            let (mut prog, l) = program(&mut rng, wide, 3 + rng.below(6));
+            let ops = 3 + rng.below(6);
+            let (mut prog, l) = program(&mut rng, wide, ops);
             prog.once = true;
             let is_const = |r: u16| l.regs.get(r as usize).is_some_and(|&(_, c)| c);
             // Every register outlives the body, so every one has a single right value.
