@@ -301,14 +301,9 @@ impl Kernel for Strips<'_, '_> {
                 *c = r.ptr.wrapping_add(s0 * r.step);
             }
             let mut turns = 0u32;
-            if self.prog.once {
-                // SAFETY: every register holds this strip's `n` lanes (the caller's contract).
-                unsafe { body(&self.prog.ops, &cur, n) };
-                s0 += n;
-                continue;
-            }
+            // A run-once program takes the loop's single turn (one inlined copy of the body).
             // SAFETY: the condition register holds `n` bools from this strip's lane 0.
-            while unsafe { any(cur[cond], n) } {
+            while if self.prog.once { turns == 0 } else { unsafe { any(cur[cond], n) } } {
                 // SAFETY: every register holds this strip's `n` lanes (the caller's contract).
                 unsafe {
                     if n == STRIP {
