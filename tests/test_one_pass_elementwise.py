@@ -41,6 +41,8 @@ for n in json.loads(sys.argv[2]):
     out[f"piecewise{n}"] = piecewise(x)
     out[f"mixed32_{n}"] = mixed(x, y, np.float32(0.5))
     out[f"mixed64_{n}"] = mixed(x.astype(np.float64), y.astype(np.float64), 0.5)
+    for i, c in enumerate((0.5, -1.25)):  # a broadcast argument: its value changes between launches
+        out[f"bcast{i}_{n}"] = mixed(x, y, np.full((1,), c, np.float32))
     a = rng.integers(-1000, 1000, n).astype(np.int32)
     b = rng.integers(-1000, 1000, n).astype(np.int32)
     out[f"ints{n}"] = ints(a, b)
@@ -73,6 +75,9 @@ def _want(n: int) -> dict:
                                  "64": (x.astype(np.float64), y.astype(np.float64), 0.5)}.items():
             t = xx * yy - c
             out[f"mixed{tag}_{n}"] = np.where(t > 0.25, t * t, np.sqrt(np.abs(t)) + xx)
+        for i, c in enumerate((0.5, -1.25)):
+            t = x * y - np.full((1,), c, np.float32)
+            out[f"bcast{i}_{n}"] = np.where(t > 0.25, t * t, np.sqrt(np.abs(t)) + x)
     a = rng.integers(-1000, 1000, n).astype(np.int32)
     b = rng.integers(-1000, 1000, n).astype(np.int32)
     out[f"ints{n}"] = np.where(a < b, a * b - 3, a + b * 2)

@@ -5,7 +5,8 @@
 //! [`compile`] decodes each such loop once per launch (by statement address) and, where the
 //! CPU allows, assembles it ([`pyasc_kernels::lane_jit`], cached across launches); [`run`] runs one over a tile's
 //! lanes, with the tile's register buffers in place (constants broadcast over one strip) and
-//! the launch's cancellation token polled between iterations.
+//! the launch's cancellation token polled between iterations. The strips of the registers
+//! that hold one value for a whole launch are built with the [`Lanes`], once, not per tile.
 
 use crate::instr::{FromScalar, Val};
 use crate::interrupt::Token;
@@ -22,6 +23,21 @@ use std::collections::{HashMap, HashSet};
 pub struct Lanes {
     prog: LaneProgram,
     jit: Option<std::sync::Arc<LaneJit>>,
+    /// Per register: its value for the whole launch and that value broadcast over one strip.
+    consts: Vec<Option<(pyasc_ir::Scalar, Vec<u64>)>>,
+}
+
+/// The strips of the registers `value` names a launch-wide value for.
+fn const_strips(
+    k: &TileKernel,
+    value: &dyn Fn(u16) -> Option<pyasc_ir::Scalar>,
+) -> Vec<Option<(pyasc_ir::Scalar, Vec<u64>)>> {
+    (0..k.regs.len())
+        .map(|r| {
+            let v = value(r as u16)?;
+            Some((v, broadcast(v, k.regs[r].dtype)?))
+        })
+        .collect()
 }
 
 /// The registers some statement of `stmts` reads, the statements of `skip` (a loop body,
@@ -79,9 +95,12 @@ pub fn compile(k: &TileKernel, p: &Program, swaps: &HashSet<usize>) -> HashMap<u
         if let Some(prog) = LaneProgram::compile(&instrs, w.cond, |r| k.regs[r.0 as usize].dtype) {
             let mut outside = HashSet::new();
             reads(&p.body, &w.body, &mut outside);
-            let is_const = |r: u16| matches!(k.regs.get(r as usize).map(|d| d.kind), Some(RegKind::Scalar(_)));
-            let jit = LaneJit::cached(&prog, &is_const, &|r| outside.contains(&r));
-            out.insert(s as *const Stmt as usize, Lanes { prog, jit });
+            let value = |r: u16| match k.regs.get(r as usize).map(|d| d.kind) {
+                Some(RegKind::Scalar(v)) => Some(v),
+                _ => None,
+            };
+            let jit = LaneJit::cached(&prog, &|r| value(r).is_some(), &|r| outside.contains(&r));
+            out.insert(s as *const Stmt as usize, Lanes { prog, jit, consts: const_strips(k, &value) });
         }
     }
     out
@@ -111,17 +130,20 @@ fn coalesce(instrs: &mut Vec<Instr>, swappable: &[bool]) {
 
 /// A straight-line elementwise kernel assembled to run once per lane, every value in a
 /// machine register from its load to its store: one pass over a tile instead of one per
-/// instruction. `is_const(r)`: register `r` holds one value for every lane in this launch.
-/// `None` when the kernel has per-row registers, fewer than two instructions, an
+/// instruction. `value(r)`: the value register `r` holds for every lane in this launch, if
+/// one. `None` when the kernel has per-row registers, fewer than two instructions, an
 /// instruction without a lane form, or the CPU cannot run the assembled code.
-pub fn straight(k: &TileKernel, is_const: &dyn Fn(u16) -> bool) -> Option<Lanes> {
+pub fn straight(k: &TileKernel, value: &dyn Fn(u16) -> Option<pyasc_ir::Scalar>) -> Option<Lanes> {
     if k.row_len != 0 || k.body.len() < 2 || k.regs.iter().any(|r| r.row) {
         return None;
     }
     let prog = LaneProgram::straight(&k.body, |r| k.regs[r.0 as usize].dtype)?;
     let out = |r: u16| matches!(k.regs.get(r as usize).map(|d| d.kind), Some(RegKind::Out(_)));
-    let jit = LaneJit::cached(&prog, is_const, &out)?;
-    Some(Lanes { prog, jit: Some(jit) })
+    // A launch-wide strip is shared by the tiles of every thread: no instruction may write it.
+    let written: HashSet<u16> = k.body.iter().map(|i| i.dst().0).collect();
+    let value = |r: u16| if written.contains(&r) { None } else { value(r) };
+    let jit = LaneJit::cached(&prog, &|r| value(r).is_some(), &out)?;
+    Some(Lanes { prog, jit: Some(jit), consts: const_strips(k, &value) })
 }
 
 /// One strip of a constant, as the program's element type.
@@ -150,10 +172,17 @@ fn broadcast(s: pyasc_ir::Scalar, dtype: DType) -> Option<Vec<u64>> {
 pub unsafe fn run(k: &TileKernel, vals: &[Val], rows: usize, lp: &Lanes, token: Option<&Token>) -> Result<()> {
     let mut consts: Vec<Vec<u64>> = Vec::new();
     let mut regs = Vec::with_capacity(vals.len());
-    for (v, decl) in vals.iter().zip(&k.regs) {
+    for (i, (v, decl)) in vals.iter().zip(&k.regs).enumerate() {
         regs.push(match *v {
             Val::Ptr(p) => LaneReg { ptr: p, step: decl.dtype.size() },
             Val::Scalar(s) => {
+                if let Some(Some((c, strip))) = lp.consts.get(i) {
+                    if *c == s {
+                        // The launch's strip: read only, by every tile.
+                        regs.push(LaneReg { ptr: strip.as_ptr() as *mut u8, step: 0 });
+                        continue;
+                    }
+                }
                 let Some(mut buf) = broadcast(s, decl.dtype) else {
                     // A constant of a type no instruction reads (the program names it elsewhere).
                     regs.push(LaneReg { ptr: std::ptr::null_mut(), step: 0 });

@@ -408,12 +408,15 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
     // process; one-pass kernels keep the hardware prefetcher alone.
     let prefetch = prefetch || passes >= 2 || (mapped_sum && passes >= 1);
     let token = crate::interrupt::current();
-    let is_const = |r: u16| match k.regs.get(r as usize).map(|d| d.kind) {
-        Some(RegKind::Scalar(_)) => true,
-        Some(RegKind::Arg(a)) => matches!(modes[a as usize], ArgMode::Broadcast(_)),
-        _ => false,
+    let value = |r: u16| match k.regs.get(r as usize).map(|d| d.kind) {
+        Some(RegKind::Scalar(v)) => Some(v),
+        Some(RegKind::Arg(a)) => match modes[a as usize] {
+            ArgMode::Broadcast(v) => Some(v),
+            _ => None,
+        },
+        _ => None,
     };
-    let lanes = program_lanes::straight(k, &is_const);
+    let lanes = program_lanes::straight(k, &value);
     let run_range = |range: std::ops::Range<usize>| -> Result<()> {
         let end = range.end;
         let began = Instant::now();
