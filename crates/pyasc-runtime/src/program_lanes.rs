@@ -17,12 +17,13 @@ use pyasc_ir::DType;
 use pyasc_kernels::lane_jit::LaneJit;
 use pyasc_kernels::lane_loop::{self, LaneProgram, LaneReg, STRIP};
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 /// A mask loop decoded for the strip loop, and assembled when the CPU allows.
 #[derive(Debug)]
 pub struct Lanes {
     prog: LaneProgram,
-    jit: Option<std::sync::Arc<LaneJit>>,
+    jit: Option<Arc<LaneJit>>,
     /// Per register: its value for the whole launch and that value broadcast over one strip.
     consts: Vec<Option<(pyasc_ir::Scalar, Vec<u64>)>>,
 }
@@ -133,10 +134,57 @@ fn coalesce(instrs: &mut Vec<Instr>, swappable: &[bool]) {
 /// instruction. `value(r)`: the value register `r` holds for every lane in this launch, if
 /// one. `None` when the kernel has per-row registers, fewer than two instructions, an
 /// instruction without a lane form, or the CPU cannot run the assembled code.
-pub fn straight(k: &TileKernel, value: &dyn Fn(u16) -> Option<pyasc_ir::Scalar>) -> Option<Lanes> {
+///
+/// The last few kernels each thread launched are remembered with their answer: a launch of
+/// the same body and registers with the same launch-wide values takes it without decoding
+/// the body, hashing it for the assembled code or broadcasting its constants again.
+pub fn straight(k: &TileKernel, value: &dyn Fn(u16) -> Option<pyasc_ir::Scalar>) -> Option<Arc<Lanes>> {
     if k.row_len != 0 || k.body.len() < 2 || k.regs.iter().any(|r| r.row) {
         return None;
     }
+    let same = |m: &Memo| {
+        m.body == k.body
+            && m.regs == k.regs
+            && m.values.len() == k.regs.len()
+            && m.values.iter().enumerate().all(|(r, v)| *v == value(r as u16))
+    };
+    let hit = MEMO.with(|memo| {
+        let mut memo = memo.borrow_mut();
+        let i = memo.iter().position(same)?;
+        let m = memo.remove(i);
+        let lanes = m.lanes.clone();
+        memo.insert(0, m);
+        Some(lanes)
+    });
+    if let Some(lanes) = hit {
+        return lanes;
+    }
+    let lanes = straight_uncached(k, value).map(Arc::new);
+    MEMO.with(|memo| {
+        let mut memo = memo.borrow_mut();
+        memo.truncate(MEMO_LEN - 1);
+        let values = (0..k.regs.len()).map(|r| value(r as u16)).collect();
+        memo.insert(0, Memo { body: k.body.clone(), regs: k.regs.clone(), values, lanes: lanes.clone() });
+    });
+    lanes
+}
+
+/// Kernels [`straight`] remembers per thread.
+const MEMO_LEN: usize = 8;
+
+/// One remembered answer of [`straight`]: everything it depends on, and the answer.
+struct Memo {
+    body: Vec<Instr>,
+    regs: Vec<pyasc_ir::tile::RegDecl>,
+    values: Vec<Option<pyasc_ir::Scalar>>,
+    lanes: Option<Arc<Lanes>>,
+}
+
+thread_local! {
+    static MEMO: std::cell::RefCell<Vec<Memo>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+fn straight_uncached(k: &TileKernel, value: &dyn Fn(u16) -> Option<pyasc_ir::Scalar>) -> Option<Lanes> {
     let prog = LaneProgram::straight(&k.body, |r| k.regs[r.0 as usize].dtype)?;
     let out = |r: u16| matches!(k.regs.get(r as usize).map(|d| d.kind), Some(RegKind::Out(_)));
     // A launch-wide strip is shared by the tiles of every thread: no instruction may write it.
@@ -239,5 +287,71 @@ mod tests {
         let mut body = vec![add(5, 1, 1), Instr::Copy { dst: Reg(1), src: Reg(5) }];
         coalesce(&mut body, &[false, false]);
         assert_eq!(body.len(), 2);
+    }
+
+    fn kernel(two: f64) -> TileKernel {
+        let reg = |dtype, kind| pyasc_ir::tile::RegDecl { dtype, kind, row: false };
+        TileKernel {
+            name: "k".into(),
+            shape: pyasc_ir::Shape(vec![1000]),
+            perm: vec![0],
+            row_len: 0,
+            library: None,
+            args: vec![],
+            arg_views: vec![],
+            outs: vec![],
+            regs: vec![
+                reg(DType::F32, RegKind::Arg(0)),
+                reg(DType::F32, RegKind::Scalar(pyasc_ir::Scalar::Float(two))),
+                reg(DType::F32, RegKind::Tile),
+                reg(DType::F32, RegKind::Out(0)),
+            ],
+            body: vec![add(2, 0, 1), add(3, 2, 0)],
+            tile_elems: 256,
+            program: None,
+            locs: vec![],
+            fused_ops: 0,
+        }
+    }
+
+    /// The launch-wide value of each register of [`kernel`]: its constant, and the argument's
+    /// value when it is broadcast.
+    fn values(k: &TileKernel, arg: Option<f64>) -> impl Fn(u16) -> Option<pyasc_ir::Scalar> + '_ {
+        move |r| match k.regs[r as usize].kind {
+            RegKind::Scalar(v) => Some(v),
+            RegKind::Arg(_) => arg.map(pyasc_ir::Scalar::Float),
+            _ => None,
+        }
+    }
+
+    /// The first lane of register `r`'s launch strip, if it has one.
+    fn strip(l: &Lanes, r: usize) -> Option<f32> {
+        l.consts[r].as_ref().map(|(_, s)| f32::from_bits(s[0] as u32))
+    }
+
+    #[test]
+    fn a_relaunch_with_the_same_values_reuses_the_assembled_pass_and_new_values_do_not() {
+        let k = kernel(2.0);
+        let first = straight(&k, &values(&k, None));
+        if pyasc_kernels::isa::detected() == pyasc_kernels::isa::Isa::Avx512 {
+            assert!(first.is_some(), "two additions have lane forms");
+        }
+        let Some(first) = first else { return };
+        assert_eq!((strip(&first, 0), strip(&first, 1), strip(&first, 2)), (None, Some(2.0), None));
+        let again = straight(&k, &values(&k, None)).expect("assembled before");
+        assert!(Arc::ptr_eq(&first, &again));
+        // A broadcast argument: its value is part of what is remembered.
+        let three = straight(&k, &values(&k, Some(3.0))).expect("assembled");
+        assert!(!Arc::ptr_eq(&first, &three));
+        assert_eq!(strip(&three, 0), Some(3.0));
+        let four = straight(&k, &values(&k, Some(4.0))).expect("assembled");
+        assert_eq!(strip(&four, 0), Some(4.0));
+        // Another constant in an otherwise equal kernel.
+        let k5 = kernel(5.0);
+        let five = straight(&k5, &values(&k5, None)).expect("assembled");
+        assert!(!Arc::ptr_eq(&first, &five));
+        assert_eq!(strip(&five, 1), Some(5.0));
+        // The first kernel is still remembered after the others.
+        assert!(Arc::ptr_eq(&first, &straight(&k, &values(&k, None)).expect("assembled")));
     }
 }

@@ -432,7 +432,7 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
             let start = t * tile;
             let len = tile.min(n - start);
             let next = (prefetch && t + 1 < end).then(|| (start + len, tile.min(n - start - len)));
-            let at = TileAt { start, len, next, streams: &streams, streamed, lanes: lanes.as_ref() };
+            let at = TileAt { start, len, next, streams: &streams, streamed, lanes: lanes.as_deref() };
             // SAFETY: modes, outputs and scratch describe memory valid for this tile.
             unsafe { run_tile(k, &modes, &outs, &mut scratch, at, if first { None } else { Some(&periodic) })? };
             first = false;
