@@ -105,25 +105,11 @@ mod tests {
     use pyasc_ir::op::BinaryOp;
     use pyasc_ir::program::WhileAny;
     use pyasc_ir::tile::{Reg, RegDecl};
-    use pyasc_ir::{DType, Shape};
+    use pyasc_ir::DType;
 
     fn kernel(dtypes: &[DType]) -> TileKernel {
-        TileKernel {
-            name: "k".into(),
-            shape: Shape(vec![100]),
-            perm: vec![0],
-            row_len: 0,
-            library: None,
-            args: vec![],
-            arg_views: vec![],
-            outs: vec![],
-            regs: dtypes.iter().map(|&dtype| RegDecl { dtype, kind: RegKind::Tile, row: false }).collect(),
-            body: vec![],
-            tile_elems: 64,
-            program: None,
-            locs: vec![],
-            fused_ops: 0,
-        }
+        let regs = dtypes.iter().map(|&dtype| RegDecl { dtype, kind: RegKind::Tile, row: false }).collect();
+        crate::test_kernel::kernel(100, 64, regs, vec![])
     }
 
     fn add(dst: u16, a: u16, b: u16) -> Stmt {

@@ -59,6 +59,8 @@ pub mod shuffle;
 pub mod sort;
 pub mod stream;
 pub mod team;
+#[cfg(test)]
+mod test_kernel;
 pub mod view;
 pub mod vm;
 

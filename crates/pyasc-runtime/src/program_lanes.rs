@@ -291,27 +291,13 @@ mod tests {
 
     fn kernel(two: f64) -> TileKernel {
         let reg = |dtype, kind| pyasc_ir::tile::RegDecl { dtype, kind, row: false };
-        TileKernel {
-            name: "k".into(),
-            shape: pyasc_ir::Shape(vec![1000]),
-            perm: vec![0],
-            row_len: 0,
-            library: None,
-            args: vec![],
-            arg_views: vec![],
-            outs: vec![],
-            regs: vec![
-                reg(DType::F32, RegKind::Arg(0)),
-                reg(DType::F32, RegKind::Scalar(pyasc_ir::Scalar::Float(two))),
-                reg(DType::F32, RegKind::Tile),
-                reg(DType::F32, RegKind::Out(0)),
-            ],
-            body: vec![add(2, 0, 1), add(3, 2, 0)],
-            tile_elems: 256,
-            program: None,
-            locs: vec![],
-            fused_ops: 0,
-        }
+        let regs = vec![
+            reg(DType::F32, RegKind::Arg(0)),
+            reg(DType::F32, RegKind::Scalar(pyasc_ir::Scalar::Float(two))),
+            reg(DType::F32, RegKind::Tile),
+            reg(DType::F32, RegKind::Out(0)),
+        ];
+        crate::test_kernel::kernel(1000, 256, regs, vec![add(2, 0, 1), add(3, 2, 0)])
     }
 
     /// The launch-wide value of each register of [`kernel`]: its constant, and the argument's
