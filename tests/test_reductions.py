@@ -464,6 +464,34 @@ def test_repeated_axis_raises_shape_error_with_line(name, axis):
     assert e.value.lineno == line_of(f, "repeated axis")
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_row_max_and_its_argmax_in_one_kernel_match_numpy(data):
+    # The two reductions of the same rows run as one pass over each row: values, positions
+    # (the first of ties, the first NaN) and their order in the body must not matter.
+    rows = data.draw(st.integers(1, 300))
+    cols = data.draw(st.sampled_from([1, 3, 16, 80, 81, 200]))
+    pool = np.array([0.0, -0.0, 0.5, -2.0, 3.0, np.inf, -np.inf, np.nan], np.float32)
+    kinds = data.draw(st.sampled_from([7, 8]))
+    seed = data.draw(st.integers(0, 2**31 - 1))
+    x = pool[np.random.default_rng(seed).integers(0, kinds, (rows, cols))]
+
+    @pyasc.operator
+    def best(t):
+        s = t * 2.0
+        return s.argmax(axis=1), s.max(axis=1), s.min(axis=1), s.argmin(axis=1)
+
+    s = x * np.float32(2.0)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        want = (s.argmax(axis=1), s.max(axis=1), s.min(axis=1), s.argmin(axis=1))
+        got = best(x)
+    for g, w in zip(got, want):
+        assert_matches(g, w)
+    if rows > 1 and cols > 1:
+        assert len(best.get_compiled_op(x).kernels()) == 1
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_nan_and_inf_propagate_like_numpy(dtype):
     x = np.array([[1, np.nan, 3, 7], [np.nan, -1, 2, 9], [0, 1, 2, 3], [np.inf, -np.inf, 1, 2]], dtype)

@@ -397,6 +397,15 @@ pub fn arg_extreme_rows_f32(x: &[f32], row_len: usize, max: bool, out: &mut [i64
     dispatch(RowsF32 { x, row_len, max, extreme: None, arg: Some(out) })
 }
 
+/// [`extreme_rows_f32`] and [`arg_extreme_rows_f32`] of the same rows in one pass: each row's
+/// extreme is found once and its first position searched right after, while the row is in
+/// the L1 cache. The values are the same as the two calls'.
+pub fn extreme_and_arg_rows_f32(x: &[f32], row_len: usize, max: bool, value: &mut [f32], index: &mut [i64]) {
+    assert!(row_len > 0 && x.len() == value.len() * row_len, "rows do not match the output");
+    assert_eq!(value.len(), index.len(), "one value and one index per row");
+    dispatch(RowsF32 { x, row_len, max, extreme: Some(value), arg: Some(index) })
+}
+
 /// [`arg_extreme`] of float64 values, as [`arg_extreme_f32`].
 pub fn arg_extreme_f64(x: &[f64], max: bool) -> usize {
     let m = if max { max_f64(x) } else { min_f64(x) };
@@ -440,7 +449,7 @@ mod tests {
     }
 
     #[test]
-    fn row_extremes_in_one_dispatch_match_the_row_by_row_ones() {
+    fn row_extremes_in_one_dispatch_and_in_pairs_match_the_row_by_row_ones() {
         let pool = [0.0f32, -0.0, 1.5, -1.5, 3.0, f32::INFINITY, f32::NEG_INFINITY, f32::NAN];
         let mut state = 11u64;
         for row_len in [1usize, 7, 16, 80, 129] {
@@ -456,10 +465,15 @@ mod tests {
                 let (mut e, mut a) = (vec![0.0f32; rows], vec![0i64; rows]);
                 extreme_rows_f32(&x, row_len, max, &mut e);
                 arg_extreme_rows_f32(&x, row_len, max, &mut a);
+                let (mut pe, mut pa) = (vec![0.0f32; rows], vec![0i64; rows]);
+                extreme_and_arg_rows_f32(&x, row_len, max, &mut pe, &mut pa);
                 for (r, row) in x.chunks(row_len).enumerate() {
                     let want = if max { max_f32(row) } else { min_f32(row) };
-                    assert!(e[r].to_bits() == want.to_bits() || (e[r].is_nan() && want.is_nan()), "{row:?}");
+                    for got in [e[r], pe[r]] {
+                        assert!(got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()), "{row:?}");
+                    }
                     assert_eq!(a[r] as usize, arg_extreme(row, max), "{row:?} {max}");
+                    assert_eq!(pa[r], a[r], "{row:?} {max}");
                 }
             }
         }

@@ -23,6 +23,7 @@ use std::time::Instant;
 
 mod column_phases;
 mod columns;
+mod extreme_pairs;
 mod long_rows;
 
 use crate::memory::{store_fence, stream_copy};
@@ -417,6 +418,7 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
         _ => None,
     };
     let lanes = program_lanes::straight(k, &value);
+    let pairs = extreme_pairs::pairs(k);
     let run_range = |range: std::ops::Range<usize>| -> Result<()> {
         let end = range.end;
         let began = Instant::now();
@@ -432,7 +434,7 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
             let start = t * tile;
             let len = tile.min(n - start);
             let next = (prefetch && t + 1 < end).then(|| (start + len, tile.min(n - start - len)));
-            let at = TileAt { start, len, next, streams: &streams, streamed, lanes: lanes.as_deref() };
+            let at = TileAt { start, len, next, streams: &streams, streamed, lanes: lanes.as_deref(), pairs: &pairs };
             // SAFETY: modes, outputs and scratch describe memory valid for this tile.
             unsafe { run_tile(k, &modes, &outs, &mut scratch, at, if first { None } else { Some(&periodic) })? };
             first = false;
@@ -492,7 +494,7 @@ fn run_tiny(k: &TileKernel, args: &[&InputView], outs: &[*mut u8], n: usize) -> 
         Ok(s) => s,
         Err(e) => return Some(Err(e)),
     };
-    let at = TileAt { start: 0, len: n, next: None, streams: &[], streamed: false, lanes: None };
+    let at = TileAt { start: 0, len: n, next: None, streams: &[], streamed: false, lanes: None, pairs: &[] };
     // SAFETY: arguments are contiguous over the kernel's `n` elements or single elements, and
     // outputs hold the kernel's shape.
     let r = unsafe { run_tile(k, &modes, &outs, &mut scratch, at, None) };
@@ -536,6 +538,9 @@ struct TileAt<'a> {
     /// The body assembled as one pass ([`program_lanes::straight`]), run instead of the
     /// instructions one by one when the active ISA allows.
     lanes: Option<&'a program_lanes::Lanes>,
+    /// Row extremes and their positions run as pairs ([`extreme_pairs::pairs`]); empty when
+    /// none pair.
+    pairs: &'a [extreme_pairs::Pair],
 }
 
 /// Resolve registers for the tile at `at` and run the body.
@@ -550,7 +555,7 @@ unsafe fn run_tile(
     at: TileAt,
     reuse: Option<&[bool]>,
 ) -> Result<()> {
-    let TileAt { start, len, next, streams, streamed, lanes } = at;
+    let TileAt { start, len, next, streams, streamed, lanes, pairs } = at;
     let base = scratch.mem.as_mut_ptr() as *mut u8;
     for (i, r) in k.regs.iter().enumerate() {
         let size = r.dtype.size();
@@ -599,6 +604,26 @@ unsafe fn run_tile(
         if let Some(v) = scratch.uniform[j] {
             scratch.vals[d] = Val::Scalar(v);
             continue;
+        }
+        let on_tile = match *ins {
+            Instr::Reduce { src, .. } => matches!(scratch.vals[src.0 as usize], Val::Ptr(_)),
+            _ => false,
+        };
+        match pairs.get(j) {
+            Some(extreme_pairs::Pair::Second) if on_tile => continue,
+            Some(&extreme_pairs::Pair::First { max, other }) if on_tile => {
+                for r in [d, other.0 as usize] {
+                    if k.regs[r].kind == RegKind::Tile {
+                        // SAFETY: the offset lies inside the scratch allocation.
+                        scratch.vals[r] =
+                            Val::Ptr(unsafe { base.add(scratch.offsets[r].expect("tiles have scratch")) });
+                    }
+                }
+                // SAFETY: the source holds the tile's rows; both results one slot per row.
+                unsafe { extreme_pairs::run(ins, other, max, &scratch.vals, len / k.row_len, k.row_len)? };
+                continue;
+            }
+            _ => {}
         }
         // A reduction of a uniform value is not uniform (a sum depends on the row length): it
         // runs row by row below.
