@@ -347,12 +347,20 @@ fn first_where<T: Copy>(x: &[T], hit: impl Fn(T) -> bool) -> usize {
     x.len()
 }
 
+/// The first position of `m` in `x` (of the first NaN when `m` is NaN), `x.len()` when none.
+fn first_position(x: &[f32], m: f32) -> usize {
+    if m.is_nan() {
+        first_where(x, |v: f32| v.is_nan())
+    } else {
+        first_where(x, |v| v == m)
+    }
+}
+
 /// [`arg_extreme`] of float32 values: the SIMD max/min first, then its first position (the
 /// first NaN's when there is one); the same index as the scalar walk, far fewer branches.
 pub fn arg_extreme_f32(x: &[f32], max: bool) -> usize {
     let m = if max { max_f32(x) } else { min_f32(x) };
-    let i = if m.is_nan() { first_where(x, |v: f32| v.is_nan()) } else { first_where(x, |v| v == m) };
-    i.min(x.len().saturating_sub(1))
+    first_position(x, m).min(x.len().saturating_sub(1))
 }
 
 /// Each row's float32 max or min (`extreme`) or the position of its first max or min
@@ -378,7 +386,15 @@ impl Kernel for RowsF32<'_> {
                 e[r] = m;
             }
             if let Some(a) = arg.as_deref_mut() {
-                let i = if m.is_nan() { first_where(row, |v: f32| v.is_nan()) } else { first_where(row, |v| v == m) };
+                #[cfg(target_arch = "x86_64")]
+                let i = if S::AVX512 {
+                    // SAFETY: `S::AVX512` is only true in the copy compiled for (and run on) AVX-512.
+                    unsafe { crate::reduce_avx512::first_equal_f32(row, m) }
+                } else {
+                    first_position(row, m)
+                };
+                #[cfg(not(target_arch = "x86_64"))]
+                let i = first_position(row, m);
                 a[r] = i.min(row.len() - 1) as i64;
             }
         }

@@ -1,5 +1,7 @@
 //! AVX-512 float32 max/min of a row: four independent vector accumulators (the compare
-//! latency would otherwise bound the loop) and a NaN mask collected alongside.
+//! latency would otherwise bound the loop) and a NaN mask collected alongside; and the search
+//! for the first position of a value, with the compare masks of up to 128 elements joined
+//! before one branch.
 
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::*;
@@ -47,4 +49,43 @@ pub(crate) unsafe fn extreme_f32<const MAX: bool>(x: &[f32]) -> f32 {
     } else {
         _mm512_reduce_min_ps(v)
     }
+}
+
+/// Position of the first element of `x` equal to `m` (the first NaN when `m` is NaN),
+/// `x.len()` when there is none. The compares of each run of 128 elements are joined into one
+/// mask before a single branch: for short rows (80 class scores) whose hit lies anywhere, a
+/// branch per 16 elements mispredicts once per row.
+///
+/// # Safety
+/// The CPU must support AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn first_equal_f32(x: &[f32], m: f32) -> usize {
+    let n = x.len();
+    let p = x.as_ptr();
+    let target = _mm512_set1_ps(m);
+    let nan = m.is_nan();
+    let mut i = 0;
+    while i < n {
+        let end = (i + 128).min(n);
+        let mut found = 0u128;
+        let mut j = i;
+        while j < end {
+            let lanes: __mmask16 = if end - j >= 16 { 0xffff } else { ((1u32 << (end - j)) - 1) as __mmask16 };
+            // SAFETY: the masked load reads only lanes inside `x`; AVX-512F is enabled.
+            let v = unsafe { _mm512_maskz_loadu_ps(lanes, p.add(j)) };
+            let hit = if nan {
+                _mm512_mask_cmp_ps_mask::<_CMP_UNORD_Q>(lanes, v, v)
+            } else {
+                _mm512_mask_cmp_ps_mask::<_CMP_EQ_OQ>(lanes, v, target)
+            };
+            found |= (hit as u128) << (j - i);
+            j += 16;
+        }
+        if found != 0 {
+            return i + found.trailing_zeros() as usize;
+        }
+        i = end;
+    }
+    n
 }
