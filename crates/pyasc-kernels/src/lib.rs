@@ -49,6 +49,7 @@ mod math;
 pub mod nms;
 #[cfg(test)]
 mod nms_tests;
+pub mod radix;
 pub mod reduce;
 mod reduce_avx512;
 pub mod reduce_map;

@@ -1,0 +1,71 @@
+//! Stable least-significant-digit radix sort of `(u64 key, index)` pairs, a byte per pass.
+//!
+//! NMS orders a few hundred to a few thousand boxes by score each call; a comparison sort
+//! spends most of its time in unpredictable branches there. Here one pass over the keys counts
+//! every byte position, bytes that all keys share are skipped (scores widened from float32 leave
+//! the low three bytes equal, scores of one exponent range the top ones), and each remaining
+//! byte is one counting scatter. Equal keys keep their order, as in any stable sort.
+
+/// Below this many pairs the standard library's sort is quicker than the byte histograms.
+const SMALL: usize = 64;
+
+/// Sort `v` by key, stably (pairs with equal keys keep their order).
+pub fn sort_stable(v: &mut Vec<(u64, usize)>) {
+    let n = v.len();
+    if n <= SMALL {
+        v.sort_by_key(|p| p.0);
+        return;
+    }
+    let mut counts = vec![[0usize; 256]; 8];
+    for &(k, _) in v.iter() {
+        for (d, c) in counts.iter_mut().enumerate() {
+            c[((k >> (8 * d)) & 0xff) as usize] += 1;
+        }
+    }
+    let mut src = std::mem::take(v);
+    let mut dst = vec![(0u64, 0usize); n];
+    for (d, c) in counts.iter_mut().enumerate() {
+        if c.contains(&n) {
+            // Every key has the same byte here: this pass would not move anything.
+            continue;
+        }
+        let mut at = 0;
+        for slot in c.iter_mut() {
+            let count = *slot;
+            *slot = at;
+            at += count;
+        }
+        for &(k, i) in &src {
+            let b = ((k >> (8 * d)) & 0xff) as usize;
+            dst[c[b]] = (k, i);
+            c[b] += 1;
+        }
+        std::mem::swap(&mut src, &mut dst);
+    }
+    *v = src;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sorts_like_the_standard_stable_sort() {
+        let mut state = 3u64;
+        let mut next = || {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            state
+        };
+        for n in [0usize, 1, 2, 63, 64, 65, 200, 1153, 5000] {
+            for spread in [u64::MAX, 0xffff_0000, 0xff, 3, 0] {
+                // Keys in a narrow range (many ties, shared bytes) and over the whole range.
+                let v: Vec<(u64, usize)> = (0..n).map(|i| (next() & spread | 0x3fd0 << 48, i)).collect();
+                let mut want = v.clone();
+                want.sort_by_key(|p| p.0);
+                let mut got = v;
+                sort_stable(&mut got);
+                assert_eq!(got, want, "n {n} spread {spread:x}");
+            }
+        }
+    }
+}
