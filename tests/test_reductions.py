@@ -575,3 +575,40 @@ def test_reduction_methods_take_numpys_signatures():
     with pytest.raises(pyasc.UnsupportedError) as e:
         pyasc.operator(bad)(x)
     assert e.value.lineno == line_of(bad, "t.sum(0, out=t)")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_row_kernels_reading_a_column_broadcast_over_each_row_match_numpy(data):
+    # `x[:, 5:] * x[:, 4:5]` in a row kernel: the column is read one value per row when only
+    # float arithmetic reads it, and filled over the row when a comparison reads it too.
+    dtype = data.draw(st.sampled_from([np.float32, np.float64]))
+    rows = data.draw(st.integers(1, 300))
+    cols = data.draw(st.sampled_from([2, 7, 17, 85, 130]))
+    j = data.draw(st.integers(0, cols - 1))
+    op = data.draw(st.sampled_from(["mul", "add", "sub", "rsub", "div"]))
+    compare = data.draw(st.booleans())
+    pool = np.array([0.0, -0.0, 0.5, -2.0, 3.0, 1e-3, np.inf, -np.inf, np.nan], dtype)
+    kinds = data.draw(st.sampled_from([6, 9]))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**31 - 1)))
+    x = np.where(rng.random((rows, cols)) < 0.5, pool[rng.integers(0, kinds, (rows, cols))],
+                 rng.standard_normal((rows, cols)).astype(dtype))
+    ops = {"mul": lambda a, c: a * c, "add": lambda a, c: a + c, "sub": lambda a, c: a - c,
+           "rsub": lambda a, c: c - a, "div": lambda a, c: a / c}
+    f = ops[op]
+
+    @pyasc.operator
+    def scored(t):
+        s = f(t[:, 1:], t[:, j:j + 1])
+        if compare:
+            return s.argmax(axis=1), s.max(axis=1), (t[:, 1:] > t[:, j:j + 1]).sum(axis=1)
+        return s.argmax(axis=1), s.max(axis=1), s - s.max(axis=1, keepdims=True)
+
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        s = f(x[:, 1:], x[:, j:j + 1])
+        third = (x[:, 1:] > x[:, j:j + 1]).sum(axis=1) if compare else s - s.max(axis=1, keepdims=True)
+        want = (s.argmax(axis=1), s.max(axis=1), third)
+        got = scored(x)
+    for g, w in zip(got, want):
+        assert_matches(g, w)

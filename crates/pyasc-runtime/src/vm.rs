@@ -25,6 +25,7 @@ mod column_phases;
 mod columns;
 mod extreme_pairs;
 mod long_rows;
+mod row_args;
 
 use crate::memory::{store_fence, stream_copy};
 use crate::program_lanes;
@@ -324,7 +325,7 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
         .collect();
     strides.push(InputView::contiguous(std::ptr::null(), DType::U8, dims.clone()).strides);
     let cdims = collapse(dims, &mut strides);
-    let modes: Vec<ArgMode> = args
+    let mut modes: Vec<ArgMode> = args
         .iter()
         .zip(&strides)
         .map(|(a, s)| match classify(&cdims, s) {
@@ -345,6 +346,7 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
     if long_rows::chunkable(k) {
         return long_rows::run(k, &modes, &outs, &gathered);
     }
+    let row_args = row_args::per_row(k, &mut modes);
     // An argument repeated along the outermost dim (a bias row `b` in `x - b`) has the same
     // tile for every tile when tiles cover whole periods: gather it once per block.
     let period = |m: &ArgMode| match m {
@@ -434,7 +436,9 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
             let start = t * tile;
             let len = tile.min(n - start);
             let next = (prefetch && t + 1 < end).then(|| (start + len, tile.min(n - start - len)));
-            let at = TileAt { start, len, next, streams: &streams, streamed, lanes: lanes.as_deref(), pairs: &pairs };
+            let lanes = lanes.as_deref();
+            let at =
+                TileAt { start, len, next, streams: &streams, streamed, lanes, pairs: &pairs, row_args: &row_args };
             // SAFETY: modes, outputs and scratch describe memory valid for this tile.
             unsafe { run_tile(k, &modes, &outs, &mut scratch, at, if first { None } else { Some(&periodic) })? };
             first = false;
@@ -494,7 +498,8 @@ fn run_tiny(k: &TileKernel, args: &[&InputView], outs: &[*mut u8], n: usize) -> 
         Ok(s) => s,
         Err(e) => return Some(Err(e)),
     };
-    let at = TileAt { start: 0, len: n, next: None, streams: &[], streamed: false, lanes: None, pairs: &[] };
+    let at =
+        TileAt { start: 0, len: n, next: None, streams: &[], streamed: false, lanes: None, pairs: &[], row_args: &[] };
     // SAFETY: arguments are contiguous over the kernel's `n` elements or single elements, and
     // outputs hold the kernel's shape.
     let r = unsafe { run_tile(k, &modes, &outs, &mut scratch, at, None) };
@@ -541,6 +546,9 @@ struct TileAt<'a> {
     /// Row extremes and their positions run as pairs ([`extreme_pairs::pairs`]); empty when
     /// none pair.
     pairs: &'a [extreme_pairs::Pair],
+    /// Per register: an argument read as one value per row ([`row_args::per_row`]); empty
+    /// when none is.
+    row_args: &'a [bool],
 }
 
 /// Resolve registers for the tile at `at` and run the body.
@@ -555,7 +563,7 @@ unsafe fn run_tile(
     at: TileAt,
     reuse: Option<&[bool]>,
 ) -> Result<()> {
-    let TileAt { start, len, next, streams, streamed, lanes, pairs } = at;
+    let TileAt { start, len, next, streams, streamed, lanes, pairs, row_args } = at;
     let base = scratch.mem.as_mut_ptr() as *mut u8;
     for (i, r) in k.regs.iter().enumerate() {
         let size = r.dtype.size();
@@ -578,7 +586,12 @@ unsafe fn run_tile(
                     }
                     ArgMode::Strided(p, dims, st) => {
                         let dst = base.add(scratch.offsets[i].expect("gathered args have scratch"));
-                        gather_elems(size, p.0, dims, st, start, dst, len);
+                        if row_args.get(i).copied().unwrap_or(false) {
+                            // One value per row: the layout already walks the rows.
+                            gather_elems(size, p.0, dims, st, start / k.row_len, dst, len / k.row_len);
+                        } else {
+                            gather_elems(size, p.0, dims, st, start, dst, len);
+                        }
                         Val::Ptr(dst)
                     }
                 },
@@ -650,7 +663,7 @@ unsafe fn run_tile(
                 scratch.vals[d] = Val::Ptr(unsafe { base.add(scratch.offsets[d].expect("tiles have scratch")) });
             }
             // SAFETY: every register value is valid for the tile; dst differs from srcs.
-            unsafe { exec_level(k, ins, &scratch.vals, &mut scratch.row_vals, len)? };
+            unsafe { exec_level(k, ins, &scratch.vals, &mut scratch.row_vals, len, row_args)? };
         }
     }
     if streamed {
@@ -677,7 +690,14 @@ unsafe fn run_tile(
 ///
 /// # Safety
 /// As for [`exec`]: every register value must be valid for the tile.
-unsafe fn exec_level(k: &TileKernel, ins: &Instr, vals: &[Val], local: &mut [Val], len: usize) -> Result<()> {
+unsafe fn exec_level(
+    k: &TileKernel,
+    ins: &Instr,
+    vals: &[Val],
+    local: &mut [Val],
+    len: usize,
+    row_args: &[bool],
+) -> Result<()> {
     if k.row_len == 0 {
         // SAFETY: per this function's contract.
         return unsafe { exec(ins, &k.regs, vals, len) };
@@ -722,14 +742,16 @@ unsafe fn exec_level(k: &TileKernel, ins: &Instr, vals: &[Val], local: &mut [Val
         // SAFETY: per-row registers hold one value per row of the tile.
         return unsafe { exec(ins, &k.regs, vals, rows) };
     }
-    let reads_rows = ins.srcs().iter().any(|r| k.regs[r.0 as usize].row && matches!(vals[r.0 as usize], Val::Ptr(_)));
+    // Per-row registers: row results and the arguments read one value per row.
+    let row = |i: usize| k.regs[i].row || row_args.get(i).copied().unwrap_or(false);
+    let reads_rows = ins.srcs().iter().any(|r| row(r.0 as usize) && matches!(vals[r.0 as usize], Val::Ptr(_)));
     if !reads_rows {
         // SAFETY: per this function's contract.
         return unsafe { exec(ins, &k.regs, vals, len) };
     }
     if let Instr::Binary { op, dst, a, b } = *ins {
         let dtype = k.regs[a.0 as usize].dtype;
-        let side = |r: Reg| (vals[r.0 as usize], k.regs[r.0 as usize].row);
+        let side = |r: Reg| (vals[r.0 as usize], row(r.0 as usize));
         // SAFETY: element registers hold the tile's rows, per-row registers one value per row.
         if unsafe { crate::instr::exec_binary_rows(op, dtype, side(a), side(b), vals[dst.0 as usize], rows, c)? } {
             return Ok(());
@@ -743,7 +765,7 @@ unsafe fn exec_level(k: &TileKernel, ins: &Instr, vals: &[Val], local: &mut [Val
             if let Val::Ptr(p) = vals[i] {
                 // SAFETY: row values and element rows lie inside their registers' tiles.
                 local[i] = unsafe {
-                    if decl.row {
+                    if row(i) {
                         Val::Scalar(read_scalar(p.add(r * decl.dtype.size()), decl.dtype))
                     } else {
                         Val::Ptr(p.add(r * c * decl.dtype.size()))
