@@ -19,6 +19,7 @@ pub mod binary;
 mod cast;
 pub mod chain;
 pub mod convert16;
+pub mod copy_rows;
 mod dispatch;
 mod element;
 pub mod filter_rows;

@@ -79,6 +79,10 @@ pub fn classify(dims: &[usize], strides: &[isize]) -> Access {
 /// inline: a dispatch per run would cost more than the stores it saves).
 const FILL_DISPATCH_MIN: usize = 256;
 
+/// Longest row [`gather`] copies through [`pyasc_kernels::copy_rows`] (longer ones are one
+/// `memcpy` each, whose call costs little beside the copy).
+const ROW_COPY_MAX: usize = 512;
+
 /// Copy the elements at flat iteration positions `start..start + dst.len()` of a strided
 /// operand into `dst`.
 ///
@@ -103,6 +107,27 @@ pub unsafe fn gather<T: pyasc_kernels::Element>(
     }
     let inner = dims[r - 1];
     let s = strides[r - 1];
+    let rows = dst.len() / inner;
+    if r == 2 && s == 1 && idx[1] == 0 && rows >= 2 && inner <= ROW_COPY_MAX {
+        // Whole short rows of a column slice: one dispatch for all of them, then the rest.
+        let size = std::mem::size_of::<T>();
+        let (whole, rest) = dst.split_at_mut(rows * inner);
+        // SAFETY: the rows are positions of the iteration space (caller's contract); `whole`
+        // holds `rows` rows of `inner` elements.
+        unsafe {
+            let bytes = std::slice::from_raw_parts_mut(whole.as_mut_ptr() as *mut u8, std::mem::size_of_val(whole));
+            pyasc_kernels::copy_rows::copy_rows(
+                base.offset(off) as *const u8,
+                strides[0] * size as isize,
+                inner * size,
+                bytes,
+            );
+            if !rest.is_empty() {
+                gather(base, dims, strides, start + rows * inner, rest);
+            }
+        }
+        return;
+    }
     let mut k = 0;
     while k < dst.len() {
         let run = (inner - idx[r - 1]).min(dst.len() - k);
@@ -217,6 +242,23 @@ mod tests {
         // SAFETY: the reversed view walks `data` from its last element down to its first.
         unsafe { gather(data.as_ptr().add(11), &[12], &[-1], 0, &mut got) };
         assert_eq!(got, rev);
+    }
+
+    #[test]
+    fn gathered_column_slices_match_naive_indexing_from_any_start() {
+        // `x[:, 2:9]` of a 6 x 11 array: whole rows go through the row copy, partial rows
+        // around them through the element loop.
+        let data: Vec<u32> = (0..66).collect();
+        let (dims, strides) = ([6usize, 7], [11isize, 1]);
+        let want: Vec<u32> = (0..42).map(|p| data[(p / 7) * 11 + 2 + p % 7]).collect();
+        for start in 0..42 {
+            for len in 0..=(42 - start) {
+                let mut got = vec![u32::MAX; len];
+                // SAFETY: every position of the 6 x 7 view lies inside `data`.
+                unsafe { gather(data.as_ptr().add(2), &dims, &strides, start, &mut got) };
+                assert_eq!(got, want[start..start + len], "start {start} len {len}");
+            }
+        }
     }
 
     #[test]
