@@ -52,9 +52,10 @@ pub(crate) unsafe fn extreme_f32<const MAX: bool>(x: &[f32]) -> f32 {
 }
 
 /// Position of the first element of `x` equal to `m` (the first NaN when `m` is NaN),
-/// `x.len()` when there is none. The compares of each run of 128 elements are joined into one
-/// mask before a single branch: for short rows (80 class scores) whose hit lies anywhere, a
-/// branch per 16 elements mispredicts once per row.
+/// `x.len()` when there is none. The compares of each run of 128 elements are joined into two
+/// 64-bit masks before a single branch: for short rows (80 class scores) whose hit lies
+/// anywhere, a branch per 16 elements mispredicts once per row (and a 128-bit mask costs a
+/// multi-instruction shift per compare).
 ///
 /// # Safety
 /// The CPU must support AVX-512F.
@@ -68,7 +69,8 @@ pub(crate) unsafe fn first_equal_f32(x: &[f32], m: f32) -> usize {
     let mut i = 0;
     while i < n {
         let end = (i + 128).min(n);
-        let mut found = 0u128;
+        // Bit `k` of `lo` (`hi`) is element `i + k` (`i + 64 + k`).
+        let (mut lo, mut hi) = (0u64, 0u64);
         let mut j = i;
         while j < end {
             let lanes: __mmask16 = if end - j >= 16 { 0xffff } else { ((1u32 << (end - j)) - 1) as __mmask16 };
@@ -79,11 +81,17 @@ pub(crate) unsafe fn first_equal_f32(x: &[f32], m: f32) -> usize {
             } else {
                 _mm512_mask_cmp_ps_mask::<_CMP_EQ_OQ>(lanes, v, target)
             };
-            found |= (hit as u128) << (j - i);
+            let at = j - i;
+            if at < 64 {
+                lo |= u64::from(hit) << at;
+            } else {
+                hi |= u64::from(hit) << (at - 64);
+            }
             j += 16;
         }
-        if found != 0 {
-            return i + found.trailing_zeros() as usize;
+        if lo | hi != 0 {
+            let pos = if lo != 0 { lo.trailing_zeros() } else { 64 + hi.trailing_zeros() };
+            return i + pos as usize;
         }
         i = end;
     }
