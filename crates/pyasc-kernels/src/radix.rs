@@ -1,44 +1,44 @@
 //! Stable least-significant-digit radix sort of `(u64 key, index)` pairs, a byte per pass.
 //!
 //! NMS orders a few hundred to a few thousand boxes by score each call; a comparison sort
-//! spends most of its time in unpredictable branches there. Here one pass over the keys counts
-//! every byte position, bytes that all keys share are skipped (scores widened from float32 leave
-//! the low three bytes equal, scores of one exponent range the top ones), and each remaining
-//! byte is one counting scatter. Equal keys keep their order, as in any stable sort.
+//! spends most of its time in unpredictable branches there. Here one pass over the keys finds
+//! the bits in which they differ, bytes that all keys share are skipped (scores widened from
+//! float32 leave the low three bytes equal, scores of one exponent range the top one), and each
+//! remaining byte is a count and one scatter. Equal keys keep their order, as in any stable sort.
 
 /// Below this many pairs the standard library's sort is quicker than the byte histograms.
 const SMALL: usize = 64;
 
-/// Sort `v` by key, stably (pairs with equal keys keep their order).
+/// Sort `v` (fewer than 2^32 pairs) by key, stably (pairs with equal keys keep their order).
 pub fn sort_stable(v: &mut Vec<(u64, usize)>) {
     let n = v.len();
+    assert!(u32::try_from(n).is_ok(), "radix sort of 2^32 or more pairs");
     if n <= SMALL {
         v.sort_by_key(|p| p.0);
         return;
     }
-    let mut counts = vec![[0usize; 256]; 8];
-    for &(k, _) in v.iter() {
-        for (d, c) in counts.iter_mut().enumerate() {
-            c[((k >> (8 * d)) & 0xff) as usize] += 1;
-        }
-    }
+    // The bits that differ between keys; bytes without any take no pass.
+    let (any, all) = v.iter().fold((0u64, u64::MAX), |(o, a), p| (o | p.0, a & p.0));
+    let differ = any ^ all;
     let mut src = std::mem::take(v);
     let mut dst = vec![(0u64, 0usize); n];
-    for (d, c) in counts.iter_mut().enumerate() {
-        if c.contains(&n) {
-            // Every key has the same byte here: this pass would not move anything.
-            continue;
+    let mut counts = [0u32; 256];
+    for d in (0..8).filter(|d| (differ >> (8 * d)) & 0xff != 0) {
+        let byte = |k: u64| ((k >> (8 * d)) & 0xff) as usize;
+        counts.fill(0);
+        for p in &src {
+            counts[byte(p.0)] += 1;
         }
-        let mut at = 0;
-        for slot in c.iter_mut() {
+        let mut at = 0u32;
+        for slot in counts.iter_mut() {
             let count = *slot;
             *slot = at;
             at += count;
         }
         for &(k, i) in &src {
-            let b = ((k >> (8 * d)) & 0xff) as usize;
-            dst[c[b]] = (k, i);
-            c[b] += 1;
+            let b = byte(k);
+            dst[counts[b] as usize] = (k, i);
+            counts[b] += 1;
         }
         std::mem::swap(&mut src, &mut dst);
     }
