@@ -15,9 +15,10 @@
 //!   one sequential sweep ORs the masks of kept boxes into a removal bitset. The sweep takes
 //!   the next rows not yet removed (up to [`CHUNK_ROWS`], fewer while most rows of a chunk
 //!   turn out suppressed by earlier rows of the same chunk), computes their masks in parallel,
-//!   then sweeps them: rows removed by earlier chunks are never computed, so clustered inputs
-//!   (most boxes suppressed) cost far less than the full triangle, and the masks in memory stay
-//!   at `CHUNK_ROWS × n / 64` words.
+//!   then sweeps them (a chunk small enough for the calling thread is one row: nothing is
+//!   gained by computing rows together there): rows removed by earlier chunks are never
+//!   computed, so clustered inputs (most boxes suppressed) cost far less than the full
+//!   triangle, and the masks in memory stay at `CHUNK_ROWS × n / 64` words.
 //! * [`batched_nms`] runs [`nms`] within each category (boxes of different categories never
 //!   suppress each other) and returns the kept boxes in global score order.
 //! * [`nms_mask`] is the sweep alone over a given IoU matrix whose rows are in score order.
@@ -355,7 +356,8 @@ pub fn sweep<T: Coord>(c: &Columns<T>, iou_threshold: f64, host: &mut Host<'_>) 
     while cursor < n {
         // Rows whose masks would be computed on the calling thread go one at a time: a row
         // computed after the rows above it were swept is never one they suppress, so no mask
-        // is computed for nothing (1,153 clustered boxes, 70 kept: 45 -> 20 us).
+        // is computed for nothing (the YOLOv5 example's 851 boxes above its score threshold,
+        // 70 kept: the whole call 45 -> 34 us on one thread).
         let take = if chunk * (n - cursor) < PARALLEL_PAIRS { 1 } else { chunk };
         // The next rows not yet removed: only they can be kept, so only their masks are needed.
         live.clear();
@@ -445,7 +447,7 @@ pub fn score_order_above(scores: &[f64], above: Option<f64>) -> Vec<usize> {
         Some(t) => scores.iter().enumerate().filter(|(_, &s)| s > t).map(|(i, &s)| (descending_key(s), i)).collect(),
     };
     // The index makes every key distinct, so an unstable sort gives the stable order; the
-    // radix sort is stable itself (1,153 float32 scores: 11 -> 4 us).
+    // radix sort is stable itself (851 float32 scores: 9.3 -> 7.2 us).
     if keyed.len() > 1 << 14 {
         keyed.par_sort_unstable();
     } else {
