@@ -48,18 +48,15 @@ pub fn sort_stable(v: &mut Vec<(u64, usize)>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_rng::Rng;
 
     #[test]
     fn sorts_like_the_standard_stable_sort() {
-        let mut state = 3u64;
-        let mut next = || {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            state
-        };
+        let mut rng = Rng(3);
         for n in [0usize, 1, 2, 63, 64, 65, 200, 1153, 5000] {
             for spread in [u64::MAX, 0xffff_0000, 0xff, 3, 0] {
                 // Keys in a narrow range (many ties, shared bytes) and over the whole range.
-                let v: Vec<(u64, usize)> = (0..n).map(|i| (next() & spread | 0x3fd0 << 48, i)).collect();
+                let v: Vec<(u64, usize)> = (0..n).map(|i| (rng.next() & spread | 0x3fd0 << 48, i)).collect();
                 let mut want = v.clone();
                 want.sort_by_key(|p| p.0);
                 let mut got = v;
