@@ -103,7 +103,10 @@ def run_entries(want: set, quick: bool, repeat: int, summary: List[str]) -> None
         n = 1 << 20 if quick else 1 << 24
         rows, info = bench_piecewise(n, repeat)
         t = _report(f"piecewise: three branches on {n:,} float32", rows)
-        line = f"piecewise: {t['pyasc'] / t['memcpy']:.2f}x the time of memcpy (target <= 1.5x)"
+        # The target holds for arrays that stream from memory; the quick run's 4 MB stay in
+        # cache, where memcpy runs at cache speed and the three branches are the cost.
+        goal = "(the target of <= 1.5x is for 16M values)" if quick else "(target <= 1.5x)"
+        line = f"piecewise: {t['pyasc'] / t['memcpy']:.2f}x the time of memcpy {goal}"
         if "numba" in t:
             line += f", {t['numba'] / t['pyasc']:.2f}x Numba's speed"
         summary.append(line + f"; max relative error {info['max_rel_err']:.1e}")
