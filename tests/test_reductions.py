@@ -492,6 +492,47 @@ def test_a_row_max_and_its_argmax_in_one_kernel_match_numpy(data):
         assert len(best.get_compiled_op(x).kernels()) == 1
 
 
+_ARITH = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_row_extreme_and_its_position_of_an_arithmetic_result_match_numpy(data):
+    # A detector's best class and score, `(cls * obj).argmax(1)` beside `(cls * obj).max(1)`,
+    # the pair reading a product computed in the same kernel: every operator, every operand
+    # shape (a column of the same array per row, a whole matrix, a scalar), both orders of
+    # the operands and of the pair, ties and NaN.
+    rows = data.draw(st.integers(1, 300))
+    cols = data.draw(st.sampled_from([1, 3, 16, 80, 81, 200]))
+    pool = np.array([0.0, -0.0, 0.5, -2.0, 3.0, np.inf, -np.inf, np.nan], np.float32)
+    kinds = data.draw(st.sampled_from([7, 8]))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**31 - 1)))
+    x = pool[rng.integers(0, kinds, (rows, cols + 5))]
+    y = pool[rng.integers(0, kinds, (rows, cols))]
+    f = _ARITH[data.draw(st.sampled_from(sorted(_ARITH)))]
+    other = data.draw(st.sampled_from(["column", "matrix", "scalar"]))
+    largest = data.draw(st.booleans())
+    value_first = data.draw(st.booleans())
+    pick = {"column": lambda t, u: t[:, 4:5], "matrix": lambda t, u: u, "scalar": lambda t, u: np.float32(-1.5)}[other]
+    swap = data.draw(st.booleans())
+
+    def combine(t, u):
+        a, b = t[:, 5:], pick(t, u)
+        return f(b, a) if swap else f(a, b)
+
+    def both(c):
+        v, i = (c.max(axis=1), c.argmax(axis=1)) if largest else (c.min(axis=1), c.argmin(axis=1))
+        return (v, i) if value_first else (i, v)
+
+    op = pyasc.operator(lambda t, u: both(combine(t, u)))
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        want = both(combine(x, y))
+        got = op(x, y)
+    for g, w in zip(got, want):
+        assert_matches(g, w)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_nan_and_inf_propagate_like_numpy(dtype):
     x = np.array([[1, np.nan, 3, 7], [np.nan, -1, 2, 9], [0, 1, 2, 3], [np.inf, -np.inf, 1, 2]], dtype)
