@@ -127,6 +127,29 @@ fn nms_matches_plain_greedy_on_clustered_boxes_with_ties() {
 }
 
 #[test]
+fn nms_matches_plain_greedy_on_degenerate_boxes_and_special_values() {
+    // Coordinates from a pool with NaN, infinities, signed zeros, inverted and zero-area boxes
+    // and overflowing areas: every comparison order of `max`/`min` and every NaN IoU counts.
+    let pool = [0.0, -0.0, 1.0, 2.5, 3.0, -1.0, 7.0, f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 3e38, -3e38];
+    let mut rng = Rng(29);
+    for &n in &[1usize, 17, 64, 65, 200] {
+        let b: Vec<f64> = (0..4 * n)
+            .map(|_| if rng.below(3) == 0 { pool[rng.below(pool.len() as u64) as usize] } else { rng.below(12) as f64 })
+            .collect();
+        let s: Vec<f64> = (0..n).map(|_| rng.below(6) as f64 / 5.0).collect();
+        let b32: Vec<f32> = b.iter().map(|&v| v as f32).collect();
+        for &thr in &[0.0, 0.2, 0.5, 0.9] {
+            let (want64, want32) = (nms_ref(&b, &s, thr, None), nms_ref(&b32, &s, thr, None));
+            each_isa(|isa| {
+                assert_eq!(with_plain_host(|h| nms(&b, &s, thr, None, h)).unwrap(), want64, "{isa:?} n={n} thr={thr}");
+                let got = with_plain_host(|h| nms(&b32, &s, thr, None, h)).unwrap();
+                assert_eq!(got, want32, "{isa:?} n={n} thr={thr} f32");
+            });
+        }
+    }
+}
+
+#[test]
 fn nms_on_many_rows_runs_the_parallel_path() {
     let mut rng = Rng(3);
     let (b, s) = clustered(&mut rng, 3000);
