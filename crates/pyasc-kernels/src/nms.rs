@@ -445,7 +445,7 @@ pub fn sweep<T: Coord>(c: &Columns<T>, iou_threshold: f64, host: &mut Host<'_>) 
         // A row at a time takes well under a microsecond per row for a few thousand boxes:
         // reading the clock after every one cost 3% of the YOLOv5 example's call.
         swept += 1;
-        if (take > 1 || swept % 32 == 0) && Instant::now() >= next_poll {
+        if (take > 1 || swept.is_multiple_of(32)) && Instant::now() >= next_poll {
             if (host.poll)() {
                 return Err(Stopped);
             }
