@@ -464,17 +464,24 @@ def test_repeated_axis_raises_shape_error_with_line(name, axis):
     assert e.value.lineno == line_of(f, "repeated axis")
 
 
+def _special_values(data):
+    """A row count, a row length and ``draw(rows, cols)``: float32 matrices of values with many
+    ties, signed zeros, infinities and (in some examples) NaN, for row extremes and positions."""
+    rows = data.draw(st.integers(1, 300))
+    cols = data.draw(st.sampled_from([1, 3, 16, 80, 81, 200]))
+    pool = np.array([0.0, -0.0, 0.5, -2.0, 3.0, np.inf, -np.inf, np.nan], np.float32)
+    kinds = data.draw(st.sampled_from([7, 8]))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**31 - 1)))
+    return rows, cols, lambda r, c: pool[rng.integers(0, kinds, (r, c))]
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_a_row_max_and_its_argmax_in_one_kernel_match_numpy(data):
     # The two reductions of the same rows run as one pass over each row: values, positions
     # (the first of ties, the first NaN) and their order in the body must not matter.
-    rows = data.draw(st.integers(1, 300))
-    cols = data.draw(st.sampled_from([1, 3, 16, 80, 81, 200]))
-    pool = np.array([0.0, -0.0, 0.5, -2.0, 3.0, np.inf, -np.inf, np.nan], np.float32)
-    kinds = data.draw(st.sampled_from([7, 8]))
-    seed = data.draw(st.integers(0, 2**31 - 1))
-    x = pool[np.random.default_rng(seed).integers(0, kinds, (rows, cols))]
+    rows, cols, draw = _special_values(data)
+    x = draw(rows, cols)
 
     @pyasc.operator
     def best(t):
@@ -502,13 +509,8 @@ def test_a_row_extreme_and_its_position_of_an_arithmetic_result_match_numpy(data
     # the pair reading a product computed in the same kernel: every operator, every operand
     # shape (a column of the same array per row, a whole matrix, a scalar), both orders of
     # the operands and of the pair, ties and NaN.
-    rows = data.draw(st.integers(1, 300))
-    cols = data.draw(st.sampled_from([1, 3, 16, 80, 81, 200]))
-    pool = np.array([0.0, -0.0, 0.5, -2.0, 3.0, np.inf, -np.inf, np.nan], np.float32)
-    kinds = data.draw(st.sampled_from([7, 8]))
-    rng = np.random.default_rng(data.draw(st.integers(0, 2**31 - 1)))
-    x = pool[rng.integers(0, kinds, (rows, cols + 5))]
-    y = pool[rng.integers(0, kinds, (rows, cols))]
+    rows, cols, draw = _special_values(data)
+    x, y = draw(rows, cols + 5), draw(rows, cols)
     f = _ARITH[data.draw(st.sampled_from(sorted(_ARITH)))]
     other = data.draw(st.sampled_from(["column", "matrix", "scalar"]))
     largest = data.draw(st.booleans())
