@@ -13,14 +13,19 @@ per-anchor arithmetic (scores, best class, box corners and class offsets) as one
 (``dynamic_shape=True``, so any number of candidates reuses one compiled plan) and the
 suppression with ``pyasc.ops.nms``, whose ``score_threshold`` applies the second confidence
 test. The NumPy version is the same pipeline with a greedy NMS loop vectorised per kept box.
-The script checks that both keep the same detections and prints their times.
+The script checks that both keep the same detections and prints their times. With
+``--stages`` it also times each pyasc stage (``filter_rows``, the fused operator, NMS, the final
+gather) per call, once with every call right after a NumPy run (as ``pyasc bench`` alternates
+them: the prediction is no longer in the caches) and once back to back, and prints the minimum
+and median of each.
 
-    python examples/yolo_postprocess.py [--objects 40] [--repeat 20] [--conf-thres 0.25] [--iou-thres 0.45]
+    python examples/yolo_postprocess.py [--objects 40] [--repeat 20] [--conf-thres 0.25] [--iou-thres 0.45] [--stages]
 """
 
 from __future__ import annotations
 
 import argparse
+import time
 
 import numpy as np
 import pyasc
@@ -61,6 +66,35 @@ def postprocess_pyasc(pred: np.ndarray, conf_thres: float = 0.25, iou_thres: flo
     return det[pyasc.ops.nms(shifted, det[:, 4], iou_thres, score_threshold=conf_thres)[:max_det]]
 
 
+STAGES = ("filter_rows", "candidates", "nms", "gather")
+
+
+def stage_times(pred: np.ndarray, rounds: int, after_numpy: bool, conf_thres: float = 0.25,
+                iou_thres: float = 0.45) -> tuple:
+    """Time each stage of :func:`postprocess_pyasc` per call.
+
+    Returns the seconds of each stage in each of ``rounds`` calls (each call after a NumPy run
+    when ``after_numpy``) and the last call's detections.
+    """
+    times = {name: [] for name in STAGES}
+    clock = time.perf_counter
+    for _ in range(rounds):
+        if after_numpy:
+            postprocess_numpy(pred, conf_thres, iou_thres)
+        t0 = clock()
+        x = pyasc.ops.filter_rows(pred[0], 4, conf_thres)
+        t1 = clock()
+        det, shifted = candidates(x)
+        t2 = clock()
+        keep = pyasc.ops.nms(shifted, det[:, 4], iou_thres, score_threshold=conf_thres)
+        t3 = clock()
+        got = det[keep[:300]]
+        t4 = clock()
+        for name, (a, b) in zip(STAGES, ((t0, t1), (t1, t2), (t2, t3), (t3, t4))):
+            times[name].append(b - a)
+    return times, got
+
+
 def main(argv=None) -> dict:
     """Run both versions on a synthetic prediction, check they agree and time them."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -68,6 +102,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--conf-thres", type=float, default=0.25, help="0.25: YOLOv5 detect.py; 0.001: val.py")
     ap.add_argument("--iou-thres", type=float, default=0.45, help="0.45: YOLOv5 detect.py; 0.6: val.py")
+    ap.add_argument("--stages", action="store_true", help="also time each pyasc stage per call")
     args = ap.parse_args(argv)
     pred = make_prediction(args.objects)
     thres = (args.conf_thres, args.iou_thres)
@@ -77,7 +112,18 @@ def main(argv=None) -> dict:
     t_pa = best_time(lambda: postprocess_pyasc(pred, *thres), args.repeat)
     print(f"candidates above conf_thres: {int((pred[0, :, 4] > args.conf_thres).sum())}, detections kept: {len(got)}")
     print(f"numpy {fmt_time(t_np)}  pyasc {fmt_time(t_pa)}  speed-up {t_np / t_pa:.1f}x  same detections: {same}")
-    return {"same": same, "detections": len(got), "t_numpy": t_np, "t_pyasc": t_pa, "ref": ref, "got": got}
+    stages = {}
+    if args.stages:
+        for label, after in (("after a NumPy run", True), ("back to back", False)):
+            for _ in range(3):  # warm-up
+                stage_times(pred, 1, after, *thres)
+            times, staged = stage_times(pred, max(args.repeat, 1) * 5, after, *thres)
+            stages[label] = (times, staged)
+            print(f"{label}: " + ", ".join(
+                f"{n} {fmt_time(min(t))} / {fmt_time(float(np.median(t)))}" for n, t in times.items())
+                + " (minimum / median)")
+    return {"same": same, "detections": len(got), "t_numpy": t_np, "t_pyasc": t_pa, "ref": ref, "got": got,
+            "stages": stages}
 
 
 if __name__ == "__main__":

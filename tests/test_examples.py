@@ -51,3 +51,14 @@ def test_yolo_postprocess_keeps_the_numpy_detections():
     keep = nms_ref(shifted, conf[sel], 0.45)[:300]
     np.testing.assert_array_equal(r["got"][:, :4], boxes[keep])
     np.testing.assert_array_equal(r["got"][:, 5], cls[sel][keep])
+
+
+def test_yolo_postprocess_stage_timing_runs_the_same_pipeline():
+    mod = load("yolo_postprocess")
+    r = mod.main(["--objects", "12", "--repeat", "1", "--stages"])
+    assert set(r["stages"]) == {"after a NumPy run", "back to back"}
+    for times, staged in r["stages"].values():
+        # Each stage timed in each of the 5 rounds, and the staged pipeline keeps NumPy's detections.
+        assert {n: len(t) for n, t in times.items()} == {n: 5 for n in mod.STAGES}
+        assert all(t > 0 for ts in times.values() for t in ts)
+        np.testing.assert_array_equal(staged, r["ref"])
