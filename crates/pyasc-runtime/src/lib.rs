@@ -29,6 +29,7 @@ pub mod block_plan;
 pub mod buffer;
 pub mod capture;
 pub mod check;
+pub mod column_gather;
 pub mod conv;
 mod copy_swap;
 pub mod device;

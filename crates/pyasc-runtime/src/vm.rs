@@ -4,8 +4,9 @@
 //! layouts allow) is cut into tiles of `tile_elems` consecutive elements; tiles are dealt
 //! out in contiguous ranges (blocks) to the launching thread and the worker pool, which
 //! claim blocks until none is left. Per tile each register resolves to memory: arguments
-//! in C order and outputs in place, strided arguments gathered into the block's scratch,
-//! scratch tiles reused for every tile of the block. Then the body runs instruction by
+//! in C order and outputs in place, strided arguments gathered into the block's scratch
+//! (arguments of one layout, such as several columns of one array, in a single walk), scratch
+//! tiles reused for every tile of the block and never cleared (each is written before it is read). Then the body runs instruction by
 //! instruction, each a SIMD loop over the whole tile, while the next tile's memory is
 //! prefetched. Very large outputs are computed in scratch and written with streaming stores.
 
@@ -24,6 +25,7 @@ use std::time::Instant;
 mod column_phases;
 mod columns;
 mod extreme_pairs;
+mod joint_gather;
 mod long_rows;
 mod row_args;
 
@@ -66,6 +68,10 @@ struct Scratch {
     /// Per body instruction: its value when all its operands are broadcast values (the same
     /// for every tile, so computed once per block).
     uniform: Vec<Option<pyasc_ir::Scalar>>,
+    /// Registers of the current tile gathered jointly ([`joint_gather`]).
+    joint: Vec<usize>,
+    /// Storage of [`joint_gather::gather`].
+    columns: Vec<crate::column_gather::Column>,
 }
 
 thread_local! {
@@ -106,14 +112,18 @@ impl Scratch {
                 s.offsets.push(None);
             }
         }
-        s.mem.clear();
-        s.mem.try_reserve_exact(lines).map_err(|_| {
-            pyasc_ir::IrError::new(
-                pyasc_ir::error::ErrorKind::OutOfMemory,
-                format!("out of memory: kernel {} needs {} bytes of tile scratch per block", k.name, lines * 64),
-            )
-        })?;
-        s.mem.resize(lines, Line([0; 64]));
+        // Every register's tile is written (by its gather or its instruction) before it is
+        // read, so storage kept from an earlier block is reused as it is: clearing it cost
+        // as much as a small kernel's work.
+        if s.mem.len() < lines {
+            s.mem.try_reserve_exact(lines - s.mem.len()).map_err(|_| {
+                pyasc_ir::IrError::new(
+                    pyasc_ir::error::ErrorKind::OutOfMemory,
+                    format!("out of memory: kernel {} needs {} bytes of tile scratch per block", k.name, lines * 64),
+                )
+            })?;
+            s.mem.resize(lines, Line([0; 64]));
+        }
         let zero = Val::Scalar(pyasc_ir::Scalar::Int(0));
         s.vals.clear();
         s.vals.resize(k.regs.len(), zero);
@@ -121,6 +131,7 @@ impl Scratch {
         s.row_vals.resize(k.regs.len(), zero);
         s.uniform.clear();
         s.uniform.resize(k.body.len(), None);
+        s.joint.clear();
         Ok(s)
     }
 
@@ -589,6 +600,9 @@ unsafe fn run_tile(
                         if row_args.get(i).copied().unwrap_or(false) {
                             // One value per row: the layout already walks the rows.
                             gather_elems(size, p.0, dims, st, start / k.row_len, dst, len / k.row_len);
+                        } else if joint_gather::joint(st) {
+                            // Gathered below, with the arguments of the same layout.
+                            scratch.joint.push(i);
                         } else {
                             gather_elems(size, p.0, dims, st, start, dst, len);
                         }
@@ -597,6 +611,16 @@ unsafe fn run_tile(
                 },
             }
         };
+    }
+    if !scratch.joint.is_empty() {
+        let offsets = &scratch.offsets;
+        let dst = |i: usize| {
+            // SAFETY: gathered arguments have a tile inside the scratch allocation.
+            unsafe { base.add(offsets[i].expect("gathered args have scratch")) }
+        };
+        // SAFETY: arguments cover the iteration space; each tile holds `len` elements.
+        unsafe { joint_gather::gather(k, modes, &scratch.joint, dst, start, len, &mut scratch.columns) };
+        scratch.joint.clear();
     }
     let one_pass = lanes.is_some() && pyasc_kernels::isa::active() == pyasc_kernels::isa::Isa::Avx512;
     if let (Some(lp), true) = (lanes, one_pass) {
