@@ -266,6 +266,53 @@ def test_views_of_strided_inputs_are_read_in_place_and_unmodified():
     np.testing.assert_array_equal(base, before)
 
 
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int16", "int32", "int64", "float32", "float64"])
+@pytest.mark.parametrize("n", [1, 5, 1153, 3001])
+def test_several_columns_of_one_array_match_numpy(dtype, n):
+    """Columns of one array (read in one walk) and of another layout, in one kernel."""
+    rng = np.random.default_rng(n)
+    x, y = _values(rng, (n, 7), dtype), _values(rng, (n, 5), dtype)
+
+    def cols(t, u):
+        # Four columns of t, one of u (another row stride), and two 2-D views of t with an
+        # inner stride of 3.
+        a = (t[:, 0] ^ t[:, 1]) | (t[:, 3] & t[:, 6]) if dtype == "bool" else t[:, 0] - t[:, 1] * t[:, 3] + t[:, 6]
+        b = (u[:, 2] ^ t[:, 1]) if dtype == "bool" else u[:, 2] - t[:, 1]
+        return a, b, t[:, 0:6:3], t[:, 1:7:3]
+
+    got = pyasc.operator(cols)(x, y)
+    for g, w in zip(got, cols(x, y)):
+        assert_matches(g, np.ascontiguousarray(w))
+
+
+@pytest.mark.parametrize("shape", [(1153, 80), (37, 5), (3, 1000), (300, 17)])
+def test_row_results_after_a_kernel_that_left_nan_in_its_scratch(shape):
+    """Tiles are not cleared between kernels: every value read is one just computed."""
+    rng = np.random.default_rng(7)
+    poison = pyasc.operator(lambda t: t * np.float32(np.nan) + t)
+    rows = pyasc.operator(lambda t: (t.sum(axis=1), t.max(axis=1), t.argmax(axis=1), (t * 2).mean(axis=1),
+                                     t[:, 1:] * t[:, :1]))
+    x = rng.normal(size=shape).astype(np.float32)
+    for _ in range(2):
+        assert np.isnan(poison(rng.normal(size=(4096, 33)).astype(np.float32))).all()
+        got = rows(x)
+        want = (x.sum(axis=1), x.max(axis=1), x.argmax(axis=1), (x * 2).mean(axis=1), x[:, 1:] * x[:, :1])
+        for g, w in zip(got, want):
+            assert_matches(g, w.astype(g.dtype, copy=False), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "int16", "float32", "int64", "float64"])
+@pytest.mark.parametrize("k", [2, 3, 4, 6, 8, 9])
+def test_stack_of_columns_matches_numpy(dtype, k):
+    """``stack(..., axis=1)`` of 1-D arrays, contiguous and strided, written row by row."""
+    rng = np.random.default_rng(k)
+    base = _values(rng, (k, 2 * 1153), dtype)
+    arrays = [base[i, ::2] if i % 2 else base[i, :1153] for i in range(k)]
+    op = pyasc.operator(lambda *a: (np.stack(list(a), axis=1), pyasc.stack(list(a), axis=-1)))
+    for got in op(*arrays):
+        assert_matches(got, np.stack(arrays, axis=1))
+
+
 def test_pure_view_results_are_fresh_contiguous_arrays():
     x = np.arange(24, dtype=np.float64).reshape(2, 3, 4)
     for f in (lambda t: t, lambda t: t.T, lambda t: t[:, ::-1], lambda t: t.reshape(4, 6),

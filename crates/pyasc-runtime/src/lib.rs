@@ -58,6 +58,7 @@ pub mod scan_map;
 pub mod scatter;
 pub mod shuffle;
 pub mod sort;
+pub mod stack_columns;
 pub mod stream;
 pub mod team;
 #[cfg(test)]
