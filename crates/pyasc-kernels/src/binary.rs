@@ -9,6 +9,8 @@ use crate::src::{map2, Src};
 use pyasc_ir::op::{BinaryClass, BinaryOp};
 
 mod ops;
+#[cfg(target_arch = "x86_64")]
+mod rows_avx512;
 mod table;
 
 /// Element types with arithmetic: `i32`, `i64`, `u64`, `f32`, `f64` (narrower integers
@@ -86,6 +88,9 @@ impl<T: Arith> Kernel for ArithRowsK<'_, T> {
     #[inline(always)]
     fn run<S: Simd>(self) {
         let (f, a, b, c) = (self.f, self.a, self.b, self.c);
+        if T::rows_wide::<S>(f, a, b, self.y, c) {
+            return;
+        }
         for (r, y) in self.y.chunks_exact_mut(c).enumerate() {
             T::arith::<S>(f, a.row(r, c), b.row(r, c), y);
         }
@@ -175,25 +180,56 @@ pub fn bitwise<T: Bits>(f: BinaryOp, a: Src<'_, T>, b: Src<'_, T>, y: &mut [T]) 
 mod tests {
     use super::*;
 
-    #[test]
-    fn arith_rows_matches_arith_row_by_row() {
-        let (rows, c) = (7usize, 37usize);
-        let x: Vec<f32> = (0..rows * c).map(|i| (i as f32 * 0.37).sin() * 5.0).collect();
-        let v: Vec<f32> = (0..rows).map(|r| r as f32 * 1.3 - 2.0).collect();
-        for f in [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Max] {
-            let (mut y, mut z) = (vec![0f32; rows * c], vec![0f32; rows * c]);
-            arith_rows(f, RowSrc::Rows(&x), RowSrc::PerRow(&v), &mut y, c);
-            arith_rows(f, RowSrc::PerRow(&v), RowSrc::Rows(&x), &mut z, c);
-            for r in 0..rows {
-                let row = &x[r * c..(r + 1) * c];
-                let (mut want_y, mut want_z) = (vec![0f32; c], vec![0f32; c]);
-                arith(f, Src::Slice(row), Src::Scalar(v[r]), &mut want_y);
-                arith(f, Src::Scalar(v[r]), Src::Slice(row), &mut want_z);
-                let bits = |s: &[f32]| s.iter().map(|a| a.to_bits()).collect::<Vec<_>>();
-                assert_eq!(bits(&y[r * c..(r + 1) * c]), bits(&want_y), "{} row {r}", f.name());
-                assert_eq!(bits(&z[r * c..(r + 1) * c]), bits(&want_z), "{} row {r}", f.name());
+    /// Rows against [`arith`] on each row, bit for bit: rows of 1 to 80 elements (whole
+    /// vectors and masked tails), the per-row or one-for-all operand on either side, and
+    /// values with NaN, infinities and signed zeros.
+    fn rows_match_row_by_row<T: Arith + Into<f64>>(of: impl Fn(f64) -> T) {
+        let special = [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -0.0, 0.0];
+        for c in [1usize, 5, 8, 15, 16, 17, 37, 80] {
+            let rows = 7usize;
+            let x: Vec<T> = (0..rows * c)
+                .map(|i| if i % 11 == 3 { of(special[i % special.len()]) } else { of((i as f64 * 0.37).sin() * 5.0) })
+                .collect();
+            let v: Vec<T> = (0..rows).map(|r| if r == 5 { of(f64::NAN) } else { of(r as f64 * 1.3 - 2.0) }).collect();
+            for f in [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Max] {
+                for per_row in [true, false] {
+                    let s = |r: usize| if per_row { v[r] } else { v[1] };
+                    let src = if per_row { RowSrc::PerRow(&v) } else { RowSrc::Scalar(v[1]) };
+                    let (mut y, mut z) = (vec![of(0.0); rows * c], vec![of(0.0); rows * c]);
+                    arith_rows(f, RowSrc::Rows(&x), src, &mut y, c);
+                    arith_rows(f, src, RowSrc::Rows(&x), &mut z, c);
+                    for r in 0..rows {
+                        let row = &x[r * c..(r + 1) * c];
+                        let (mut want_y, mut want_z) = (vec![of(0.0); c], vec![of(0.0); c]);
+                        arith(f, Src::Slice(row), Src::Scalar(s(r)), &mut want_y);
+                        arith(f, Src::Scalar(s(r)), Src::Slice(row), &mut want_z);
+                        // NaN payloads aside (the compiler may swap a commutative op's
+                        // operands), every value is the same bit pattern.
+                        let bits = |s: &[T]| {
+                            s.iter()
+                                .map(|a| {
+                                    let a: f64 = (*a).into();
+                                    if a.is_nan() {
+                                        u64::MAX
+                                    } else {
+                                        a.to_bits()
+                                    }
+                                })
+                                .collect::<Vec<_>>()
+                        };
+                        let what = format!("{} c {c} row {r} per_row {per_row}", f.name());
+                        assert_eq!(bits(&y[r * c..(r + 1) * c]), bits(&want_y), "{what}");
+                        assert_eq!(bits(&z[r * c..(r + 1) * c]), bits(&want_z), "{what}, operands swapped");
+                    }
+                }
             }
         }
+    }
+
+    #[test]
+    fn arith_rows_matches_arith_row_by_row() {
+        rows_match_row_by_row::<f32>(|v| v as f32);
+        rows_match_row_by_row::<f64>(|v| v);
         let mut y = vec![0f64; 6];
         arith_rows(BinaryOp::Mul, RowSrc::Rows(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]), RowSrc::Scalar(2.0), &mut y, 3);
         assert_eq!(y, [2.0, 4.0, 6.0, 8.0, 10.0, 12.0]);

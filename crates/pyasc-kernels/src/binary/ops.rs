@@ -3,6 +3,7 @@
 //! Integer division by zero yields 0 (NumPy's result) with the divisor replaced by 1 before
 //! dividing, so no lane traps. Float FloorDiv and Mod follow NumPy's `npy_divmod` step by step.
 
+use super::RowSrc;
 use crate::dispatch::Simd;
 use crate::math::real::Real;
 use crate::src::{map2, Src};
@@ -13,6 +14,19 @@ pub trait ArithOps: Sized + Copy {
     /// `y = f(a, b)` elementwise in the ISA `S`; `S::DIV_BY_MUL`: divide float32 by a scalar through a float64
     /// multiply (see [`div_by_scalar_f32`]).
     fn arith<S: Simd>(f: BinaryOp, a: Src<'_, Self>, b: Src<'_, Self>, y: &mut [Self]);
+    /// `y = f(a, b)` over rows of `c` elements in whole 512-bit vectors when `S` is AVX-512
+    /// and a hand-written row loop covers the operands (`super::rows_avx512`); false, with
+    /// nothing written, otherwise.
+    #[inline(always)]
+    fn rows_wide<S: Simd>(
+        _f: BinaryOp,
+        _a: RowSrc<'_, Self>,
+        _b: RowSrc<'_, Self>,
+        _y: &mut [Self],
+        _c: usize,
+    ) -> bool {
+        false
+    }
 }
 
 /// Bitwise operations of one element type.
@@ -291,8 +305,25 @@ fn div_f64(a: Src<'_, f64>, b: Src<'_, f64>, y: &mut [f64], _div_by_mul: bool) {
 }
 
 macro_rules! float_arith {
-    ($t:ty, $pow:expr, $div:expr, $table:ident) => {
+    ($t:ty, $pow:expr, $div:expr, $table:ident, $rows:ident) => {
         impl ArithOps for $t {
+            #[inline(always)]
+            fn rows_wide<S: Simd>(
+                f: BinaryOp,
+                a: RowSrc<'_, Self>,
+                b: RowSrc<'_, Self>,
+                y: &mut [Self],
+                c: usize,
+            ) -> bool {
+                #[cfg(target_arch = "x86_64")]
+                if S::AVX512 {
+                    // SAFETY: `S::AVX512` is only true in the copy compiled for (and run on)
+                    // AVX-512; `arith_rows` checked the operands' lengths.
+                    return unsafe { super::rows_avx512::$rows(f, a, b, y, c) };
+                }
+                let _ = (f, a, b, y, c);
+                false
+            }
             #[inline(always)]
             fn arith<S: Simd>(f: BinaryOp, a: Src<'_, Self>, b: Src<'_, Self>, y: &mut [Self]) {
                 match f {
@@ -312,5 +343,5 @@ macro_rules! float_arith {
     };
 }
 
-float_arith!(f32, |a: f32, b: f32| (a as f64).powf(b as f64) as f32, div_f32, float32);
-float_arith!(f64, f64::powf, div_f64, float64);
+float_arith!(f32, |a: f32, b: f32| (a as f64).powf(b as f64) as f32, div_f32, float32, rows_f32);
+float_arith!(f64, f64::powf, div_f64, float64, rows_f64);
