@@ -6,7 +6,7 @@
 //! Walked together, each position copies the element of every operand while its line is in
 //! cache, so each row is fetched once.
 
-use crate::layout::MAX_RANK;
+use crate::layout::for_each_run;
 
 /// One operand of a joint gather: where its element 0 is and where its tile goes.
 #[derive(Copy, Clone, Debug)]
@@ -50,35 +50,12 @@ pub unsafe fn gather_columns(
 /// # Safety
 /// As for [`gather_columns`].
 unsafe fn walk<T: Copy>(cols: &[Column], dims: &[usize], strides: &[isize], start: usize, len: usize) {
-    let r = dims.len();
-    let mut idx = [0usize; MAX_RANK];
-    let mut rem = start;
-    let mut off = 0isize;
-    for d in (0..r).rev() {
-        idx[d] = rem % dims[d];
-        rem /= dims[d];
-        off += idx[d] as isize * strides[d];
-    }
-    let (inner, s) = (dims[r - 1], strides[r - 1]);
-    let mut k = 0;
-    while k < len {
-        let run = (inner - idx[r - 1]).min(len - k);
+    let s = strides[strides.len() - 1];
+    for_each_run(dims, strides, start, len, |k, off, run| {
         // SAFETY: positions `k..k + run` address valid elements of every operand (the
         // caller's contract); each tile holds `len` elements.
         unsafe {
             match cols {
-                [a, b, c, d] => {
-                    let (a0, b0, c0, d0) =
-                        (a.base as *const T, b.base as *const T, c.base as *const T, d.base as *const T);
-                    let (a1, b1, c1, d1) = (a.dst as *mut T, b.dst as *mut T, c.dst as *mut T, d.dst as *mut T);
-                    for j in 0..run {
-                        let o = off + j as isize * s;
-                        *a1.add(k + j) = *a0.offset(o);
-                        *b1.add(k + j) = *b0.offset(o);
-                        *c1.add(k + j) = *c0.offset(o);
-                        *d1.add(k + j) = *d0.offset(o);
-                    }
-                }
                 [a] => {
                     let (a0, a1) = (a.base as *const T, a.dst as *mut T);
                     for j in 0..run {
@@ -94,6 +71,18 @@ unsafe fn walk<T: Copy>(cols: &[Column], dims: &[usize], strides: &[isize], star
                         *b1.add(k + j) = *b0.offset(o);
                     }
                 }
+                [a, b, c, d] => {
+                    let (a0, b0, c0, d0) =
+                        (a.base as *const T, b.base as *const T, c.base as *const T, d.base as *const T);
+                    let (a1, b1, c1, d1) = (a.dst as *mut T, b.dst as *mut T, c.dst as *mut T, d.dst as *mut T);
+                    for j in 0..run {
+                        let o = off + j as isize * s;
+                        *a1.add(k + j) = *a0.offset(o);
+                        *b1.add(k + j) = *b0.offset(o);
+                        *c1.add(k + j) = *c0.offset(o);
+                        *d1.add(k + j) = *d0.offset(o);
+                    }
+                }
                 _ => {
                     for j in 0..run {
                         let o = off + j as isize * s;
@@ -104,25 +93,7 @@ unsafe fn walk<T: Copy>(cols: &[Column], dims: &[usize], strides: &[isize], star
                 }
             }
         }
-        k += run;
-        idx[r - 1] += run;
-        off += run as isize * s;
-        if idx[r - 1] == inner {
-            idx[r - 1] = 0;
-            off -= inner as isize * s;
-            let mut d = r - 1;
-            while d > 0 {
-                d -= 1;
-                idx[d] += 1;
-                off += strides[d];
-                if idx[d] < dims[d] {
-                    break;
-                }
-                off -= dims[d] as isize * strides[d];
-                idx[d] = 0;
-            }
-        }
-    }
+    });
 }
 
 #[cfg(test)]

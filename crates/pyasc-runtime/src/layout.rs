@@ -83,18 +83,17 @@ const FILL_DISPATCH_MIN: usize = 256;
 /// `memcpy` each, whose call costs little beside the copy).
 const ROW_COPY_MAX: usize = 512;
 
-/// Copy the elements at flat iteration positions `start..start + dst.len()` of a strided
-/// operand into `dst`.
-///
-/// # Safety
-/// Every position of the iteration space `dims` must address a readable element from
-/// `base` through `strides`.
-pub unsafe fn gather<T: pyasc_kernels::Element>(
-    base: *const T,
+/// Walks flat iteration positions `start..start + len` of the space `dims` in runs along its
+/// innermost dim: `f(k, off, run)` for each run of `run` positions, the first at position
+/// `start + k` and element offset `off` (through `strides`; the run steps by the innermost
+/// stride).
+#[inline(always)]
+pub(crate) fn for_each_run(
     dims: &[usize],
     strides: &[isize],
     start: usize,
-    dst: &mut [T],
+    len: usize,
+    mut f: impl FnMut(usize, isize, usize),
 ) {
     let r = dims.len();
     let mut idx = [0usize; MAX_RANK];
@@ -105,48 +104,11 @@ pub unsafe fn gather<T: pyasc_kernels::Element>(
         rem /= dims[d];
         off += idx[d] as isize * strides[d];
     }
-    let inner = dims[r - 1];
-    let s = strides[r - 1];
-    let rows = dst.len() / inner;
-    if r == 2 && s == 1 && idx[1] == 0 && rows >= 2 && inner <= ROW_COPY_MAX {
-        // Whole short rows of a column slice: one dispatch for all of them, then the rest.
-        let size = std::mem::size_of::<T>();
-        let (whole, rest) = dst.split_at_mut(rows * inner);
-        // SAFETY: the rows are positions of the iteration space (caller's contract); `whole`
-        // holds `rows` rows of `inner` elements.
-        unsafe {
-            let bytes = std::slice::from_raw_parts_mut(whole.as_mut_ptr() as *mut u8, std::mem::size_of_val(whole));
-            pyasc_kernels::copy_rows::copy_rows(
-                base.offset(off) as *const u8,
-                strides[0] * size as isize,
-                inner * size,
-                bytes,
-            );
-            if !rest.is_empty() {
-                gather(base, dims, strides, start + rows * inner, rest);
-            }
-        }
-        return;
-    }
+    let (inner, s) = (dims[r - 1], strides[r - 1]);
     let mut k = 0;
-    while k < dst.len() {
-        let run = (inner - idx[r - 1]).min(dst.len() - k);
-        let out = &mut dst[k..k + run];
-        // SAFETY: positions in range address valid elements (caller's contract).
-        unsafe {
-            let p = base.offset(off);
-            match s {
-                1 => std::ptr::copy_nonoverlapping(p, out.as_mut_ptr(), run),
-                // Long runs with the widest stores; short ones inline (no dispatch per run).
-                0 if run >= FILL_DISPATCH_MIN => pyasc_kernels::fill(*p, out),
-                0 => out.fill(*p),
-                _ => {
-                    for (j, o) in out.iter_mut().enumerate() {
-                        *o = *p.offset(j as isize * s);
-                    }
-                }
-            }
-        }
+    while k < len {
+        let run = (inner - idx[r - 1]).min(len - k);
+        f(k, off, run);
         k += run;
         idx[r - 1] += run;
         off += run as isize * s;
@@ -166,6 +128,64 @@ pub unsafe fn gather<T: pyasc_kernels::Element>(
             }
         }
     }
+}
+
+/// Copy the elements at flat iteration positions `start..start + dst.len()` of a strided
+/// operand into `dst`.
+///
+/// # Safety
+/// Every position of the iteration space `dims` must address a readable element from
+/// `base` through `strides`.
+pub unsafe fn gather<T: pyasc_kernels::Element>(
+    base: *const T,
+    dims: &[usize],
+    strides: &[isize],
+    start: usize,
+    dst: &mut [T],
+) {
+    let r = dims.len();
+    let inner = dims[r - 1];
+    let s = strides[r - 1];
+    let rows = dst.len() / inner;
+    if r == 2 && s == 1 && start.is_multiple_of(inner) && rows >= 2 && inner <= ROW_COPY_MAX {
+        // Whole short rows of a column slice: one dispatch for all of them, then the rest.
+        let size = std::mem::size_of::<T>();
+        let off = (start / inner) as isize * strides[0];
+        let (whole, rest) = dst.split_at_mut(rows * inner);
+        // SAFETY: the rows are positions of the iteration space (caller's contract); `whole`
+        // holds `rows` rows of `inner` elements.
+        unsafe {
+            let bytes = std::slice::from_raw_parts_mut(whole.as_mut_ptr() as *mut u8, std::mem::size_of_val(whole));
+            pyasc_kernels::copy_rows::copy_rows(
+                base.offset(off) as *const u8,
+                strides[0] * size as isize,
+                inner * size,
+                bytes,
+            );
+            if !rest.is_empty() {
+                gather(base, dims, strides, start + rows * inner, rest);
+            }
+        }
+        return;
+    }
+    for_each_run(dims, strides, start, dst.len(), |k, off, run| {
+        let out = &mut dst[k..k + run];
+        // SAFETY: positions in range address valid elements (caller's contract).
+        unsafe {
+            let p = base.offset(off);
+            match s {
+                1 => std::ptr::copy_nonoverlapping(p, out.as_mut_ptr(), run),
+                // Long runs with the widest stores; short ones inline (no dispatch per run).
+                0 if run >= FILL_DISPATCH_MIN => pyasc_kernels::fill(*p, out),
+                0 => out.fill(*p),
+                _ => {
+                    for (j, o) in out.iter_mut().enumerate() {
+                        *o = *p.offset(j as isize * s);
+                    }
+                }
+            }
+        }
+    });
 }
 
 /// [`gather`] for elements of `size` bytes (1, 2, 4 or 8): `len` elements into `dst`.
