@@ -6,9 +6,9 @@
 //! claim blocks until none is left. Per tile each register resolves to memory: arguments
 //! in C order and outputs in place, strided arguments gathered into the block's scratch
 //! (arguments of one layout, such as several columns of one array, in a single walk), scratch
-//! tiles reused for every tile of the block and never cleared (each is written before it is read). Then the body runs instruction by
-//! instruction, each a SIMD loop over the whole tile, while the next tile's memory is
-//! prefetched. Very large outputs are computed in scratch and written with streaming stores.
+//! tiles reused for every tile of the block and never cleared (each is written before it is
+//! read). Then the body runs instruction by instruction, each a SIMD loop over the whole tile,
+//! while the next tile's memory is prefetched. Very large outputs are computed in scratch and written with streaming stores.
 
 use crate::instr::{exec, exec_reduce, exec_reduce_map, exec_scan, Val};
 use crate::layout::{broadcast_strides, classify, collapse, gather_elems, Access};
