@@ -17,9 +17,11 @@ The script checks that both keep the same detections and prints their times. Wit
 ``--stages`` it also times each pyasc stage (``filter_rows``, the fused operator, NMS, the final
 gather) per call, once with every call right after a NumPy run (as ``pyasc bench`` alternates
 them: the prediction is no longer in the caches) and once back to back, and prints the minimum
-and median of each.
+and median of each. With ``--kernels`` it also times each kernel of the fused operator
+(``pyasc.profile``), the same two ways.
 
-    python examples/yolo_postprocess.py [--objects 40] [--repeat 20] [--conf-thres 0.25] [--iou-thres 0.45] [--stages]
+    python examples/yolo_postprocess.py [--objects 40] [--repeat 20] [--conf-thres 0.25] [--iou-thres 0.45]
+                                        [--stages] [--kernels]
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ from pyasc._timing import best_time, fmt_time
 # greedy NMS vectorised per kept box) are shared with ``pyasc bench --only yolo_postprocess``.
 from pyasc.bench_detection import MAX_WH, make_prediction, nms_numpy, postprocess_numpy
 
-__all__ = ["candidates", "make_prediction", "nms_numpy", "postprocess_numpy", "postprocess_pyasc"]
+__all__ = ["candidates", "kernel_times", "make_prediction", "nms_numpy", "postprocess_numpy",
+           "postprocess_pyasc", "stage_times"]
 
 
 @pyasc.operator(dynamic_shape=True, kernel_name="yolo_candidates")
@@ -95,6 +98,26 @@ def stage_times(pred: np.ndarray, rounds: int, after_numpy: bool, conf_thres: fl
     return times, got
 
 
+def kernel_times(pred: np.ndarray, rounds: int, after_numpy: bool, conf_thres: float = 0.25,
+                 iou_thres: float = 0.45) -> dict:
+    """Time each kernel of :func:`candidates` per call with ``pyasc.profile``.
+
+    Returns each kernel's seconds in each of ``rounds`` calls (each call after a NumPy run and
+    a ``filter_rows`` when ``after_numpy``, else on one filtered input back to back).
+    """
+    times: dict = {}
+    x = pyasc.ops.filter_rows(pred[0], 4, conf_thres)
+    for _ in range(rounds):
+        if after_numpy:
+            postprocess_numpy(pred, conf_thres, iou_thres)
+            x = pyasc.ops.filter_rows(pred[0], 4, conf_thres)
+        with pyasc.profile() as prof:
+            candidates(x)
+        for r in prof.records():
+            times.setdefault(r["kernel"], []).append(r["duration_us"] * 1e-6)
+    return times
+
+
 def main(argv=None) -> dict:
     """Run both versions on a synthetic prediction, check they agree and time them."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -103,6 +126,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--conf-thres", type=float, default=0.25, help="0.25: YOLOv5 detect.py; 0.001: val.py")
     ap.add_argument("--iou-thres", type=float, default=0.45, help="0.45: YOLOv5 detect.py; 0.6: val.py")
     ap.add_argument("--stages", action="store_true", help="also time each pyasc stage per call")
+    ap.add_argument("--kernels", action="store_true", help="also time each kernel of the fused operator")
     args = ap.parse_args(argv)
     pred = make_prediction(args.objects)
     thres = (args.conf_thres, args.iou_thres)
@@ -122,8 +146,16 @@ def main(argv=None) -> dict:
             print(f"{label}: " + ", ".join(
                 f"{n} {fmt_time(min(t))} / {fmt_time(float(np.median(t)))}" for n, t in times.items())
                 + " (minimum / median)")
+    kernels = {}
+    if args.kernels:
+        for label, after in (("after a NumPy run", True), ("back to back", False)):
+            kernel_times(pred, 3, after, *thres)  # warm-up
+            kernels[label] = kernel_times(pred, max(args.repeat, 1) * 5, after, *thres)
+            print(f"kernels, {label}: " + ", ".join(
+                f"{n} {fmt_time(min(t))} / {fmt_time(float(np.median(t)))}" for n, t in kernels[label].items())
+                + " (minimum / median)")
     return {"same": same, "detections": len(got), "t_numpy": t_np, "t_pyasc": t_pa, "ref": ref, "got": got,
-            "stages": stages}
+            "stages": stages, "kernels": kernels}
 
 
 if __name__ == "__main__":

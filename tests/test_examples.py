@@ -62,3 +62,22 @@ def test_yolo_postprocess_stage_timing_runs_the_same_pipeline():
         assert {n: len(t) for n, t in times.items()} == {n: 5 for n in mod.STAGES}
         assert all(t > 0 for ts in times.values() for t in ts)
         np.testing.assert_array_equal(staged, r["ref"])
+
+
+def test_yolo_postprocess_kernel_timing_covers_every_kernel_of_the_operator():
+    mod = load("yolo_postprocess")
+    r = mod.main(["--objects", "12", "--repeat", "1", "--kernels"])
+    assert set(r["kernels"]) == {"after a NumPy run", "back to back"}
+    op = mod.candidates.get_compiled_op(mod.pyasc.ops.filter_rows(mod.make_prediction(12)[0], 4, 0.25))
+    n = 0
+    while True:
+        try:
+            op.tile_program(n)
+        except Exception:
+            break
+        n += 1
+    assert n >= 2
+    for times in r["kernels"].values():
+        # Every kernel of the compiled operator timed in each of the 5 rounds.
+        assert len(times) == n and all(len(t) == 5 and min(t) > 0 for t in times.values())
+
