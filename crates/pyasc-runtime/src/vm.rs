@@ -19,7 +19,6 @@ use pyasc_ir::event::{self, Event, EventKind};
 use pyasc_ir::tile::{BufferKind, Instr, KernelPlan, Reg, RegKind, TileKernel};
 use pyasc_ir::DType;
 use std::borrow::Cow;
-use std::cell::Cell;
 use std::time::Instant;
 
 mod column_phases;
@@ -28,6 +27,9 @@ mod extreme_pairs;
 mod joint_gather;
 mod long_rows;
 mod row_args;
+mod scratch;
+
+use scratch::Scratch;
 
 use crate::memory::{store_fence, stream_copy};
 use crate::program_lanes;
@@ -51,94 +53,6 @@ pub struct RunStats {
     /// With [`RunOptions::keep_outputs`]: the error that stopped the run after the outputs
     /// so far were kept (a failed NaN/Inf check), to be raised by the caller.
     pub error: Option<IrError>,
-}
-
-#[repr(C, align(64))]
-#[derive(Copy, Clone)]
-struct Line([u8; 64]);
-
-/// Scratch memory of one block: one tile per scratch or gathered register.
-#[derive(Default)]
-struct Scratch {
-    mem: Vec<Line>,
-    offsets: Vec<Option<usize>>,
-    vals: Vec<Val>,
-    /// Register values for one row (row kernels broadcast per-row values row by row).
-    row_vals: Vec<Val>,
-    /// Per body instruction: its value when all its operands are broadcast values (the same
-    /// for every tile, so computed once per block).
-    uniform: Vec<Option<pyasc_ir::Scalar>>,
-    /// Registers of the current tile gathered jointly ([`joint_gather`]).
-    joint: Vec<usize>,
-    /// Storage of [`joint_gather::gather`].
-    columns: Vec<crate::column_gather::Column>,
-}
-
-thread_local! {
-    /// The scratch of the calling thread's previous block, kept for its storage.
-    static SPARE: Cell<Option<Scratch>> = const { Cell::new(None) };
-}
-
-impl Scratch {
-    /// Scratch for a block of `k`, reusing the storage of the calling thread's previous block
-    /// (tiny launches then allocate nothing here). Hand it back with [`Scratch::release`].
-    /// A tile too large for memory (a reduction over a very long row) is an
-    /// `OutOfMemoryError`, never an abort.
-    fn take(k: &TileKernel, gathered: &[bool], streamed: bool) -> Result<Self> {
-        Self::take_for(k, gathered, streamed, k.tile_elems, k.tile_elems / k.row_len.max(1))
-    }
-
-    /// Scratch of `elems` elements per element register and `row_elems` per per-row register.
-    fn take_sized(k: &TileKernel, gathered: &[bool], elems: usize, row_elems: usize) -> Result<Self> {
-        Self::take_for(k, gathered, false, elems, row_elems)
-    }
-
-    fn take_for(k: &TileKernel, gathered: &[bool], streamed: bool, tile: usize, row_elems: usize) -> Result<Self> {
-        let mut s = SPARE.with(Cell::take).unwrap_or_default();
-        s.offsets.clear();
-        let mut lines = 0usize;
-        for r in &k.regs {
-            let needs = match r.kind {
-                RegKind::Tile => true,
-                RegKind::Arg(a) => gathered.get(a as usize).copied().unwrap_or(false),
-                RegKind::Out(_) => streamed && !r.row,
-                _ => false,
-            };
-            if needs {
-                s.offsets.push(Some(lines * 64));
-                let elems = if r.row { row_elems } else { tile };
-                lines += (elems.max(1) * r.dtype.size()).div_ceil(64);
-            } else {
-                s.offsets.push(None);
-            }
-        }
-        // Every register's tile is written (by its gather or its instruction) before it is
-        // read, so storage kept from an earlier block is reused as it is: clearing it cost
-        // as much as a small kernel's work.
-        if s.mem.len() < lines {
-            s.mem.try_reserve_exact(lines - s.mem.len()).map_err(|_| {
-                pyasc_ir::IrError::new(
-                    pyasc_ir::error::ErrorKind::OutOfMemory,
-                    format!("out of memory: kernel {} needs {} bytes of tile scratch per block", k.name, lines * 64),
-                )
-            })?;
-            s.mem.resize(lines, Line([0; 64]));
-        }
-        let zero = Val::Scalar(pyasc_ir::Scalar::Int(0));
-        s.vals.clear();
-        s.vals.resize(k.regs.len(), zero);
-        s.row_vals.clear();
-        s.row_vals.resize(k.regs.len(), zero);
-        s.uniform.clear();
-        s.uniform.resize(k.body.len(), None);
-        s.joint.clear();
-        Ok(s)
-    }
-
-    /// Keep the storage for the calling thread's next block.
-    fn release(self) {
-        SPARE.with(|c| c.set(Some(self)));
-    }
 }
 
 /// How each kernel argument is read during a launch.
