@@ -4,7 +4,6 @@ Run it under the profiler with ``pyasc prof --html -o prof_out -- python docs/pr
 """
 
 import numpy as np
-
 import pyasc
 
 
@@ -23,7 +22,7 @@ def softmax(x):
 
 @pyasc.operator
 def project(a, b):
-    """A matrix product."""
+    """Multiply two matrices."""
     return a @ b
 
 

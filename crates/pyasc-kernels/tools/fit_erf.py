@@ -8,20 +8,23 @@ Prints Rust constants and the weighted max error (in bits) of each float32 fit.
 
 Usage: python3 tools/fit_erf.py
 """
-import numpy as np
 import mpmath as mp
+import numpy as np
 
 mp.mp.dps = 30
 SQRT2 = mp.sqrt(2)
 
 
 def f32(v):
+    """Round v to the nearest float32, as a Python float."""
     return float(np.float32(v))
 
 
 def fit(f, lo, hi, deg, var, rel=True, n=1200, iters=60, weight=None):
-    """Float32 coefficients (power basis in var(x)) of a near-minimax fit of f on [lo, hi],
-    minimising the error relative to f (or absolute, or times weight(x))."""
+    """Fit f on [lo, hi] near-minimax with float32 coefficients (power basis in var(x)).
+
+    The error minimised is relative to f (or absolute, or times weight(x)).
+    """
     t = np.cos(np.pi * (np.arange(n) + 0.5) / n)
     xs = [mp.mpf(lo) + (mp.mpf(hi) - lo) * (mp.mpf(float(v)) + 1) / 2 for v in t]
     ys = np.array([float(f(x)) for x in xs])
@@ -51,8 +54,10 @@ def fit(f, lo, hi, deg, var, rel=True, n=1200, iters=60, weight=None):
 
 
 def centre(f, lo, hi):
-    """A float32 point near the middle of [lo, hi] whose f is within 2^-34 of a float32, so
-    the rounding of the constant coefficient costs (almost) nothing."""
+    """Find a float32 point near the middle of [lo, hi] whose f is within 2^-34 of a float32.
+
+    The rounding of the constant coefficient then costs (almost) nothing.
+    """
     mid = np.float32((lo + hi) / 2)
     best = None
     for i in range(-4000, 4000):
@@ -72,6 +77,7 @@ def lit(v):
 
 
 def show(name, doc, coefs, bits):
+    """Print coefs as a Rust float32 array constant with its doc comment."""
     print(f"/// {doc} (fit error 2^-{bits:.1f}).")
     print(f"const {name}: [f32; {len(coefs)}] = [")
     for c in coefs:
@@ -80,42 +86,49 @@ def show(name, doc, coefs, bits):
 
 
 def main():
+    """Fit and print every erf/erfc/gelu constant."""
     b_z = 1.75  # piece boundary in z = |x| for erf/erfc; b_z sqrt 2 in a = |x| for gelu
     z_lo, z_hi = 0.47, 10.1
-    g = lambda z: mp.erfc(z) * mp.exp(z * z)
-    h = lambda a: mp.erfc(a / SQRT2) * mp.exp(a * a / 2) / 2
+    def g(z):
+        return mp.erfc(z) * mp.exp(z * z)
+    def h(a):
+        return mp.erfc(a / SQRT2) * mp.exp(a * a / 2) / 2
     deg = 9
 
     # e^r = 1 + r + r^2 Q(r) on |r| <= ln2/2 (+ slack for the low part of the argument).
-    q = lambda r: (mp.expm1(r) - r) / r**2 if r != 0 else mp.mpf(0.5)
+    def q(r):
+        return (mp.expm1(r) - r) / r**2 if r != 0 else mp.mpf(0.5)
     show("EXP_Q", "`(e^r - 1 - r) / r^2` for |r| <= 0.35", *fit(q, -0.35, 0.35, 4, lambda r: r,
                                                                  weight=lambda r: r * r / mp.exp(r)))
 
     # erf x = x (C0_HI + (C0_LO + x^2 P(x^2))) for |x| <= z_lo.
     c0 = 2 / mp.sqrt(mp.pi)
     c0_hi = f32(c0)
-    print(f"/// 2/sqrt(pi) = ERF_C0_HI + ERF_C0_LO.\nconst ERF_C0_HI: f32 = std::f32::consts::FRAC_2_SQRT_PI;")
+    print("/// 2/sqrt(pi) = ERF_C0_HI + ERF_C0_LO.\nconst ERF_C0_HI: f32 = std::f32::consts::FRAC_2_SQRT_PI;")
     print(f"/// Low part of 2/sqrt(pi).\nconst ERF_C0_LO: f32 = {lit(c0 - c0_hi)};\n")
-    p = lambda x: (mp.erf(x) / x - c0) / x**2 if x != 0 else -c0 / 3
-    show("ERF_SMALL", f"`(erf(x) / x - 2/sqrt(pi)) / x^2` in x^2 for |x| <= 0.75",
+    def p(x):
+        return (mp.erf(x) / x - c0) / x**2 if x != 0 else -c0 / 3
+    show("ERF_SMALL", "`(erf(x) / x - 2/sqrt(pi)) / x^2` in x^2 for |x| <= 0.75",
          *fit(p, 0, 0.75, 5, lambda x: x * x, weight=lambda x: x * x))
 
     # gelu x = x (1/2 + x S(x^2)) for |x| <= z_lo sqrt 2.
-    s = lambda x: mp.erf(x / SQRT2) / (2 * x) if x != 0 else 1 / mp.sqrt(2 * mp.pi)
+    def s(x):
+        return mp.erf(x / SQRT2) / (2 * x) if x != 0 else 1 / mp.sqrt(2 * mp.pi)
     show("GELU_SMALL", f"`erf(x/sqrt2) / 2x` in x^2 for |x| <= {z_lo} sqrt 2",
          *fit(s, 0, z_lo * SQRT2, 4, lambda x: x * x, rel=False))
 
     for name, fn, scale, what in [("G", g, 1, "erfc(z) e^(z^2)"), ("H", h, SQRT2, "erfc(a/sqrt2) e^(a^2/2) / 2")]:
         lo, mid, hi = z_lo * scale, b_z * scale, z_hi * scale
         zc = centre(fn, lo, mid)
-        far = lambda t, fn=fn: fn(1 / t) / t  # v f(v) as a function of t = 1/v
+        def far(t, fn=fn):
+            return fn(1 / t) / t  # v f(v) as a function of t = 1/v
         tc = centre(far, 1 / hi, 1 / mid)
         print(f"/// Centre of the first piece of `{name}_NEAR`.\nconst {name}_ZC: f32 = {lit(zc)};")
         print(f"/// Centre (in 1/v) of `{name}_FAR`.\nconst {name}_TC: f32 = {lit(tc)};\n")
         show(f"{name}_NEAR", f"`{what}` on [{float(lo):.4}, {float(mid):.4}] in v - {name}_ZC",
-             *fit(fn, lo, mid, deg, lambda v: v - zc))
+             *fit(fn, lo, mid, deg, lambda v, zc=zc: v - zc))
         show(f"{name}_FAR", f"v times `{what}` on [{float(mid):.4}, {float(hi):.4}] in 1/v - {name}_TC",
-             *fit(lambda v, fn=fn: v * fn(v), mid, hi, deg, lambda v: 1 / v - tc))
+             *fit(lambda v, fn=fn: v * fn(v), mid, hi, deg, lambda v, tc=tc: 1 / v - tc))
 
 
 if __name__ == "__main__":

@@ -13,24 +13,28 @@ points and prints the ulp histogram.
 Usage: python3 tools/fit_erf_rational.py
 """
 import math
+import os
 
 import mpmath as mp
 import numpy as np
 
 mp.mp.dps = 30
 SPLIT, TOP = 1.1, 3.92  # erf rounds to 1 from 3.9192 on
-import os
+
 NEAR_DEG, FAR_N_DEG, FAR_Q_DEG = (int(v) for v in os.environ.get("DEGS", "6 6 5").split())
 SPLIT = float(os.environ.get("SPLIT", SPLIT))
 
 
 def f32(v):
+    """Round v to the nearest float32, as a Python float."""
     return float(np.float32(v))
 
 
 def ratfit(g, lo, hi, nn, nq, var, weight, fixed=None, n=2500, iters=60):
-    """float32 N (degree nn) and Q (degree nq, Q(0) = 1) in u = var(x) for x on [lo, hi],
-    minimising max |N/Q - g| weight; `fixed` pins coefficients {('n'|'q', k): value}."""
+    """Fit float32 N (degree nn) and Q (degree nq, Q(0) = 1) in u = var(x) for x on [lo, hi].
+
+    Minimises max |N/Q - g| weight; `fixed` pins coefficients {('n'|'q', k): value}.
+    """
     c = (1 - np.cos(np.pi * (np.arange(n) + 0.5) / n)) / 2
     xs = [mp.mpf(lo) + (mp.mpf(hi) - lo) * mp.mpf(float(v)) for v in c]
     ys = np.array([float(g(x)) for x in xs])
@@ -74,6 +78,7 @@ def ratfit(g, lo, hi, nn, nq, var, weight, fixed=None, n=2500, iters=60):
 
 
 def lit(v):
+    """Format v as a Rust float32 literal."""
     s = str(np.float32(v))
     return s if ("." in s or "e" in s) else s + ".0"
 
@@ -110,11 +115,14 @@ def simulate(near, far_n, far_q, c0_hi):
 
 
 def main():
+    """Fit, check and print the erf constants."""
     c0 = 2 / mp.sqrt(mp.pi)
     c0_hi = f32(c0)
     c0_lo = f32(c0 - c0_hi)
-    near_g = lambda x: mp.erf(x) / x - c0_hi if x != 0 else c0 - c0_hi
-    near_w = lambda x: (x / mp.erf(x) if x != 0 else 1 / c0) * 2**24
+    def near_g(x):
+        return mp.erf(x) / x - c0_hi if x != 0 else c0 - c0_hi
+    def near_w(x):
+        return (x / mp.erf(x) if x != 0 else 1 / c0) * 2**24
     near, _, bits_near = ratfit(near_g, 0, SPLIT, NEAR_DEG, 0, lambda x: x * x, near_w, {("n", 0): c0_lo})
     far_n, far_q, bits_far = ratfit(lambda x: -mp.erfc(x), SPLIT, TOP, FAR_N_DEG, FAR_Q_DEG, lambda x: x * x,
                                     lambda x: 1)

@@ -22,6 +22,7 @@ C0_LO = float(np.float32(float(C0 - C0_HI)))
 
 
 def f32(v):
+    """Round v to the nearest float32, as a Python float."""
     return float(np.float32(v))
 
 
@@ -51,11 +52,13 @@ def fit_rounded(vand, ys, w, fixed_first=()):
 
 
 def grid(lo, hi, n=1500):
+    """Return n Chebyshev points on [lo, hi] as mpmath numbers."""
     t = np.cos(np.pi * (np.arange(n) + 0.5) / n)
     return [mp.mpf(lo) + (mp.mpf(hi) - lo) * (mp.mpf(float(v)) + 1) / 2 for v in t]
 
 
 def piece0():
+    """Fit the first piece, around 0, as erf(a) = a (C0 + t Q(t))."""
     xs = grid(1e-6, WIDTH)
     # erf(a) = a C0_HI + a (C0_LO + t Q(t)): fit t Q(t) to erf(a)/a - C0_HI - C0_LO, relative
     # to erf(a)/a.
@@ -67,6 +70,7 @@ def piece0():
 
 
 def piece(i):
+    """Fit piece i (i >= 1) of the table around its float32 centre."""
     lo, hi = i * WIDTH, (i + 1) * WIDTH
     centre = f32((lo + hi) / 2)
     xs = grid(lo, hi)
@@ -105,6 +109,7 @@ def simulate(tables, n=3_000_000):
 
 
 def main():
+    """Fit every piece, check the table and print it."""
     tables = [piece0()] + [piece(i) for i in range(1, PIECES)]
     worst, at = simulate(tables)
     print(f"// simulated worst error {worst:.3f} ulp (at {at:e})")
