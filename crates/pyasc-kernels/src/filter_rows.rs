@@ -3,8 +3,10 @@
 //!
 //! The work is two passes over blocks of [`BLOCK_ROWS`] rows, each pass's blocks independent
 //! so that a host can spread them over threads: [`select_rows`] lists a block's selected rows
-//! (reading one value per row), then [`copy_rows`] copies them to their place in the result,
-//! found from the blocks' counts. A detector's `(25200, 85)` prediction touches one cache line
+//! (reading one value per row) into the block's own part of one index buffer, then
+//! [`copy_rows`] copies them to their place in the result, found from the blocks' counts.
+//! Neither pass allocates: threads that grow vectors at once contend for the allocator's
+//! lock (with two threads, every call of a (25200, 85) filter waited on it and slept). A detector's `(25200, 85)` prediction touches one cache line
 //! per row in the first pass and only the kept rows' lines in the second, where a mask then a
 //! gather would write and read the mask and walk the rows twice. A NaN is never greater than
 //! the threshold, so its row is never kept (as NumPy's comparison).
@@ -47,27 +49,31 @@ pub fn block_range(b: usize, n: usize) -> Range<usize> {
     b * BLOCK_ROWS..((b + 1) * BLOCK_ROWS).min(n)
 }
 
-/// Appends to `out` the rows `r` in `rows` (of a matrix with `cols` columns stored in `x`)
-/// whose value in column `col` is strictly greater than `t`.
+/// Writes to the front of `out` the rows `r` in `rows` (of a matrix with `cols` columns stored
+/// in `x`) whose value in column `col` is strictly greater than `t`, and returns how many
+/// there are. `out` holds at least `rows.len()` slots.
 pub fn select_rows<T: Copy + PartialOrd>(
     x: &[T],
     cols: usize,
     col: usize,
     t: T,
     rows: Range<usize>,
-    out: &mut Vec<u32>,
-) {
+    out: &mut [u32],
+) -> usize {
     assert!(col < cols && rows.end * cols <= x.len(), "select_rows: rows or column out of range");
-    let column = &x[rows.start * cols + col..];
     let len = rows.len();
+    assert!(out.len() >= len, "select_rows: {} slots for {len} rows", out.len());
+    let column = &x[rows.start * cols + col..];
+    let mut kept = 0;
     for (k, r) in rows.enumerate() {
         if k + PREFETCH_ROWS < len {
             prefetch(&column[(k + PREFETCH_ROWS) * cols]);
         }
-        if column[k * cols] > t {
-            out.push(r as u32);
-        }
+        // Written whether kept or not, and counted only when kept: no branch to mispredict.
+        out[kept] = r as u32;
+        kept += usize::from(column[k * cols] > t);
     }
+    kept
 }
 
 /// Copies rows `idx` of `x` (`cols` columns) into `out`, one after another.
@@ -90,10 +96,12 @@ pub fn copy_rows<T: Copy>(x: &[T], cols: usize, idx: &[u32], out: &mut [T]) {
 /// `x[x[:, col] > t]` of a matrix of `cols` columns, on the calling thread.
 pub fn filter_rows<T: Copy + PartialOrd>(x: &[T], cols: usize, col: usize, t: T) -> Vec<T> {
     let n = x.len().checked_div(cols).unwrap_or(0);
-    let mut idx = Vec::new();
+    let mut idx = vec![0u32; n];
+    let mut kept = 0;
     for b in 0..blocks(n) {
-        select_rows(x, cols, col, t, block_range(b, n), &mut idx);
+        kept += select_rows(x, cols, col, t, block_range(b, n), &mut idx[kept..]);
     }
+    idx.truncate(kept);
     let Some(&fill) = x.first() else { return Vec::new() };
     let mut out = vec![fill; idx.len() * cols];
     copy_rows(x, cols, &idx, &mut out);

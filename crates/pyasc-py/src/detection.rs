@@ -195,16 +195,27 @@ fn filter_rows_t<'py, T: Copy + PartialOrd + Send + Sync + numpy::Element>(
     let n = x.shape()[0];
     let nb = blocks(n);
     let helpers = if nb > 1 { pool::num_threads().saturating_sub(1) } else { 0 };
-    // First pass: each block's selected rows.
-    let picked: Vec<std::sync::Mutex<Vec<u32>>> = (0..nb).map(|_| std::sync::Mutex::new(Vec::new())).collect();
+    // First pass: each block's selected rows, into the block's own part of one buffer (no
+    // allocation while threads run: they would wait on the allocator's lock).
+    let mut idx = vec![0u32; n];
+    let counts: Vec<std::sync::atomic::AtomicUsize> = (0..nb).map(|_| Default::default()).collect();
+    let idx_ptr = idx.as_mut_ptr() as usize;
     py.detach(|| {
         let _ = pool::for_blocks::<()>(nb, helpers, |b| {
-            let mut got = picked[b].lock().unwrap_or_else(|e| e.into_inner());
-            select_rows(data, cols, column, threshold, block_range(b, n), &mut got);
+            let rows = block_range(b, n);
+            // SAFETY: block `b` writes only its own rows' slots of `idx`, which outlives the call.
+            let part = unsafe { std::slice::from_raw_parts_mut((idx_ptr as *mut u32).add(rows.start), rows.len()) };
+            let kept = select_rows(data, cols, column, threshold, rows, part);
+            counts[b].store(kept, std::sync::atomic::Ordering::Relaxed);
             Ok(())
         });
     });
-    let picked: Vec<Vec<u32>> = picked.into_iter().map(|m| m.into_inner().unwrap_or_else(|e| e.into_inner())).collect();
+    let picked: Vec<&[u32]> = (0..nb)
+        .map(|b| {
+            let start = block_range(b, n).start;
+            &idx[start..start + counts[b].load(std::sync::atomic::Ordering::Relaxed)]
+        })
+        .collect();
     let mut starts = Vec::with_capacity(nb);
     let mut kept = 0usize;
     for p in &picked {
@@ -222,7 +233,7 @@ fn filter_rows_t<'py, T: Copy + PartialOrd + Send + Sync + numpy::Element>(
             debug_assert!(s + len <= dst_len);
             // SAFETY: block `b` writes rows starts[b].. of the result, which no other block writes.
             let part = unsafe { std::slice::from_raw_parts_mut((dst_ptr as *mut T).add(s), len) };
-            copy_rows(data, cols, &picked[b], part);
+            copy_rows(data, cols, picked[b], part);
             Ok(())
         });
     });
