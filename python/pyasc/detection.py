@@ -173,6 +173,12 @@ def nms(boxes: Any, scores: Any, iou_threshold: float, *, score_threshold: Any =
     ``NonMaxSuppression``: the same result as ``sel[nms(boxes[sel], scores[sel], t)]`` for
     ``sel = np.flatnonzero(scores > score_threshold)``, without the copies.
     """
+    if (type(boxes) is np.ndarray and type(scores) is np.ndarray and type(iou_threshold) is float
+            and (score_threshold is None or type(score_threshold) is float)):
+        # The common call, checked in Rust; anything it declines is checked and reported below.
+        kept = _pyasc._nms_fast(boxes, scores, iou_threshold, score_threshold)
+        if kept is not None:
+            return kept
     _no_trace("nms", boxes, scores)
     b, s, t = _nms_inputs(boxes, scores, iou_threshold, "nms")
     return _run_nms("nms", b, s, t, None, score_threshold)
@@ -247,6 +253,11 @@ def filter_rows(x: Any, column: int, threshold: Any) -> np.ndarray:
     parallel Rust pass that reads one value per row and copies only the kept rows; other
     arrays run NumPy's expression. ``x`` is never modified.
     """
+    if type(x) is np.ndarray and type(column) is int and type(threshold) is float:
+        # The common call, checked in Rust; anything it declines takes the path below.
+        got = _pyasc._filter_rows_fast(x, column, threshold)
+        if got is not None:
+            return got
     _no_trace("filter_rows", x)
     a = _array(x, "x", "filter_rows")
     if a.ndim != 2:

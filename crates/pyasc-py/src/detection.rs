@@ -1,8 +1,12 @@
 //! Entry points of the detection kernels (`pyasc.ops.box_iou`, `nms`, `batched_nms`,
 //! `nms_mask`): NumPy arrays in, NumPy arrays out, the work done with the GIL released in the
 //! runtime's worker pool. The Python wrappers in `pyasc/detection.py` check shapes and dtypes
-//! and hand over C-contiguous float32 or float64 boxes and scores and int64 categories;
-//! anything else is refused here with a typed error, never read wrongly.
+//! and hand over C-contiguous float32 or float64 boxes, float32 or float64 scores and int64
+//! categories; anything else is refused here with a typed error, never read wrongly. The
+//! `_fast` entries take the common call straight from the wrapper, check it here and decline
+//! (`None`) whatever they do not take, so that the wrapper's checks and errors run only then:
+//! after other work has left the caches cold, the wrapper's NumPy calls took longer than the
+//! 1153-box NMS itself.
 
 use crate::boundary::{detach_interruptible, guard};
 use crate::errors::to_py;
@@ -79,14 +83,14 @@ fn all_finite<T: Coord>(v: &[T]) -> bool {
     v.iter().fold(true, |ok, &x| ok & (x * T::ZERO == T::ZERO))
 }
 
-/// The scores as float64 (float32 widens exactly); an error when one is NaN.
+/// The scores as float64, read through any strides (float32 widens exactly); an error when one
+/// is NaN.
 fn scores_f64(scores: &Bound<'_, PyAny>) -> PyResult<Vec<f64>> {
     let s: Vec<f64> = if let Ok(a) = scores.cast::<PyArray1<f32>>() {
-        let a = a.readonly();
-        a.as_slice().map_err(|_| invalid("scores must be contiguous"))?.iter().map(|&v| f64::from(v)).collect()
+        a.readonly().as_array().iter().map(|&v| f64::from(v)).collect()
     } else {
         let a: PyReadonlyArray1<f64> = scores.extract()?;
-        a.as_slice().map_err(|_| invalid("scores must be contiguous"))?.to_vec()
+        a.as_array().to_vec()
     };
     if s.iter().any(|v| v.is_nan()) {
         return Err(invalid("scores contain NaN"));
@@ -143,6 +147,62 @@ pub fn _nms<'py>(
             nms_t::<f64>(py, boxes, &s, c, iou_threshold, score_threshold)
         }
     })
+}
+
+/// Whether `obj` is a float32 or float64 NumPy array with `ndim` dimensions.
+fn float_array(obj: &Bound<'_, PyAny>, ndim: usize) -> bool {
+    match ndim {
+        1 => obj.cast::<PyArray1<f32>>().is_ok() || obj.cast::<PyArray1<f64>>().is_ok(),
+        _ => obj.cast::<PyArray2<f32>>().is_ok() || obj.cast::<PyArray2<f64>>().is_ok(),
+    }
+}
+
+/// `nms` for the common call, with nothing left for the Python wrapper to check: C-contiguous
+/// float32 or float64 `(N, 4)` boxes, finite; float32 or float64 scores of any stride, none
+/// NaN; a float IoU threshold that is not NaN; a float score threshold or none (compared as
+/// NumPy compares a Python float with the scores' dtype). `None` for anything else, which the
+/// wrapper then checks and reports at the caller's line.
+#[pyfunction]
+#[pyo3(signature = (boxes, scores, iou_threshold, score_threshold = None))]
+pub fn _nms_fast<'py>(
+    py: Python<'py>,
+    boxes: &Bound<'py, PyAny>,
+    scores: &Bound<'py, PyAny>,
+    iou_threshold: f64,
+    score_threshold: Option<f64>,
+) -> PyResult<Option<Bound<'py, PyArray1<i64>>>> {
+    guard(|| {
+        if !float_array(boxes, 2) || !float_array(scores, 1) || iou_threshold.is_nan() {
+            return Ok(None);
+        }
+        let b = boxes.cast::<numpy::PyUntypedArray>()?;
+        let n = scores.cast::<numpy::PyUntypedArray>()?.shape()[0];
+        if b.shape() != [n, 4] || !b.is_c_contiguous() {
+            return Ok(None);
+        }
+        let Ok(s) = scores_f64(scores) else { return Ok(None) };
+        // A Python float against float32 scores compares as the float32 nearest to it.
+        let st = score_threshold.map(|t| if is_f32_1d(scores) { f64::from(t as f32) } else { t });
+        let finite = if is_f32(boxes) { finite_boxes::<f32>(boxes)? } else { finite_boxes::<f64>(boxes)? };
+        if !finite {
+            return Ok(None);
+        }
+        let kept = if is_f32(boxes) {
+            nms_t::<f32>(py, boxes, &s, None, iou_threshold, st)?
+        } else {
+            nms_t::<f64>(py, boxes, &s, None, iou_threshold, st)?
+        };
+        Ok(Some(kept))
+    })
+}
+
+fn is_f32_1d(obj: &Bound<'_, PyAny>) -> bool {
+    obj.cast::<PyArray1<f32>>().is_ok()
+}
+
+fn finite_boxes<T: Coord + numpy::Element>(boxes: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let b: PyReadonlyArray2<T> = boxes.extract()?;
+    Ok(rows(&b, 4, "boxes").is_ok_and(all_finite))
 }
 
 fn nms_mask_t<'py, T: Coord + numpy::Element>(
@@ -238,6 +298,36 @@ fn filter_rows_t<'py, T: Copy + PartialOrd + Send + Sync + numpy::Element>(
         });
     });
     Ok(out.into_any())
+}
+
+/// `filter_rows` for the common call: a C-contiguous float32 or float64 matrix of fewer than
+/// 2^32 rows, a column index in range (negative counts from the end) and a float threshold
+/// (compared as NumPy compares a Python float with the matrix's dtype). `None` for anything
+/// else, which the Python wrapper then handles.
+#[pyfunction]
+pub fn _filter_rows_fast<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyAny>,
+    column: &Bound<'py, PyAny>,
+    threshold: f64,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    guard(|| {
+        if !float_array(x, 2) {
+            return Ok(None);
+        }
+        let a = x.cast::<numpy::PyUntypedArray>()?;
+        let (n, cols) = (a.shape()[0], a.shape()[1] as i64);
+        let Ok(c) = column.extract::<i64>() else { return Ok(None) };
+        if !a.is_c_contiguous() || u32::try_from(n).is_err() || !(-cols..cols).contains(&c) {
+            return Ok(None);
+        }
+        let c = c.rem_euclid(cols) as usize;
+        Ok(Some(if is_f32(x) {
+            filter_rows_t::<f32>(py, x, c, threshold as f32)?
+        } else {
+            filter_rows_t::<f64>(py, x, c, threshold)?
+        }))
+    })
 }
 
 /// `x[x[:, column] > threshold]` of a C-contiguous float32 or float64 matrix (`threshold`

@@ -103,8 +103,10 @@ fn _pyasc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace_sort::apply_sort, m)?)?;
     m.add_function(wrap_pyfunction!(detection::_box_iou, m)?)?;
     m.add_function(wrap_pyfunction!(detection::_nms, m)?)?;
+    m.add_function(wrap_pyfunction!(detection::_nms_fast, m)?)?;
     m.add_function(wrap_pyfunction!(detection::_nms_mask, m)?)?;
     m.add_function(wrap_pyfunction!(detection::_filter_rows, m)?)?;
+    m.add_function(wrap_pyfunction!(detection::_filter_rows_fast, m)?)?;
     m.add_function(wrap_pyfunction!(trace_ops::apply_constant_array, m)?)?;
     m.add_function(wrap_pyfunction!(update_ops::apply_scatter, m)?)?;
     m.add_function(wrap_pyfunction!(update_ops::rebind, m)?)?;
