@@ -122,8 +122,25 @@ def test_nms_takes_float32_scores_as_they_are_and_still_refuses_nan():
     rng = np.random.default_rng(12)
     b, s = _boxes(rng, 300)
     np.testing.assert_array_equal(ops.nms(b, s, 0.5), ops.nms(b, s.astype(np.float64), 0.5))
-    # Strided views are copied before the kernel reads them.
+    # Strided views: boxes are copied first, scores read through their strides.
     np.testing.assert_array_equal(ops.nms(b[::2], s[::2], 0.5), ops.nms(b[::2].copy(), s[::2].copy(), 0.5))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_nms_reads_scores_through_any_strides(dtype):
+    # The YOLOv5 example's call: scores are a column of the detections, threshold a float.
+    rng = np.random.default_rng(13)
+    b, s = _boxes(rng, 700)
+    det = np.zeros((700, 6), dtype)
+    det[:, 4] = s
+    for t in (None, 0.1, 0.35):
+        sel = np.arange(700) if t is None else np.flatnonzero(det[:, 4] > t)
+        want = sel[ops.nms(b[sel], det[sel, 4].copy(), 0.45)]
+        np.testing.assert_array_equal(ops.nms(b, det[:, 4], 0.45, score_threshold=t), want)
+    reverse = np.ascontiguousarray(det[::-1, 4])[::-1]
+    assert reverse.strides[0] < 0
+    np.testing.assert_array_equal(ops.nms(b, reverse, 0.45, score_threshold=0.1),
+                                  ops.nms(b, reverse.copy(), 0.45, score_threshold=0.1))
     bad = s.copy()
     bad[7] = np.nan
     with pytest.raises(pyasc.InvalidArgumentError, match="scores contain NaN") as info:
