@@ -5,10 +5,11 @@
 //! so that a host can spread them over threads: [`select_rows`] lists a block's selected rows
 //! (reading one value per row) into the block's own part of one index buffer, then
 //! [`copy_rows`] copies them to their place in the result, found from the blocks' counts.
-//! Neither pass allocates: threads that grow vectors at once contend for the allocator's
-//! lock (with two threads, every call of a (25200, 85) filter waited on it and slept). A detector's `(25200, 85)` prediction touches one cache line
-//! per row in the first pass and only the kept rows' lines in the second, where a mask then a
-//! gather would write and read the mask and walk the rows twice. A NaN is never greater than
+//! Neither pass allocates: threads that grow vectors at once contend for the allocator's lock
+//! (two threads filtering a `(25200, 85)` prediction slept on it in every call). A detector's
+//! prediction touches one cache line per row in the first pass and only the kept rows' lines
+//! in the second, where a mask then a gather would write and read the mask and walk the rows
+//! twice. A NaN is never greater than
 //! the threshold, so its row is never kept (as NumPy's comparison).
 
 use std::ops::Range;

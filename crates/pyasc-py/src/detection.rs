@@ -98,6 +98,39 @@ fn scores_f64(scores: &Bound<'_, PyAny>) -> PyResult<Vec<f64>> {
     Ok(s)
 }
 
+/// The boxes' values after the checks every NMS entry makes: C-contiguous `(N, 4)` rows, one
+/// per score (and per category), all finite.
+fn checked_boxes<'a, T: Coord + numpy::Element>(
+    boxes: &'a PyReadonlyArray2<'_, T>,
+    n: usize,
+    idxs: Option<&[i64]>,
+) -> PyResult<&'a [T]> {
+    let b = rows(boxes, 4, "boxes")?;
+    if b.len() != 4 * n || idxs.is_some_and(|c| c.len() != n) {
+        return Err(to_py(IrError::new(ErrorKind::Shape, "boxes, scores and idxs must have one row per box")));
+    }
+    if !all_finite(b) {
+        return Err(invalid("boxes contain NaN or infinity"));
+    }
+    Ok(b)
+}
+
+/// The sweep over checked boxes, the kept indices as a NumPy array.
+fn run_nms<'py, T: Coord>(
+    py: Python<'py>,
+    b: &[T],
+    scores: &[f64],
+    idxs: Option<&[i64]>,
+    iou_threshold: f64,
+    score_threshold: Option<f64>,
+) -> PyResult<Bound<'py, PyArray1<i64>>> {
+    let kept = run_sweep(py, |host| match idxs {
+        None => nms::nms(b, scores, iou_threshold, score_threshold, host),
+        Some(c) => nms::batched_nms(b, scores, c, iou_threshold, score_threshold, host),
+    })?;
+    Ok(PyArray1::from_vec(py, kept))
+}
+
 fn nms_t<'py, T: Coord + numpy::Element>(
     py: Python<'py>,
     boxes: &Bound<'py, PyAny>,
@@ -107,18 +140,8 @@ fn nms_t<'py, T: Coord + numpy::Element>(
     score_threshold: Option<f64>,
 ) -> PyResult<Bound<'py, PyArray1<i64>>> {
     let boxes: PyReadonlyArray2<T> = boxes.extract()?;
-    let b = rows(&boxes, 4, "boxes")?;
-    if b.len() != 4 * scores.len() || idxs.is_some_and(|c| c.len() != scores.len()) {
-        return Err(to_py(IrError::new(ErrorKind::Shape, "boxes, scores and idxs must have one row per box")));
-    }
-    if !all_finite(b) {
-        return Err(invalid("boxes contain NaN or infinity"));
-    }
-    let kept = run_sweep(py, |host| match idxs {
-        None => nms::nms(b, scores, iou_threshold, score_threshold, host),
-        Some(c) => nms::batched_nms(b, scores, c, iou_threshold, score_threshold, host),
-    })?;
-    Ok(PyArray1::from_vec(py, kept))
+    let b = checked_boxes(&boxes, scores.len(), idxs)?;
+    run_nms(py, b, scores, idxs, iou_threshold, score_threshold)
 }
 
 /// Greedy NMS: the kept indices (int64) in descending score order; with `idxs`, per category;
@@ -149,12 +172,23 @@ pub fn _nms<'py>(
     })
 }
 
-/// Whether `obj` is a float32 or float64 NumPy array with `ndim` dimensions.
-fn float_array(obj: &Bound<'_, PyAny>, ndim: usize) -> bool {
-    match ndim {
-        1 => obj.cast::<PyArray1<f32>>().is_ok() || obj.cast::<PyArray1<f64>>().is_ok(),
-        _ => obj.cast::<PyArray2<f32>>().is_ok() || obj.cast::<PyArray2<f64>>().is_ok(),
-    }
+/// Whether `obj` is a float32 or float64 two-dimensional NumPy array.
+fn float_matrix(obj: &Bound<'_, PyAny>) -> bool {
+    obj.cast::<PyArray2<f32>>().is_ok() || obj.cast::<PyArray2<f64>>().is_ok()
+}
+
+/// [`_nms_fast`] for boxes of type `T`.
+fn nms_fast_t<'py, T: Coord + numpy::Element>(
+    py: Python<'py>,
+    boxes: &Bound<'py, PyAny>,
+    scores: &Bound<'py, PyAny>,
+    iou_threshold: f64,
+    score_threshold: Option<f64>,
+) -> PyResult<Option<Bound<'py, PyArray1<i64>>>> {
+    let boxes: PyReadonlyArray2<T> = boxes.extract()?;
+    let Ok(s) = scores_f64(scores) else { return Ok(None) };
+    let Ok(b) = checked_boxes(&boxes, s.len(), None) else { return Ok(None) };
+    run_nms(py, b, &s, None, iou_threshold, score_threshold).map(Some)
 }
 
 /// `nms` for the common call, with nothing left for the Python wrapper to check: C-contiguous
@@ -172,37 +206,20 @@ pub fn _nms_fast<'py>(
     score_threshold: Option<f64>,
 ) -> PyResult<Option<Bound<'py, PyArray1<i64>>>> {
     guard(|| {
-        if !float_array(boxes, 2) || !float_array(scores, 1) || iou_threshold.is_nan() {
+        let f32_scores = scores.cast::<PyArray1<f32>>().is_ok();
+        if !(f32_scores || scores.cast::<PyArray1<f64>>().is_ok()) || iou_threshold.is_nan() {
             return Ok(None);
         }
-        let b = boxes.cast::<numpy::PyUntypedArray>()?;
-        let n = scores.cast::<numpy::PyUntypedArray>()?.shape()[0];
-        if b.shape() != [n, 4] || !b.is_c_contiguous() {
-            return Ok(None);
-        }
-        let Ok(s) = scores_f64(scores) else { return Ok(None) };
         // A Python float against float32 scores compares as the float32 nearest to it.
-        let st = score_threshold.map(|t| if is_f32_1d(scores) { f64::from(t as f32) } else { t });
-        let finite = if is_f32(boxes) { finite_boxes::<f32>(boxes)? } else { finite_boxes::<f64>(boxes)? };
-        if !finite {
-            return Ok(None);
-        }
-        let kept = if is_f32(boxes) {
-            nms_t::<f32>(py, boxes, &s, None, iou_threshold, st)?
+        let st = score_threshold.map(|t| if f32_scores { f64::from(t as f32) } else { t });
+        if is_f32(boxes) {
+            nms_fast_t::<f32>(py, boxes, scores, iou_threshold, st)
+        } else if boxes.cast::<PyArray2<f64>>().is_ok() {
+            nms_fast_t::<f64>(py, boxes, scores, iou_threshold, st)
         } else {
-            nms_t::<f64>(py, boxes, &s, None, iou_threshold, st)?
-        };
-        Ok(Some(kept))
+            Ok(None)
+        }
     })
-}
-
-fn is_f32_1d(obj: &Bound<'_, PyAny>) -> bool {
-    obj.cast::<PyArray1<f32>>().is_ok()
-}
-
-fn finite_boxes<T: Coord + numpy::Element>(boxes: &Bound<'_, PyAny>) -> PyResult<bool> {
-    let b: PyReadonlyArray2<T> = boxes.extract()?;
-    Ok(rows(&b, 4, "boxes").is_ok_and(all_finite))
 }
 
 fn nms_mask_t<'py, T: Coord + numpy::Element>(
@@ -312,7 +329,7 @@ pub fn _filter_rows_fast<'py>(
     threshold: f64,
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
     guard(|| {
-        if !float_array(x, 2) {
+        if !float_matrix(x) {
             return Ok(None);
         }
         let a = x.cast::<numpy::PyUntypedArray>()?;
