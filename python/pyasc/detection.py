@@ -93,8 +93,9 @@ def _scores(x: Any, n: int, fn: str) -> np.ndarray:
     s = _array(x, "scores", fn)
     if s.shape != (n,):
         raise _err(ShapeError, f"{fn}: scores must have shape ({n},) (one per box), not {s.shape}")
-    # float32 scores go as they are (the kernel widens them exactly); NaN is refused there.
-    if s.dtype in (np.float32, np.float64) and s.flags.c_contiguous:
+    # float32 and float64 scores go as they are, through any strides (the kernel widens
+    # float32 exactly); NaN is refused there.
+    if s.dtype in (np.float32, np.float64):
         return s
     return np.ascontiguousarray(s, dtype=np.float32 if s.dtype == np.float32 else np.float64)
 
