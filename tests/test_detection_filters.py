@@ -9,6 +9,7 @@ import pyasc
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_nms import nms_ref
 
 ops = pyasc.ops
 
@@ -124,23 +125,6 @@ def test_nms_takes_float32_scores_as_they_are_and_still_refuses_nan():
     np.testing.assert_array_equal(ops.nms(b, s, 0.5), ops.nms(b, s.astype(np.float64), 0.5))
     # Strided views: boxes are copied first, scores read through their strides.
     np.testing.assert_array_equal(ops.nms(b[::2], s[::2], 0.5), ops.nms(b[::2].copy(), s[::2].copy(), 0.5))
-
-
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_nms_reads_scores_through_any_strides(dtype):
-    # The YOLOv5 example's call: scores are a column of the detections, threshold a float.
-    rng = np.random.default_rng(13)
-    b, s = _boxes(rng, 700)
-    det = np.zeros((700, 6), dtype)
-    det[:, 4] = s
-    for t in (None, 0.1, 0.35):
-        sel = np.arange(700) if t is None else np.flatnonzero(det[:, 4] > t)
-        want = sel[ops.nms(b[sel], det[sel, 4].copy(), 0.45)]
-        np.testing.assert_array_equal(ops.nms(b, det[:, 4], 0.45, score_threshold=t), want)
-    reverse = np.ascontiguousarray(det[::-1, 4])[::-1]
-    assert reverse.strides[0] < 0
-    np.testing.assert_array_equal(ops.nms(b, reverse, 0.45, score_threshold=0.1),
-                                  ops.nms(b, reverse.copy(), 0.45, score_threshold=0.1))
     bad = s.copy()
     bad[7] = np.nan
     with pytest.raises(pyasc.InvalidArgumentError, match="scores contain NaN") as info:
@@ -152,3 +136,21 @@ def test_nms_reads_scores_through_any_strides(dtype):
         ops.batched_nms(inf, s, np.zeros(len(s), np.int64), 0.5)
     with pytest.raises(pyasc.InvalidArgumentError, match="score_threshold"):
         ops.nms(b, s, 0.5, score_threshold="0.5")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_nms_reads_scores_through_any_strides(dtype):
+    # The YOLOv5 example's call: scores are a column of the detections, threshold a float.
+    rng = np.random.default_rng(13)
+    b, s = _boxes(rng, 700)
+    det = np.zeros((700, 6), dtype)
+    det[:, 4] = s
+    for t in (None, 0.1, 0.35):
+        sel = np.arange(700) if t is None else np.flatnonzero(det[:, 4] > t)
+        want = sel[nms_ref(b[sel], det[sel, 4], 0.45)]
+        np.testing.assert_array_equal(ops.nms(b, det[:, 4], 0.45, score_threshold=t), want)
+    reverse = np.ascontiguousarray(det[::-1, 4])[::-1]
+    assert reverse.strides[0] < 0
+    sel = np.flatnonzero(reverse > 0.1)
+    np.testing.assert_array_equal(ops.nms(b, reverse, 0.45, score_threshold=0.1),
+                                  sel[nms_ref(b[sel], reverse[sel], 0.45)])
