@@ -57,6 +57,7 @@ impl Pass for LowerPass {
                 arg_views: Vec::new(),
                 outs: Vec::new(),
                 value: HashMap::new(),
+                row_value: HashMap::new(),
                 level_row: HashMap::new(),
             };
             let kernel = b.lower(group, name, st.options.budget())?;
@@ -111,6 +112,8 @@ struct Builder<'a> {
     arg_views: Vec<Vec<ViewSpec>>,
     outs: Vec<BufferId>,
     value: HashMap<NodeId, Reg>,
+    /// Per value read from memory one element per row: its per-row `Arg` register.
+    row_value: HashMap<NodeId, Reg>,
     /// Per computed node: true when it is a per-row value.
     level_row: HashMap<NodeId, bool>,
 }
@@ -158,6 +161,29 @@ impl Builder<'_> {
             }
         };
         self.value.insert(x, reg);
+        Ok(reg)
+    }
+
+    /// The per-row `Arg` register of `x`, read from memory with one element per row of
+    /// `space` ([`crate::fuse::read_per_row`]): viewed with unit extents on the reduced axes,
+    /// it broadcasts over each row, and the VM reads one value per row.
+    fn row_operand(&mut self, x: NodeId, space: &Space) -> Result<Reg> {
+        if let Some(r) = self.row_value.get(&x) {
+            return Ok(*r);
+        }
+        let Space::Rows { shape, axes } = space else {
+            return Err(IrError::internal(format!("%{} read per row outside a row kernel", x.0)));
+        };
+        let Some((buf, mut specs)) = self.source(x, false)? else {
+            return Err(IrError::internal(format!("%{} read per row is a constant", x.0)));
+        };
+        let aligned: Vec<usize> =
+            shape.0.iter().enumerate().map(|(i, d)| if axes.contains(i) { 1 } else { *d }).collect();
+        specs.push(ViewSpec::Reshape(aligned));
+        self.args.push(buf);
+        self.arg_views.push(specs);
+        let reg = self.regs.add(self.g.node(x).dtype(), RegKind::Arg(self.args.len() as u16 - 1), true);
+        self.row_value.insert(x, reg);
         Ok(reg)
     }
 
@@ -299,6 +325,13 @@ impl Builder<'_> {
             }
             _ => false,
         };
+        // A value read from memory with one element per row (an argument's column beside the
+        // rows' reductions: [`crate::fuse::read_per_row`]) is per row too, and so is what is
+        // computed from such values, per-row values and constants, when it has that shape.
+        let constant = |x: &NodeId| matches!(g.node(*x).op, Op::Const(_) | Op::Fill(_));
+        let read = |x: &NodeId| {
+            !inside[x.index()] && !constant(x) && crate::fuse::read_per_row(&group.space, &g.node(*x).shape)
+        };
         for &id in &order {
             let n = g.node(id);
             let row = rows_kernel
@@ -307,9 +340,11 @@ impl Builder<'_> {
                     Op::Library(..) => false,
                     _ if reduced.contains(&id) => false,
                     _ => {
-                        let constant = |x: &NodeId| matches!(g.node(*x).op, Op::Const(_) | Op::Fill(_));
-                        n.inputs.iter().all(|x| self.is_row(*x) || constant(x))
-                            && (n.inputs.iter().any(|x| self.is_row(*x)) || row_shape(&n.shape))
+                        let rows_only = n.inputs.iter().all(|x| self.is_row(*x) || constant(x));
+                        let with_reads = n.inputs.iter().all(|x| self.is_row(*x) || constant(x) || read(x))
+                            && n.inputs.iter().any(read)
+                            && crate::fuse::read_per_row(&group.space, &n.shape);
+                        (rows_only && (n.inputs.iter().any(|x| self.is_row(*x)) || row_shape(&n.shape))) || with_reads
                     }
                 };
             self.level_row.insert(id, row);
@@ -326,8 +361,12 @@ impl Builder<'_> {
         let mut locs = Vec::new();
         for (pos, &id) in order.iter().enumerate() {
             let n = g.node(id);
-            let srcs: Vec<Reg> = n.inputs.iter().map(|x| self.operand(*x)).collect::<Result<_>>()?;
             let row = self.is_row(id);
+            let srcs: Vec<Reg> = n
+                .inputs
+                .iter()
+                .map(|x| if row && read(x) { self.row_operand(*x, &group.space) } else { self.operand(*x) })
+                .collect::<Result<_>>()?;
             if in_group(id)
                 && escapes[id.index()]
                 && !row
@@ -452,6 +491,15 @@ const SCAN_BUDGET_FACTOR: usize = 4;
 /// whose passes re-read the tile, was 16-25% slower with larger tiles.
 const ONE_PASS_BUDGET_FACTOR: usize = 4;
 
+/// Row kernels with this many instructions on per-row values (box corners computed beside a
+/// detector's class scores) plan for [`ROW_OPS_BUDGET_FACTOR`] times the budget: each of those
+/// instructions is one dispatch per tile over a few dozen values. A detector's candidates
+/// (1153 rows of 80 scores, eleven per-row instructions) took 31-33 us back to back instead
+/// of 34-38 us.
+const ROW_OPS_MANY: usize = 4;
+/// See [`ROW_OPS_MANY`].
+const ROW_OPS_BUDGET_FACTOR: usize = 4;
+
 /// The bytes of tile memory a block may use, and whether that is a hard limit.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct TileBudget {
@@ -471,9 +519,11 @@ pub(crate) fn choose_tile(k: &TileKernel, buffers: &[BufferDecl], budget: TileBu
     // `a + b` over 2**24 float32 was 3.3-3.9 -> 4.1-4.2 ms with the larger tiles.
     let one_pass =
         k.row_len == 0 && k.body.len() == 1 && k.program.is_none() && k.library.is_none() && !k.streams_outputs();
+    let per_row_ops = k.body.iter().filter(|i| !i.per_row() && k.regs[i.dst().0 as usize].row).count();
     let budget = match (hard, scans, one_pass) {
         (false, true, _) => budget.saturating_mul(SCAN_BUDGET_FACTOR),
         (false, false, true) => budget.saturating_mul(ONE_PASS_BUDGET_FACTOR),
+        _ if !hard && k.row_len > 0 && per_row_ops >= ROW_OPS_MANY => budget.saturating_mul(ROW_OPS_BUDGET_FACTOR),
         _ => budget,
     };
     let per_elem = bytes_per_element(k, buffers).max(1);

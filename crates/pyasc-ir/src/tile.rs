@@ -539,8 +539,21 @@ fn verify_kernel(k: &TileKernel, buffers: &[BufferDecl], ready: &[bool]) -> Resu
         } else if matches!(r.kind, RegKind::Arg(_) | RegKind::Out(_)) {
             return err(format!("register r{i} names a missing buffer"));
         }
-        if r.row && (k.row_len == 0 || matches!(r.kind, RegKind::Arg(_) | RegKind::Scalar(_))) {
-            return err(format!("register r{i} is a row register outside a row kernel or an argument"));
+        // A per-row argument is read one element per row: its view has unit extents on the
+        // reduced axes (it broadcasts over each row).
+        let spans_rows = |a: u16| {
+            k.arg_views.get(a as usize).and_then(|v| v.last()).is_some_and(|v| match v {
+                crate::view::ViewSpec::Reshape(d) => {
+                    d.len() == rank
+                        && d.iter().zip(&logical.0).all(|(e, l)| *e == 1 || e == l)
+                        && d.iter().product::<usize>() == numel / k.row_len.max(1)
+                }
+                _ => false,
+            })
+        };
+        let bad_arg = matches!(r.kind, RegKind::Arg(a) if !spans_rows(a));
+        if r.row && (k.row_len == 0 || bad_arg || matches!(r.kind, RegKind::Scalar(_))) {
+            return err(format!("register r{i} is a row register outside a row kernel or an unaligned argument"));
         }
     }
     for ins in &k.body {

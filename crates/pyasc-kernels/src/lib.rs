@@ -55,6 +55,7 @@ pub mod reduce;
 mod reduce_avx512;
 pub mod reduce_map;
 pub mod scale_shift;
+pub mod scaled_extreme;
 pub mod scan;
 pub mod scan_map;
 mod scan_simd;

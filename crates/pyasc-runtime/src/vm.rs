@@ -274,18 +274,24 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
     let row_args = row_args::per_row(k, &mut modes);
     // An argument repeated along the outermost dim (a bias row `b` in `x - b`) has the same
     // tile for every tile when tiles cover whole periods: gather it once per block.
-    let period = |m: &ArgMode| match m {
-        ArgMode::Strided(_, dims, st) if dims.len() >= 2 && st[0] == 0 => Some(dims[1..].iter().product::<usize>()),
+    // Arguments read one value per row are gathered per tile (their layout walks rows).
+    let row_arg: Vec<bool> = (0..modes.len())
+        .map(|a| k.regs.iter().zip(&row_args).any(|(r, on)| *on && r.kind == RegKind::Arg(a as u16)))
+        .collect();
+    let period = |(a, m): (usize, &ArgMode)| match m {
+        ArgMode::Strided(_, dims, st) if dims.len() >= 2 && st[0] == 0 && !row_arg[a] => {
+            Some(dims[1..].iter().product::<usize>())
+        }
         _ => None,
     };
     // Row kernels keep their tile (whole rows): it must already hold whole periods (the
     // weight row of a layer norm, whose period is the row).
     let mut tile = k.tile_elems;
-    let p = modes.iter().filter_map(period).max().unwrap_or(0);
-    let whole_periods = p > 0 && p <= tile && modes.iter().filter_map(period).all(|q| p.is_multiple_of(q));
+    let p = modes.iter().enumerate().filter_map(period).max().unwrap_or(0);
+    let whole_periods = p > 0 && p <= tile && modes.iter().enumerate().filter_map(period).all(|q| p.is_multiple_of(q));
     let periodic: Vec<bool> = if whole_periods && (k.row_len == 0 || tile.is_multiple_of(p)) {
         tile = tile / p * p;
-        modes.iter().map(|m| period(m).is_some()).collect()
+        modes.iter().enumerate().map(|am| period(am).is_some()).collect()
     } else {
         vec![false; modes.len()]
     };
@@ -345,7 +351,7 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
         _ => None,
     };
     let lanes = program_lanes::straight(k, &value);
-    let pairs = extreme_pairs::pairs(k);
+    let pairs = extreme_pairs::pairs(k, &row_args);
     let run_range = |range: std::ops::Range<usize>| -> Result<()> {
         let end = range.end;
         let began = Instant::now();
@@ -545,6 +551,8 @@ unsafe fn run_tile(
         unsafe { program_lanes::run(k, &scratch.vals, len, lp, None)? };
     }
     let parts = if one_pass { 0 } else { k.body.len() };
+    // Whether the multiply feeding a scaled pair was left to the pair.
+    let mut fed = false;
     for (j, ins) in k.body.iter().enumerate().take(parts) {
         if let Some((ns, nl)) = next {
             // Spread the next tile's prefetches over the body so they never queue up.
@@ -561,8 +569,15 @@ unsafe fn run_tile(
             _ => false,
         };
         match pairs.get(j) {
+            Some(&extreme_pairs::Pair::Feed { elem }) => {
+                // The pair multiplies as it reduces when the element operand is a tile.
+                fed = matches!(scratch.vals[elem.0 as usize], Val::Ptr(_));
+                if fed {
+                    continue;
+                }
+            }
             Some(extreme_pairs::Pair::Second) if on_tile => continue,
-            Some(&extreme_pairs::Pair::First { max, other }) if on_tile => {
+            Some(&extreme_pairs::Pair::First { max, other, scaled }) if on_tile => {
                 for r in [d, other.0 as usize] {
                     if k.regs[r].kind == RegKind::Tile {
                         // SAFETY: the offset lies inside the scratch allocation.
@@ -570,8 +585,16 @@ unsafe fn run_tile(
                             Val::Ptr(unsafe { base.add(scratch.offsets[r].expect("tiles have scratch")) });
                     }
                 }
-                // SAFETY: the source holds the tile's rows; both results one slot per row.
-                unsafe { extreme_pairs::run(ins, other, max, &scratch.vals, len / k.row_len, k.row_len)? };
+                let (rows, c) = (len / k.row_len, k.row_len);
+                match scaled {
+                    // SAFETY: the element operand holds the tile's rows, the per-row one a value per
+                    // row (or a scalar); both results one slot per row.
+                    Some(ops) if fed => unsafe {
+                        extreme_pairs::run_scaled(ins, other, max, ops, &scratch.vals, rows, c)?
+                    },
+                    // SAFETY: the source holds the tile's rows; both results one slot per row.
+                    _ => unsafe { extreme_pairs::run(ins, other, max, &scratch.vals, rows, c)? },
+                }
                 continue;
             }
             _ => {}

@@ -274,6 +274,17 @@ fn per_row(g: &Graph, mat: &[bool], group_of: &[Option<usize>], k: usize, id: No
     }
 }
 
+/// True when a value of shape `s` read from memory can be one value per row of row space
+/// `space`: one element per row, in the rows' order (the kept axes, unit extents aside), and
+/// no NumPy broadcast of it against the space (a `(n,)` column beside rows of `n` elements
+/// would vary along each row, so it stays an element operand there).
+pub fn read_per_row(space: &Space, s: &Shape) -> bool {
+    let Space::Rows { shape, axes } = space else { return false };
+    let squeeze = |d: &mut dyn Iterator<Item = usize>| d.filter(|e| *e != 1).collect::<Vec<_>>();
+    let kept = squeeze(&mut (0..shape.rank()).filter(|i| !axes.contains(*i)).map(|i| shape.0[i]));
+    s.numel() == space.rows() && squeeze(&mut s.0.iter().copied()) == kept && !s.broadcasts_to(shape)
+}
+
 /// The iteration space of a kernel anchored at node `id`. Every op is named here: a new
 /// op kind must say which space it has.
 pub fn space_of(g: &Graph, id: NodeId) -> Result<Space> {

@@ -3,7 +3,7 @@
 //! (`x - x.max(-1, keepdims=True)`, rows short enough to stay in a tile) or computed per row
 //! from the group's reductions and constants only (`x.sum(-1) / n`).
 
-use super::{per_row, Candidate, FusionRule, Space, ROW_FUSE_MAX};
+use super::{per_row, read_per_row, Candidate, FusionRule, Space, ROW_FUSE_MAX};
 use pyasc_ir::op::{Axes, Op};
 use pyasc_ir::{NodeId, Shape};
 
@@ -27,7 +27,7 @@ impl FusionRule for Rows {
                         && axes.is_trailing(shape.rank())
                         && c.g.node(c.id).inputs.iter().all(|x| broadcast_per_row(c, *x, shape, *axes)))
                         || (s.numel() == c.group.space.rows()
-                            && c.g.node(c.id).inputs.iter().all(|x| per_row(c.g, c.mat, c.group_of, c.k, *x)))),
+                            && c.g.node(c.id).inputs.iter().all(|x| row_operand(c, *x)))),
             ),
             Space::Library(_) => None,
         }
@@ -66,4 +66,26 @@ fn broadcast_per_row(c: &Candidate, x: NodeId, shape: &Shape, axes: Axes) -> boo
             d == shape.0[i]
         }
     })
+}
+
+/// True when operand `x` of a per-row consumer has one value per row of the group: a
+/// constant, a reduction of the group, a value read from memory (an argument, a view of one
+/// or another kernel's result) with one element per row ([`read_per_row`]), or computed
+/// from such operands alone with a shape that is itself one value per row. Box corners
+/// beside a detector's best class score (`x[:, 0] - x[:, 2] / 2` next to
+/// `(x[:, 5:] * x[:, 4:5]).max(1)`) are computed in the rows' kernel this way.
+fn row_operand(c: &Candidate, x: NodeId) -> bool {
+    let n = c.g.node(x);
+    let in_memory = matches!(n.op, Op::Input(_) | Op::View(_))
+        || (c.mat[x.index()] && c.group_of[x.index()] != Some(c.k) && !matches!(n.op, Op::Const(_) | Op::Fill(_)));
+    match n.op {
+        Op::Const(_) | Op::Fill(_) => true,
+        _ if in_memory => read_per_row(&c.group.space, &n.shape),
+        Op::Reduce { .. } => c.group_of[x.index()] == Some(c.k),
+        Op::Library(..) => false,
+        _ => {
+            (per_row(c.g, c.mat, c.group_of, c.k, x) || read_per_row(&c.group.space, &n.shape))
+                && n.inputs.iter().all(|y| row_operand(c, *y))
+        }
+    }
 }

@@ -74,7 +74,12 @@ fn matching(k: &TileKernel, modes: &[ArgMode]) -> Option<Columns> {
     let rest_ok = k.body[1..].iter().all(|ins| {
         !ins.per_row() && k.regs[ins.dst().0 as usize].row && ins.srcs().iter().all(|r| per_row(r.0 as usize))
     });
-    let others_ok = k.regs.iter().enumerate().all(|(i, r)| i == s || per_row(i) || r.kind == RegKind::Tile);
+    // Every other register is computed per row (no argument read per row, which would need a gather).
+    let others_ok = k
+        .regs
+        .iter()
+        .enumerate()
+        .all(|(i, r)| i == s || (per_row(i) && !matches!(r.kind, RegKind::Arg(_))) || r.kind == RegKind::Tile);
     if !rest_ok || !others_ok {
         return None;
     }

@@ -23,6 +23,17 @@ pub(super) fn per_row(k: &TileKernel, modes: &mut [ArgMode]) -> Vec<bool> {
     }
     let mut rows = vec![false; k.regs.len()];
     for (a, mode) in modes.iter_mut().enumerate() {
+        let declared = k.regs.iter().any(|r| r.row && r.kind == RegKind::Arg(a as u16));
+        if declared {
+            // Compiled as one value per row (viewed with unit extents on the reduced axes).
+            narrow_declared(mode, c);
+            for (i, r) in k.regs.iter().enumerate() {
+                if r.kind == RegKind::Arg(a as u16) {
+                    rows[i] = true;
+                }
+            }
+            continue;
+        }
         let ArgMode::Strided(p, dims, st) = mode else { continue };
         let n = dims.len();
         // Constant along the innermost dim, which holds whole rows; an argument also constant
@@ -50,6 +61,23 @@ pub(super) fn per_row(k: &TileKernel, modes: &mut [ArgMode]) -> Vec<bool> {
     } else {
         Vec::new()
     }
+}
+
+/// Narrows the layout of an argument compiled as one value per row (its registers are
+/// declared per row) to one position per row: the innermost collapsed dim holds whole rows
+/// with stride 0 (the reduced axes have unit extents in its view); a run of several rows of
+/// one value (an outer axis broadcast too) keeps one stride-0 position per row.
+fn narrow_declared(mode: &mut ArgMode, c: usize) {
+    let ArgMode::Strided(p, dims, st) = mode else { return };
+    let n = dims.len();
+    debug_assert!(n >= 1 && st[n - 1] == 0 && dims[n - 1].is_multiple_of(c), "a per-row argument spans whole rows");
+    let mut rdims = dims[..n - 1].to_vec();
+    let mut rst = st[..n - 1].to_vec();
+    if dims[n - 1] > c || rdims.is_empty() {
+        rdims.push(dims[n - 1] / c);
+        rst.push(0);
+    }
+    *mode = ArgMode::Strided(*p, rdims, rst);
 }
 
 /// Whether register `r` (float32 or float64) is read only by float arithmetic with one result
