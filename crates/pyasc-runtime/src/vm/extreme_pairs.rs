@@ -188,8 +188,8 @@ pub(super) unsafe fn run_scaled(
     };
     let (x, v, i) = (ptr(elem)?, ptr(value)?, ptr(index)?);
     let one;
-    // SAFETY: per this function's contract.
     let scale: &[f32] = match vals[scale.0 as usize] {
+        // SAFETY: per this function's contract, a per-row register holds `rows` values.
         Val::Ptr(p) => unsafe { std::slice::from_raw_parts(p as *const f32, rows) },
         Val::Scalar(s) => {
             one = [s.as_f64() as f32];
