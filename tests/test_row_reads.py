@@ -122,3 +122,63 @@ def test_a_per_row_value_broadcast_back_over_the_rows_matches_numpy():
     got, want = f(x), (x - (x[:, 0] * 2 + x.max(axis=1))[:, None], x[:, 0] * 2 + x.max(axis=1))
     for g, e in zip(got, want):
         assert np.array_equal(g, e)
+
+
+def _stacked(x):
+    got = _boxes(x)
+    return pyasc.stack(list(got[:6]), axis=1), pyasc.stack(list(got[6:]), axis=1)
+
+
+def _stacked_numpy(x):
+    got = _boxes(x)
+    return np.stack(got[:6], axis=1), np.stack(got[6:], axis=1)
+
+
+def test_stacks_of_per_row_results_are_written_in_place_and_match_numpy():
+    # The row kernel stores each column into its stack: the copying kernels are skipped.
+    rng = np.random.default_rng(11)
+    x = rng.random((501, 85), dtype=np.float32) * 50
+    op = pyasc.operator(dynamic_shape=True)(_stacked)
+    with pyasc.profile() as prof:
+        got = op(x)
+    for g, w in zip(got, _stacked_numpy(x)):
+        assert g.flags.c_contiguous and np.array_equal(g, w)
+    assert len(op.get_compiled_op(x).kernels()) == 3
+    assert len(prof.records()) == 1
+    for rows in (1, 2, 40):  # other row counts, one row included (no in-place stack there)
+        for g, w in zip(op(x[:rows]), _stacked_numpy(x[:rows])):
+            assert np.array_equal(g, w)
+
+
+def test_a_stacked_column_read_elsewhere_is_copied_as_planned():
+    # A column also returned (or read by another kernel) keeps its own buffer.
+    rng = np.random.default_rng(12)
+    x = rng.random((300, 85), dtype=np.float32)
+
+    @pyasc.operator
+    def f(t):
+        conf = (t[:, 5:] * t[:, 4:5]).max(axis=1)
+        lo = t[:, 0] - t[:, 2] / 2
+        return pyasc.stack([lo, conf], axis=1), conf
+
+    s, conf = f(x)
+    want = (x[:, 5:] * x[:, 4:5]).max(axis=1)
+    assert np.array_equal(conf, want)
+    assert np.array_equal(s, np.stack([x[:, 0] - x[:, 2] / 2, want], axis=1))
+
+
+def test_debug_capture_sees_the_stacks_of_per_row_results():
+    # A captured launch keeps every kernel's output, the stacks' copies included.
+    rng = np.random.default_rng(13)
+    x = rng.random((64, 85), dtype=np.float32)
+    op = pyasc.operator(debug=True)(_stacked)
+    with pyasc.debug.capture() as cap:
+        got = op(x)
+    for g, w in zip(got, _stacked_numpy(x)):
+        assert np.array_equal(g, w)
+    (run,) = cap.runs
+    assert run.error is None
+    stacks = [it for it in run.intermediates if it.op.startswith("concatenate")]
+    assert len(stacks) == 2
+    for it, w in zip(stacks, _stacked_numpy(x)):
+        assert np.array_equal(it.array, w)

@@ -29,6 +29,7 @@ pub mod scale_shift;
 pub mod scan_map;
 pub mod select_cmp;
 pub mod single;
+pub mod stack_columns;
 
 pub use pass::{compile, pipeline, CompileOptions, CompileState, Compiled, Pass, PassReport};
 pub use pyasc_ir::tile::KernelPlan;

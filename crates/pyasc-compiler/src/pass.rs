@@ -171,6 +171,7 @@ pub fn pipeline() -> Vec<Box<dyn Pass>> {
         Box::new(crate::deviation::DeviationPass),
         Box::new(crate::scan_map::ScanMapPass),
         Box::new(crate::half_math::HalfMathPass),
+        Box::new(crate::stack_columns::StackColumnsPass),
     ]
 }
 

@@ -97,6 +97,7 @@ fn online_softmax(r: usize, c: usize, step: usize) -> KernelPlan {
         ],
         kernels: vec![kernel(&[r, c], 1, 2, regs, Program { levels, body })],
         outputs: vec![BufferId(1), BufferId(2)],
+        stack_columns: Vec::new(),
     }
 }
 
@@ -192,6 +193,7 @@ fn stencil(r: usize, c: usize, store: IndexMap, out_dims: &[usize]) -> KernelPla
         buffers: vec![buffer(f, &[r + 1, c + 2], BufferKind::Input(0)), buffer(f, out_dims, BufferKind::Computed)],
         kernels: vec![kernel(&[r, c], 1, 1, regs, Program { levels: vec![0; 9], body })],
         outputs: vec![BufferId(1)],
+        stack_columns: Vec::new(),
     }
 }
 
@@ -243,6 +245,7 @@ fn scale(storage: DType, compute: DType) -> KernelPlan {
         ],
         kernels: vec![kernel(&[3, 4], 3, 1, regs, Program { levels: vec![0; 5], body })],
         outputs: vec![BufferId(3)],
+        stack_columns: Vec::new(),
     }
 }
 

@@ -75,7 +75,7 @@ pub fn vectorized_plan(
         locs: Vec::new(),
         fused_ops: 1,
     };
-    let plan = KernelPlan { buffers, kernels: vec![kernel], outputs: vec![out_id] };
+    let plan = KernelPlan { buffers, kernels: vec![kernel], outputs: vec![out_id], stack_columns: Vec::new() };
     plan.verify()?;
     Ok(plan)
 }

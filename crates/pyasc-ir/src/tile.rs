@@ -420,11 +420,41 @@ pub struct KernelPlan {
     pub kernels: Vec<TileKernel>,
     /// The buffer of each result of the operator, in order (may repeat).
     pub outputs: Vec<BufferId>,
+    /// Stacks whose columns their producers may write in place (a launch that does skips
+    /// the copying kernel; a launch that keeps every kernel's output runs it).
+    pub stack_columns: Vec<StackColumns>,
+}
+
+/// `np.stack` of per-row results along the last axis, written in place: column `i` of
+/// `stack` (shape `(n, columns.len())`) is buffer `columns[i]` (shape `(n,)`), which only
+/// kernel `kernel` (a `concatenate` of the columns viewed as `(n, 1)`) reads. Each column is
+/// a per-row output of one row kernel, so that kernel can store it with a stride instead.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StackColumns {
+    /// The concatenation that copies the columns.
+    pub kernel: usize,
+    /// Its output.
+    pub stack: BufferId,
+    /// The column buffers, in order.
+    pub columns: Vec<BufferId>,
 }
 
 impl KernelPlan {
     /// Check register and buffer references, writability and dtypes of every kernel.
     pub fn verify(&self) -> Result<()> {
+        for s in &self.stack_columns {
+            let decl = |b: BufferId| self.buffers.get(b.0 as usize);
+            let stack = decl(s.stack).ok_or_else(|| IrError::internal("a stack of columns names no buffer"))?;
+            let copies = self.kernels.get(s.kernel).is_some_and(|k| k.outs == [s.stack] && k.args == s.columns);
+            let fits = stack.shape.rank() == 2
+                && stack.shape.0[1] == s.columns.len()
+                && s.columns
+                    .iter()
+                    .all(|c| decl(*c).is_some_and(|d| d.dtype == stack.dtype && d.shape.0 == [stack.shape.0[0]]));
+            if !copies || !fits {
+                return Err(IrError::internal(format!("buffer b{} is no stack of its columns", s.stack.0)));
+            }
+        }
         let mut written = vec![false; self.buffers.len()];
         for (b, d) in self.buffers.iter().enumerate() {
             written[b] = matches!(d.kind, BufferKind::Input(_));

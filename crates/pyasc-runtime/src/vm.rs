@@ -21,6 +21,7 @@ use pyasc_ir::DType;
 use std::borrow::Cow;
 use std::time::Instant;
 
+mod column_outs;
 mod column_phases;
 mod columns;
 mod extreme_pairs;
@@ -106,17 +107,28 @@ pub fn execute_plan(
         let decl = &plan.buffers[b.0 as usize];
         views[b.0 as usize] = Some(Cow::Owned(InputView::contiguous(o.0, decl.dtype, decl.shape.0.clone())));
     }
+    let columns = column_outs::ColumnOuts::new(plan, &opts);
     for (b, decl) in plan.buffers.iter().enumerate() {
-        if views[b].is_none() {
+        if views[b].is_none() && columns.of[b].is_none() {
             let mem = crate::memory::allocate(decl.shape.numel() * decl.dtype.size())?;
             let v = InputView::contiguous(mem.as_ptr() as *const u8, decl.dtype, decl.shape.0.clone());
             views[b] = Some(Cow::Owned(v));
             owned.push(mem);
         }
     }
+    for b in 0..plan.buffers.len() {
+        if let Some((stack, _, _)) = columns.of[b] {
+            let v = columns.view(b, views[stack].as_deref().expect("stacks have memory"));
+            views[b] = v.map(Cow::Owned);
+        }
+    }
     let mut stats = RunStats::default();
     let token = crate::interrupt::current();
-    for k in &plan.kernels {
+    for (ki, k) in plan.kernels.iter().enumerate() {
+        if columns.skipped[ki] {
+            // Its columns were written in place.
+            continue;
+        }
         if let Some(t) = &token {
             t.check()?;
         }
@@ -144,6 +156,8 @@ pub fn execute_plan(
             .iter()
             .map(|b| views[b.0 as usize].as_ref().expect("all buffers have memory").ptr as *mut u8)
             .collect();
+        // Element stride of each output: the stack's row length for a column written in place.
+        let steps: Vec<usize> = k.outs.iter().map(|b| columns.of[b.0 as usize].map_or(1, |(_, _, n)| n)).collect();
         let (tiles, blocks) = match (&k.program, &k.library) {
             (Some(p), _) => {
                 let out_views: Vec<InputView> = k
@@ -162,10 +176,10 @@ pub fn execute_plan(
                     (1, 1)
                 } else {
                     // The epilogue, over the routine's result.
-                    run_kernel(k, &args, &outs)?
+                    run_kernel(k, &args, &outs, &steps)?
                 }
             }
-            (None, None) => run_kernel(k, &args, &outs)?,
+            (None, None) => run_kernel(k, &args, &outs, &steps)?,
         };
         drop(scope);
         if opts.keep_outputs {
@@ -218,14 +232,16 @@ pub fn execute_plan(
     Ok(stats)
 }
 
-/// Run one kernel; returns (tiles, blocks).
-fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(usize, usize)> {
+/// Run one kernel; returns (tiles, blocks). `steps` holds each output's element stride (1,
+/// or a stack's row length for a per-row output written as a column of it).
+fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8], steps: &[usize]) -> Result<(usize, usize)> {
     let n = k.shape.numel();
     if n == 0 {
         return Ok((0, 0));
     }
+    let strided_outs = steps.iter().any(|s| *s != 1);
     let dims = &k.shape.0;
-    if let Some(done) = run_tiny(k, args, outs, n) {
+    if let Some(done) = if strided_outs { None } else { run_tiny(k, args, outs, n) } {
         return done;
     }
     // Strides of every operand over the iteration space (arguments broadcast against the
@@ -262,13 +278,16 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
         .collect();
     let gathered: Vec<bool> = modes.iter().map(|m| matches!(m, ArgMode::Strided(..))).collect();
     let outs: Vec<SendPtr> = outs.iter().map(|p| SendPtr(*p)).collect();
-    if let Some(done) = columns::run(k, &modes, &outs) {
-        return done;
+    // (The paths for column sums and long rows write their outputs contiguous.)
+    if !strided_outs {
+        if let Some(done) = columns::run(k, &modes, &outs) {
+            return done;
+        }
+        if let Some(done) = column_phases::run(k, &modes, &outs) {
+            return done;
+        }
     }
-    if let Some(done) = column_phases::run(k, &modes, &outs) {
-        return done;
-    }
-    if long_rows::chunkable(k) {
+    if long_rows::chunkable(k) && !strided_outs {
         return long_rows::run(k, &modes, &outs, &gathered);
     }
     let row_args = row_args::per_row(k, &mut modes);
@@ -355,7 +374,7 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
     let run_range = |range: std::ops::Range<usize>| -> Result<()> {
         let end = range.end;
         let began = Instant::now();
-        let mut scratch = Scratch::take(k, &gathered, streamed)?;
+        let mut scratch = Scratch::take(k, &gathered, streamed, steps)?;
         let mut first = true;
         for t in range {
             if let Some(token) = &token {
@@ -368,8 +387,17 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8]) -> Result<(
             let len = tile.min(n - start);
             let next = (prefetch && t + 1 < end).then(|| (start + len, tile.min(n - start - len)));
             let lanes = lanes.as_deref();
-            let at =
-                TileAt { start, len, next, streams: &streams, streamed, lanes, pairs: &pairs, row_args: &row_args };
+            let at = TileAt {
+                start,
+                len,
+                next,
+                streams: &streams,
+                streamed,
+                lanes,
+                pairs: &pairs,
+                row_args: &row_args,
+                steps,
+            };
             // SAFETY: modes, outputs and scratch describe memory valid for this tile.
             unsafe { run_tile(k, &modes, &outs, &mut scratch, at, if first { None } else { Some(&periodic) })? };
             first = false;
@@ -425,12 +453,21 @@ fn run_tiny(k: &TileKernel, args: &[&InputView], outs: &[*mut u8], n: usize) -> 
     }
     let outs: Vec<SendPtr> = outs.iter().map(|p| SendPtr(*p)).collect();
     let began = Instant::now();
-    let mut scratch = match Scratch::take(k, &[], false) {
+    let mut scratch = match Scratch::take(k, &[], false, &[]) {
         Ok(s) => s,
         Err(e) => return Some(Err(e)),
     };
-    let at =
-        TileAt { start: 0, len: n, next: None, streams: &[], streamed: false, lanes: None, pairs: &[], row_args: &[] };
+    let at = TileAt {
+        start: 0,
+        len: n,
+        next: None,
+        streams: &[],
+        streamed: false,
+        lanes: None,
+        pairs: &[],
+        row_args: &[],
+        steps: &[],
+    };
     // SAFETY: arguments are contiguous over the kernel's `n` elements or single elements, and
     // outputs hold the kernel's shape.
     let r = unsafe { run_tile(k, &modes, &outs, &mut scratch, at, None) };
@@ -480,6 +517,8 @@ struct TileAt<'a> {
     /// Per register: an argument read as one value per row ([`row_args::per_row`]); empty
     /// when none is.
     row_args: &'a [bool],
+    /// Per output: its element stride (see [`column_outs`]); empty when all are 1.
+    steps: &'a [usize],
 }
 
 /// Resolve registers for the tile at `at` and run the body.
@@ -494,7 +533,8 @@ unsafe fn run_tile(
     at: TileAt,
     reuse: Option<&[bool]>,
 ) -> Result<()> {
-    let TileAt { start, len, next, streams, streamed, lanes, pairs, row_args } = at;
+    let TileAt { start, len, next, streams, streamed, lanes, pairs, row_args, steps } = at;
+    let step = |o: u16| steps.get(o as usize).copied().unwrap_or(1);
     let base = scratch.mem.as_mut_ptr() as *mut u8;
     for (i, r) in k.regs.iter().enumerate() {
         let size = r.dtype.size();
@@ -503,6 +543,10 @@ unsafe fn run_tile(
             match r.kind {
                 RegKind::Tile => Val::Ptr(base.add(scratch.offsets[i].expect("tiles have scratch"))),
                 RegKind::Scalar(v) => Val::Scalar(v),
+                RegKind::Out(o) if r.row && step(o) != 1 => {
+                    // A column of a stack: computed here, stored with its stride below.
+                    Val::Ptr(base.add(scratch.offsets[i].expect("column outputs have scratch")))
+                }
                 RegKind::Out(o) if r.row => Val::Ptr(outs[o as usize].0.add(start / k.row_len * size)),
                 RegKind::Out(_) if streamed => {
                     Val::Ptr(base.add(scratch.offsets[i].expect("streamed outputs have scratch")))
@@ -625,6 +669,20 @@ unsafe fn run_tile(
             }
             // SAFETY: every register value is valid for the tile; dst differs from srcs.
             unsafe { exec_level(k, ins, &scratch.vals, &mut scratch.row_vals, len, row_args)? };
+        }
+    }
+    for (i, r) in k.regs.iter().enumerate() {
+        if let (RegKind::Out(o), true) = (r.kind, r.row) {
+            let s = step(o);
+            if s != 1 {
+                let (rows, size) = (len / k.row_len, r.dtype.size());
+                let at = scratch.offsets[i].expect("column outputs have scratch");
+                // SAFETY: the scratch holds the tile's rows; the column covers every row.
+                unsafe {
+                    let dst = outs[o as usize].0.add(start / k.row_len * s * size);
+                    column_outs::scatter(dst, base.add(at), rows, s, size)
+                };
+            }
         }
     }
     if streamed {

@@ -128,6 +128,7 @@ fn online_softmax(r: usize, c: usize, step: usize, tile_rows: usize) -> KernelPl
         ],
         kernels: vec![kernel(&[r, c], 2, 2, regs, Program { levels, body }, tile_rows)],
         outputs: vec![BufferId(2), BufferId(3)],
+        stack_columns: Vec::new(),
     }
 }
 
@@ -175,6 +176,7 @@ fn stencil(r: usize, c: usize) -> (KernelPlan, Vec<f32>) {
         buffers: vec![buffer(f, &dims, BufferKind::Input(0)), buffer(f, &dims, BufferKind::Computed)],
         kernels: vec![kernel(&[r, c], 1, 1, regs, Program { levels: vec![0; 9], body }, 5)],
         outputs: vec![BufferId(1)],
+        stack_columns: Vec::new(),
     };
     let x: Vec<f32> = (0..dims[0] * dims[1]).map(|i| ((i * 37 % 101) as f32) * 0.125 - 3.0).collect();
     (plan, x)
@@ -234,6 +236,7 @@ fn scale(storage: DType) -> KernelPlan {
         ],
         kernels: vec![k],
         outputs: vec![BufferId(3)],
+        stack_columns: Vec::new(),
     }
 }
 
@@ -344,6 +347,7 @@ fn nested_loops_carry_registers_at_two_levels() {
         ],
         kernels: vec![kernel(&[bn, tn, cn], 1, 2, regs, Program { levels, body }, 2)],
         outputs: vec![BufferId(1), BufferId(2)],
+        stack_columns: Vec::new(),
     };
     let x: Vec<f64> = (0..bn * tn * cn).map(|i| ((i * 31 % 17) as f64 - 8.0) / 3.0).collect();
     let outs = run(&plan, &[InputView::contiguous(x.as_ptr() as *const u8, f, vec![bn, tn, cn])], 0);

@@ -92,6 +92,7 @@ fn halvings(n: usize, tile_elems: usize) -> KernelPlan {
         ],
         kernels: vec![kernel],
         outputs: vec![BufferId(2)],
+        stack_columns: Vec::new(),
     }
 }
 

@@ -38,16 +38,25 @@ impl Scratch {
     /// (tiny launches then allocate nothing here). Hand it back with [`Scratch::release`].
     /// A tile too large for memory (a reduction over a very long row) is an
     /// `OutOfMemoryError`, never an abort.
-    pub(super) fn take(k: &TileKernel, gathered: &[bool], streamed: bool) -> Result<Self> {
-        Self::take_for(k, gathered, streamed, k.tile_elems, k.tile_elems / k.row_len.max(1))
+    /// `steps` holds each output's element stride: per-row outputs stored as columns of a
+    /// stack (a stride other than 1) are computed into scratch.
+    pub(super) fn take(k: &TileKernel, gathered: &[bool], streamed: bool, steps: &[usize]) -> Result<Self> {
+        Self::take_for(k, gathered, streamed, steps, k.tile_elems, k.tile_elems / k.row_len.max(1))
     }
 
     /// Scratch of `elems` elements per element register and `row_elems` per per-row register.
     pub(super) fn take_sized(k: &TileKernel, gathered: &[bool], elems: usize, row_elems: usize) -> Result<Self> {
-        Self::take_for(k, gathered, false, elems, row_elems)
+        Self::take_for(k, gathered, false, &[], elems, row_elems)
     }
 
-    fn take_for(k: &TileKernel, gathered: &[bool], streamed: bool, tile: usize, row_elems: usize) -> Result<Self> {
+    fn take_for(
+        k: &TileKernel,
+        gathered: &[bool],
+        streamed: bool,
+        steps: &[usize],
+        tile: usize,
+        row_elems: usize,
+    ) -> Result<Self> {
         let mut s = SPARE.with(Cell::take).unwrap_or_default();
         s.offsets.clear();
         let mut lines = 0usize;
@@ -55,7 +64,7 @@ impl Scratch {
             let needs = match r.kind {
                 RegKind::Tile => true,
                 RegKind::Arg(a) => gathered.get(a as usize).copied().unwrap_or(false),
-                RegKind::Out(_) => streamed && !r.row,
+                RegKind::Out(o) => (streamed && !r.row) || (r.row && steps.get(o as usize).is_some_and(|s| *s != 1)),
                 _ => false,
             };
             if needs {
