@@ -46,8 +46,10 @@ def candidates(x):
     """Per candidate anchor: its detection row and its box shifted by class.
 
     ``det`` rows are ``x1, y1, x2, y2, best class score, best class``; ``shifted`` holds the
-    corners moved by ``class * MAX_WH``. Every value is one per row, so the arithmetic runs
-    as a few fused kernels and the two stacks are written in place.
+    corners moved by ``class * MAX_WH``. Every value is one per row, so the whole operator is
+    one row kernel: one pass over each row finds the best class score and its class while it
+    multiplies, computes the corners from the row's first columns, and stores every value
+    straight into its column of the two stacks.
     """
     conf_all = x[:, 5:] * x[:, 4:5]
     cls = conf_all.argmax(axis=1).astype(x.dtype)

@@ -76,8 +76,12 @@ def test_yolo_postprocess_kernel_timing_covers_every_kernel_of_the_operator():
         except Exception:
             break
         n += 1
-    assert n >= 2
+    kernels = op.kernels()
+    assert n == len(kernels) >= 3
+    # The two stacks are written in place by the row kernel: their copies do not run.
+    running = {k["name"] for k in kernels if not k["in_place_stack"]}
+    assert len(running) == n - 2
     for times in r["kernels"].values():
-        # Every kernel of the compiled operator timed in each of the 5 rounds.
-        assert len(times) == n and all(len(t) == 5 and min(t) > 0 for t in times.values())
+        # Every kernel that runs timed in each of the 5 rounds.
+        assert set(times) == running and all(len(t) == 5 and min(t) > 0 for t in times.values())
 

@@ -46,14 +46,15 @@ impl CompiledOp {
         }
     }
 
-    /// One dict per kernel: name, shape, fused op count, instructions, tile size, source lines.
+    /// One dict per kernel: name, shape, fused op count, instructions, tile size, source lines,
+    /// and `in_place_stack`: a stack whose columns the kernels before it write in place (a
+    /// launch skips it unless it keeps every kernel's output).
     fn kernels<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
-        self.entry
-            .compiled
-            .plan
-            .kernels
+        let plan = &self.entry.compiled.plan;
+        plan.kernels
             .iter()
-            .map(|k| {
+            .enumerate()
+            .map(|(i, k)| {
                 let d = PyDict::new(py);
                 d.set_item("name", &k.name)?;
                 d.set_item("shape", k.shape.0.clone())?;
@@ -62,6 +63,7 @@ impl CompiledOp {
                 d.set_item("tile_elems", k.tile_elems)?;
                 d.set_item("registers", k.regs.len())?;
                 d.set_item("source_lines", k.locs.iter().map(|l| l.to_string()).collect::<Vec<_>>())?;
+                d.set_item("in_place_stack", plan.stack_columns.iter().any(|s| s.kernel == i))?;
                 Ok(d)
             })
             .collect()
