@@ -491,14 +491,18 @@ const SCAN_BUDGET_FACTOR: usize = 4;
 /// whose passes re-read the tile, was 16-25% slower with larger tiles.
 const ONE_PASS_BUDGET_FACTOR: usize = 4;
 
-/// Row kernels with this many instructions on per-row values (box corners computed beside a
-/// detector's class scores) plan for [`ROW_OPS_BUDGET_FACTOR`] times the budget: each of those
-/// instructions is one dispatch per tile over a few dozen values. A detector's candidates
-/// (1153 rows of 80 scores, eleven per-row instructions) took 31-33 us back to back instead
-/// of 34-38 us.
+/// Row kernels of short rows (at most [`ROW_OPS_SHORT_ROW`] elements) with this many
+/// instructions on per-row values (box corners computed beside a detector's class scores)
+/// plan for [`ROW_OPS_BUDGET_FACTOR`] times the budget: each of those instructions is one
+/// dispatch per tile over a few dozen values. A detector's candidates (1153 rows of 80
+/// scores, eleven per-row instructions) took 25 / 29 us (minimum / median) back to back with
+/// 8 times the budget, 26-27 / 32-33 us with 4 times and 30-31 / 42-43 us with the budget
+/// itself. Long rows (a layer norm's) keep their tiles: their element passes re-read them.
 const ROW_OPS_MANY: usize = 4;
 /// See [`ROW_OPS_MANY`].
-const ROW_OPS_BUDGET_FACTOR: usize = 4;
+const ROW_OPS_BUDGET_FACTOR: usize = 8;
+/// See [`ROW_OPS_MANY`].
+const ROW_OPS_SHORT_ROW: usize = 256;
 
 /// The bytes of tile memory a block may use, and whether that is a hard limit.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -523,7 +527,9 @@ pub(crate) fn choose_tile(k: &TileKernel, buffers: &[BufferDecl], budget: TileBu
     let budget = match (hard, scans, one_pass) {
         (false, true, _) => budget.saturating_mul(SCAN_BUDGET_FACTOR),
         (false, false, true) => budget.saturating_mul(ONE_PASS_BUDGET_FACTOR),
-        _ if !hard && k.row_len > 0 && per_row_ops >= ROW_OPS_MANY => budget.saturating_mul(ROW_OPS_BUDGET_FACTOR),
+        _ if !hard && (1..=ROW_OPS_SHORT_ROW).contains(&k.row_len) && per_row_ops >= ROW_OPS_MANY => {
+            budget.saturating_mul(ROW_OPS_BUDGET_FACTOR)
+        }
         _ => budget,
     };
     let per_elem = bytes_per_element(k, buffers).max(1);
