@@ -96,21 +96,40 @@ pub(crate) fn reset_in_child() {
 /// is busy, `helpers` rayon workers) together: each takes the next unclaimed block until none
 /// is left. The caller works instead of waiting for the others to wake. Returns the
 /// first error any block returned (the others still finish; no new block starts after it).
+///
+/// The caller takes blocks from the front, the others from the back: consecutive launches over
+/// the same rows (a filter writing rows that the next kernel reads) then find most of each
+/// thread's rows in its own core's cache instead of the other core's. In the YOLOv5 example the
+/// candidates kernel reads the rows `filter_rows` has just copied.
 pub fn for_blocks<E: Send>(blocks: usize, helpers: usize, f: impl Fn(usize) -> Result<(), E> + Sync) -> Result<(), E> {
-    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     use std::sync::Mutex;
-    let next = AtomicUsize::new(0);
+    // Blocks taken from the front (low 32 bits) and from the back (high 32 bits).
+    let taken = AtomicU64::new(0);
     let failed = AtomicBool::new(false);
     let error: Mutex<Option<E>> = Mutex::new(None);
+    let caller = std::thread::current().id();
     // The kernel these blocks belong to, for the block events of every thread that runs one.
     let kernel = pyasc_ir::event::current_kernel();
+    let claim = |front: bool| -> Option<usize> {
+        let mut cur = taken.load(Ordering::Relaxed);
+        loop {
+            let (f, b) = ((cur & 0xffff_ffff) as usize, (cur >> 32) as usize);
+            if f + b >= blocks {
+                return None;
+            }
+            let next = if front { cur + 1 } else { cur + (1 << 32) };
+            match taken.compare_exchange_weak(cur, next, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return Some(if front { f } else { blocks - 1 - b }),
+                Err(now) => cur = now,
+            }
+        }
+    };
     let work = || {
         let outer = pyasc_ir::event::set_kernel(kernel);
+        let front = std::thread::current().id() == caller;
         while !failed.load(Ordering::Relaxed) {
-            let b = next.fetch_add(1, Ordering::Relaxed);
-            if b >= blocks {
-                break;
-            }
+            let Some(b) = claim(front) else { break };
             if let Err(e) = f(b) {
                 failed.store(true, Ordering::Relaxed);
                 error.lock().expect("error slot poisoned").get_or_insert(e);
@@ -118,6 +137,7 @@ pub fn for_blocks<E: Send>(blocks: usize, helpers: usize, f: impl Fn(usize) -> R
         }
         pyasc_ir::event::set_kernel(outer);
     };
+    assert!(u32::try_from(blocks).is_ok(), "for_blocks: 2^32 or more blocks");
     if helpers == 0 || blocks <= 1 {
         work();
     } else if !crate::team::run(&work) {
@@ -149,6 +169,25 @@ mod tests {
         })
         .unwrap();
         assert!(hits.iter().all(|h| h.load(Ordering::Relaxed) == 1));
+    }
+
+    #[test]
+    fn the_caller_takes_blocks_from_the_front_and_the_others_from_the_back() {
+        let caller = std::thread::current().id();
+        let mine: Vec<AtomicUsize> = (0..200).map(|_| AtomicUsize::new(2)).collect();
+        for_blocks::<()>(200, 1, |b| {
+            // Some work per block, so the helper has time to join.
+            let spin: u64 = (0..2000u64).fold(0, |a, i| a.wrapping_add(i * i));
+            std::hint::black_box(spin);
+            mine[b].store(usize::from(std::thread::current().id() == caller), Ordering::Relaxed);
+            Ok(())
+        })
+        .unwrap();
+        let by_caller: Vec<usize> = mine.iter().map(|m| m.load(Ordering::Relaxed)).collect();
+        // Every block ran; the caller's form a prefix, the others' the rest.
+        assert!(by_caller.iter().all(|m| *m < 2));
+        let split = by_caller.iter().take_while(|m| **m == 1).count();
+        assert!(split >= 1 && by_caller[split..].iter().all(|m| *m == 0), "{by_caller:?}");
     }
 
     #[test]
