@@ -18,7 +18,11 @@
 //!   then sweeps them (a chunk small enough for the calling thread is one row: nothing is
 //!   gained by computing rows together there): rows removed by earlier chunks are never
 //!   computed, so clustered inputs (most boxes suppressed) cost far less than the full
-//!   triangle, and the masks in memory stay at `CHUNK_ROWS × n / 64` words.
+//!   triangle, and the masks in memory stay at `CHUNK_ROWS × n / 64` words. Once at most half
+//!   of the boxes past the sweep's position are still live, those are gathered into new
+//!   columns (in order, with their original positions), so later masks are computed over live
+//!   boxes only: 20,000 clustered boxes 14.5-15.2 -> 11.1 ms, the YOLOv5 example's 851 boxes
+//!   26.5 -> 24.2 us back to back.
 //! * [`batched_nms`] runs [`nms`] within each category (boxes of different categories never
 //!   suppress each other) and returns the kept boxes in global score order.
 //! * [`nms_mask`] is the sweep alone over a given IoU matrix whose rows are in score order.
@@ -241,6 +245,20 @@ impl<T: Coord> Columns<T> {
         c
     }
 
+    /// Columns of the boxes of `c` at `positions`, in that order.
+    fn at(c: &Columns<T>, positions: &[usize]) -> Columns<T> {
+        let len = positions.len();
+        let padded = len.div_ceil(LANES) * LANES;
+        let pick = |v: &[T]| {
+            let mut out = vec![T::ZERO; padded];
+            for (o, &p) in out.iter_mut().zip(positions) {
+                *o = v[p];
+            }
+            out
+        };
+        Columns { x1: pick(&c.x1), y1: pick(&c.y1), x2: pick(&c.x2), y2: pick(&c.y2), area: pick(&c.area), len }
+    }
+
     /// Number of boxes (without the padding).
     pub fn len(&self) -> usize {
         self.len
@@ -369,13 +387,26 @@ fn removed(remv: &[u64], i: usize) -> bool {
     (remv[i / LANES] >> (i % LANES)) & 1 == 1
 }
 
+/// Boxes at positions `from..n` not yet removed.
+fn live_from(remv: &[u64], from: usize, n: usize) -> usize {
+    let first = remv[from / LANES] >> (from % LANES) << (from % LANES);
+    let gone: u32 = first.count_ones() + remv[from / LANES + 1..].iter().map(|w| w.count_ones()).sum::<u32>();
+    n - from - gone as usize
+}
+
+/// Fewest boxes past the sweep's cursor worth gathering into new columns.
+const COMPACT_MIN: usize = 4 * LANES;
+
 /// Greedy suppression over boxes already in score order: the positions (into `c`) of the kept
 /// boxes, in order.
 pub fn sweep<T: Coord>(c: &Columns<T>, iou_threshold: f64, host: &mut Host<'_>) -> Result<Vec<usize>, Stopped> {
-    let n = c.len();
+    let mut n = c.len();
     let t = T::floor_of(iou_threshold);
-    let blocks = n.div_ceil(LANES);
+    let mut blocks = n.div_ceil(LANES);
     let mut remv = vec![0u64; blocks];
+    // After compaction: the live boxes' columns and each position's original position.
+    let mut compacted: Option<(Columns<T>, Vec<usize>)> = None;
+    let mut checked_block = 0;
     let mut keep = Vec::new();
     let mut masks: Vec<u64> = Vec::new();
     let mut live: Vec<usize> = Vec::with_capacity(CHUNK_ROWS);
@@ -386,6 +417,31 @@ pub fn sweep<T: Coord>(c: &Columns<T>, iou_threshold: f64, host: &mut Host<'_>) 
     let mut next_poll = Instant::now() + POLL_EVERY;
     let mut swept = 0usize;
     while cursor < n {
+        // Once at most half of the boxes past the cursor are still live, the rest are
+        // gathered into new columns: masks are then computed over live boxes only.
+        if cursor / LANES > checked_block && n - cursor >= COMPACT_MIN {
+            checked_block = cursor / LANES;
+            let live = live_from(&remv, cursor, n);
+            if 2 * live <= n - cursor {
+                let positions: Vec<usize> = (cursor..n).filter(|&i| !removed(&remv, i)).collect();
+                let (cols, map) = match &compacted {
+                    Some((cc, m)) => (cc, Some(m)),
+                    None => (c, None),
+                };
+                let next = Columns::at(cols, &positions);
+                let original = positions.iter().map(|&p| map.map_or(p, |m| m[p])).collect();
+                compacted = Some((next, original));
+                (n, cursor, checked_block) = (positions.len(), 0, 0);
+                blocks = n.div_ceil(LANES);
+                remv.clear();
+                remv.resize(blocks, 0);
+                continue;
+            }
+        }
+        let (c, map) = match &compacted {
+            Some((cc, m)) => (cc, Some(m)),
+            None => (c, None),
+        };
         // Rows whose masks would be computed on the calling thread go one at a time: a row
         // computed after the rows above it were swept is never one they suppress, so no mask
         // is computed for nothing (the YOLOv5 example's 851 boxes above its score threshold,
@@ -431,7 +487,7 @@ pub fn sweep<T: Coord>(c: &Columns<T>, iou_threshold: f64, host: &mut Host<'_>) 
             if removed(&remv, r) {
                 continue;
             }
-            keep.push(r);
+            keep.push(map.map_or(r, |m| m[r]));
             let row = &rows[k * row_words + r / LANES - first_block..(k + 1) * row_words];
             for (d, &m) in remv[r / LANES..].iter_mut().zip(row) {
                 *d |= m;

@@ -110,7 +110,7 @@ fn box_iou_matches_the_scalar_formula_and_zero_union_gives_zero() {
 #[test]
 fn nms_matches_plain_greedy_on_clustered_boxes_with_ties() {
     let mut rng = Rng(11);
-    for &n in &[0usize, 1, 2, 63, 64, 65, 129, 700] {
+    for &n in &[0usize, 1, 2, 63, 64, 65, 129, 700, 2500] {
         let (b, s) = clustered(&mut rng, n);
         let b32: Vec<f32> = b.iter().map(|&v| v as f32).collect();
         for &thr in &[0.0, 0.3, 0.5, 0.7, 1.0, -0.1] {
@@ -132,7 +132,7 @@ fn nms_matches_plain_greedy_on_degenerate_boxes_and_special_values() {
     // and overflowing areas: every comparison order of `max`/`min` and every NaN IoU counts.
     let pool = [0.0, -0.0, 1.0, 2.5, 3.0, -1.0, 7.0, f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 3e38, -3e38];
     let mut rng = Rng(29);
-    for &n in &[1usize, 17, 64, 65, 200] {
+    for &n in &[1usize, 17, 64, 65, 200, 1500] {
         let b: Vec<f64> = (0..4 * n)
             .map(|_| if rng.below(3) == 0 { pool[rng.below(pool.len() as u64) as usize] } else { rng.below(12) as f64 })
             .collect();
