@@ -16,6 +16,7 @@ use crate::dispatch::{dispatch, Kernel, Simd};
 /// `rows` rows of `row_len` float32 values, each times its scale.
 struct ScaledRows<'a> {
     x: &'a [f32],
+    stride: usize,
     scale: &'a [f32],
     row_len: usize,
     max: bool,
@@ -27,9 +28,10 @@ impl Kernel for ScaledRows<'_> {
     type Out = ();
     #[inline(always)]
     fn run<S: Simd>(self) {
-        let ScaledRows { x, scale, row_len, max, value, index } = self;
+        let ScaledRows { x, stride, scale, row_len, max, value, index } = self;
         let mut buf: Vec<f32> = Vec::new();
-        for (r, row) in x.chunks_exact(row_len).enumerate() {
+        for r in 0..value.len() {
+            let row = &x[r * stride..r * stride + row_len];
             let s = if scale.len() == 1 { scale[0] } else { scale[r] };
             #[cfg(target_arch = "x86_64")]
             if S::AVX512 {
@@ -54,22 +56,26 @@ impl Kernel for ScaledRows<'_> {
     }
 }
 
-/// For each of the `value.len()` rows of `row_len` (> 0) float32 values in `x`: the largest
-/// (`max`) or smallest product of the row's values with its scale (`scale[r]`, or `scale[0]`
-/// for every row when `scale` has one element), and the first position of that product.
-/// The same values as multiplying, then [`crate::reduce::extreme_and_arg_rows_f32`].
+/// For each of the `value.len()` rows of `row_len` (> 0) float32 values in `x`, row `r`
+/// starting at `x[r * stride]` (`stride >= row_len`): the largest (`max`) or smallest product
+/// of the row's values with its scale (`scale[r]`, or `scale[0]` for every row when `scale`
+/// has one element), and the first position of that product. The same values as
+/// multiplying, then [`crate::reduce::extreme_and_arg_rows_f32`].
 pub fn scaled_extreme_and_arg_rows_f32(
     x: &[f32],
+    stride: usize,
     scale: &[f32],
     row_len: usize,
     max: bool,
     value: &mut [f32],
     index: &mut [i64],
 ) {
-    assert!(row_len > 0 && x.len() == value.len() * row_len, "rows do not match the output");
-    assert_eq!(value.len(), index.len(), "one value and one index per row");
-    assert!(scale.len() == 1 || scale.len() == value.len(), "one scale, or one per row");
-    dispatch(ScaledRows { x, scale, row_len, max, value, index })
+    let rows = value.len();
+    let spans = rows == 0 || x.len() >= (rows - 1) * stride + row_len;
+    assert!(row_len > 0 && stride >= row_len && spans, "rows do not match the output");
+    assert_eq!(rows, index.len(), "one value and one index per row");
+    assert!(scale.len() == 1 || scale.len() == rows, "one scale, or one per row");
+    dispatch(ScaledRows { x, stride, scale, row_len, max, value, index })
 }
 
 /// One row's extreme product and its first position, or `None` where the separate passes
@@ -151,7 +157,12 @@ mod tests {
                     for max in [true, false] {
                         let (want_v, want_a) = separate(&x, scale, c, max);
                         let (mut v, mut a) = (vec![0f32; rows], vec![0i64; rows]);
-                        scaled_extreme_and_arg_rows_f32(&x, scale, c, max, &mut v, &mut a);
+                        scaled_extreme_and_arg_rows_f32(&x, c, scale, c, max, &mut v, &mut a);
+                        // The same rows read in place from wider ones (three values apart).
+                        let wide: Vec<f32> = x.chunks(c).flat_map(|r| r.iter().copied().chain([7.0; 3])).collect();
+                        let (mut v2, mut a2) = (vec![0f32; rows], vec![0i64; rows]);
+                        scaled_extreme_and_arg_rows_f32(&wide, c + 3, scale, c, max, &mut v2, &mut a2);
+                        assert!(v2.iter().zip(&v).all(|(p, q)| p.to_bits() == q.to_bits()) && a2 == a);
                         for r in 0..rows {
                             let same = v[r].to_bits() == want_v[r].to_bits() || (v[r].is_nan() && want_v[r].is_nan());
                             assert!(same, "row {r} of {c}: {} vs {}", v[r], want_v[r]);

@@ -371,6 +371,9 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8], steps: &[us
     };
     let lanes = program_lanes::straight(k, &value);
     let pairs = extreme_pairs::pairs(k, &row_args);
+    // Arguments a scaled pair reads in place take no tile of scratch.
+    let direct = extreme_pairs::direct_rows(k, &pairs, &modes);
+    let gathered: Vec<bool> = gathered.iter().zip(&direct).map(|(g, d)| *g && d.is_none()).collect();
     let run_range = |range: std::ops::Range<usize>| -> Result<()> {
         let end = range.end;
         let began = Instant::now();
@@ -397,6 +400,7 @@ fn run_kernel(k: &TileKernel, args: &[&InputView], outs: &[*mut u8], steps: &[us
                 pairs: &pairs,
                 row_args: &row_args,
                 steps,
+                direct: &direct,
             };
             // SAFETY: modes, outputs and scratch describe memory valid for this tile.
             unsafe { run_tile(k, &modes, &outs, &mut scratch, at, if first { None } else { Some(&periodic) })? };
@@ -467,6 +471,7 @@ fn run_tiny(k: &TileKernel, args: &[&InputView], outs: &[*mut u8], n: usize) -> 
         pairs: &[],
         row_args: &[],
         steps: &[],
+        direct: &[],
     };
     // SAFETY: arguments are contiguous over the kernel's `n` elements or single elements, and
     // outputs hold the kernel's shape.
@@ -519,6 +524,9 @@ struct TileAt<'a> {
     row_args: &'a [bool],
     /// Per output: its element stride (see [`column_outs`]); empty when all are 1.
     steps: &'a [usize],
+    /// Per argument: its row stride when a scaled pair reads it in place
+    /// ([`extreme_pairs::direct_rows`]); empty when none is.
+    direct: &'a [Option<usize>],
 }
 
 /// Resolve registers for the tile at `at` and run the body.
@@ -533,7 +541,8 @@ unsafe fn run_tile(
     at: TileAt,
     reuse: Option<&[bool]>,
 ) -> Result<()> {
-    let TileAt { start, len, next, streams, streamed, lanes, pairs, row_args, steps } = at;
+    let TileAt { start, len, next, streams, streamed, lanes, pairs, row_args, steps, direct } = at;
+    let in_place = |a: u16| direct.get(a as usize).copied().flatten();
     let step = |o: u16| steps.get(o as usize).copied().unwrap_or(1);
     let base = scratch.mem.as_mut_ptr() as *mut u8;
     for (i, r) in k.regs.iter().enumerate() {
@@ -555,6 +564,11 @@ unsafe fn run_tile(
                 RegKind::Arg(a) => match &modes[a as usize] {
                     ArgMode::Broadcast(v) => Val::Scalar(*v),
                     ArgMode::Contiguous(p) => Val::Ptr(p.0.add(start * size)),
+                    ArgMode::Strided(p, _, _) if in_place(a).is_some() => {
+                        // Whole rows read in place by a scaled pair: the tile's first row.
+                        let stride = in_place(a).expect("checked");
+                        Val::Ptr(p.0.add(start / k.row_len * stride * size))
+                    }
                     ArgMode::Strided(_, _, _) if reuse.is_some_and(|r| r[a as usize]) => {
                         // Same content as the block's first tile.
                         Val::Ptr(base.add(scratch.offsets[i].expect("gathered args have scratch")))
@@ -633,9 +647,14 @@ unsafe fn run_tile(
                 match scaled {
                     // SAFETY: the element operand holds the tile's rows, the per-row one a value per
                     // row (or a scalar); both results one slot per row.
-                    Some(ops) if fed => unsafe {
-                        extreme_pairs::run_scaled(ins, other, max, ops, &scratch.vals, rows, c)?
-                    },
+                    Some(ops) if fed => {
+                        let stride = match k.regs[ops.0 .0 as usize].kind {
+                            RegKind::Arg(a) => in_place(a).unwrap_or(c),
+                            _ => c,
+                        };
+                        // SAFETY: as above, the element operand's rows `stride` apart.
+                        unsafe { extreme_pairs::run_scaled(ins, other, max, ops, &scratch.vals, rows, c, stride)? }
+                    }
                     // SAFETY: the source holds the tile's rows; both results one slot per row.
                     _ => unsafe { extreme_pairs::run(ins, other, max, &scratch.vals, rows, c)? },
                 }

@@ -93,7 +93,7 @@ mod tests {
 
     #[test]
     fn a_column_views_its_stack_with_the_row_stride() {
-        let stack = vec![0f32; 12];
+        let stack = [0f32; 12];
         let v = InputView::contiguous(stack.as_ptr() as *const u8, pyasc_ir::DType::F32, vec![4, 3]);
         let c = ColumnOuts { of: vec![None, Some((0, 2, 3))], skipped: vec![] };
         let col = c.view(1, &v).expect("a column");
