@@ -14,8 +14,10 @@
 //!   their producers only;
 //! * 2 and 3: only a transcendental or power op broadcast by a factor of 8 or more; and row
 //!   groups also take the consumers of their reductions, broadcast back over the rows
-//!   (`x - x.max(-1, keepdims=True)`) or computed per row (`x.sum(-1) / n`), so softmax,
-//!   layer_norm and friends are one pass over each row.
+//!   (`x - x.max(-1, keepdims=True)`) or computed per row (`x.sum(-1) / n`, and values
+//!   read one element per row beside them, [`read_per_row`]: a detector's box corners from
+//!   `x[:, 0]` beside its best class score), so softmax, layer_norm and friends are one pass
+//!   over each row.
 //!
 //! A scan along the last axis of rows short enough for a tile ([`row_scan`]) is a row group
 //! too (its result has one value per element, not per row): its producers are computed in
