@@ -387,10 +387,18 @@ fn removed(remv: &[u64], i: usize) -> bool {
     (remv[i / LANES] >> (i % LANES)) & 1 == 1
 }
 
-/// Boxes at positions `from..n` not yet removed.
+/// Boxes at positions `from..n` not yet removed (`from < n`; bits of the padding past `n`,
+/// which a negative threshold sets, do not count).
 fn live_from(remv: &[u64], from: usize, n: usize) -> usize {
-    let first = remv[from / LANES] >> (from % LANES) << (from % LANES);
-    let gone: u32 = first.count_ones() + remv[from / LANES + 1..].iter().map(|w| w.count_ones()).sum::<u32>();
+    let (first, last) = (from / LANES, (n - 1) / LANES);
+    let gone: u32 = (first..=last)
+        .map(|w| {
+            let lo = if w == first { from % LANES } else { 0 };
+            let hi = if w == last { (n - 1) % LANES + 1 } else { LANES };
+            let bits = if hi - lo == LANES { u64::MAX } else { ((1u64 << (hi - lo)) - 1) << lo };
+            (remv[w] & bits).count_ones()
+        })
+        .sum();
     n - from - gone as usize
 }
 
