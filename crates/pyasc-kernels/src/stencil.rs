@@ -24,6 +24,7 @@ pub const CHUNK: usize = 2048;
 /// The element types a stencil program computes in.
 pub trait StencilFloat:
     Copy
+    + 'static
     + Send
     + Sync
     + PartialOrd
@@ -412,6 +413,18 @@ fn sum_n<T: StencilFloat, const N: usize>(
         (true, None) => run!(times, |a: T| a),
         (true, Some((BinOp::Div, c))) => run!(times, |a: T| a / c),
         (true, Some((_, c))) => run!(times, |a: T| a * c),
+    }
+}
+
+/// One [`Instr::Sum`] over whole operands on the fastest kernel this CPU has: the path of a
+/// program that is a single sum, without the instruction loop of [`eval_range`].
+pub(crate) fn sum_run<T: StencilFloat>(s: &[&[T]], neg: &[bool], post: Option<(BinOp, T)>, out: &mut [T]) {
+    match isa::active() {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `active` only reports ISAs this CPU supports; each operand holds `out.len()`
+        // cells (slices are checked by the caller's indexing).
+        Isa::Avx512 => unsafe { T::sum_wide(s, neg, post, out) },
+        _ => sum_loop(s, neg, post, out),
     }
 }
 
