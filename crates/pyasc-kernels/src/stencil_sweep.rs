@@ -236,6 +236,23 @@ fn take_kept<T: StencilFloat>() -> Buffers<T> {
     }
 }
 
+/// Drops every kept buffer (`pyasc.empty_cache`); returns the bytes they held.
+pub fn release_kept() -> usize {
+    let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
+    let bytes = kept.iter().map(|b| kept_bytes::<f32>(b.as_ref()) + kept_bytes::<f64>(b.as_ref())).sum();
+    kept.clear();
+    bytes
+}
+
+fn kept_bytes<T: StencilFloat>(b: &(dyn Any + Send)) -> usize {
+    let Some(bufs) = b.downcast_ref::<Buffers<T>>() else { return 0 };
+    let cells: usize = bufs
+        .iter()
+        .map(|(b0, b1, rings)| b0.capacity() + b1.capacity() + rings.iter().map(Vec::capacity).sum::<usize>())
+        .sum();
+    cells * std::mem::size_of::<T>()
+}
+
 /// Keeps a sweep's buffers for the next one.
 fn keep<T: StencilFloat>(mut bufs: Buffers<T>) {
     let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());

@@ -214,10 +214,11 @@ fn _host_empty<'py>(py: Python<'py>, shape: Vec<usize>, dtype: &Bound<'py, PyAny
     Ok(crate::arrays::empty(py, dt, &shape, false).map_err(crate::errors::to_py)?.0)
 }
 
-/// Return every cached (free) pool block to the system.
+/// Return every cached (free) pool block, and the stencil sweep's kept buffers, to the system.
 #[pyfunction]
 fn empty_cache() {
     pyasc_runtime::memory::empty_cache();
+    pyasc_kernels::stencil_sweep::release_kept();
 }
 
 /// Switch the keeping of debug operators' intermediate results on or off (`pyasc.debug`).
