@@ -245,10 +245,10 @@ fn wavefront_blocking_matches_plain_steps() {
         ],
         tmps: 1,
     };
-    // Rings of twice the fewest slabs (6 per visit), and of the fewest (2 per visit) when the
-    // budget leaves too few steps for the larger ones.
+    // Rings of twice the fewest slabs, rounded up to 8 (6 per visit), and of the fewest (one per
+    // visit) when the budget leaves too few steps for the larger ones.
     let (big, small) = (blocking(&l, 4, 37, 2, 1 << 20), blocking(&l, 4, 37, 2, 40_000));
-    assert_eq!((big.wave, big.group, small.wave, small.group), (true, 6, true, 2), "{big:?} {small:?}");
+    assert_eq!((big.wave, big.group, small.wave, small.group), (true, 6, true, 1), "{big:?} {small:?}");
     for fixed in [Fixed::Const(0.25f32), Fixed::From(&u)] {
         let mut want = vec![0.0f32; u.len()];
         sweep(&prog, &l, &[&u, &v], fixed, &mut want, None, 37, 2, 0, &serial).unwrap();

@@ -65,12 +65,11 @@ impl SlabProgram {
 
 /// Slabs each step's ring keeps when a step computes `g` slabs per visit: the `lo` slabs
 /// before them, the `g` slabs, and the `hi` slabs the step before it has computed past them.
-/// A power of two, so that a slab's slot is a mask away, not a division.
 pub(crate) fn ring_len(l: &Layout, g: usize) -> usize {
-    (l.lo[0] + l.hi[0] + g).next_power_of_two()
+    l.lo[0] + l.hi[0] + g
 }
 
-/// Slabs per visit that fill a ring of `rl` slabs ([`ring_len`] rounded up).
+/// Slabs per visit that fill a ring of `rl` slabs.
 pub(crate) fn group_for(l: &Layout, rl: usize) -> usize {
     rl.saturating_sub(l.lo[0] + l.hi[0]).max(1)
 }
@@ -115,7 +114,9 @@ pub(crate) fn wave_band<T: StencilFloat>(
     let (lo, hi) = (l.lo[0], l.hi[0]);
     let (r0, r1) = (lo, n0 - hi);
     let rl = ring_len(l, g);
-    let mask = rl - 1;
+    // A slab's slot: a mask when the ring's length is a power of two (the rings of several slabs
+    // per visit), a division otherwise (rings of large slabs, where it costs nothing).
+    let slot_of = |row: usize| if rl.is_power_of_two() { row & (rl - 1) } else { row % rl };
     let pitch = ring_pitch(l, std::mem::size_of::<T>());
     let lanes = (LINE / std::mem::size_of::<T>().max(1)).max(1);
     let start = l.lo[1] * l.shape[2] + l.lo[2];
@@ -145,7 +146,7 @@ pub(crate) fn wave_band<T: StencilFloat>(
                 let out: &mut [T] = if s == k {
                     &mut dst[(y - s0) * slab..(y - s0 + 1) * slab]
                 } else {
-                    let slot = at0[s - 1] + (y & mask) * pitch;
+                    let slot = at0[s - 1] + slot_of(y) * pitch;
                     &mut rest[0][slot..slot + slab]
                 };
                 if y < r0 || y >= r1 {
@@ -169,7 +170,7 @@ pub(crate) fn wave_band<T: StencilFloat>(
                     } else if s == 1 {
                         &src[from - pad..to + pad]
                     } else {
-                        let slot = at0[s - 2] + (row & mask) * pitch;
+                        let slot = at0[s - 2] + slot_of(row) * pitch;
                         &done[s - 2][slot - pad..slot + slab + pad]
                     };
                     srcs.push(Src { data, base: 0 });
