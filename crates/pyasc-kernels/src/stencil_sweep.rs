@@ -174,12 +174,12 @@ const WAVE_MIN_STEPS: usize = 8;
 ///
 /// A wavefront's rings hold twice the fewest slabs they could, rounded up to a power of two,
 /// when that still leaves [`WAVE_MIN_STEPS`] steps: each visit of a step then computes several
-/// slabs from slabs the step before it has just written, which are still in L1. Otherwise (large
-/// slabs, such as the planes of a 3-D grid) they hold the fewest, one slab computed per visit. 100 Jacobi steps on
-/// 2048 x 2048 float32 (rings of 8 rows, 6 per visit, 15 steps per block) took 28.3-28.5 ms
-/// against 30.1-30.3 ms with rings of 4 rows (2 per visit, 32 steps per block) on a 2-core Xeon.
-/// Blocks are evened out: 100 steps of at most 16 are 7 blocks of 15 or fewer, not 6 of 16 and one
-/// of 4, so that the steps computed twice where bands meet are fewest.
+/// slabs from slabs the step before it has just written, which are still in L1. Otherwise
+/// (large slabs, such as the planes of a 3-D grid) they hold the fewest, one slab computed per
+/// visit. 100 Jacobi steps on 2048 x 2048 float32 (rings of 8 rows, 6 per visit, 15 steps per
+/// block) took 28.3-28.5 ms against 30.1-30.3 ms with rings of 4 rows (2 per visit, 32 steps per
+/// block) on a 2-core Xeon. Blocks are evened out: 100 steps of at most 16 are 7 blocks of 15 or
+/// fewer, not 6 of 16 and one of 4, so that the steps computed twice where bands meet are fewest.
 pub fn blocking(l: &Layout, elem: usize, steps: usize, threads: usize, cache_bytes: usize) -> Blocking {
     let halo = l.lo[0] + l.hi[0];
     let n0 = l.shape[0];
@@ -220,8 +220,9 @@ pub type Par<'a> = &'a dyn Fn(usize, &(dyn Fn(usize) + Sync));
 type Locals<T> = Mutex<Vec<(Vec<T>, Vec<T>, Scratch<T>, Vec<Vec<T>>)>>;
 
 /// The local buffers and rings of finished sweeps, for the next sweep: fresh ones fault in their
-/// pages on every call (about 4% of 100 Jacobi steps over 2048 x 2048 float32, whose rings take
-/// 1 MiB per thread). Entries are `Vec<(Vec<T>, Vec<T>, Vec<Vec<T>>)>` of one element type.
+/// pages on every call (page clearing took about 4% of a profile of 100 Jacobi steps over
+/// 2048 x 2048 float32, whose rings take 1 MiB per thread). Entries are
+/// `Vec<(Vec<T>, Vec<T>, Vec<Vec<T>>)>` of one element type.
 static KEPT: Mutex<Vec<Box<dyn Any + Send>>> = Mutex::new(Vec::new());
 
 /// Most sets of buffers [`KEPT`] holds (one per thread of a sweep is enough).
