@@ -424,8 +424,18 @@ pub(crate) fn sum_run<T: StencilFloat>(s: &[&[T]], neg: &[bool], post: Option<(B
         // SAFETY: `active` only reports ISAs this CPU supports; each operand holds `out.len()`
         // cells (slices are checked by the caller's indexing).
         Isa::Avx512 => unsafe { T::sum_wide(s, neg, post, out) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        Isa::Avx2Fma => unsafe { sum_avx2(s, neg, post, out) },
         _ => sum_loop(s, neg, post, out),
     }
+}
+
+/// [`sum_loop`] compiled for AVX2, as [`eval_range`] runs it on such CPUs.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn sum_avx2<T: StencilFloat>(s: &[&[T]], neg: &[bool], post: Option<(BinOp, T)>, out: &mut [T]) {
+    sum_loop(s, neg, post, out)
 }
 
 #[inline(always)]
