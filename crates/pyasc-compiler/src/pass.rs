@@ -1,8 +1,8 @@
 //! The [`Pass`] trait, the pipeline list and the compile driver that times each pass.
 
 use crate::fuse::Fusion;
+use pyasc_events::event::{self, Event, EventKind};
 use pyasc_ir::error::Result;
-use pyasc_ir::event::{self, Event, EventKind};
 use pyasc_ir::tile::KernelPlan;
 use pyasc_ir::verify::verify;
 use pyasc_ir::{DType, Graph};
@@ -183,9 +183,6 @@ pub fn compile(graph: Graph, options: &CompileOptions) -> Result<Compiled> {
     for pass in pipeline() {
         let before = st.graph.len();
         let t = Instant::now();
-        if std::env::var("PYASC_DBG").is_ok() {
-            eprintln!("before {}:\n{}", pass.name(), pyasc_ir::print::graph_to_string(&st.graph));
-        }
         pass.run(&mut st)?;
         let end = Instant::now();
         if st.options.verify_each_pass {

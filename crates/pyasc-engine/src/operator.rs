@@ -2,11 +2,12 @@
 //! re-specialising dynamic-shape traces for new extents, and the one launch path that runs a
 //! plan now or queues it on a stream.
 
+use crate::door::Launcher;
 use crate::signature::{DynamicKey, Signature};
 use crate::trace::{Captured, Extra, Traced};
 use pyasc_compiler::{compile, CompileOptions, Compiled};
+use pyasc_events::event::{Event, EventKind};
 use pyasc_ir::error::{IrError, Result};
-use pyasc_ir::event::{Event, EventKind};
 use pyasc_ir::print::graph_to_string;
 use pyasc_ir::tile::KernelPlan;
 use pyasc_ir::{DType, Graph};
@@ -48,7 +49,7 @@ pub struct Entry {
     pub out_slots: Vec<usize>,
     /// The operator's use counter at this entry's latest use (least recently used goes first).
     used: AtomicU64,
-    /// The latest event collection ([`pyasc_ir::event::generation`]) whose launch event carries
+    /// The latest event collection ([`pyasc_events::event::generation`]) whose launch event carries
     /// this entry's graph IR, fusion groups and tile programs.
     described: AtomicU64,
 }
@@ -89,7 +90,7 @@ impl Entry {
     /// Add this entry's graph IR, fusion groups and tile programs to a launch event, once per
     /// event collection.
     fn describe_into(&self, ev: Event) -> Event {
-        let generation = pyasc_ir::event::generation();
+        let generation = pyasc_events::event::generation();
         if self.described.swap(generation, Ordering::Relaxed) == generation {
             return ev;
         }
@@ -236,7 +237,7 @@ pub fn take_queued_records() -> Vec<Event> {
     if !ANY_PENDING.swap(false, Ordering::Acquire) {
         return Vec::new();
     }
-    std::mem::take(&mut *pyasc_ir::forksafe::lock(&PENDING))
+    std::mem::take(&mut *pyasc_events::forksafe::lock(&PENDING))
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -358,9 +359,9 @@ impl Operator {
             None => {
                 let t0 = Instant::now();
                 let traced = trace(sig)?;
-                if pyasc_ir::event::enabled() {
+                if pyasc_events::event::enabled() {
                     let ev = Event::new(EventKind::Trace, self.config.name.clone(), t0, Instant::now());
-                    pyasc_ir::event::record(ev.label("operator", self.config.name.clone()));
+                    pyasc_events::event::record(ev.label("operator", self.config.name.clone()));
                 }
                 let e = Arc::new(self.compile_traced(traced, t0).map_err(&err)?);
                 if self.config.dynamic {
@@ -382,11 +383,11 @@ impl Operator {
         let traced_text = graph_to_string(&graph);
         let t_compile = Instant::now();
         let compiled = compile(graph, &self.options())?;
-        if pyasc_ir::event::enabled() {
+        if pyasc_events::event::enabled() {
             let ev = Event::new(EventKind::Compile, self.config.name.clone(), t_compile, Instant::now())
                 .with("kernels", compiled.plan.kernels.len() as u64)
                 .label("operator", self.config.name.clone());
-            pyasc_ir::event::record(ev);
+            pyasc_events::event::record(ev);
         }
         self.compiles.fetch_add(1, Ordering::Relaxed);
         let mut e = Entry::new(compiled, &self.config.name);
@@ -489,30 +490,29 @@ impl Operator {
         entry.compiled.check_int_bounds(int_arg)?;
         // Python ints computed from the arguments, one 8-byte slot each, after all other inputs.
         let host = entry.compiled.host_values(int_arg)?;
-        let collect = pyasc_ir::event::enabled();
-        let launch = if collect { pyasc_ir::event::next_id() } else { 0 };
-        let began = collect.then(Instant::now);
         let to_stream = match &order {
             Order::Now => None,
             Order::Stream { stream, .. } => Some(stream.id()),
         };
         // Intermediates are kept only for launches that run now, while capture is on.
         let keep_outputs = self.config.debug && matches!(order, Order::Now) && pyasc_runtime::capture::active();
-        let opts = RunOptions { record, check_finite: self.config.debug, keep_outputs, launch };
-        // SAFETY: the caller's contract, passed on.
-        let done = unsafe { self.launch_with(entry, inputs, host, outputs, order, opts) };
-        if let Some(t) = began {
-            let mut ev = Event::new(EventKind::Launch, self.config.name.clone(), t, Instant::now())
-                .with("id", launch)
-                .label("operator", self.config.name.clone())
-                .label("device", self.config.device.name());
-            ev = entry.describe_into(ev);
-            if let Some(s) = to_stream {
-                ev = ev.with("to_stream", s);
-            }
-            pyasc_ir::event::record(ev);
-        }
-        done
+        let who = Launcher { name: &self.config.name, front_end: "operator" };
+        crate::door::through(
+            who,
+            self.device,
+            |launch| {
+                let opts = RunOptions { record, check_finite: self.config.debug, keep_outputs, launch };
+                // SAFETY: the caller's contract, passed on.
+                unsafe { self.launch_with(entry, inputs, host, outputs, order, opts) }
+            },
+            |ev| {
+                let ev = entry.describe_into(ev);
+                match to_stream {
+                    Some(s) => ev.with("to_stream", s),
+                    None => ev,
+                }
+            },
+        )
     }
 
     /// [`Operator::launch`] once the argument checks passed and the options are set; `host`
@@ -546,7 +546,7 @@ impl Operator {
                 }
                 let on_done: Option<pyasc_runtime::device::OnDone> = record.then(|| {
                     Box::new(|stats: &RunStats| {
-                        pyasc_ir::forksafe::lock(&PENDING).extend(stats.kernels.iter().cloned());
+                        pyasc_events::forksafe::lock(&PENDING).extend(stats.kernels.iter().cloned());
                         ANY_PENDING.store(true, Ordering::Release);
                     }) as pyasc_runtime::device::OnDone
                 });

@@ -37,6 +37,14 @@ pub enum Attr {
     Upscale(usize),
     /// Fused attention's scale, causality and mask kind.
     Attention(crate::library::AttnSpec),
+    /// NMS thresholds.
+    Nms(crate::library::NmsSpec),
+    /// The row filter's column and threshold.
+    RowFilter(crate::library::RowFilter),
+    /// A stencil sweep: its body, grid, steps and fixed cells.
+    Stencil(std::sync::Arc<crate::library::StencilSpec>),
+    /// A kernel-language launch: the prepared program, its arguments and block count.
+    Block(crate::library::BlockCall),
 }
 
 impl Attr {

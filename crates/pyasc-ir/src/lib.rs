@@ -7,23 +7,20 @@
 //! * [`graph`]: the tensor-level SSA graph, stored in an arena and built by tracing.
 //! * [`attr`]: the per-graph arena of op attributes.
 //! * [`infer`]: the result dtype and shape of one op from its operands.
-//! * [`library`]: library kernels (matmul, pad, ...) behind one trait, registered once.
+//! * [`library`]: library kernels (matmul, pad, ..., stencil sweeps, detection routines,
+//!   kernel-language launches) behind one trait, registered once.
 //! * [`verify`] / [`print`]: the verifier run after every pass and the text form.
 //! * [`view`]: movement ops as strided views.
 //! * [`tile`]: tile programs, the contract between the compiler and the backends.
 //! * [`program`]: structured tile programs: loads and stores with index maps and dtype
 //!   conversion, loop nests with carried registers.
 //! * [`precision`]: precision policies and `precision_scope` spans.
-//! * [`event`]: the one event stream of passes, kernel launches, blocks and stream tasks.
-//! * [`forksafe`]: the fork gate, which keeps worker threads' mutexes usable in a forked child.
 
 pub mod attr;
 pub mod block;
 pub mod block_expr;
 pub mod dtype;
 pub mod error;
-pub mod event;
-pub mod forksafe;
 pub mod graph;
 pub mod infer;
 pub mod library;

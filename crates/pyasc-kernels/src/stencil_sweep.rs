@@ -19,52 +19,9 @@
 //! bit-identical to `k` separate applications.
 
 use crate::stencil::{eval_range, Program, Scratch, Src, StencilFloat};
+pub use pyasc_ir::library::stencil::Layout;
 use std::any::Any;
 use std::sync::Mutex;
-
-/// A grid as three axes (`[n]` is `[n, 1, 1]`, `[r, c]` is `[r, c, 1]`) and its halo.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct Layout {
-    /// Extents.
-    pub shape: [usize; 3],
-    /// Cells before the interior on each axis.
-    pub lo: [usize; 3],
-    /// Cells after the interior on each axis.
-    pub hi: [usize; 3],
-}
-
-impl Layout {
-    pub(crate) fn slab(&self) -> usize {
-        self.shape[1] * self.shape[2]
-    }
-
-    fn len(&self) -> usize {
-        self.shape.iter().product()
-    }
-
-    /// The interior `[lo, n - hi)` of `axis`.
-    fn inner(&self, axis: usize) -> (usize, usize) {
-        (self.lo[axis], self.shape[axis] - self.hi[axis])
-    }
-
-    /// Checks that the interior is not empty on any axis.
-    pub fn check(&self) -> Result<(), String> {
-        for a in 0..3 {
-            if self.lo[a] + self.hi[a] >= self.shape[a] {
-                return Err(format!(
-                    "axis {a} of {:?} has no interior inside halo {:?}/{:?}",
-                    self.shape, self.lo, self.hi
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    /// The linear offset of a relative read `(d0, d1, d2)`.
-    pub fn offset(&self, d: [isize; 3]) -> isize {
-        (d[0] * self.shape[1] as isize + d[1]) * self.shape[2] as isize + d[2]
-    }
-}
 
 /// The values of the cells outside the interior.
 #[derive(Copy, Clone)]
@@ -304,7 +261,7 @@ pub fn sweep<T: StencilFloat>(
 ) -> Result<(), String> {
     l.check()?;
     prog.check(fields.len())?;
-    let len = l.len();
+    let len = l.cells();
     if fields.iter().any(|f| f.len() != len) || out.len() != len {
         return Err(format!("stencil arrays must hold {len} cells"));
     }

@@ -4,10 +4,11 @@
 use numpy::{npyffi, Element, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyasc_ir::error::{ErrorKind, IrError, Result};
 use pyasc_ir::DType;
-use pyasc_runtime::memory::{self, PoolBlock};
-use pyasc_runtime::InputView;
+use pyasc_runtime::buffer::DeviceBuffer;
+use pyasc_runtime::{device_for, DeviceKind, InputView};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
+use std::sync::Arc;
 
 /// A native-byte-order copy of an array of numbers stored in the other byte order (`>f4` on a
 /// little-endian host); `None` for any other array.
@@ -110,22 +111,22 @@ pub const POOL_MIN_BYTES: usize = 256 * 1024;
 /// array (its base object) is collected.
 #[pyclass(module = "pyasc._pyasc", frozen)]
 pub struct PoolBuffer {
-    block: PoolBlock,
+    block: Arc<DeviceBuffer>,
 }
 
 #[pymethods]
 impl PoolBuffer {
-    /// Usable bytes of the block.
+    /// Bytes of the block.
     #[getter]
     fn nbytes(&self) -> usize {
-        self.block.capacity()
+        self.block.len()
     }
 }
 
 /// A C-contiguous array of `T` over a new pool block.
 fn pooled<'py, T: Element>(py: Python<'py>, shape: &[usize], bytes: usize) -> Result<(Bound<'py, PyAny>, *mut u8)> {
-    let block = memory::allocate(bytes)?;
-    let data = block.as_ptr();
+    let block = device_for(DeviceKind::Cpu).alloc(bytes, 128)?;
+    let data = block.ptr();
     let owner = Py::new(py, PoolBuffer { block })
         .map_err(|e| IrError::new(ErrorKind::OutOfMemory, format!("cannot create the buffer owner: {e}")))?;
     let mut dims: Vec<npyffi::npy_intp> = shape.iter().map(|d| *d as npyffi::npy_intp).collect();

@@ -13,13 +13,17 @@
 
 use crate::arrays::dtype_of;
 use crate::errors::to_py;
+use crate::library_launch::{launch_into, plan_for, KERNEL};
 use numpy::{PyUntypedArray, PyUntypedArrayMethods};
 use pyasc_ir::block::{BStmt, BlockProgram, Expr, ExprId, Exprs, IntOp};
-use pyasc_ir::error::{IrError, Result, SourceLoc};
+use pyasc_ir::error::{IrError, SourceLoc};
+use pyasc_ir::library::LibId;
 use pyasc_ir::op::{BinaryOp, ReduceOp, UnaryOp};
 use pyasc_ir::tile::{Instr, Reg, RegDecl, RegKind};
 use pyasc_ir::{DType, Scalar};
-use pyasc_runtime::block::{GlobalBuf, PreparedBlock};
+use pyasc_runtime::block::PreparedBlock;
+use pyasc_runtime::block_launch::block_call;
+use pyasc_runtime::{InputView, OutputPtr};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 use std::sync::Arc;
@@ -197,11 +201,17 @@ impl BlockKernelPlan {
                 return Err(to_py(IrError::internal("an array does not match the traced kernel")));
             }
             // SAFETY: the array object is alive for the duration of the call.
-            let ptr = unsafe { (*a.as_array_ptr()).fields.data } as *mut u8;
-            globals.push(GlobalBuf { ptr, len: a.len() });
+            let ptr = unsafe { (*a.as_array_ptr()).fields.data } as *const u8;
+            globals.push(InputView::contiguous(ptr, *want, vec![a.len()]));
         }
-        let launch = Launch { p: &self.program, globals, args, block_dim };
-        crate::boundary::detach_interruptible(py, move |_| launch.run())?.map_err(to_py)
+        let name = &self.program.program.name;
+        let plan =
+            plan_for(LibId::BLOCK_LAUNCH, block_call(&self.program, args, block_dim, None), &globals, Some(name))?;
+        let mut threads = 0i64;
+        // SAFETY: the arrays are alive for the duration of the call (written in place where the
+        // kernel stores); `threads` holds the plan's int64 result.
+        unsafe { launch_into(py, KERNEL, plan, globals, OutputPtr(&mut threads as *mut i64 as *mut u8))? };
+        Ok(threads as usize)
     }
 
     /// Queue blocks `0..block_dim` on `stream` (default: the current stream) over `arrays`
@@ -224,23 +234,5 @@ impl BlockKernelPlan {
             let stream = stream.map_or_else(crate::stream::current, |s| s.inner.clone());
             crate::kernel_launch::enqueue(py, &self.program, &arrays, &written, args, block_dim, &stream, npu)
         })
-    }
-}
-
-/// One launch, moved to the thread that runs it with the GIL released.
-struct Launch<'a> {
-    p: &'a PreparedBlock,
-    globals: Vec<GlobalBuf>,
-    args: Vec<i64>,
-    block_dim: usize,
-}
-
-// SAFETY: the buffers are arrays the caller keeps alive until the launch returns.
-unsafe impl Send for Launch<'_> {}
-
-impl Launch<'_> {
-    fn run(self) -> Result<usize> {
-        // SAFETY: per the struct's invariant; counts were checked against each array's length.
-        unsafe { self.p.run(&self.globals, &self.args, self.block_dim) }
     }
 }

@@ -1,6 +1,7 @@
-//! Entry points of the detection kernels (`pyasc.ops.box_iou`, `nms`, `batched_nms`,
-//! `nms_mask`): NumPy arrays in, NumPy arrays out, the work done with the GIL released in the
-//! runtime's worker pool. The Python wrappers in `pyasc/detection.py` check shapes and dtypes
+//! Entry points of the detection routines (`pyasc.ops.box_iou`, `nms`, `batched_nms`,
+//! `nms_mask`, `filter_rows`): NumPy arrays in, NumPy arrays out. Each is a library op
+//! (`pyasc_ir::library::detection`) launched through the engine's door with the GIL released
+//! ([`crate::library_launch`]). The Python wrappers in `pyasc/detection.py` check shapes and dtypes
 //! and hand over C-contiguous float32 or float64 boxes, float32 or float64 scores and int64
 //! categories; anything else is refused here with a typed error, never read wrongly. The
 //! `_fast` entries take the common call straight from the wrapper, check it here and decline
@@ -8,14 +9,42 @@
 //! after other work has left the caches cold, the wrapper's NumPy calls took longer than the
 //! 1153-box NMS itself.
 
-use crate::boundary::{detach_interruptible, guard};
+use crate::boundary::guard;
 use crate::errors::to_py;
-use numpy::ndarray::Array2;
+use crate::library_launch::{launch_into, launch_new, plan_for, DETECTION};
 use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
+use pyasc_ir::attr::Attr;
 use pyasc_ir::error::{ErrorKind, IrError};
-use pyasc_kernels::nms::{self, Coord, Host, Stopped};
-use pyasc_runtime::{interrupt, pool};
+use pyasc_ir::library::{LibId, NmsSpec, RowFilter};
+use pyasc_ir::DType;
+use pyasc_runtime::{InputView, OutputPtr};
 use pyo3::prelude::*;
+
+/// The element types of boxes, IoU matrices and filtered matrices.
+trait Coord: numpy::Element + Copy {
+    const DTYPE: DType;
+    /// True when `v` is neither infinite nor NaN.
+    fn finite(v: Self) -> bool;
+}
+
+impl Coord for f32 {
+    const DTYPE: DType = DType::F32;
+    fn finite(v: f32) -> bool {
+        v.is_finite()
+    }
+}
+
+impl Coord for f64 {
+    const DTYPE: DType = DType::F64;
+    fn finite(v: f64) -> bool {
+        v.is_finite()
+    }
+}
+
+/// A view of the C-contiguous data `v` of `shape`.
+fn view<T: Coord>(v: &[T], shape: Vec<usize>) -> InputView {
+    InputView::contiguous(v.as_ptr() as *const u8, T::DTYPE, shape)
+}
 
 fn invalid(message: impl Into<String>) -> PyErr {
     to_py(IrError::new(ErrorKind::InvalidArgument, message))
@@ -34,24 +63,6 @@ fn is_f32(obj: &Bound<'_, PyAny>) -> bool {
     obj.cast::<PyArray2<f32>>().is_ok()
 }
 
-/// Runs a sweep with the GIL released, parallel parts on the calling thread and the launch
-/// team (awake between a sweep's many short parallel sections, where rayon's sleeping workers
-/// would take tens of microseconds to wake for each), Ctrl-C honoured.
-fn run_sweep<R: Send>(py: Python<'_>, f: impl FnOnce(&mut Host<'_>) -> Result<R, Stopped> + Send) -> PyResult<R> {
-    let out = detach_interruptible(py, move |poll| {
-        let par = |n: usize, g: &(dyn Fn(usize) + Sync)| {
-            let helpers = pool::num_threads().saturating_sub(1);
-            let _ = pool::for_blocks::<()>(n, helpers, |i| {
-                g(i);
-                Ok(())
-            });
-        };
-        let mut host = Host { par: &par, poll };
-        f(&mut host)
-    })?;
-    out.map_err(|Stopped| to_py(interrupt::interrupted()))
-}
-
 fn box_iou_t<'py, T: Coord + numpy::Element>(
     py: Python<'py>,
     a: &Bound<'py, PyAny>,
@@ -63,13 +74,9 @@ fn box_iou_t<'py, T: Coord + numpy::Element>(
     // A matrix too large for memory is an OutOfMemoryError, not an aborted process.
     let too_big =
         || to_py(IrError::new(ErrorKind::OutOfMemory, format!("box_iou: a {n} x {m} result does not fit in memory")));
-    let len = n.checked_mul(m).ok_or_else(too_big)?;
-    let mut out: Vec<T> = Vec::new();
-    out.try_reserve_exact(len).map_err(|_| too_big())?;
-    out.resize(len, T::ZERO);
-    py.detach(|| pool::install(|| nms::box_iou(sa, sb, &mut out)));
-    let arr = Array2::from_shape_vec((n, m), out).map_err(|e| to_py(IrError::internal(e.to_string())))?;
-    Ok(PyArray2::from_owned_array(py, arr).into_any())
+    n.checked_mul(m).and_then(|l| l.checked_mul(std::mem::size_of::<T>())).ok_or_else(too_big)?;
+    // SAFETY: the views address the readonly arrays' data, alive until the call returns.
+    unsafe { launch_new(py, LibId::BOX_IOU, Attr::None, vec![view(sa, vec![n, 4]), view(sb, vec![m, 4])]) }
 }
 
 /// Pairwise IoU of two `(N, 4)` and `(M, 4)` box arrays of one float dtype: an `(N, M)` array.
@@ -78,9 +85,9 @@ pub fn _box_iou<'py>(py: Python<'py>, a: &Bound<'py, PyAny>, b: &Bound<'py, PyAn
     guard(|| if is_f32(a) { box_iou_t::<f32>(py, a, b) } else { box_iou_t::<f64>(py, a, b) })
 }
 
-/// True when every value is finite (`v * 0` is 0 for finite `v`, NaN for infinity and NaN).
+/// True when every value is finite.
 fn all_finite<T: Coord>(v: &[T]) -> bool {
-    v.iter().fold(true, |ok, &x| ok & (x * T::ZERO == T::ZERO))
+    v.iter().fold(true, |ok, &x| ok & T::finite(x))
 }
 
 /// The scores as float64, read through any strides (float32 widens exactly); an error when one
@@ -124,11 +131,20 @@ fn run_nms<'py, T: Coord>(
     iou_threshold: f64,
     score_threshold: Option<f64>,
 ) -> PyResult<Bound<'py, PyArray1<i64>>> {
-    let kept = run_sweep(py, |host| match idxs {
-        None => nms::nms(b, scores, iou_threshold, score_threshold, host),
-        Some(c) => nms::batched_nms(b, scores, c, iou_threshold, score_threshold, host),
-    })?;
-    Ok(PyArray1::from_vec(py, kept))
+    let n = scores.len();
+    let mut inputs =
+        vec![view(b, vec![n, 4]), InputView::contiguous(scores.as_ptr() as *const u8, DType::F64, vec![n])];
+    if let Some(c) = idxs {
+        inputs.push(InputView::contiguous(c.as_ptr() as *const u8, DType::I64, vec![n]));
+    }
+    let plan = plan_for(LibId::NMS, Attr::Nms(NmsSpec { iou_threshold, score_threshold }), &inputs, None)?;
+    // The kept indices as a counted list: their number, then the indices.
+    let mut counted = vec![0i64; n + 1];
+    // SAFETY: the views address the callers' slices, alive until the call returns; `counted`
+    // holds the plan's `n + 1` int64 result.
+    unsafe { launch_into(py, DETECTION, plan, inputs, OutputPtr(counted.as_mut_ptr() as *mut u8))? };
+    let kept = counted[0] as usize;
+    Ok(PyArray1::from_slice(py, &counted[1..1 + kept]))
 }
 
 fn nms_t<'py, T: Coord + numpy::Element>(
@@ -233,8 +249,10 @@ fn nms_mask_t<'py, T: Coord + numpy::Element>(
         return Err(to_py(IrError::new(ErrorKind::Shape, "the IoU matrix must be square")));
     }
     let m = rows(&iou, 0, "the IoU matrix")?;
-    let keep = py.detach(|| nms::nms_mask(m, n, iou_threshold));
-    Ok(PyArray1::from_vec(py, keep))
+    let attr = Attr::Nms(NmsSpec { iou_threshold, score_threshold: None });
+    // SAFETY: the view addresses the readonly array's data, alive until the call returns.
+    let keep = unsafe { launch_new(py, LibId::NMS_MASK, attr, vec![view(m, vec![n, n])])? };
+    Ok(keep.cast_into::<PyArray1<bool>>()?)
 }
 
 /// The greedy sweep over a square IoU matrix in score order: the boolean keep mask.
@@ -253,68 +271,30 @@ pub fn _nms_mask<'py>(
     })
 }
 
-fn filter_rows_t<'py, T: Copy + PartialOrd + Send + Sync + numpy::Element>(
+fn filter_rows_t<'py, T: Coord>(
     py: Python<'py>,
     x: &Bound<'py, PyAny>,
     column: usize,
     threshold: T,
-) -> PyResult<Bound<'py, PyAny>> {
-    use pyasc_kernels::filter_rows::{block_range, blocks, copy_rows, select_rows};
+) -> PyResult<Bound<'py, PyAny>>
+where
+    f64: From<T>,
+{
     let x: PyReadonlyArray2<T> = x.extract()?;
-    let cols = x.shape()[1];
-    if column >= cols {
-        return Err(to_py(IrError::new(
-            ErrorKind::Shape,
-            format!("column {column} is out of range for {cols} columns"),
-        )));
-    }
+    let (n, cols) = (x.shape()[0], x.shape()[1]);
     let data = rows(&x, 0, "x")?;
-    let n = x.shape()[0];
-    let nb = blocks(n);
-    let helpers = if nb > 1 { pool::num_threads().saturating_sub(1) } else { 0 };
-    // First pass: each block's selected rows, into the block's own part of one buffer (no
-    // allocation while threads run: they would wait on the allocator's lock).
-    let mut idx = vec![0u32; n];
-    let counts: Vec<std::sync::atomic::AtomicUsize> = (0..nb).map(|_| Default::default()).collect();
-    let idx_ptr = idx.as_mut_ptr() as usize;
-    py.detach(|| {
-        let _ = pool::for_blocks::<()>(nb, helpers, |b| {
-            let rows = block_range(b, n);
-            // SAFETY: block `b` writes only its own rows' slots of `idx`, which outlives the call.
-            let part = unsafe { std::slice::from_raw_parts_mut((idx_ptr as *mut u32).add(rows.start), rows.len()) };
-            let kept = select_rows(data, cols, column, threshold, rows, part);
-            counts[b].store(kept, std::sync::atomic::Ordering::Relaxed);
-            Ok(())
-        });
-    });
-    let picked: Vec<&[u32]> = (0..nb)
-        .map(|b| {
-            let start = block_range(b, n).start;
-            &idx[start..start + counts[b].load(std::sync::atomic::Ordering::Relaxed)]
-        })
-        .collect();
-    let mut starts = Vec::with_capacity(nb);
-    let mut kept = 0usize;
-    for p in &picked {
-        starts.push(kept);
-        kept += p.len();
-    }
-    // SAFETY: every element of the new array is written below before Python sees it.
-    let out = unsafe { PyArray2::<T>::new(py, [kept, cols], false) };
-    // SAFETY: `out` is a new C-contiguous array no other code holds yet.
-    let dst = unsafe { out.as_slice_mut() }.map_err(|_| to_py(IrError::internal("a new array is not contiguous")))?;
-    let (dst_ptr, dst_len) = (dst.as_mut_ptr() as usize, dst.len());
-    py.detach(|| {
-        let _ = pool::for_blocks::<()>(nb, helpers, |b| {
-            let (s, len) = (starts[b] * cols, picked[b].len() * cols);
-            debug_assert!(s + len <= dst_len);
-            // SAFETY: block `b` writes rows starts[b].. of the result, which no other block writes.
-            let part = unsafe { std::slice::from_raw_parts_mut((dst_ptr as *mut T).add(s), len) };
-            copy_rows(data, cols, picked[b], part);
-            Ok(())
-        });
-    });
-    Ok(out.into_any())
+    let test = RowFilter { column, threshold: f64::from(threshold) };
+    // Two launches: the selected rows as a uint32 counted list, then those rows.
+    let inputs = vec![view(data, vec![n, cols])];
+    let plan = plan_for(LibId::SELECT_ROWS, Attr::RowFilter(test), &inputs, None)?;
+    let mut counted = vec![0u32; n + 1];
+    // SAFETY: the view addresses the readonly array's data, alive until the call returns;
+    // `counted` holds the plan's `n + 1` uint32 result.
+    unsafe { launch_into(py, DETECTION, plan, inputs, OutputPtr(counted.as_mut_ptr() as *mut u8))? };
+    let kept = counted[0] as usize;
+    let idx = InputView::contiguous(counted[1..].as_ptr() as *const u8, DType::U32, vec![kept]);
+    // SAFETY: as above; `idx` addresses the first `kept` selected rows in `counted`.
+    unsafe { launch_new(py, LibId::GATHER_ROWS, Attr::None, vec![view(data, vec![n, cols]), idx]) }
 }
 
 /// `filter_rows` for the common call: a C-contiguous float32 or float64 matrix of fewer than

@@ -2,8 +2,10 @@
 //! given a `pyasc.DeviceArray`, are queued on a stream and return at once, as a CUDA
 //! `kernel<<<grid, block, 0, stream>>>` launch does.
 //!
-//! The task holds every argument until it has run: DeviceArrays by their buffers, NumPy arrays
-//! by a reference (they are read and written in place when the task runs). DeviceArray
+//! Each launch is the library op `BlockLaunch`, queued through the engine's door on the
+//! stream's device (`Device::launch`). The task holds every argument until it has run:
+//! DeviceArrays by their buffers, NumPy arrays by a reference (they are read and written in
+//! place when the task runs). DeviceArray
 //! arguments are ordered with the work on other streams that writes or reads their buffers,
 //! as operator launches are; each buffer the kernel stores into becomes the buffer's latest
 //! write, so host reads (`numpy()`) wait for the kernel. An error of the kernel is kept by the
@@ -12,76 +14,26 @@
 
 use crate::device_array::DeviceArray;
 use crate::errors::{to_py, user_error};
+use crate::library_launch::{plan_for, KERNEL};
 use numpy::{PyUntypedArray, PyUntypedArrayMethods};
-use pyasc_ir::error::{ErrorKind, IrError, SourceLoc};
-use pyasc_runtime::block::{GlobalBuf, PreparedBlock};
+use pyasc_engine::door::{queue, Launcher};
+use pyasc_engine::library_call::LibraryPlan;
+use pyasc_ir::error::{ErrorKind, IrError};
+use pyasc_ir::library::LibId;
+use pyasc_runtime::block::PreparedBlock;
+use pyasc_runtime::block_launch::block_call;
 use pyasc_runtime::buffer::DeviceBuffer;
 use pyasc_runtime::stream::Stream as RtStream;
-use pyasc_runtime::DeviceKind;
+use pyasc_runtime::{device_for, DeviceKind, InputView, OutputPtr, RunOptions, StreamLaunch};
 use pyo3::prelude::*;
 use std::sync::Arc;
 
 /// Bytes every global-memory transfer of the NPU twin must be aligned to.
 const NPU_GM_ALIGN: usize = 32;
 
-/// What a queued launch needs, moved into its stream task.
-struct Queued {
-    program: Arc<PreparedBlock>,
-    globals: Vec<GlobalBuf>,
-    args: Vec<i64>,
-    block_dim: usize,
-    /// NumPy array arguments, kept alive until the task has run.
-    _arrays: Vec<Py<PyAny>>,
-    /// Device buffers the kernel reads, and those it writes.
-    reads: Vec<Arc<DeviceBuffer>>,
-    writes: Vec<Arc<DeviceBuffer>>,
-    /// The user's launch line.
-    site: Option<SourceLoc>,
-}
-
-// SAFETY: the global buffers point into NumPy arrays held by `_arrays` and device buffers held
-// by `reads` and `writes`; nothing else in the struct is tied to the launching thread.
-unsafe impl Send for Queued {}
-
-impl Queued {
-    fn run(self) -> pyasc_ir::error::Result<()> {
-        if let Some(e) = self.reads.iter().find_map(|b| b.poisoned()) {
-            // An input left invalid by failed work: what the kernel writes is invalid too.
-            for w in &self.writes {
-                w.poison(&e);
-            }
-            return Err(e);
-        }
-        let run = || {
-            // SAFETY: every buffer stays alive while `self` does (see the `Send` impl); the
-            // signature the program was traced for fixed each buffer's dtype and length.
-            unsafe { self.program.run(&self.globals, &self.args, self.block_dim) }
-        };
-        let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run))
-            .unwrap_or_else(|_| Err(IrError::internal("the block VM panicked (please report it)")));
-        done.map(|_| ()).map_err(|e| {
-            let e = self.describe(e);
-            for w in &self.writes {
-                w.poison(&e);
-            }
-            e
-        })
-    }
-
-    /// The VM's error, naming the kernel and where it was launched.
-    fn describe(&self, mut e: IrError) -> IrError {
-        let launched = match &self.site {
-            Some(s) => format!(" launched at {s}"),
-            None => String::new(),
-        };
-        e.message = format!("kernel '{}'{launched}: {}", self.program.program.name, e.message);
-        e.at(self.site.as_ref())
-    }
-}
-
 /// One array argument as the kernel sees it.
 struct Arg {
-    buf: GlobalBuf,
+    view: InputView,
     device: Option<Arc<DeviceBuffer>>,
 }
 
@@ -145,16 +97,17 @@ fn arg(
                 ),
             ));
         }
-        return Ok(Arg { buf: GlobalBuf { ptr, len: d.numel() }, device: Some(d.buf.clone()) });
+        let view = InputView::contiguous(ptr, want, vec![d.numel()]);
+        return Ok(Arg { view, device: Some(d.buf.clone()) });
     }
     let arr = a.cast::<PyUntypedArray>()?;
     if crate::arrays::dtype_of(arr).ok() != Some(want) || !arr.is_c_contiguous() {
         return Err(to_py(IrError::internal("an array does not match the traced kernel")));
     }
     // SAFETY: the array object is alive; `keep` holds it until the launch has run.
-    let ptr = unsafe { (*arr.as_array_ptr()).fields.data } as *mut u8;
+    let ptr = unsafe { (*arr.as_array_ptr()).fields.data } as *const u8;
     keep.push(a.clone().unbind());
-    Ok(Arg { buf: GlobalBuf { ptr, len: arr.len() }, device: None })
+    Ok(Arg { view: InputView::contiguous(ptr, want, vec![arr.len()]), device: None })
 }
 
 fn push_unique(v: &mut Vec<Arc<DeviceBuffer>>, b: Arc<DeviceBuffer>) {
@@ -186,35 +139,29 @@ pub fn enqueue(
     for (i, (a, want)) in arrays.iter().zip(&program.program.globals).enumerate() {
         let write = written.contains(&i);
         let got = arg(&launching, i, a, *want, write, &mut keep)?;
-        globals.push(got.buf);
+        globals.push(got.view);
         if let Some(b) = got.device {
             push_unique(if write { &mut writes } else { &mut reads }, b);
         }
     }
     // One use per buffer: a buffer both read and written (views of one allocation) is written.
     reads.retain(|b| !writes.iter().any(|w| Arc::ptr_eq(w, b)));
-    for b in &reads {
-        b.order_on(stream, false);
-    }
-    for b in &writes {
-        b.order_on(stream, true);
-    }
-    let used: Vec<(Arc<DeviceBuffer>, bool)> =
-        reads.iter().map(|b| (b.clone(), false)).chain(writes.iter().map(|b| (b.clone(), true))).collect();
-    let task = Queued {
-        program: program.clone(),
-        globals,
-        args,
-        block_dim,
-        _arrays: keep,
+    let name = &program.program.name;
+    let call = block_call(program, args, block_dim, site);
+    let plan = plan_for(LibId::BLOCK_LAUNCH, call, &globals, Some(name))?;
+    // The launch's int64 result (the threads used), alive in the task until it ran.
+    let threads = Box::new(0i64);
+    let outputs = vec![OutputPtr(&*threads as *const i64 as *mut u8)];
+    let launch = StreamLaunch {
+        plan: Arc::new(LibraryPlan { plan }),
+        inputs: globals,
+        outputs,
         reads,
-        writes: writes.clone(),
-        site,
+        writes,
+        keep: Some(Box::new((keep, threads))),
+        opts: RunOptions::default(),
+        on_done: None,
     };
-    let seq = stream.enqueue_writing(format!("kernel {}", program.program.name), Box::new(move || task.run()), writes);
-    // Recorded once the task has its number (it may already have run by now).
-    for (b, write) in &used {
-        b.record_use(stream, seq, *write);
-    }
-    Ok(seq)
+    let who = Launcher { name, front_end: KERNEL };
+    queue(who, device_for(DeviceKind::Cpu), stream, launch).map_err(to_py)
 }

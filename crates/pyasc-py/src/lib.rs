@@ -38,6 +38,7 @@ pub mod gears;
 pub mod graph_hook;
 pub mod host_access;
 pub mod kernel_launch;
+pub mod library_launch;
 pub mod log;
 pub mod monitor;
 pub mod operands;
@@ -181,7 +182,7 @@ fn device_info(py: Python<'_>, device_type: &str) -> PyResult<Py<PyAny>> {
     d.set_item("name", info.name)?;
     d.set_item("cores", info.cores)?;
     d.set_item("isa", info.isa)?;
-    d.set_item("detected_isa", pyasc_kernels::isa::detected().name())?;
+    d.set_item("detected_isa", info.detected_isa)?;
     d.set_item("local_memory_bytes", info.local_memory_bytes)?;
     Ok(d.into_any().unbind())
 }
@@ -218,7 +219,7 @@ fn _host_empty<'py>(py: Python<'py>, shape: Vec<usize>, dtype: &Bound<'py, PyAny
 #[pyfunction]
 fn empty_cache() {
     pyasc_runtime::memory::empty_cache();
-    pyasc_kernels::stencil_sweep::release_kept();
+    pyasc_runtime::stencil::release_kept();
 }
 
 /// Switch the keeping of debug operators' intermediate results on or off (`pyasc.debug`).

@@ -14,7 +14,7 @@ pub fn utilization(window_s: f64) -> PyResult<f64> {
             format!("window_s must be a number of seconds in (0, 86400], not {window_s}"),
         )));
     }
-    let cores = pyasc_runtime::pool::num_threads();
+    let cores = pyasc_runtime::device_for(pyasc_runtime::DeviceKind::Cpu).info().cores;
     Ok(pyasc_runtime::monitor::utilization(Duration::from_secs_f64(window_s), cores))
 }
 

@@ -2,17 +2,21 @@
 //!
 //! `pyasc.stencil` traces a stencil body into instruction tuples and calls [`stencil_sweep`]
 //! with C-contiguous float32 or float64 arrays. Reads are given as per-axis offsets and checked
-//! against the halo here, then turned into linear offsets of the grid.
+//! against the halo here, then turned into linear offsets of the grid. The sweep is the
+//! library op `pyasc_ir::library::StencilSweep`, launched through the engine's door
+//! ([`crate::library_launch`]).
 
+use crate::arrays::{dtype_of, view_of};
 use crate::errors::to_py;
-use numpy::{
-    Element, PyArrayDescrMethods, PyArrayMethods, PyReadonlyArrayDyn, PyReadwriteArrayDyn, PyUntypedArray,
-    PyUntypedArrayMethods,
-};
+use crate::library_launch::{launch_into, plan_for};
+use numpy::{PyUntypedArray, PyUntypedArrayMethods};
+use pyasc_ir::attr::Attr;
 use pyasc_ir::error::{ErrorKind, IrError};
-use pyasc_kernels::stencil::{BinOp, Instr, Operand, Program, StencilFloat, UnOp};
-use pyasc_kernels::stencil_sweep::{sweep, Fixed, Layout};
+use pyasc_ir::library::stencil::{BinOp, FixedCells, Instr, Layout, Operand, Program, StencilSpec, UnOp};
+use pyasc_ir::library::LibId;
+use pyasc_runtime::{InputView, OutputPtr};
 use pyo3::prelude::*;
+use std::sync::Arc;
 
 /// An operand as Python sends it: (kind, index, (d0, d1, d2), value); kind 0 reads field
 /// `index` at the offsets, 1 is register `index`, 2 the constant `value`.
@@ -103,52 +107,13 @@ fn layout(shape: &[usize], lo: &[usize], hi: &[usize]) -> PyResult<Layout> {
     Ok(l)
 }
 
-#[allow(clippy::too_many_arguments)]
-fn run<T: StencilFloat + Element>(
-    py: Python<'_>,
-    fields: &[Bound<'_, PyUntypedArray>],
-    out: &Bound<'_, PyUntypedArray>,
-    fixed: Option<&Bound<'_, PyUntypedArray>>,
-    cval: f64,
-    prog: &Program,
-    l: &Layout,
-    steps: usize,
-    cache_bytes: usize,
-) -> PyResult<()> {
-    let views: Vec<PyReadonlyArrayDyn<T>> =
-        fields.iter().map(|f| f.cast::<numpy::PyArrayDyn<T>>().map(|a| a.readonly())).collect::<Result<_, _>>()?;
-    let slices: Vec<&[T]> = views.iter().map(|v| v.as_slice()).collect::<Result<_, _>>()?;
-    let fixed_view: Option<PyReadonlyArrayDyn<T>> =
-        fixed.map(|f| f.cast::<numpy::PyArrayDyn<T>>().map(|a| a.readonly())).transpose()?;
-    let fixed_slice = fixed_view.as_ref().map(|v| v.as_slice()).transpose()?;
-    let mut out_view: PyReadwriteArrayDyn<T> = out.cast::<numpy::PyArrayDyn<T>>()?.readwrite();
-    let out_slice = out_view.as_slice_mut()?;
-    let fixed = match fixed_slice {
-        Some(a) => Fixed::From(a),
-        None => Fixed::Const(T::from_f64(cval)),
-    };
-    let threads = pyasc_runtime::pool::num_threads();
-    let par = |n: usize, f: &(dyn Fn(usize) + Sync)| {
-        let _ = pyasc_runtime::pool::for_blocks(n, threads.saturating_sub(1), |b| {
-            f(b);
-            Ok::<(), ()>(())
-        });
-    };
-    // The state between blocks of steps lives in a warm pool block: a fresh allocation faults
-    // in its pages on every call (a tenth of 100 Jacobi steps over 2048 x 2048 float32, perf).
-    let spare_block = if steps > 1 {
-        Some(pyasc_runtime::memory::allocate(std::mem::size_of_val(out_slice)).map_err(crate::errors::to_py)?)
-    } else {
-        None
-    };
-    let n = out_slice.len();
-    py.detach(|| {
-        // SAFETY: the block holds at least `n` cells of `T` (aligned for any float), is ours
-        // alone and outlives the sweep.
-        let spare = spare_block.as_ref().map(|b| unsafe { std::slice::from_raw_parts_mut(b.as_ptr() as *mut T, n) });
-        sweep(prog, l, &slices, fixed, out_slice, spare, steps, threads, cache_bytes, &par)
-    })
-    .map_err(invalid)
+/// The view of a C-contiguous float32 or float64 array.
+fn field(a: &Bound<'_, PyUntypedArray>) -> PyResult<InputView> {
+    let ok = a.is_c_contiguous() && dtype_of(a).is_ok_and(|d| matches!(d, pyasc_ir::DType::F32 | pyasc_ir::DType::F64));
+    match dtype_of(a).ok().filter(|_| ok).and_then(|d| view_of(a, d)) {
+        Some(v) => Ok(v),
+        None => Err(invalid("the stencil sweep computes on C-contiguous float32 or float64 arrays")),
+    }
 }
 
 /// Bytes of the per-band buffers of temporal blocking (two of them live in one core's L2).
@@ -183,12 +148,27 @@ pub fn stencil_sweep(
         if fields.is_empty() || fields.iter().any(|f| f.shape() != out.shape()) {
             return Err(invalid("stencil fields and out must share one shape"));
         }
-        if out.dtype().is_equiv_to(&numpy::dtype::<f32>(py)) {
-            run::<f32>(py, &fields, &out, fixed.as_ref(), cval, &prog, &l, steps, cache_bytes)
-        } else if out.dtype().is_equiv_to(&numpy::dtype::<f64>(py)) {
-            run::<f64>(py, &fields, &out, fixed.as_ref(), cval, &prog, &l, steps, cache_bytes)
-        } else {
-            Err(invalid("the stencil sweep computes in float32 or float64"))
+        let mut inputs = fields.iter().map(field).collect::<PyResult<Vec<_>>>()?;
+        let fixed_cells = match &fixed {
+            Some(a) => {
+                inputs.push(field(a)?);
+                FixedCells::Array
+            }
+            None => FixedCells::Const(cval),
+        };
+        let target = field(&out)?;
+        if inputs.iter().any(|v| v.dtype != target.dtype || v.shape != target.shape) {
+            return Err(invalid("stencil fields, fixed cells and out must share one shape and dtype"));
         }
+        // SAFETY: the array object is alive for the duration of the call.
+        let writeable = unsafe { (*out.as_array_ptr()).fields.flags } & numpy::npyffi::flags::NPY_ARRAY_WRITEABLE != 0;
+        if !writeable {
+            return Err(invalid("the stencil sweep's out array is read-only"));
+        }
+        let spec = StencilSpec { program: prog, layout: l, steps, fixed: fixed_cells, cache_bytes };
+        let plan = plan_for(LibId::STENCIL, Attr::Stencil(Arc::new(spec)), &inputs, None)?;
+        // SAFETY: the views address the caller's arrays, alive until the call returns; `out`
+        // is a writable C-contiguous array of the result's shape and dtype.
+        unsafe { launch_into(py, "stencil", plan, inputs, OutputPtr(target.ptr as *mut u8)) }
     })
 }

@@ -12,13 +12,13 @@
 use crate::arrays::{dtype_of, view_of};
 use crate::errors::to_py;
 use numpy::{PyUntypedArray, PyUntypedArrayMethods};
+use pyasc_engine::door::{run_now, Launcher};
 use pyasc_ir::error::{IrError, Result};
 use pyasc_ir::op::{BinaryOp, UnaryOp};
 use pyasc_ir::program::{IndexMap, Stmt, WhileAny};
 use pyasc_ir::tile::{Instr, KernelPlan, Reg, RegDecl, RegKind};
 use pyasc_ir::{DType, Scalar};
-use pyasc_runtime::vm::{execute_plan, RunOptions};
-use pyasc_runtime::{InputView, OutputPtr};
+use pyasc_runtime::{device_for, DeviceKind, InputView, OutputPtr, RunOptions};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
@@ -98,6 +98,8 @@ fn stmts(list: &Bound<'_, PyList>) -> PyResult<Vec<Stmt>> {
 #[pyclass(module = "pyasc._pyasc", frozen)]
 pub struct VectorizedPlan {
     plan: KernelPlan,
+    /// The vectorized function's name (its launches carry it).
+    name: String,
 }
 
 #[pymethods]
@@ -130,7 +132,7 @@ impl VectorizedPlan {
         let plan =
             pyasc_engine::vectorized::vectorized_plan(name, &inputs, dtype(out).map_err(to_py)?, &shape, decls, body)
                 .map_err(to_py)?;
-        Ok(VectorizedPlan { plan })
+        Ok(VectorizedPlan { plan, name: name.to_string() })
     }
 
     /// The kernel's tile program as text.
@@ -169,7 +171,7 @@ impl VectorizedPlan {
         }
         // SAFETY: the array object is alive for the duration of the call.
         let ptr = OutputPtr(unsafe { (*out.as_array_ptr()).fields.data } as *mut u8);
-        let launch = Launch { plan: &self.plan, views, out: ptr };
+        let launch = Launch { plan: &self.plan, name: &self.name, views, out: ptr };
         crate::boundary::detach_interruptible(py, move |_| launch.run())?.map_err(to_py)?;
         Ok(())
     }
@@ -178,6 +180,7 @@ impl VectorizedPlan {
 /// One launch's views, moved to the thread that runs it with the GIL released.
 struct Launch<'a> {
     plan: &'a KernelPlan,
+    name: &'a str,
     views: Vec<InputView>,
     out: OutputPtr,
 }
@@ -188,6 +191,8 @@ unsafe impl Send for Launch<'_> {}
 
 impl Launch<'_> {
     fn run(self) -> Result<()> {
-        execute_plan(self.plan, &self.views, &[self.out], RunOptions::default()).map(|_| ())
+        let who = Launcher { name: self.name, front_end: "vectorized" };
+        let cpu = device_for(DeviceKind::Cpu);
+        run_now(who, cpu, self.plan, &self.views, &[self.out], RunOptions::default()).map(|_| ())
     }
 }

@@ -549,11 +549,11 @@ impl PreparedBlock {
     pub unsafe fn run(&self, globals: &[GlobalBuf], args: &[i64], block_dim: usize) -> Result<usize> {
         let (top, by_var) = &self.schedule;
         let key = (args.to_vec(), globals.iter().map(|g| g.len).collect::<Vec<_>>(), block_dim);
-        let seen = pyasc_ir::forksafe::lock(&self.checked).contains(&key);
+        let seen = pyasc_events::forksafe::lock(&self.checked).contains(&key);
         // SAFETY: per this function's contract.
         let done = unsafe { launch(&self.program, &self.plan, (top, by_var), globals, args, block_dim, !seen) };
         if done.is_ok() && !seen {
-            let mut kept = pyasc_ir::forksafe::lock(&self.checked);
+            let mut kept = pyasc_events::forksafe::lock(&self.checked);
             if kept.len() == CHECKED_KEPT {
                 kept.remove(0);
             }

@@ -84,17 +84,17 @@ impl DeviceBuffer {
 
     /// Mark the contents invalid: the work that should have written them failed with `e`.
     pub fn poison(&self, e: &IrError) {
-        *pyasc_ir::forksafe::lock(&self.poison) = Some(e.clone());
+        *pyasc_events::forksafe::lock(&self.poison) = Some(e.clone());
     }
 
     /// The error that left the contents invalid, if any.
     pub fn poisoned(&self) -> Option<IrError> {
-        pyasc_ir::forksafe::lock(&self.poison).clone()
+        pyasc_events::forksafe::lock(&self.poison).clone()
     }
 
     /// The contents are valid again (the whole buffer was overwritten).
     pub fn heal(&self) {
-        *pyasc_ir::forksafe::lock(&self.poison) = None;
+        *pyasc_events::forksafe::lock(&self.poison) = None;
     }
 
     /// Start of the memory in the address space of the device that made the buffer (a host
@@ -120,7 +120,7 @@ impl DeviceBuffer {
     /// Before queueing work on `stream` that reads (or, if `write`, writes) this buffer, make
     /// the stream wait for conflicting work queued on other streams.
     pub fn order_on(&self, stream: &Stream, write: bool) {
-        let deps = pyasc_ir::forksafe::lock(&self.deps);
+        let deps = pyasc_events::forksafe::lock(&self.deps);
         if let Some((s, seq)) = &deps.write {
             stream.wait_stream(s, *seq);
         }
@@ -133,7 +133,7 @@ impl DeviceBuffer {
 
     /// After queueing task `seq` on `stream` that uses this buffer, remember it.
     pub fn record_use(&self, stream: &Stream, seq: u64, write: bool) {
-        let mut deps = pyasc_ir::forksafe::lock(&self.deps);
+        let mut deps = pyasc_events::forksafe::lock(&self.deps);
         let core = stream.core().clone();
         if write {
             deps.write = Some((core, seq));
@@ -148,7 +148,7 @@ impl DeviceBuffer {
     /// Wait until the host may read (or, if `write`, write) the memory.
     pub fn wait_host(&self, write: bool) {
         let (w, reads) = {
-            let deps = pyasc_ir::forksafe::lock(&self.deps);
+            let deps = pyasc_events::forksafe::lock(&self.deps);
             (deps.write.clone(), if write { deps.reads.clone() } else { Vec::new() })
         };
         if let Some((s, seq)) = w {
@@ -161,7 +161,7 @@ impl DeviceBuffer {
 
     /// The stream and task that last wrote the buffer, if any.
     pub fn last_writer(&self) -> Option<(Arc<StreamCore>, u64)> {
-        pyasc_ir::forksafe::lock(&self.deps).write.clone()
+        pyasc_events::forksafe::lock(&self.deps).write.clone()
     }
 }
 

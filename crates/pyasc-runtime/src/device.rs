@@ -84,6 +84,8 @@ pub struct DeviceInfo {
     pub cores: usize,
     /// The SIMD instruction set the kernels use.
     pub isa: &'static str,
+    /// The best SIMD instruction set the host CPU has (`isa` is lower under `PYASC_ISA`).
+    pub detected_isa: &'static str,
     /// Local memory per block that tiles are sized for, in bytes.
     pub local_memory_bytes: usize,
 }
@@ -291,6 +293,7 @@ impl Device for CpuDevice {
                 name: format!("NPU twin ({cores} AI cores simulated on host CPU, {isa})"),
                 cores,
                 isa,
+                detected_isa: pyasc_kernels::isa::detected().name(),
                 local_memory_bytes: 192 * 1024,
             },
             _ => DeviceInfo {
@@ -298,6 +301,7 @@ impl Device for CpuDevice {
                 name: format!("host CPU ({cores} cores, {isa})"),
                 cores,
                 isa,
+                detected_isa: pyasc_kernels::isa::detected().name(),
                 local_memory_bytes: cpu_tile_budget(),
             },
         }
@@ -326,6 +330,7 @@ impl Device for NullDevice {
             name: "null device".into(),
             cores: 1,
             isa: "none",
+            detected_isa: pyasc_kernels::isa::detected().name(),
             local_memory_bytes: pyasc_ir::tile::DEFAULT_TILE_BUDGET,
         }
     }

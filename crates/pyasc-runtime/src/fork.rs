@@ -5,7 +5,7 @@
 //! and the streams' worker threads are gone, and a mutex another thread held at the moment of
 //! the fork would stay locked forever. Handlers registered with `pthread_atfork` therefore:
 //!
-//! * before the fork, close the fork gate ([`pyasc_ir::forksafe`]) so that no thread is inside
+//! * before the fork, close the fork gate ([`pyasc_events::forksafe`]) so that no thread is inside
 //!   a short critical section (buffer bookkeeping, the memory pool, event buffers), then lock
 //!   every stream's and event's state, so that none is held by another thread;
 //! * in the parent, release all of it;
@@ -23,19 +23,19 @@ thread_local! {
 }
 
 extern "C" fn prepare() {
-    pyasc_ir::forksafe::quiesce();
+    pyasc_events::forksafe::quiesce();
     let held = crate::stream::HeldForFork::lock_all();
     HELD.with(|h| *h.borrow_mut() = Some(held));
 }
 
 extern "C" fn parent() {
     HELD.with(|h| drop(h.borrow_mut().take()));
-    pyasc_ir::forksafe::resume();
+    pyasc_events::forksafe::resume();
 }
 
 extern "C" fn child() {
     // Buffers are poisoned while resetting streams: the gate must be open (nobody else runs).
-    pyasc_ir::forksafe::reset_in_child();
+    pyasc_events::forksafe::reset_in_child();
     if let Some(held) = HELD.with(|h| h.borrow_mut().take()) {
         held.release_in_child();
     }

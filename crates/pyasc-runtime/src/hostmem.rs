@@ -40,13 +40,13 @@ pub(crate) fn check_range(buf: &DeviceBuffer, offset: usize, len: usize) -> Resu
 
 /// When a copy starts, while someone collects events.
 fn copy_began() -> Option<std::time::Instant> {
-    pyasc_ir::event::enabled().then(std::time::Instant::now)
+    pyasc_events::event::enabled().then(std::time::Instant::now)
 }
 
 /// Record a copy event of `bytes` bytes begun at `t`.
 fn copy_done(t: Option<std::time::Instant>, name: &'static str, bytes: usize) {
     if let Some(t) = t {
-        use pyasc_ir::event::{record, Event, EventKind};
+        use pyasc_events::event::{record, Event, EventKind};
         record(Event::new(EventKind::Copy, name, t, std::time::Instant::now()).with("bytes", bytes as u64));
     }
 }

@@ -3,7 +3,7 @@
 //! dtypes of its operands. Computed only while someone collects events.
 
 use crate::view::InputView;
-use pyasc_ir::event::Event;
+use pyasc_events::event::Event;
 use pyasc_ir::program::Stmt;
 use pyasc_ir::tile::{BufferDecl, Instr, TileKernel};
 use pyasc_ir::DType;

@@ -19,8 +19,9 @@ pub trait LibraryKernel: Sync {
     unsafe fn run(&self, call: &LibCall, operands: &[&InputView], out: *mut u8, k: &TileKernel) -> Result<()>;
 }
 
-/// Every library routine.
-pub static KERNELS: [&dyn LibraryKernel; 12] = [
+/// Every library routine, in any order: each names its op (a test checks that every op of
+/// the registry has exactly one).
+pub static KERNELS: &[&dyn LibraryKernel] = &[
     &crate::gemm::MatMulKernel,
     &crate::pad::PadKernel,
     &crate::pad::ConcatKernel,
@@ -33,6 +34,13 @@ pub static KERNELS: [&dyn LibraryKernel; 12] = [
     &crate::pooling::PoolKernel,
     &crate::shuffle::ShuffleKernel,
     &crate::attention::AttentionKernel,
+    &crate::detection::BoxIouKernel,
+    &crate::detection::NmsKernel,
+    &crate::detection::NmsMaskKernel,
+    &crate::detection::SelectRowsKernel,
+    &crate::detection::GatherRowsKernel,
+    &crate::stencil::StencilKernel,
+    &crate::block_launch::BlockLaunchKernel,
 ];
 
 /// The routine of library op `id`.

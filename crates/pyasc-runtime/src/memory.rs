@@ -119,8 +119,8 @@ pub fn allocate_aligned(bytes: usize, align: usize) -> Result<PoolBlock> {
             empty_cache();
         }
     }
-    let began = pyasc_ir::event::enabled().then(std::time::Instant::now);
-    let reused = pyasc_ir::forksafe::lock(&CACHE).as_mut().and_then(|m| m.get_mut(&(class, align))?.pop());
+    let began = pyasc_events::event::enabled().then(std::time::Instant::now);
+    let reused = pyasc_events::forksafe::lock(&CACHE).as_mut().and_then(|m| m.get_mut(&(class, align))?.pop());
     let ptr = match reused {
         Some(p) => {
             CACHED.fetch_sub(class, Ordering::Relaxed);
@@ -151,7 +151,7 @@ pub fn allocate_aligned(bytes: usize, align: usize) -> Result<PoolBlock> {
     let now = IN_USE.fetch_add(class, Ordering::Relaxed) + class;
     PEAK.fetch_max(now, Ordering::Relaxed);
     if let Some(t) = began {
-        use pyasc_ir::event::{record, Event, EventKind};
+        use pyasc_events::event::{record, Event, EventKind};
         let was_reused = u64::from(reused.is_some());
         record(
             Event::new(EventKind::Alloc, "alloc", t, std::time::Instant::now())
@@ -168,10 +168,10 @@ fn oom(bytes: usize) -> IrError {
 
 impl Drop for PoolBlock {
     fn drop(&mut self) {
-        let began = pyasc_ir::event::enabled().then(std::time::Instant::now);
+        let began = pyasc_events::event::enabled().then(std::time::Instant::now);
         IN_USE.fetch_sub(self.class, Ordering::Relaxed);
         if CACHED.load(Ordering::Relaxed) + self.class <= cache_limit() {
-            let mut guard = pyasc_ir::forksafe::lock(&CACHE);
+            let mut guard = pyasc_events::forksafe::lock(&CACHE);
             guard
                 .get_or_insert_with(HashMap::new)
                 .entry((self.class, self.align))
@@ -183,7 +183,7 @@ impl Drop for PoolBlock {
             unsafe { dealloc(self.ptr.as_ptr(), Layout::from_size_align_unchecked(self.class, self.align)) };
         }
         if let Some(t) = began {
-            use pyasc_ir::event::{record, Event, EventKind};
+            use pyasc_events::event::{record, Event, EventKind};
             record(Event::new(EventKind::Free, "free", t, std::time::Instant::now()).with("bytes", self.class as u64));
         }
     }
@@ -234,7 +234,7 @@ pub unsafe fn zero_bytes(dst: *mut u8, n: usize) {
 
 /// Free every cached block.
 pub fn empty_cache() {
-    let taken = pyasc_ir::forksafe::lock(&CACHE).take();
+    let taken = pyasc_events::forksafe::lock(&CACHE).take();
     for ((class, align), ptrs) in taken.into_iter().flatten() {
         for p in ptrs {
             CACHED.fetch_sub(class, Ordering::Relaxed);

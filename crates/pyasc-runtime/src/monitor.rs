@@ -2,7 +2,7 @@
 //!
 //! The tile VM calls [`record_busy`] once per block with the block's start and end; the
 //! intervals go into the calling thread's ring buffer of the latest [`RING_CAPACITY`] (block
-//! events of [`pyasc_ir::event`]). [`utilization`] sums how
+//! events of [`pyasc_events::event`]). [`utilization`] sums how
 //! much of them overlaps a trailing window and divides by `cores × window`. When the ring has
 //! wrapped inside the window (more blocks than it holds), the busy time over the span it still
 //! covers is scaled to the whole window.
@@ -12,7 +12,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-pub use pyasc_ir::event::{BusyRing, RING_CAPACITY};
+pub use pyasc_events::event::{BusyRing, RING_CAPACITY};
 
 /// Busy percent of `cores` over `[from, to)`, clamped to 0..=100.
 pub fn percent(ring: &BusyRing, from: u64, to: u64, cores: usize) -> f64 {
@@ -26,12 +26,12 @@ pub fn percent(ring: &BusyRing, from: u64, to: u64, cores: usize) -> f64 {
 /// Record that the calling thread ran a block from `start` to `end` (a block event: kept in the
 /// thread's ring for [`utilization`], and in the event stream while someone collects).
 pub fn record_busy(start: Instant, end: Instant) {
-    pyasc_ir::event::record_block(start, end);
+    pyasc_events::event::record_block(start, end);
 }
 
 /// Percent of `cores × window` the executor's blocks were busy during the last `window`, in 0..=100.
 pub fn utilization(window: Duration, cores: usize) -> f64 {
-    pyasc_ir::event::busy_percent(window, cores)
+    pyasc_events::event::busy_percent(window, cores)
 }
 
 /// The hottest temperature sensor of the machine in °C, or why there is none.

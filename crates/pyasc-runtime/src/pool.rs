@@ -63,7 +63,7 @@ pub fn pool() -> &'static rayon::ThreadPool {
         // SAFETY: pools are leaked, never freed.
         return unsafe { &*p };
     }
-    let _building = pyasc_ir::forksafe::lock(&BUILD);
+    let _building = pyasc_events::forksafe::lock(&BUILD);
     let p = POOL.load(Ordering::Acquire);
     if !p.is_null() {
         // SAFETY: as above.
@@ -110,7 +110,7 @@ pub fn for_blocks<E: Send>(blocks: usize, helpers: usize, f: impl Fn(usize) -> R
     let error: Mutex<Option<E>> = Mutex::new(None);
     let caller = std::thread::current().id();
     // The kernel these blocks belong to, for the block events of every thread that runs one.
-    let kernel = pyasc_ir::event::current_kernel();
+    let kernel = pyasc_events::event::current_kernel();
     let claim = |front: bool| -> Option<usize> {
         let mut cur = taken.load(Ordering::Relaxed);
         loop {
@@ -126,7 +126,7 @@ pub fn for_blocks<E: Send>(blocks: usize, helpers: usize, f: impl Fn(usize) -> R
         }
     };
     let work = || {
-        let outer = pyasc_ir::event::set_kernel(kernel);
+        let outer = pyasc_events::event::set_kernel(kernel);
         let front = std::thread::current().id() == caller;
         while !failed.load(Ordering::Relaxed) {
             let Some(b) = claim(front) else { break };
@@ -135,7 +135,7 @@ pub fn for_blocks<E: Send>(blocks: usize, helpers: usize, f: impl Fn(usize) -> R
                 error.lock().expect("error slot poisoned").get_or_insert(e);
             }
         }
-        pyasc_ir::event::set_kernel(outer);
+        pyasc_events::event::set_kernel(outer);
     };
     assert!(u32::try_from(blocks).is_ok(), "for_blocks: 2^32 or more blocks");
     if helpers == 0 || blocks <= 1 {

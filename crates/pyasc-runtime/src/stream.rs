@@ -9,8 +9,8 @@
 //! with [`Stream::wait_event`].
 
 use crate::buffer::DeviceBuffer;
+use pyasc_events::event::{self, EventKind};
 use pyasc_ir::error::{ErrorKind, IrError, Result};
-use pyasc_ir::event::{self, EventKind};
 use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};

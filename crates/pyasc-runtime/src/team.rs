@@ -55,7 +55,7 @@ fn team() -> &'static Team {
         // SAFETY: teams are leaked, never freed.
         return unsafe { &*t };
     }
-    let _building = pyasc_ir::forksafe::lock(&BUILD);
+    let _building = pyasc_events::forksafe::lock(&BUILD);
     let t = TEAM.load(Ordering::Acquire);
     if !t.is_null() {
         // SAFETY: as above.

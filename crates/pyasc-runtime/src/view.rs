@@ -28,6 +28,18 @@ impl InputView {
         InputView { ptr, dtype, shape, strides }
     }
 
+    /// Whether the elements lie in C order without gaps (axes of one element may have any stride).
+    pub fn is_c_contiguous(&self) -> bool {
+        let mut expect = 1isize;
+        for (&n, &s) in self.shape.iter().zip(&self.strides).rev() {
+            if n > 1 && s != expect {
+                return false;
+            }
+            expect *= n as isize;
+        }
+        true
+    }
+
     /// Read the element at flat C-order position 0 (used for 0-d and broadcast inputs).
     ///
     /// # Safety

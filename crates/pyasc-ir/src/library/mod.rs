@@ -1,5 +1,6 @@
 //! Library kernels: ops run by a hand-written routine instead of a tile program (matmul,
-//! pad, concatenate, take, scans, convolution, pooling, pixel shuffle, fused attention; later NMS, stencil sweeps).
+//! pad, concatenate, take, scans, convolution, pooling, pixel shuffle, fused attention, the
+//! detection routines, stencil sweeps and kernel-language launches).
 //!
 //! Each one implements [`LibraryOp`] once, in its own file, and is registered in
 //! [`REGISTRY`]. Everything the graph and the compiler need to know about it goes through
@@ -13,8 +14,10 @@
 //! an error everywhere, never a silent default.
 
 mod attention;
+mod block_launch;
 mod concat;
 mod conv;
+mod detection;
 mod matmul;
 mod nonzero;
 mod pad;
@@ -23,6 +26,7 @@ mod scan;
 mod scatter;
 mod shuffle;
 mod sort;
+pub mod stencil;
 mod take;
 
 use crate::attr::Attr;
@@ -32,8 +36,10 @@ use crate::shape::Shape;
 use crate::tile::BufferDecl;
 
 pub use attention::{attention_shape, Attention, AttnMask, AttnSpec};
+pub use block_launch::{BlockCall, BlockLaunch};
 pub use concat::Concat;
 pub use conv::{Conv, ConvSpec};
+pub use detection::{BoxIou, GatherRows, Nms, NmsMask, NmsSpec, RowFilter, SelectRows};
 pub use matmul::MatMul;
 pub use nonzero::NonZero;
 pub use pad::Pad;
@@ -42,6 +48,7 @@ pub use scan::{Scan, ScanKind};
 pub use scatter::{Scatter, ScatterMode};
 pub use shuffle::{shuffle_shape, PixelShuffle};
 pub use sort::{SortMode, SortOp, SortSpec};
+pub use stencil::{StencilSpec, StencilSweep};
 pub use take::Take;
 
 /// Identity of a library op: its index in [`REGISTRY`].
@@ -49,40 +56,73 @@ pub use take::Take;
 pub struct LibId(pub u16);
 
 impl LibId {
-    /// `a @ b`.
-    pub const MATMUL: LibId = LibId(0);
-    /// `np.pad`.
-    pub const PAD: LibId = LibId(1);
-    /// `np.concatenate`.
-    pub const CONCAT: LibId = LibId(2);
-    /// `np.take`.
-    pub const TAKE: LibId = LibId(3);
-    /// Scans: `np.cumsum`, `np.cumprod`, `ufunc.accumulate`.
-    pub const SCAN: LibId = LibId(4);
-    /// Sorting and selection (`np.sort`, `np.argsort`, top-k, quantiles, ...).
-    pub const SORT: LibId = LibId(5);
-    /// Functional scatter (`y[idx] = v`, `x.at[idx].add(v)`).
-    pub const SCATTER: LibId = LibId(6);
-    /// Positions of non-zero elements with a static size.
-    pub const NONZERO: LibId = LibId(7);
-    /// N-d convolution (`conv1d`, `conv2d`, `conv3d`).
-    pub const CONV: LibId = LibId(8);
-    /// 2-D max and average pooling.
-    pub const POOL: LibId = LibId(9);
-    /// `pixel_shuffle`.
-    pub const PIXEL_SHUFFLE: LibId = LibId(10);
-    /// Fused scaled dot-product attention.
-    pub const ATTENTION: LibId = LibId(11);
-
     /// The registered op, or an error naming the unknown id.
     pub fn op(self) -> Result<&'static dyn LibraryOp> {
         lookup(self)
     }
 }
 
-/// Every library op, indexed by [`LibId`].
-pub static REGISTRY: [&dyn LibraryOp; 12] =
-    [&MatMul, &Pad, &Concat, &Take, &Scan, &SortOp, &Scatter, &NonZero, &Conv, &Pool, &PixelShuffle, &Attention];
+/// The one list of library ops: each line gives an op's [`LibId`] constant and its
+/// [`LibraryOp`]; the ids are the lines' positions and [`REGISTRY`] holds the ops in that
+/// order, so the two cannot disagree.
+macro_rules! library_ops {
+    ($($(#[$doc:meta])* $id:ident => $op:expr;)*) => {
+        /// Positions in the list.
+        #[allow(non_camel_case_types, clippy::upper_case_acronyms)]
+        #[repr(u16)]
+        enum Position {
+            $($id,)*
+        }
+
+        impl LibId {
+            $($(#[$doc])* pub const $id: LibId = LibId(Position::$id as u16);)*
+        }
+
+        /// Every library op, indexed by [`LibId`].
+        pub static REGISTRY: &[&dyn LibraryOp] = &[$(&$op,)*];
+    };
+}
+
+library_ops! {
+    /// `a @ b`.
+    MATMUL => MatMul;
+    /// `np.pad`.
+    PAD => Pad;
+    /// `np.concatenate`.
+    CONCAT => Concat;
+    /// `np.take`.
+    TAKE => Take;
+    /// Scans: `np.cumsum`, `np.cumprod`, `ufunc.accumulate`.
+    SCAN => Scan;
+    /// Sorting and selection (`np.sort`, `np.argsort`, top-k, quantiles, ...).
+    SORT => SortOp;
+    /// Functional scatter (`y[idx] = v`, `x.at[idx].add(v)`).
+    SCATTER => Scatter;
+    /// Positions of non-zero elements with a static size.
+    NONZERO => NonZero;
+    /// N-d convolution (`conv1d`, `conv2d`, `conv3d`).
+    CONV => Conv;
+    /// 2-D max and average pooling.
+    POOL => Pool;
+    /// `pixel_shuffle`.
+    PIXEL_SHUFFLE => PixelShuffle;
+    /// Fused scaled dot-product attention.
+    ATTENTION => Attention;
+    /// Pairwise IoU of two box arrays.
+    BOX_IOU => BoxIou;
+    /// Greedy non-maximum suppression.
+    NMS => Nms;
+    /// The greedy sweep over an IoU matrix.
+    NMS_MASK => NmsMask;
+    /// The rows of a matrix whose value in a column is above a threshold.
+    SELECT_ROWS => SelectRows;
+    /// Rows of a matrix by index.
+    GATHER_ROWS => GatherRows;
+    /// `steps` applications of a stencil body.
+    STENCIL => StencilSweep;
+    /// A launch of a kernel-language kernel.
+    BLOCK_LAUNCH => BlockLaunch;
+}
 
 /// The library op with id `id`.
 pub fn lookup(id: LibId) -> Result<&'static dyn LibraryOp> {
