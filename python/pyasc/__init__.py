@@ -6,7 +6,7 @@ ops into tile kernels and runs them on all cores with run-time selected SIMD.
 
 from __future__ import annotations
 
-from . import _env, _pyasc, debug, linalg
+from . import _complex, _env, _interop, _operator_methods, _pyasc, debug, linalg  # noqa: F401 (hooks)
 from . import attention as _attention
 from . import contractions as _contractions
 from . import convolution as _convolution
@@ -256,7 +256,7 @@ for _mod in (_statistics, _contractions, _convolution, _attention, _matrices, li
     __all__ += list(_mod.__all__)
 __all__ += ["debug", "linalg"]
 
-from . import lang  # noqa: E402
+from . import _tensor_methods, lang  # noqa: E402, F401 (_tensor_methods attaches the tracer's methods)
 from .lang import Kernel, kernel  # noqa: E402
 from .pytree import tree_flatten, tree_leaves, tree_unflatten  # noqa: E402
 from .selection import argwhere, compress, flatnonzero, nonzero  # noqa: E402

@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable
 
+from . import _hooks
 from .errors import InvalidArgumentError
 
 
@@ -18,3 +19,6 @@ def bind(func: Callable[..., Any], args: tuple, kwargs: dict) -> tuple:
     if bound.kwargs:
         raise InvalidArgumentError("operators take positional or named parameters, not **kwargs")
     return tuple(bound.args)
+
+
+_hooks.register("bind", bind)

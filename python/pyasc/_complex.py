@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from . import _pyasc
+from . import _hooks, _pyasc
 from .errors import UnsupportedError
 
 __all__ = ["ComplexTensor"]
@@ -677,10 +677,6 @@ class _Runner:
         return tuple(results) if tuple_out else results[0]
 
 
-class ComplexResult(Exception):
-    """Raised when a traced function returns a complex value: the call then runs here."""
-
-
 _RUNNERS: weakref.WeakKeyDictionary[Any, _Runner] = weakref.WeakKeyDictionary()
 _PINNED: Dict[int, _Runner] = {}  # functions without weak references (NumPy ufuncs)
 
@@ -723,3 +719,12 @@ def call(op: Any, args: tuple) -> Any:
         except TypeError:
             _PINNED[id(func)] = runner
     return runner(args)
+
+
+def _returns_complex(result: Any, items: Any) -> bool:
+    return any(hasattr(i, "_pyasc_complex") for i in items)
+
+
+_hooks.register_companion("complex", order=1, accepts=has_complex, produces=_returns_complex, call=call,
+                          cache_info=companion_cache_info, cache_clear=companion_cache_clear)
+_hooks.register("complex_binary", binary)

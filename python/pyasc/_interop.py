@@ -9,6 +9,8 @@ from __future__ import annotations
 import importlib
 from typing import Any, Callable, Dict
 
+from . import _hooks
+
 # Top-level module of a tensor type -> module whose ``from_dlpack`` makes that kind of tensor.
 _IMPORTERS: Dict[str, str] = {"jaxlib": "jax.numpy", "jax": "jax.numpy", "torch": "torch", "cupy": "cupy"}
 
@@ -37,3 +39,6 @@ def _bfloat16_like(proto: Any, result: Any) -> Any:
         return torch.from_numpy(result.view(np.uint16)).view(torch.bfloat16)
     module = importlib.import_module(_IMPORTERS.get(top, top))
     return module.asarray(result)  # JAX arrays are immutable copies anyway
+
+
+_hooks.register("like", like)

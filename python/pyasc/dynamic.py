@@ -23,7 +23,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _pyasc, updates
+from . import _hooks, _pyasc, updates
 from ._binding import bind
 from .dask_array import has_dask
 from .errors import InvalidArgumentError, ShapeError
@@ -280,3 +280,7 @@ def _valid_extents() -> Optional[tuple]:
     """Return the traced valid extents of the geared trace in progress (None outside one)."""
     s = _stack("valid")
     return s[-1] if s else None
+
+
+_hooks.register("enter_trace", _enter_trace)
+_hooks.register("exit_trace", _exit_trace)

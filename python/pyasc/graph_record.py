@@ -34,7 +34,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from . import _pyasc
+from . import _hooks, _pyasc
 
 __all__ = ["graph_mode", "GraphMode", "LazyArray"]
 
@@ -589,7 +589,7 @@ def record(op: Any, args: tuple) -> Any:
         try:
             tuple_out, avals = _probe(op, [_fake(a) for a in args])
         except Exception as e:
-            if type(e).__name__ in ("ComplexResult", "StructuredResult"):
+            if isinstance(e, _pyasc.CompanionNeeded):
                 return None
             raise
         meta = _ARITY[id(op)] = (op, tuple_out, len(avals), _options_key(op), op.__wrapped__)
@@ -639,3 +639,7 @@ def resolve(args: tuple) -> Optional[tuple]:
     if not any(type(a) is LazyArray for a in args):
         return None
     return tuple(a.value() if type(a) is LazyArray else a for a in args)
+
+
+_hooks.register("graph_record", record)
+_hooks.register("graph_resolve", resolve)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Sequence
 
+from . import _hooks
 from .errors import AlignmentError, at_user_line
 
 __all__ = ["NpuModel", "NPU_910B", "GM_ALIGN", "ALLOC_ALIGN", "check_transfers", "render_model"]
@@ -180,3 +181,6 @@ def render_model(model: NpuModel = NPU_910B) -> str:
     lines.append(rule)
     lines.append("Sources and estimates: README, section 'NPU twin: limits and cost model'.")
     return "\n".join(lines)
+
+
+_hooks.register("check_transfers", check_transfers)

@@ -16,7 +16,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from . import _pyasc
+from . import _hooks, _pyasc
 
 __all__ = ["tree_flatten", "tree_unflatten", "tree_leaves", "TreeDef"]
 
@@ -119,10 +119,6 @@ def needs_tree(result: Any) -> bool:
     if type(result) is tuple:
         return any(_node(r) is not None for r in result)
     return _node(result) is not None
-
-
-class StructuredResult(Exception):
-    """Raised when a traced function returns nested containers: its calls then run here."""
 
 
 def _leaf_key(x: Any) -> Any:
@@ -240,3 +236,16 @@ def clear(op: Any) -> None:
             c.cache_clear()
         runner.out_defs.clear()
         runner.latest.clear()
+
+
+def _returns_tree(result: Any, items: Any) -> bool:
+    return not isinstance(result, _pyasc.Tensor) and needs_tree(result)
+
+
+def _cache_info(op: Any) -> List[int]:
+    infos = companion_infos(op)
+    return [sum(i[f] for i in infos) for f in range(4)]
+
+
+_hooks.register_companion("tree", order=2, result_order=0, accepts=has_structure, produces=_returns_tree, call=call,
+                          compiled=compiled, cache_info=_cache_info, cache_clear=clear)

@@ -33,7 +33,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from . import _pyasc
+from . import _hooks, _pyasc
 from .errors import DTypeError, ShapeError, TraceError, UnsupportedError, at_user_line
 
 __all__ = ["At", "setitem", "inplace", "copy"]
@@ -743,3 +743,6 @@ class AtIndex:
     def get(self) -> Any:
         """Return ``x[idx]``."""
         return self._x[self._idx]
+
+
+_hooks.register("note_view", note_view)

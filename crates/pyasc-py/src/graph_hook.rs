@@ -1,5 +1,6 @@
-//! The switch that sends operator calls to `pyasc.graph_record` while any thread records a
-//! graph (one atomic load per call otherwise), and the hand-back of lazy arguments.
+//! The switch that sends operator calls to graph mode's recorder (the hook points
+//! `graph_record` and `graph_resolve` of `pyasc._hooks`) while any thread records a graph (one
+//! atomic load per call otherwise), and the hand-back of lazy arguments.
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -10,12 +11,7 @@ static RECORDING: AtomicBool = AtomicBool::new(false);
 /// Set once any thread has entered `graph_mode()`: before that no lazy value can exist, so the
 /// cached call path skips looking for one.
 static EVER_RECORDED: AtomicBool = AtomicBool::new(false);
-static RECORD: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static LAZY_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
-
-fn recorder<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
-    py.import("pyasc.graph_record")?.getattr(name)
-}
 
 /// Turn the recording switch on while any thread is inside `pyasc.graph_mode()`.
 #[pyfunction]
@@ -45,8 +41,7 @@ pub fn record(py: Python<'_>, op: &Bound<'_, PyAny>, args: &Bound<'_, PyTuple>) 
     if !RECORDING.load(Ordering::Acquire) {
         return Ok(None);
     }
-    let f = RECORD.get_or_try_init(py, || recorder(py, "record").map(|f| f.unbind()))?;
-    let r = f.bind(py).call1((op, args))?;
+    let r = crate::hooks::call(py, "graph_record", (op, args))?;
     Ok(if r.is_none() { None } else { Some(r.unbind()) })
 }
 
@@ -57,6 +52,6 @@ pub fn resolve<'py>(py: Python<'py>, args: &Bound<'py, PyTuple>) -> PyResult<Opt
     if !args.iter().any(|a| a.get_type().is(lazy.bind(py))) {
         return Ok(None);
     }
-    let r = recorder(py, "resolve")?.call1((args,))?;
+    let r = crate::hooks::call(py, "graph_resolve", (args,))?;
     Ok(if r.is_none() { None } else { Some(r.cast_into::<PyTuple>()?) })
 }

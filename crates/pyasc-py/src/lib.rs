@@ -36,6 +36,7 @@ pub mod events;
 pub mod frames;
 pub mod gears;
 pub mod graph_hook;
+pub mod hooks;
 pub mod host_access;
 pub mod kernel_launch;
 pub mod library_launch;
@@ -129,6 +130,7 @@ fn _pyasc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dlpack::_dlpack_selftest, m)?)?;
     m.add_function(wrap_pyfunction!(boundary::_set_test_panic, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("CompanionNeeded", m.py().get_type::<hooks::CompanionNeeded>())?;
     m.add("UNARY_OPS", unary_ops(m.py())?)?;
     let codes = pyo3::types::PyDict::new(m.py());
     for kind in pyasc_ir::error::ErrorKind::ALL {

@@ -188,7 +188,7 @@ fn is_complex(py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<bool> {
 /// A binary operator of a traced tensor: real operands here, complex ones in Python.
 pub(crate) fn dunder(py: Python<'_>, op: BinaryOp, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
     if is_complex(py, a)? || is_complex(py, b)? {
-        return Ok(py.import("pyasc._complex")?.call_method1("binary", (op.name(), a, b))?.unbind());
+        return Ok(crate::hooks::call(py, "complex_binary", (op.name(), a, b))?.unbind());
     }
     binary(py, op, a, b).map(Py::into_any)
 }
@@ -196,7 +196,7 @@ pub(crate) fn dunder(py: Python<'_>, op: BinaryOp, a: &Bound<'_, PyAny>, b: &Bou
 /// `a @ b` of a traced tensor: real operands here, complex ones in Python.
 pub(crate) fn matmul_dunder(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
     if is_complex(py, a)? || is_complex(py, b)? {
-        return Ok(py.import("pyasc._complex")?.call_method1("binary", ("matmul", a, b))?.unbind());
+        return Ok(crate::hooks::call(py, "complex_binary", ("matmul", a, b))?.unbind());
     }
     apply_matmul(py, a, b).map(Py::into_any)
 }

@@ -8,6 +8,7 @@ use crate::arrays::empty;
 use crate::compiled::CompiledOp;
 use crate::device_array::DeviceArray;
 use crate::errors::{to_py, user_error};
+use crate::hooks;
 use crate::log;
 use crate::tensor::{captured_array, node_of, Tensor, Trace};
 use pyasc_compiler::CompileOptions;
@@ -24,12 +25,9 @@ use std::sync::Arc;
 /// A traced, compiled operator (what the `pyasc.operator` decorator returns).
 #[pyclass(module = "pyasc._pyasc", frozen, weakref)]
 pub struct Operator {
-    /// Set once the function returned a complex value: calls then run through `pyasc._complex`.
-    complex: std::sync::atomic::AtomicBool,
-    /// Set once the function returned nested containers: calls then run through `pyasc.pytree`.
-    tree_out: std::sync::atomic::AtomicBool,
-    /// Set once a call took containers: `cache_info` then adds the companions' statistics.
-    tree_used: std::sync::atomic::AtomicBool,
+    /// Set once the function returned what a companion runs (a complex value, nested
+    /// containers): every call then runs through that companion (see `pyasc._hooks`).
+    companion: std::sync::OnceLock<String>,
     func: Py<PyAny>,
     params: Vec<String>,
     settings: Py<PyDict>,
@@ -100,10 +98,9 @@ impl Operator {
             .into_iter()
             .map(|n| Py::new(py, Tensor::new(trace.clone(), n.id, n.dtype, n.shape)))
             .collect::<PyResult<_>>()?;
-        let ctx = py.import("pyasc.dynamic")?;
-        ctx.call_method1("_enter_trace", (PyTuple::new(py, tensors.iter().map(|t| t.clone_ref(py)))?,))?;
+        hooks::call(py, "enter_trace", (PyTuple::new(py, tensors.iter().map(|t| t.clone_ref(py)))?,))?;
         let result = self.func.bind(py).call1(PyTuple::new(py, tensors)?);
-        ctx.call_method0("_exit_trace")?;
+        hooks::call(py, "exit_trace", ())?;
         let result = match result {
             Ok(r) => r,
             Err(e) => {
@@ -111,21 +108,19 @@ impl Operator {
                 return Err(e);
             }
         };
-        if !result.is_instance_of::<Tensor>()
-            && py.import("pyasc.pytree")?.call_method1("needs_tree", (&result,))?.is_truthy()?
-        {
-            // Nested results: the call runs again over flat leaves (see `pyasc.pytree`).
-            Trace::abort(&trace);
-            return Err(PyErr::from_value(py.import("pyasc.pytree")?.getattr("StructuredResult")?.call0()?));
-        }
         let (items, tuple_out) = if result.is_instance_of::<PyTuple>() {
             (result.try_iter()?.collect::<PyResult<Vec<_>>>()?, true)
         } else {
-            (vec![result], false)
+            (vec![result.clone()], false)
         };
-        if items.iter().any(|i| i.hasattr("_pyasc_complex").unwrap_or(false)) {
-            // Complex results: the call runs again as pairs of real values.
-            return Err(PyErr::from_value(py.import("pyasc._complex")?.getattr("ComplexResult")?.call0()?));
+        if !(items.len() == 1 && items[0].is_instance_of::<Tensor>()) {
+            // Results a companion runs (complex values, nested containers): the call runs again
+            // through it (see `pyasc._hooks`).
+            let kind = hooks::call(py, "companion_for_result", (&result, PyTuple::new(py, &items)?))?;
+            if !kind.is_none() {
+                Trace::abort(&trace);
+                return Err(PyErr::from_value(py.get_type::<hooks::CompanionNeeded>().call1((kind,))?));
+            }
         }
         let mut outputs = Vec::with_capacity(items.len());
         for item in &items {
@@ -242,7 +237,7 @@ impl Operator {
     ) -> PyResult<Bound<'py, PyTuple>> {
         match kwargs {
             Some(kw) if !kw.is_empty() => {
-                let bound = py.import("pyasc._binding")?.call_method1("bind", (self.func.bind(py), args, kw))?;
+                let bound = hooks::call(py, "bind", (self.func.bind(py), args, kw))?;
                 Ok(bound.cast_into::<PyTuple>()?)
             }
             _ => Ok(args.clone()),
@@ -257,7 +252,7 @@ impl Operator {
             let (arr, p) = empty(py, *dtype, shape, pooled).map_err(to_py)?;
             self.run_now(py, entry, parsed, &[OutputPtr(p)])?;
             let arr = match &parsed.foreign {
-                Some(proto) => py.import("pyasc._interop")?.getattr("like")?.call1((proto, arr))?,
+                Some(proto) => hooks::call(py, "like", (proto, arr))?,
                 None => arr,
             };
             return if entry.tuple_out { Ok(PyTuple::new(py, [arr])?.into_any().unbind()) } else { Ok(arr.unbind()) };
@@ -272,8 +267,7 @@ impl Operator {
         self.run_now(py, entry, parsed, &entry.output_ptrs(&ptrs))?;
         let mut results: Vec<Bound<'py, PyAny>> = entry.out_slots.iter().map(|s| objs[*s].clone()).collect();
         if let Some(proto) = &parsed.foreign {
-            let convert = py.import("pyasc._interop")?.getattr("like")?;
-            results = results.into_iter().map(|r| convert.call1((proto, r))).collect::<PyResult<_>>()?;
+            results = results.into_iter().map(|r| hooks::call(py, "like", (proto, r))).collect::<PyResult<_>>()?;
         }
         pack(py, entry, results)
     }
@@ -313,8 +307,7 @@ impl Operator {
         let inputs: Vec<(&str, Vec<usize>)> =
             parsed.views().iter().map(|v| (v.dtype.name(), v.shape.clone())).collect();
         let error = stats.error.as_ref().map(|e| e.to_string());
-        let handed =
-            py.import("pyasc.debug").and_then(|m| m.call_method1("_record_run", (self.name(), inputs, records, error)));
+        let handed = hooks::call(py, "record_run", (self.name(), inputs, records, error));
         // The run's own error wins over a failure to keep its results.
         match (stats.error, handed) {
             (Some(e), _) => Err(to_py(e)),
@@ -455,38 +448,12 @@ impl Operator {
             );
         }
         Ok(Operator {
-            complex: std::sync::atomic::AtomicBool::new(false),
-            tree_out: std::sync::atomic::AtomicBool::new(false),
-            tree_used: std::sync::atomic::AtomicBool::new(false),
+            companion: std::sync::OnceLock::new(),
             func,
             params,
             settings,
             core: pyasc_engine::Operator::new(config),
         })
-    }
-
-    /// Compare a call on `args` with the same function in float64 (see
-    /// `pyasc.check_accuracy`).
-    #[pyo3(signature = (*args))]
-    fn check_accuracy<'py>(slf: &Bound<'py, Self>, args: &Bound<'py, PyTuple>) -> PyResult<Bound<'py, PyAny>> {
-        let py = slf.py();
-        let mut all = vec![slf.clone().into_any()];
-        all.extend(args.iter());
-        py.import("pyasc.accuracy")?.getattr("check_accuracy")?.call1(PyTuple::new(py, all)?)
-    }
-
-    /// Predicted duration of a call on `args` on the modelled Ascend NPU (see
-    /// `pyasc.npu_cost.estimate`; `double_buffer=False` serializes the pipelines).
-    #[pyo3(signature = (*args, **kwargs))]
-    fn estimate<'py>(
-        slf: &Bound<'py, Self>,
-        args: &Bound<'py, PyTuple>,
-        kwargs: Option<&Bound<'py, PyDict>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let py = slf.py();
-        let mut all = vec![slf.clone().into_any()];
-        all.extend(args.iter());
-        py.import("pyasc.npu_cost")?.getattr("estimate")?.call(PyTuple::new(py, all)?, kwargs)
     }
 
     /// Run the operator: NumPy arrays and scalars in, NumPy arrays out.
@@ -502,7 +469,7 @@ impl Operator {
             let mut args = me.positional(py, args, kwargs)?;
             if me.device() == DeviceKind::NpuTwin {
                 // Global-memory transfers of the twin must be 32-byte aligned.
-                py.import("pyasc.npu_twin")?.call_method1("check_transfers", (&args,))?;
+                hooks::call(py, "check_transfers", (&args,))?;
             }
             if !crate::graph_hook::never_used() {
                 if let Some(lazy) = crate::graph_hook::record(py, slf.as_any(), &args)? {
@@ -513,51 +480,27 @@ impl Operator {
                     args = resolved;
                 }
             }
-            let complex = || -> PyResult<Py<PyAny>> {
-                Ok(py.import("pyasc._complex")?.call_method1("call", (slf, &args))?.unbind())
-            };
-            let tree = || -> PyResult<Py<PyAny>> {
-                me.tree_used.store(true, std::sync::atomic::Ordering::Relaxed);
-                Ok(py.import("pyasc.pytree")?.call_method1("call", (slf, &args))?.unbind())
-            };
-            if me.complex.load(std::sync::atomic::Ordering::Relaxed) {
-                return complex();
-            }
-            if me.tree_out.load(std::sync::atomic::Ordering::Relaxed) {
-                return tree();
+            if let Some(kind) = me.companion.get() {
+                return hooks::call_companion(py, kind, slf.as_any(), &args);
             }
             let mut parsed = match parse(py, &args, &me.params) {
                 Ok(p) => p,
                 Err(e) => {
-                    // Dask arrays: a lazy Dask array of per-chunk calls (see `pyasc.dask_array`).
-                    let lazy = py.import("pyasc.dask_array")?;
-                    if lazy.call_method1("has_dask", (&args,))?.is_truthy()? {
-                        return Ok(lazy.call_method1("call", (slf, &args))?.unbind());
-                    }
-                    // Complex arguments run as pairs of real ones (see `pyasc._complex`).
-                    if py.import("pyasc._complex")?.call_method1("has_complex", (&args,))?.is_truthy()? {
-                        return complex();
-                    }
-                    // Nested arguments run as flat leaves (see `pyasc.pytree`).
-                    if py.import("pyasc.pytree")?.call_method1("has_structure", (&args,))?.is_truthy()? {
-                        return tree();
-                    }
-                    return Err(e);
+                    // Arguments a companion takes (Dask arrays, complex numbers, containers).
+                    return match hooks::companion_for_arguments(py, &args)? {
+                        Some(kind) => hooks::call_companion(py, &kind, slf.as_any(), &args),
+                        None => Err(e),
+                    };
                 }
             };
             let entry = match me.entry_with_captured(py, &mut parsed) {
                 Ok(e) => e,
-                Err(e) if e.is_instance(py, &py.import("pyasc._complex")?.getattr("ComplexResult")?) => {
-                    me.complex.store(true, std::sync::atomic::Ordering::Relaxed);
+                Err(e) => {
+                    let Some(kind) = hooks::companion_needed(py, &e) else { return Err(e) };
                     drop(parsed);
-                    return complex();
+                    let kind = me.companion.get_or_init(|| kind);
+                    return hooks::call_companion(py, kind, slf.as_any(), &args);
                 }
-                Err(e) if e.is_instance(py, &py.import("pyasc.pytree")?.getattr("StructuredResult")?) => {
-                    me.tree_out.store(true, std::sync::atomic::Ordering::Relaxed);
-                    drop(parsed);
-                    return tree();
-                }
-                Err(e) => return Err(e),
             };
             log_queued_launches(py);
             if parsed.any_device() {
@@ -591,63 +534,43 @@ impl Operator {
             }
             let args = me.positional(py, args, kwargs)?;
             let args = crate::graph_hook::resolve(py, &args)?.unwrap_or(args);
-            let pytree = py.import("pyasc.pytree")?;
-            if me.tree_out.load(std::sync::atomic::Ordering::Relaxed)
-                || pytree.call_method1("has_structure", (&args,))?.is_truthy()?
-            {
-                me.tree_used.store(true, std::sync::atomic::Ordering::Relaxed);
-                return Ok(pytree.call_method1("compiled", (slf, &args))?.unbind());
+            let compiled = |kind: &str| Ok(hooks::call(py, "compiled_companion", (kind, slf, &args))?.unbind());
+            if let Some(kind) = me.companion.get() {
+                return compiled(kind);
             }
-            let mut parsed = parse(py, &args, &me.params)?;
+            let mut parsed = match parse(py, &args, &me.params) {
+                Ok(p) => p,
+                Err(e) => {
+                    return match hooks::companion_for_arguments(py, &args)? {
+                        Some(kind) => compiled(&kind),
+                        None => Err(e),
+                    };
+                }
+            };
             let entry = match me.entry_with_captured(py, &mut parsed) {
                 Ok(e) => e,
-                Err(e) if e.is_instance(py, &pytree.getattr("StructuredResult")?) => {
-                    // Nested results, found by this first trace: the plan is the companion's.
-                    me.tree_out.store(true, std::sync::atomic::Ordering::Relaxed);
-                    me.tree_used.store(true, std::sync::atomic::Ordering::Relaxed);
+                Err(e) => {
+                    // Results a companion runs, found by this first trace: the plan is the companion's.
+                    let Some(kind) = hooks::companion_needed(py, &e) else { return Err(e) };
                     drop(parsed);
-                    return Ok(pytree.call_method1("compiled", (slf, &args))?.unbind());
+                    return compiled(me.companion.get_or_init(|| kind));
                 }
-                Err(e) => return Err(e),
             };
             Ok(Py::new(py, CompiledOp::new(entry, me.device()))?.into_any())
         })
     }
 
-    /// Cache statistics: hits, misses, compiles and entries, the plans of calls with complex
-    /// or nested arguments (run by companion operators) included.
-    fn cache_info(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
-        let py = slf.py();
-        let info = slf.get().core.cache_info();
-        let companions = py.import("pyasc._complex")?.getattr("companion_cache_info")?.call1((slf,))?;
-        let (h, m, c, s): (u64, u64, u64, u64) = companions.extract()?;
-        let mut totals = [info.hits + h, info.misses + m, info.compiles + c, info.size as u64 + s];
-        if slf.get().tree_used.load(std::sync::atomic::Ordering::Relaxed)
-            || slf.get().tree_out.load(std::sync::atomic::Ordering::Relaxed)
-        {
-            // Calls with nested arguments run companion operators, one per structure.
-            for c in py.import("pyasc.pytree")?.call_method1("companion_infos", (slf,))?.try_iter()? {
-                let c = c?;
-                for (t, f) in totals.iter_mut().zip(["hits", "misses", "compiles", "currsize"]) {
-                    *t += c.getattr(f)?.extract::<u64>()?;
-                }
-            }
-        }
-        let cls = py.import("pyasc._types")?.getattr("CacheInfo")?;
-        Ok(cls.call1((totals[0], totals[1], totals[2], totals[3]))?.unbind())
+    /// This operator's own cache statistics (hits, misses, compiles, entries); `cache_info()`
+    /// adds its companions' (`pyasc._operator_methods`).
+    fn _core_cache_info(&self) -> (u64, u64, u64, u64) {
+        let info = self.core.cache_info();
+        (info.hits, info.misses, info.compiles, info.size as u64)
     }
 
-    /// Drop every compiled plan, those of calls with complex or nested arguments included
-    /// (statistics are kept).
-    fn cache_clear(slf: &Bound<'_, Self>) -> PyResult<()> {
-        slf.get().core.clear();
-        slf.py().import("pyasc._complex")?.getattr("companion_cache_clear")?.call1((slf,))?;
-        if slf.get().tree_used.load(std::sync::atomic::Ordering::Relaxed)
-            || slf.get().tree_out.load(std::sync::atomic::Ordering::Relaxed)
-        {
-            slf.py().import("pyasc.pytree")?.call_method1("clear", (slf,))?;
-        }
-        Ok(())
+    /// Drop this operator's own compiled plans (statistics are kept); `cache_clear()` clears
+    /// its companions' too.
+    fn _core_cache_clear(&self) {
+        self.core.clear();
     }
 
     /// The user's function.

@@ -1,5 +1,7 @@
 //! The tracer tensor: what an operator function receives instead of arrays. Every
-//! operation on it appends a node (with the user's file:line) to the open trace.
+//! operation on it appends a node (with the user's file:line) to the open trace. Methods whose
+//! bodies are Python (movement, functional updates, NumPy's method signatures and protocols)
+//! are attached to this class by the package (`pyasc._tensor_methods`).
 
 use crate::arrays::np_dtype;
 pub use crate::trace_ops::ConstArray;
@@ -7,7 +9,7 @@ use pyasc_ir::op::BinaryOp;
 use pyasc_ir::{DType, NodeId};
 use pyo3::basic::CompareOp;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::PyTuple;
 
 pub(crate) use crate::operands::trace_of;
 pub use crate::operands::{
@@ -62,54 +64,6 @@ impl Tensor {
     }
 }
 
-fn movement(slf: &Bound<'_, Tensor>, name: &str, args: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
-    let py = slf.py();
-    Ok(py.import("pyasc.movement")?.getattr(format!("_method_{name}"))?.call1((slf, args))?.unbind())
-}
-
-/// A reduction method with NumPy's signature for it (`x.sum(axis, dtype, out, keepdims)`).
-fn reduce_method(
-    slf: &Bound<'_, Tensor>,
-    name: &str,
-    args: &Bound<'_, PyTuple>,
-    kwargs: Option<&Bound<'_, PyDict>>,
-) -> PyResult<Py<PyAny>> {
-    let py = slf.py();
-    Ok(numpy_api(py)?.getattr("reduce_method")?.call1((name, slf, args, kwargs))?.unbind())
-}
-
-/// `pyasc.<module>.<name>(slf, *args, **kwargs)`: a method whose body is a Python function.
-fn module_method(
-    slf: &Bound<'_, Tensor>,
-    module: &str,
-    name: &str,
-    args: &Bound<'_, PyTuple>,
-    kwargs: Option<&Bound<'_, PyDict>>,
-) -> PyResult<Py<PyAny>> {
-    let py = slf.py();
-    let mut all = vec![slf.clone().into_any()];
-    all.extend(args.iter());
-    let f = py.import(format!("pyasc.{module}"))?.getattr(name)?;
-    Ok(f.call(PyTuple::new(py, all)?, kwargs)?.unbind())
-}
-
-/// `pyasc.updates.<name>(slf, *rest)`.
-fn updates_call(slf: &Bound<'_, Tensor>, name: &str, rest: &[&Bound<'_, PyAny>]) -> PyResult<Py<PyAny>> {
-    let py = slf.py();
-    let mut all = vec![slf.clone().into_any()];
-    all.extend(rest.iter().map(|o| (*o).clone()));
-    Ok(py.import("pyasc.updates")?.getattr(name)?.call1(PyTuple::new(py, all)?)?.unbind())
-}
-
-fn numpy_api(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
-    py.import("pyasc._numpy_api")
-}
-
-/// `pyasc._composites.<name>(slf)`: a NumPy function built from ops of the table.
-fn composite(slf: &Bound<'_, Tensor>, name: &str) -> PyResult<Py<PyAny>> {
-    Ok(slf.py().import("pyasc._composites")?.getattr(name)?.call1((slf,))?.unbind())
-}
-
 #[pymethods]
 impl Tensor {
     /// The static shape.
@@ -130,24 +84,6 @@ impl Tensor {
         let t = self.trace.lock().map_err(|_| pyo3::exceptions::PyRuntimeError::new_err("trace lock poisoned"))?;
         Ok(t.graph.node(self.id()).vtype.weak.is_some())
     }
-    /// The real part: the tensor itself for real dtypes.
-    #[getter]
-    fn real(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
-        composite(slf, "real")
-    }
-    /// The imaginary part: zeros of the tensor's dtype and shape for real dtypes.
-    #[getter]
-    fn imag(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
-        composite(slf, "imag")
-    }
-    /// The complex conjugate: a copy for real dtypes.
-    fn conj(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
-        composite(slf, "conj")
-    }
-    /// The complex conjugate: a copy for real dtypes.
-    fn conjugate(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
-        composite(slf, "conj")
-    }
     /// Number of axes.
     #[getter]
     fn ndim(&self) -> usize {
@@ -159,264 +95,7 @@ impl Tensor {
         self.note_shape_read();
         self.shape.iter().product()
     }
-    /// Sum over `axis` (None: all axes).
-    #[pyo3(signature = (*args, **kwargs))]
-    fn sum(
-        slf: &Bound<'_, Self>,
-        args: &Bound<'_, PyTuple>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Py<PyAny>> {
-        reduce_method(slf, "sum", args, kwargs)
-    }
-    /// Mean over `axis` (None: all axes).
-    #[pyo3(signature = (*args, **kwargs))]
-    fn mean(
-        slf: &Bound<'_, Self>,
-        args: &Bound<'_, PyTuple>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Py<PyAny>> {
-        reduce_method(slf, "mean", args, kwargs)
-    }
-    /// Maximum over `axis` (None: all axes).
-    #[pyo3(signature = (*args, **kwargs))]
-    fn max(
-        slf: &Bound<'_, Self>,
-        args: &Bound<'_, PyTuple>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Py<PyAny>> {
-        reduce_method(slf, "max", args, kwargs)
-    }
-    /// Minimum over `axis` (None: all axes).
-    #[pyo3(signature = (*args, **kwargs))]
-    fn min(
-        slf: &Bound<'_, Self>,
-        args: &Bound<'_, PyTuple>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Py<PyAny>> {
-        reduce_method(slf, "min", args, kwargs)
-    }
-    /// Product over `axis` (None: all axes).
-    #[pyo3(signature = (*args, **kwargs))]
-    fn prod(
-        slf: &Bound<'_, Self>,
-        args: &Bound<'_, PyTuple>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Py<PyAny>> {
-        reduce_method(slf, "prod", args, kwargs)
-    }
-    /// Index of the maximum along `axis`.
-    #[pyo3(signature = (*args, **kwargs))]
-    fn argmax(
-        slf: &Bound<'_, Self>,
-        args: &Bound<'_, PyTuple>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Py<PyAny>> {
-        reduce_method(slf, "argmax", args, kwargs)
-    }
-    /// Index of the minimum along `axis`.
-    #[pyo3(signature = (*args, **kwargs))]
-    fn argmin(
-        slf: &Bound<'_, Self>,
-        args: &Bound<'_, PyTuple>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Py<PyAny>> {
-        reduce_method(slf, "argmin", args, kwargs)
-    }
-    /// True where any element along `axis` is non-zero.
-    #[pyo3(signature = (*args, **kwargs))]
-    fn any(
-        slf: &Bound<'_, Self>,
-        args: &Bound<'_, PyTuple>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Py<PyAny>> {
-        reduce_method(slf, "any", args, kwargs)
-    }
-    /// True where every element along `axis` is non-zero.
-    #[pyo3(signature = (*args, **kwargs))]
-    fn all(
-        slf: &Bound<'_, Self>,
-        args: &Bound<'_, PyTuple>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Py<PyAny>> {
-        reduce_method(slf, "all", args, kwargs)
-    }
 
-    /// Running sums along `axis` (None: over the flattened tensor), NumPy `cumsum`.
-    #[pyo3(signature = (axis = None, dtype = None, out = None))]
-    fn cumsum(
-        slf: &Bound<'_, Self>,
-        axis: Option<&Bound<'_, PyAny>>,
-        dtype: Option<&Bound<'_, PyAny>>,
-        out: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
-        let f = slf.py().import("pyasc.scans")?.getattr("_method_cumsum")?;
-        Ok(f.call1((slf, axis, dtype, out))?.unbind())
-    }
-    /// Running products along `axis` (None: over the flattened tensor), NumPy `cumprod`.
-    #[pyo3(signature = (axis = None, dtype = None, out = None))]
-    fn cumprod(
-        slf: &Bound<'_, Self>,
-        axis: Option<&Bound<'_, PyAny>>,
-        dtype: Option<&Bound<'_, PyAny>>,
-        out: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
-        let f = slf.py().import("pyasc.scans")?.getattr("_method_cumprod")?;
-        Ok(f.call1((slf, axis, dtype, out))?.unbind())
-    }
-    /// Variance over `axis` with `ddof` (NumPy's `ndarray.var`).
-    #[pyo3(signature = (*args, **kwargs))]
-    fn var(
-        slf: &Bound<'_, Self>,
-        args: &Bound<'_, PyTuple>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Py<PyAny>> {
-        module_method(slf, "statistics", "var", args, kwargs)
-    }
-    /// Standard deviation over `axis` with `ddof` (NumPy's `ndarray.std`).
-    #[pyo3(signature = (*args, **kwargs))]
-    fn std(
-        slf: &Bound<'_, Self>,
-        args: &Bound<'_, PyTuple>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Py<PyAny>> {
-        module_method(slf, "statistics", "std", args, kwargs)
-    }
-    /// Limit the values to `[min, max]` (NumPy's `ndarray.clip`).
-    #[pyo3(signature = (*args, **kwargs))]
-    fn clip(
-        slf: &Bound<'_, Self>,
-        args: &Bound<'_, PyTuple>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Py<PyAny>> {
-        module_method(slf, "statistics", "clip", args, kwargs)
-    }
-    /// `np.dot(self, other)`.
-    #[pyo3(signature = (*args, **kwargs))]
-    fn dot(
-        slf: &Bound<'_, Self>,
-        args: &Bound<'_, PyTuple>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Py<PyAny>> {
-        module_method(slf, "contractions", "dot", args, kwargs)
-    }
-    /// Sum of a diagonal (NumPy's `ndarray.trace`).
-    #[pyo3(signature = (*args, **kwargs))]
-    fn trace(
-        slf: &Bound<'_, Self>,
-        args: &Bound<'_, PyTuple>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Py<PyAny>> {
-        module_method(slf, "matrices", "trace", args, kwargs)
-    }
-    /// A diagonal as a view (NumPy's `ndarray.diagonal`).
-    #[pyo3(signature = (*args, **kwargs))]
-    fn diagonal(
-        slf: &Bound<'_, Self>,
-        args: &Bound<'_, PyTuple>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Py<PyAny>> {
-        module_method(slf, "matrices", "diagonal", args, kwargs)
-    }
-
-    /// Indices that sort along `axis` (NumPy's `ndarray.argsort`).
-    #[pyo3(signature = (*args, **kwargs))]
-    fn argsort(
-        slf: &Bound<'_, Self>,
-        args: &Bound<'_, PyTuple>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Py<PyAny>> {
-        module_method(slf, "_methods", "argsort", args, kwargs)
-    }
-    /// Indices that partition around `kth` (NumPy's `ndarray.argpartition`).
-    #[pyo3(signature = (*args, **kwargs))]
-    fn argpartition(
-        slf: &Bound<'_, Self>,
-        args: &Bound<'_, PyTuple>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Py<PyAny>> {
-        module_method(slf, "_methods", "argpartition", args, kwargs)
-    }
-    /// Insertion points of `v` in this sorted 1-D array (NumPy's `ndarray.searchsorted`).
-    #[pyo3(signature = (*args, **kwargs))]
-    fn searchsorted(
-        slf: &Bound<'_, Self>,
-        args: &Bound<'_, PyTuple>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Py<PyAny>> {
-        module_method(slf, "_methods", "searchsorted", args, kwargs)
-    }
-    /// Sort in place along `axis` (a functional update of an array made in the operator).
-    #[pyo3(signature = (*args, **kwargs))]
-    fn sort(
-        slf: &Bound<'_, Self>,
-        args: &Bound<'_, PyTuple>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Py<PyAny>> {
-        module_method(slf, "_methods", "sort", args, kwargs)
-    }
-    /// Partition in place around `kth` (a functional update of an array made in the operator).
-    #[pyo3(signature = (*args, **kwargs))]
-    fn partition(
-        slf: &Bound<'_, Self>,
-        args: &Bound<'_, PyTuple>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Py<PyAny>> {
-        module_method(slf, "_methods", "partition", args, kwargs)
-    }
-    /// Set every element to `value` in place (a functional update).
-    #[pyo3(signature = (*args, **kwargs))]
-    fn fill(
-        slf: &Bound<'_, Self>,
-        args: &Bound<'_, PyTuple>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Py<PyAny>> {
-        module_method(slf, "_methods", "fill", args, kwargs)
-    }
-    /// Set the elements at flat indices in place (a functional update, NumPy's `np.put`).
-    #[pyo3(signature = (*args, **kwargs))]
-    fn put(
-        slf: &Bound<'_, Self>,
-        args: &Bound<'_, PyTuple>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Py<PyAny>> {
-        module_method(slf, "_methods", "put", args, kwargs)
-    }
-    /// Round to `decimals` (NumPy's `ndarray.round`).
-    #[pyo3(signature = (*args, **kwargs))]
-    fn round(
-        slf: &Bound<'_, Self>,
-        args: &Bound<'_, PyTuple>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Py<PyAny>> {
-        module_method(slf, "_methods", "round", args, kwargs)
-    }
-    /// Elements at `indices` along `axis` (NumPy's `ndarray.take`).
-    #[pyo3(signature = (*args, **kwargs))]
-    fn take(
-        slf: &Bound<'_, Self>,
-        args: &Bound<'_, PyTuple>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Py<PyAny>> {
-        module_method(slf, "_methods", "take", args, kwargs)
-    }
-    /// Slices where a static `condition` holds (NumPy's `ndarray.compress`).
-    #[pyo3(signature = (*args, **kwargs))]
-    fn compress(
-        slf: &Bound<'_, Self>,
-        args: &Bound<'_, PyTuple>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Py<PyAny>> {
-        module_method(slf, "_methods", "compress", args, kwargs)
-    }
-    /// Data-dependent: raises with the hint to use `pyasc.nonzero(..., size=)`.
-    #[pyo3(signature = (*args, **kwargs))]
-    fn nonzero(
-        slf: &Bound<'_, Self>,
-        args: &Bound<'_, PyTuple>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Py<PyAny>> {
-        module_method(slf, "_methods", "nonzero", args, kwargs)
-    }
     /// Bytes per element.
     #[getter]
     fn itemsize(&self) -> usize {
@@ -427,13 +106,6 @@ impl Tensor {
     fn nbytes(&self) -> usize {
         self.note_shape_read();
         self.dt().size() * self.dims().iter().product::<usize>()
-    }
-    /// The transpose of the last two axes (NumPy's `ndarray.mT`).
-    #[getter]
-    #[allow(non_snake_case)]
-    fn mT(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
-        let py = slf.py();
-        Ok(py.import("numpy")?.getattr("swapaxes")?.call1((slf, -1, -2))?.unbind())
     }
 
     /// Convert to another dtype (NumPy `astype`).
@@ -471,126 +143,8 @@ impl Tensor {
     ) -> PyResult<Py<PyAny>> {
         Err(trace_error(py, "a traced tensor has no values yet and cannot become a NumPy array inside an operator"))
     }
-    /// The transpose (axes reversed).
-    #[getter(T)]
-    fn transposed(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
-        movement(slf, "transpose", &PyTuple::empty(slf.py()))
-    }
-    /// Permute the axes (`x.transpose(1, 0)` or `x.transpose((1, 0))`; none: reversed).
-    #[pyo3(signature = (*axes))]
-    fn transpose(slf: &Bound<'_, Self>, axes: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
-        movement(slf, "transpose", axes)
-    }
-    /// Permute the axes in the order given (`x.permute(2, 0, 1)`).
-    #[pyo3(signature = (*axes))]
-    fn permute(slf: &Bound<'_, Self>, axes: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
-        movement(slf, "permute", axes)
-    }
-    /// A new shape with the same elements in C order (one extent may be -1).
-    #[pyo3(signature = (*shape))]
-    fn reshape(slf: &Bound<'_, Self>, shape: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
-        movement(slf, "reshape", shape)
-    }
-    /// The elements as one axis.
-    fn ravel(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
-        movement(slf, "ravel", &PyTuple::empty(slf.py()))
-    }
-    /// The elements as one axis, a copy (later updates of this array do not change it).
-    fn flatten(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
-        let flat = movement(slf, "ravel", &PyTuple::empty(slf.py()))?;
-        Ok(slf.py().import("pyasc.updates")?.getattr("copy")?.call1((flat,))?.unbind())
-    }
-    /// Drop axes of extent 1.
-    #[pyo3(signature = (*axis))]
-    fn squeeze(slf: &Bound<'_, Self>, axis: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
-        movement(slf, "squeeze", axis)
-    }
-    /// Swap two axes.
-    fn swapaxes(slf: &Bound<'_, Self>, a: i64, b: i64) -> PyResult<Py<PyAny>> {
-        movement(slf, "swapaxes", &PyTuple::new(slf.py(), [a, b])?)
-    }
-    /// Indexing: ints, slices with any step, `...`, `None`, integer arrays (take).
-    fn __getitem__(slf: &Bound<'_, Self>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let py = slf.py();
-        Ok(py.import("pyasc.movement")?.getattr("getitem")?.call1((slf, key))?.unbind())
-    }
-    /// `y[key] = value`: a functional update of an array made in the function (NumPy's
-    /// semantics; arguments are never written).
-    fn __setitem__(slf: &Bound<'_, Self>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
-        updates_call(slf, "setitem", &[key, value]).map(|_| ())
-    }
-    /// JAX's functional updates: `x.at[idx].set(v)`, `.add(v)`, `.multiply(v)`, `.min(v)`,
-    /// `.max(v)`, `.get()`.
-    #[getter]
-    fn at(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
-        updates_call(slf, "At", &[])
-    }
-    /// A copy (a new array that later updates of this one do not change).
-    fn copy(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
-        updates_call(slf, "copy", &[])
-    }
-    fn __iadd__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
-        updates_call(slf, "inplace", &[&pyo3::types::PyString::new(slf.py(), "add").into_any(), o]).map(|_| ())
-    }
-    fn __isub__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
-        updates_call(slf, "inplace", &[&pyo3::types::PyString::new(slf.py(), "sub").into_any(), o]).map(|_| ())
-    }
-    fn __imul__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
-        updates_call(slf, "inplace", &[&pyo3::types::PyString::new(slf.py(), "mul").into_any(), o]).map(|_| ())
-    }
-    fn __itruediv__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
-        updates_call(slf, "inplace", &[&pyo3::types::PyString::new(slf.py(), "truediv").into_any(), o]).map(|_| ())
-    }
-    fn __ifloordiv__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
-        updates_call(slf, "inplace", &[&pyo3::types::PyString::new(slf.py(), "floordiv").into_any(), o]).map(|_| ())
-    }
-    fn __imod__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
-        updates_call(slf, "inplace", &[&pyo3::types::PyString::new(slf.py(), "mod").into_any(), o]).map(|_| ())
-    }
-    fn __ipow__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>, _modulo: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
-        updates_call(slf, "inplace", &[&pyo3::types::PyString::new(slf.py(), "pow").into_any(), o]).map(|_| ())
-    }
-    fn __iand__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
-        updates_call(slf, "inplace", &[&pyo3::types::PyString::new(slf.py(), "and").into_any(), o]).map(|_| ())
-    }
-    fn __ior__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
-        updates_call(slf, "inplace", &[&pyo3::types::PyString::new(slf.py(), "or").into_any(), o]).map(|_| ())
-    }
-    fn __ixor__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
-        updates_call(slf, "inplace", &[&pyo3::types::PyString::new(slf.py(), "xor").into_any(), o]).map(|_| ())
-    }
-    fn __ilshift__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
-        updates_call(slf, "inplace", &[&pyo3::types::PyString::new(slf.py(), "lshift").into_any(), o]).map(|_| ())
-    }
-    fn __irshift__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
-        updates_call(slf, "inplace", &[&pyo3::types::PyString::new(slf.py(), "rshift").into_any(), o]).map(|_| ())
-    }
-    fn __imatmul__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
-        updates_call(slf, "inplace", &[&pyo3::types::PyString::new(slf.py(), "matmul").into_any(), o]).map(|_| ())
-    }
     fn __iter__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         Err(trace_error(py, "iterating over a traced tensor is not supported; use vectorised operations"))
-    }
-    #[pyo3(signature = (ufunc, method, *inputs, **kwargs))]
-    fn __array_ufunc__(
-        &self,
-        py: Python<'_>,
-        ufunc: &Bound<'_, PyAny>,
-        method: &str,
-        inputs: &Bound<'_, PyTuple>,
-        kwargs: Option<&Bound<'_, pyo3::types::PyDict>>,
-    ) -> PyResult<Py<PyAny>> {
-        Ok(numpy_api(py)?.call_method1("array_ufunc", (ufunc, method, inputs, kwargs))?.unbind())
-    }
-    fn __array_function__(
-        &self,
-        py: Python<'_>,
-        func: &Bound<'_, PyAny>,
-        types: &Bound<'_, PyAny>,
-        args: &Bound<'_, PyAny>,
-        kwargs: &Bound<'_, PyAny>,
-    ) -> PyResult<Py<PyAny>> {
-        Ok(numpy_api(py)?.call_method1("array_function", (func, types, args, kwargs))?.unbind())
     }
     fn __neg__(slf: &Bound<'_, Self>) -> PyResult<Py<Tensor>> {
         apply_unary(slf.py(), "neg", slf.as_any())

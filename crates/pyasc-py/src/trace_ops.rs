@@ -108,7 +108,7 @@ pub fn apply_view(py: Python<'_>, x: &Bound<'_, PyAny>, kind: &str, params: &Bou
     drop(t);
     let tensor = Py::new(py, tensor)?;
     // Views follow updates of the array they view (NumPy's semantics, `pyasc.updates`).
-    py.import("pyasc.updates")?.call_method1("note_view", (x, &tensor, kind, params))?;
+    crate::hooks::call(py, "note_view", (x, &tensor, kind, params))?;
     Ok(tensor)
 }
 

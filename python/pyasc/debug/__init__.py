@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from typing import Any, List, Optional, Tuple
 
+from .. import _hooks
 from ._server import DebugServer
 from ._store import Capture, Intermediate, Run, active, register
 
@@ -74,3 +75,6 @@ def _record_run(name: str, inputs: List[Tuple[str, List[int]]], records: List[Tu
 
 
 _ = register  # re-exported for the decorators
+
+
+_hooks.register("record_run", _record_run)
