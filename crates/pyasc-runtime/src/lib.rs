@@ -1,84 +1,45 @@
-//! pyasc-runtime: executes kernel plans.
+//! pyasc-runtime: executes kernel plans. Its modules sit in five folders, one per part; each
+//! module is also reachable at the crate's root (`pyasc_runtime::memory`, `pyasc_runtime::gemm`).
 //!
-//! Devices and memory:
-//! * [`device`]: the [`Device`] trait, the CPU device, the NPU twin and the null device.
-//! * [`opaque`]: a test device whose memory the host cannot address.
-//! * `hostmem`: copies and fills of memory the host can reach (the devices' defaults).
-//! * [`buffer`]: device buffers and the ordering of asynchronous work on them.
-//! * [`memory`]: the caching pool for large buffers.
-//! * [`stream`]: streams and events, the asynchronous work queues; [`hold`]: holding a stream.
-//! * [`pool`]: the worker pool; [`team`]: the launch team of helper threads.
-//! * [`fork`]: the fork handlers that keep pyasc usable in a forked child.
-//! * [`interrupt`]: cancellation tokens and the interrupt poll of long launches and waits.
-//! * [`monitor`]: utilization of the executor's cores and the machine's temperature;
-//!   [`peaks`]: the machine's measured roofs.
-//!
-//! The tile VM (flat tile programs and structured programs):
-//! * [`vm`]: runs one kernel's tile program over blocks on all cores.
-//! * [`instr`]: the single place where an instruction's dtype picks a SIMD primitive.
+//! * [`device`]: devices, memory and threads. The [`Device`] trait with the CPU device, the NPU
+//!   twin and the null device ([`device`]), a test device whose memory the host cannot address
+//!   ([`opaque`]), host-memory copies and fills (`hostmem`, the devices' defaults), device
+//!   buffers and the ordering of asynchronous work on them ([`buffer`]), the caching pool for
+//!   large buffers ([`memory`]), streams and events ([`stream`]) and holds on them ([`hold`]),
+//!   the worker pool ([`pool`]) and the launch team ([`team`]), the fork handlers ([`fork`]),
+//!   cancellation and the interrupt poll ([`interrupt`]), core utilization and temperature
+//!   ([`monitor`]) and the machine's measured roofs ([`peaks`]).
+//! * [`vm`]: the tile VM, which runs one kernel's flat tile program over blocks on all cores:
+//!   [`instr`] (where an instruction's dtype picks a SIMD primitive), [`layout`] and
+//!   [`column_gather`] (broadcast strides, collapsing, strided gathers), [`movement`] and
+//!   [`view`] (views at launch, raw views of caller-owned memory), [`half_cast`], [`scan_map`],
+//!   [`stack_columns`], [`kernel_facts`] (what the profiler reports per kernel), and debug
+//!   runs' copies and checks ([`capture`], [`check`]).
 //! * [`program`]: the interpreter of structured tile programs (loads, stores, loop nests), with
-//!   `program_lanes` (its strip loop), `lanes` (lane compaction) and `copy_swap`.
-//! * [`layout`], [`column_gather`]: broadcasting strides, dimension collapsing, strided gathers.
-//! * [`movement`]: movement ops (views) applied to arguments at launch; [`view`]: raw views of
-//!   caller-owned memory handed to the executor.
-//! * [`half_cast`], [`scan_map`], [`stack_columns`], [`kernel_facts`]: 16-bit conversions, the
-//!   fused row scan, stacks written in place, and what the profiler reports per kernel.
-//! * [`capture`], [`check`]: copies of debug operators' intermediate results, NaN/Inf checks.
-//!
-//! The kernel language's block VM: [`block`], [`block_plan`], `block_strip`.
-//!
-//! Library routines, one per library op of [`pyasc_ir::library`], registered in [`library`]:
-//! [`gemm`], [`pad`] (pad, concatenate, take), [`scan`], [`sort`], [`scatter`] (and nonzero),
-//! [`conv`], [`pooling`], [`shuffle`], [`attention`], [`detection`] (box IoU, NMS, row
-//! selection and gather), [`stencil`] (stencil sweeps), [`block_launch`] (kernel-language
-//! launches).
+//!   its strip loop (`program_lanes`), lane compaction (`lanes`) and `copy_swap`.
+//! * [`block`]: the kernel language's block VM: [`block_plan`] (strip plans), `block_strip`
+//!   (strip execution) and [`block_launch`] (a kernel-language launch as a library routine).
+//! * [`library`]: library routines, one per library op of [`pyasc_ir::library`], registered in
+//!   [`library::KERNELS`]: [`gemm`], [`pad`] (pad, concatenate, take), [`scan`], [`sort`],
+//!   [`scatter`] (and nonzero), [`conv`], [`pooling`], [`shuffle`], [`attention`], [`detection`]
+//!   (box IoU, NMS, row selection and gather) and [`stencil`] (stencil sweeps).
 
-pub mod attention;
 pub mod block;
-pub mod block_launch;
-pub mod block_plan;
-pub mod buffer;
-pub mod capture;
-pub mod check;
-pub mod column_gather;
-pub mod conv;
-mod copy_swap;
-pub mod detection;
 pub mod device;
-pub mod fork;
-pub mod gemm;
-pub mod half_cast;
-pub mod hold;
-mod hostmem;
-pub mod instr;
-pub mod interrupt;
-pub mod kernel_facts;
-mod lanes;
-pub mod layout;
 pub mod library;
-pub mod memory;
-pub mod monitor;
-pub mod movement;
-pub mod opaque;
-pub mod pad;
-pub mod peaks;
-pub mod pool;
-pub mod pooling;
 pub mod program;
-mod program_lanes;
-pub mod scan;
-pub mod scan_map;
-pub mod scatter;
-pub mod shuffle;
-pub mod sort;
-pub mod stack_columns;
-pub mod stencil;
-pub mod stream;
-pub mod team;
 #[cfg(test)]
 mod test_kernel;
-pub mod view;
 pub mod vm;
+
+pub use block::{block_launch, block_plan};
+pub(crate) use device::hostmem;
+pub use device::{buffer, fork, hold, interrupt, memory, monitor, opaque, peaks, pool, stream, team};
+pub use library::{attention, conv, detection, gemm, pad, pooling, scan, scatter, shuffle, sort, stencil};
+pub(crate) use program::{copy_swap, lanes, program_lanes};
+pub use vm::{
+    capture, check, column_gather, half_cast, instr, kernel_facts, layout, movement, scan_map, stack_columns, view,
+};
 
 pub use device::{
     device_for, CpuDevice, Device, DeviceInfo, DeviceKind, NullDevice, PlanSource, StreamLaunch, DLPACK_CPU,

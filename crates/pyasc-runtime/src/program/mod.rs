@@ -8,6 +8,10 @@
 //! on the same SIMD kernels as the flat path ([`exec`], [`exec_reduce`]). Tiles of the
 //! outer space are dealt out to the workers as blocks, like flat kernels.
 
+pub(crate) mod copy_swap;
+pub(crate) mod lanes;
+pub(crate) mod program_lanes;
+
 use crate::copy_swap::swappable_copies;
 use crate::instr::{exec, exec_reduce, Val};
 use crate::lanes::{count_true, gather, scatter, true_lanes};

@@ -16,6 +16,9 @@
 //! [`BlockPlan`] ([`crate::block_plan`], executed strip by strip in `block_strip.rs`); a
 //! [`PreparedBlock`] keeps a program verified and planned for all its launches.
 
+pub mod block_launch;
+pub mod block_plan;
+
 use crate::instr::{exec, exec_binary_rows, exec_reduce, Val};
 use crate::memory::{store_fence, stream_copy, STREAM_MIN_BYTES};
 use crate::pool::num_threads;

@@ -7,8 +7,20 @@
 //! ([`Device::launch`]) and waiting for a stream ([`Device::synchronize`]), and whether and
 //! where the host can address a buffer ([`Device::host_ptr`], [`Device::device_ptr`]).
 
+pub mod buffer;
+pub mod fork;
+pub mod hold;
+pub(crate) mod hostmem;
+pub mod interrupt;
+pub mod memory;
+pub mod monitor;
+pub mod opaque;
+pub mod peaks;
+pub mod pool;
+pub mod stream;
+pub mod team;
+
 use crate::buffer::DeviceBuffer;
-use crate::hostmem;
 use crate::opaque::OpaqueDevice;
 use crate::stream::Stream;
 use crate::view::{InputView, OutputPtr};

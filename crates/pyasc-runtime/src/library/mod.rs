@@ -2,6 +2,18 @@
 //! [`pyasc_ir::library`], registered once in [`KERNELS`] and found by [`LibId`]. A kernel
 //! plan naming an id without a routine here fails to run; it never falls back to anything.
 
+pub mod attention;
+pub mod conv;
+pub mod detection;
+pub mod gemm;
+pub mod pad;
+pub mod pooling;
+pub mod scan;
+pub mod scatter;
+pub mod shuffle;
+pub mod sort;
+pub mod stencil;
+
 use crate::view::InputView;
 use pyasc_ir::error::{IrError, Result};
 use pyasc_ir::library::{LibCall, LibId};

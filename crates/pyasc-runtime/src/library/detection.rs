@@ -13,7 +13,7 @@ use pyasc_ir::error::{IrError, Result};
 use pyasc_ir::library::{LibCall, LibId};
 use pyasc_ir::tile::TileKernel;
 use pyasc_ir::DType;
-use pyasc_kernels::filter_rows::{block_range, blocks, copy_rows, select_rows};
+use pyasc_kernels::filter_rows::{block_range, blocks, copy_rows, select_rows, BLOCK_ROWS};
 use pyasc_kernels::nms::{self, Coord, Host, Stopped};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -192,27 +192,40 @@ impl LibraryKernel for SelectRowsKernel {
     }
 }
 
-/// Runs the row gather, blocks of indices on the workers.
+/// Runs the row gather over the source's blocks of rows: block `b` copies the selected rows
+/// that lie in the source's block `b` (indices ascending, as the selection lists them), so with
+/// the selection's blocks on the same threads a core copies the rows it has just tested, and the
+/// next kernel over the result finds them in that core's cache.
 pub struct GatherRowsKernel;
 
 fn gather_t<T: Copy + Send + Sync>(x: &InputView, idx: &InputView, out: *mut u8) -> Result<()> {
     // SAFETY: the trait's contract: a live matrix and a live index vector.
     let (data, idx) = unsafe { (slice::<T>(x, "the matrix")?, slice::<u32>(idx, "the row indices")?) };
-    let (n, cols, k) = (x.shape[0], x.shape[1], idx.len());
+    let (n, cols) = (x.shape[0], x.shape[1]);
     if idx.iter().any(|&i| i as usize >= n) {
         return Err(IrError::internal("gather_rows: a row index is out of range"));
     }
+    let nb = blocks(n);
+    // Where each source block's indices start: consecutive ranges covering the list whatever
+    // its order (ascending indices, as the selection writes them, keep each copy on the core
+    // that tested those rows).
+    let mut starts = Vec::with_capacity(nb + 1);
+    for b in 0..nb {
+        let at = idx.partition_point(|&i| (i as usize) < b * BLOCK_ROWS);
+        starts.push(at.max(starts.last().copied().unwrap_or(0)));
+    }
+    starts.push(idx.len());
     let dst = out as usize;
     let copy = |b: usize| {
-        let r = block_range(b, k);
-        // SAFETY: block `b` writes only rows `r` of the `(k, C)` result.
+        let r = starts[b]..starts[b + 1];
+        // SAFETY: block `b` writes only rows `r` of the `(len(idx), C)` result.
         let part = unsafe { std::slice::from_raw_parts_mut((dst as *mut T).add(r.start * cols), r.len() * cols) };
         copy_rows(data, cols, &idx[r], part);
     };
-    match blocks(k) {
+    match nb {
         0 => {}
         1 => copy(0),
-        nb => par(nb, &copy),
+        _ => par(nb, &copy),
     }
     Ok(())
 }

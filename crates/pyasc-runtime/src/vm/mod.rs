@@ -21,15 +21,26 @@ use pyasc_ir::DType;
 use std::borrow::Cow;
 use std::time::Instant;
 
+pub mod capture;
+pub mod check;
+pub mod column_gather;
 mod column_outs;
 mod column_phases;
 mod columns;
 mod exec_level;
 mod extreme_pairs;
+pub mod half_cast;
+pub mod instr;
 mod joint_gather;
+pub mod kernel_facts;
+pub mod layout;
 mod long_rows;
+pub mod movement;
 mod row_args;
+pub mod scan_map;
 mod scratch;
+pub mod stack_columns;
+pub mod view;
 
 use exec_level::exec_level;
 use scratch::Scratch;
