@@ -56,7 +56,9 @@ def test_a_registered_companion_takes_arguments_the_core_cannot_read():
 def test_hook_points_are_checked_by_name():
     with pytest.raises(ValueError, match="unknown hook point"):
         _hooks.register("no_such_point", print)
-    # Every point the binding calls is registered by a feature module of the package.
+    # Every point the binding calls is registered by a feature module of the package (graph
+    # mode and the debugger register theirs when first used).
+    pyasc.graph_mode, pyasc.debug  # noqa: B018
     assert {name: getattr(_hooks, name).__module__ for name in _hooks.POINTS} == {
         "bind": "pyasc._binding", "check_transfers": "pyasc.npu_twin", "enter_trace": "pyasc.dynamic",
         "exit_trace": "pyasc.dynamic", "like": "pyasc._interop", "record_run": "pyasc.debug",
@@ -76,3 +78,15 @@ def test_cache_info_counts_the_companions_plans():
     assert (info.misses, info.compiles, info.currsize) == (2, 2, 2)
     f.cache_clear()
     assert f.cache_info().currsize == 0
+
+
+def test_a_plain_import_loads_neither_the_debugger_graph_mode_the_pipeline_nor_the_profiler():
+    import subprocess
+    import sys
+
+    code = ("import sys, pyasc; parts = ['pyasc.debug', 'pyasc.graph_record', 'pyasc._pipeline', 'pyasc.profiler'];"
+            "print([p for p in parts if p in sys.modules]);"
+            "pyasc.graph_mode; pyasc.pipeline; pyasc.profile; pyasc.debug;"
+            "print([p for p in parts if p not in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert out[:2] == ["[]", "[]"], out

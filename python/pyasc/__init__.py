@@ -6,7 +6,11 @@ ops into tile kernels and runs them on all cores with run-time selected SIMD.
 
 from __future__ import annotations
 
-from . import _complex, _env, _interop, _operator_methods, _pyasc, debug, linalg  # noqa: F401 (hooks)
+import os as _env_os
+from typing import Any as _Any
+from typing import List as _List
+
+from . import _complex, _env, _interop, _operator_methods, _pyasc, linalg  # noqa: F401 (hooks)
 from . import attention as _attention
 from . import contractions as _contractions
 from . import convolution as _convolution
@@ -36,8 +40,7 @@ from .errors import (
     TraceError,
     UnsupportedError,
 )
-from .graph_record import GraphMode, LazyArray, graph_mode
-from .monitor import NpuTemperature, NpuUtilization, profile
+from .monitor import NpuTemperature, NpuUtilization
 from .movement import (
     broadcast_to,
     concatenate,
@@ -68,7 +71,6 @@ from .ops import (
     subtract,
     where,
 )
-from .pipeline import Pipeline, PipelineError, pipeline
 from .precision import precision_scope
 from .reductions import (
     all,
@@ -268,9 +270,44 @@ __all__ += ["argwhere", "compress", "flatnonzero", "nonzero", "tree_flatten", "t
 _init_from_env()
 _env.warn_problems()
 
-from .profiler import start_from_environment as _start_profile  # noqa: E402
+if _env_os.environ.get("PYASC_PROF_DIR"):
+    # `pyasc prof`: profile the whole process (the profiler is imported only then).
+    from .profiler import start_from_environment as _start_profile
 
-_start_profile()
+    _start_profile()
+
+# Parts a plain `import pyasc` does not load: each is imported when one of its names is first
+# used (PEP 562), so the debugger's server, graph mode, the pipeline and the profiler cost
+# nothing until then.
+_LAZY = {
+    "debug": ("debug", None),
+    "graph_mode": ("graph_record", "graph_mode"),
+    "GraphMode": ("graph_record", "GraphMode"),
+    "LazyArray": ("graph_record", "LazyArray"),
+    "pipeline": ("_pipeline", "pipeline"),
+    "Pipeline": ("_pipeline", "Pipeline"),
+    "PipelineError": ("_pipeline", "PipelineError"),
+    "profile": ("profiler", "profile"),
+}
+
+
+def __getattr__(name: str) -> _Any:
+    """Import a lazily loaded part of pyasc on first use of one of its names."""
+    try:
+        module, attr = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module 'pyasc' has no attribute {name!r}") from None
+    import importlib
+
+    mod = importlib.import_module(f".{module}", __name__)
+    value = mod if attr is None else getattr(mod, attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> _List[str]:
+    """List pyasc's names, the lazily loaded ones included."""
+    return sorted(set(globals()) | set(_LAZY))
 
 from ._dask_pickle import register as _register_pickling  # noqa: E402
 

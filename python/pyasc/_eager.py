@@ -6,12 +6,12 @@ function into a cached one-op operator keyed by its non-array parameters (like `
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+import sys
+from typing import Any, Callable, Sequence, Tuple
 
 import numpy as np
 
 from . import _pyasc
-from .graph_record import LazyArray
 from .ops import _eager_op
 
 
@@ -20,11 +20,24 @@ def traced(*xs: Any) -> bool:
     return any(isinstance(x, _pyasc.Tensor) or getattr(x, "_pyasc_complex", False) is True for x in xs)
 
 
+def _kept_types() -> Tuple[type, ...]:
+    """Return the argument types passed as they are.
+
+    Arrays, DeviceArrays, and graph mode's lazy arrays once graph mode was imported (none exists
+    before).
+    """
+    graph = sys.modules.get("pyasc.graph_record")
+    if graph is None:
+        return (np.ndarray, _pyasc.DeviceArray)
+    return (np.ndarray, _pyasc.DeviceArray, graph.LazyArray)
+
+
 def run(name: str, fn: Callable[..., Any], arrays: Sequence[Any], **params: Any) -> Any:
     """Call ``fn(*arrays, **params)``: directly on traced values, else as a cached operator."""
     if traced(*arrays):
         return fn(*arrays, **params)
-    arrays = [a if isinstance(a, (np.ndarray, _pyasc.DeviceArray, LazyArray)) else np.asarray(a) for a in arrays]
+    kept = _kept_types()
+    arrays = [a if isinstance(a, kept) else np.asarray(a) for a in arrays]
     key = f"{name}:{len(arrays)}:{sorted(params.items())!r}"
     return _eager_op(key, lambda *ts: fn(*ts, **params))(*arrays)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, Optional, Union
 
 from . import _pyasc
-from .debug._store import register
+from ._live import register
 from .errors import InvalidArgumentError
 
 __all__ = ["operator", "fused_operator", "OPTION_STATUS"]

@@ -8,12 +8,11 @@ blocks. Temperature is read from the machine's hwmon / thermal-zone sensors when
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 from . import _pyasc
-from .profiler import profile
 
-__all__ = ["NpuTemperature", "NpuUtilization", "profile"]
+__all__ = ["NpuTemperature", "NpuUtilization"]
 
 
 class NpuUtilization:
@@ -46,3 +45,12 @@ class NpuTemperature:
 
     def __repr__(self) -> str:
         return "NpuTemperature()"
+
+
+def __getattr__(name: str) -> Any:
+    """Load ``profile`` from :mod:`pyasc.profiler` on first use (the profiler is not imported with pyasc)."""
+    if name == "profile":
+        from .profiler import profile
+
+        return profile
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -19,10 +19,10 @@ import numpy as np
 
 from . import _stencil_border as border
 from . import _stencil_sweep as sweep
+from ._live import register
 from ._stencil_expr import record
 from ._stencil_probe import Neighborhood, SliceField, call_body, halo, probe
 from .dask_array import has_dask
-from .debug._store import register
 from .decorators import validate_options
 from .errors import DTypeError, InvalidArgumentError, ShapeError, UnsupportedError, at_user_line
 

@@ -13,13 +13,13 @@ import linecache
 import threading
 import time
 import warnings
-import weakref
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from .. import _pyasc
+from .._live import operators, register  # noqa: F401 (the debug page's operator list)
 from ..errors import PyAscWarning
 from ._stats import summarize
 
@@ -34,7 +34,6 @@ _servers = 0
 _captures: List[Capture] = []
 _runs: List[Run] = []
 _next_id = itertools.count(1)
-_operators: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 @dataclass
@@ -135,20 +134,6 @@ def server_stopped() -> None:
 def active() -> bool:
     """Whether debug operators keep their intermediate results now."""
     return bool(_pyasc._debug_capture_active())
-
-
-def register(op: Any) -> Any:
-    """Remember an operator (weakly) so the debug page can list it; returns it."""
-    try:
-        _operators.add(op)
-    except TypeError:  # an object without weak references: not listed
-        pass
-    return op
-
-
-def operators() -> List[Any]:
-    """Return the operators of the process still alive, in no particular order."""
-    return list(_operators)
 
 
 def runs() -> List[Run]:
