@@ -8,12 +8,11 @@
 //! indices that way (int64), the row selection its selected rows (uint32); the gather then
 //! copies the `c` rows into a result of exactly that many rows.
 
-use super::{bad_call, LibCall, LibId, LibraryOp};
+use super::{LibId, LibraryOp};
 use crate::attr::Attr;
 use crate::dtype::{DType, VType};
 use crate::error::{ErrorKind, IrError, Result};
 use crate::shape::Shape;
-use crate::tile::BufferDecl;
 
 /// NMS thresholds.
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -40,16 +39,6 @@ fn is_float(d: DType) -> bool {
 
 fn shape_err(m: &str) -> IrError {
     IrError::new(ErrorKind::Shape, m.to_string())
-}
-
-/// Checks `infer` of `op` against a lowered call's buffers.
-fn verify_infer(op: &dyn LibraryOp, call: &LibCall, operands: &[&BufferDecl], out: &BufferDecl) -> Result<()> {
-    let typed: Vec<(VType, &Shape)> = operands.iter().map(|d| (VType::strong(d.dtype), &d.shape)).collect();
-    match op.infer(&call.attr, &typed) {
-        Ok((t, shape)) if t.dtype == out.dtype && shape == out.shape => Ok(()),
-        Ok(_) => bad_call(op, "writes another shape or dtype than it computes"),
-        Err(e) => bad_call(op, &e.message),
-    }
 }
 
 /// The row count of `(n, 4)` boxes of a float dtype.
@@ -84,12 +73,6 @@ impl LibraryOp for BoxIou {
         }
         Ok((VType::strong(ta.dtype), Shape(vec![n, m])))
     }
-    fn operand_dtype(&self, _: usize, _: DType) -> Option<DType> {
-        None
-    }
-    fn verify_call(&self, call: &LibCall, operands: &[&BufferDecl], out: &BufferDecl) -> Result<()> {
-        verify_infer(self, call, operands, out)
-    }
 }
 
 /// Greedy NMS of `(N, 4)` boxes by float64 scores (and int64 categories with a third operand):
@@ -123,14 +106,8 @@ impl LibraryOp for Nms {
         }
         Ok((VType::strong(DType::I64), Shape(vec![n + 1])))
     }
-    fn operand_dtype(&self, _: usize, _: DType) -> Option<DType> {
-        None
-    }
     fn reinfers(&self) -> bool {
         false
-    }
-    fn verify_call(&self, call: &LibCall, operands: &[&BufferDecl], out: &BufferDecl) -> Result<()> {
-        verify_infer(self, call, operands, out)
     }
 }
 
@@ -159,12 +136,6 @@ impl LibraryOp for NmsMask {
             [n, m] if n == m => Ok((VType::strong(DType::Bool), Shape(vec![*n]))),
             _ => Err(shape_err("the IoU matrix must be square")),
         }
-    }
-    fn operand_dtype(&self, _: usize, _: DType) -> Option<DType> {
-        None
-    }
-    fn verify_call(&self, call: &LibCall, operands: &[&BufferDecl], out: &BufferDecl) -> Result<()> {
-        verify_infer(self, call, operands, out)
     }
 }
 
@@ -200,14 +171,8 @@ impl LibraryOp for SelectRows {
             _ => Err(shape_err("the matrix must have two axes")),
         }
     }
-    fn operand_dtype(&self, _: usize, _: DType) -> Option<DType> {
-        None
-    }
     fn reinfers(&self) -> bool {
         false
-    }
-    fn verify_call(&self, call: &LibCall, operands: &[&BufferDecl], out: &BufferDecl) -> Result<()> {
-        verify_infer(self, call, operands, out)
     }
 }
 
@@ -231,13 +196,7 @@ impl LibraryOp for GatherRows {
             _ => Err(shape_err("gather_rows takes a matrix and a vector of uint32 row indices")),
         }
     }
-    fn operand_dtype(&self, _: usize, _: DType) -> Option<DType> {
-        None
-    }
     fn reinfers(&self) -> bool {
         false
-    }
-    fn verify_call(&self, call: &LibCall, operands: &[&BufferDecl], out: &BufferDecl) -> Result<()> {
-        verify_infer(self, call, operands, out)
     }
 }

@@ -148,8 +148,11 @@ pub trait LibraryOp: Sync {
     /// Result type and shape from the operands (NumPy's rules).
     fn infer(&self, attr: &Attr, operands: &[(VType, &Shape)]) -> Result<(VType, Shape)>;
     /// The dtype operand `i` must have when the result is `result` (promotion casts it);
-    /// `None` keeps the operand's dtype.
-    fn operand_dtype(&self, i: usize, result: DType) -> Option<DType>;
+    /// `None` (the default) keeps the operand's dtype.
+    fn operand_dtype(&self, i: usize, result: DType) -> Option<DType> {
+        let _ = (i, result);
+        None
+    }
     /// True when the routine reads bfloat16 and float16 operands as they are and computes
     /// into float32: a node whose result dtype is 16-bit then keeps its operands in that
     /// dtype (cast by promotion) and computes a float32 result, rounded where stored.
@@ -176,8 +179,17 @@ pub trait LibraryOp: Sync {
     fn lower(&self, attr: &Attr, operands: usize) -> Result<LibCall> {
         Ok(LibCall { id: self.id(), attr: attr.clone(), operands: operands as u16 })
     }
-    /// Check a lowered call: its operand buffers (in order) and its output buffer.
-    fn verify_call(&self, call: &LibCall, operands: &[&BufferDecl], out: &BufferDecl) -> Result<()>;
+    /// Check a lowered call: its operand buffers (in order) and its output buffer. The default
+    /// checks that the operands' types and shapes infer the output buffer's.
+    fn verify_call(&self, call: &LibCall, operands: &[&BufferDecl], out: &BufferDecl) -> Result<()> {
+        let typed: Vec<(VType, &Shape)> = operands.iter().map(|d| (VType::strong(d.dtype), &d.shape)).collect();
+        let what = match self.infer(&call.attr, &typed) {
+            Ok((t, shape)) if t.dtype == out.dtype && shape == out.shape => return Ok(()),
+            Ok(_) => "writes another shape or dtype than it computes".to_string(),
+            Err(e) => e.message,
+        };
+        Err(IrError::internal(format!("a {} call {what}", self.name())))
+    }
 }
 
 /// A kernel's call of a library routine: `outs[0] = op(args[..operands])`. A kernel that

@@ -8,12 +8,11 @@
 //! C-contiguous) and, with [`FixedCells::Array`], the array whose border the fixed cells keep;
 //! its result has the fields' shape and dtype.
 
-use super::{bad_call, LibCall, LibId, LibraryOp};
+use super::{LibId, LibraryOp};
 use crate::attr::Attr;
 use crate::dtype::{DType, VType};
 use crate::error::{ErrorKind, IrError, Result};
 use crate::shape::Shape;
-use crate::tile::BufferDecl;
 use std::sync::Arc;
 
 /// Most operands of one [`Instr::Sum`].
@@ -305,18 +304,7 @@ impl LibraryOp for StencilSweep {
         s.program.check(s.fields(operands.len())).map_err(|m| IrError::new(ErrorKind::InvalidArgument, m))?;
         Ok((first, shape.clone()))
     }
-    fn operand_dtype(&self, _: usize, _: DType) -> Option<DType> {
-        None
-    }
     fn reinfers(&self) -> bool {
         false
-    }
-    fn verify_call(&self, call: &LibCall, operands: &[&BufferDecl], out: &BufferDecl) -> Result<()> {
-        let typed: Vec<(VType, &Shape)> = operands.iter().map(|d| (VType::strong(d.dtype), &d.shape)).collect();
-        match self.infer(&call.attr, &typed) {
-            Ok((t, shape)) if t.dtype == out.dtype && shape == out.shape => Ok(()),
-            Ok(_) => bad_call(self, "writes another shape or dtype than its fields'"),
-            Err(e) => bad_call(self, &e.message),
-        }
     }
 }
