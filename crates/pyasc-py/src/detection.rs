@@ -11,7 +11,7 @@
 
 use crate::boundary::guard;
 use crate::errors::to_py;
-use crate::library_launch::{launch_into, launch_new, plan_for, DETECTION};
+use crate::library_launch::{launch_into, launch_new, plan_for, DETECTION, NMS};
 use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyasc_ir::attr::Attr;
 use pyasc_ir::error::{ErrorKind, IrError};
@@ -76,7 +76,7 @@ fn box_iou_t<'py, T: Coord + numpy::Element>(
         || to_py(IrError::new(ErrorKind::OutOfMemory, format!("box_iou: a {n} x {m} result does not fit in memory")));
     n.checked_mul(m).and_then(|l| l.checked_mul(std::mem::size_of::<T>())).ok_or_else(too_big)?;
     // SAFETY: the views address the readonly arrays' data, alive until the call returns.
-    unsafe { launch_new(py, LibId::BOX_IOU, Attr::None, vec![view(sa, vec![n, 4]), view(sb, vec![m, 4])]) }
+    unsafe { launch_new(py, DETECTION, LibId::BOX_IOU, Attr::None, vec![view(sa, vec![n, 4]), view(sb, vec![m, 4])]) }
 }
 
 /// Pairwise IoU of two `(N, 4)` and `(M, 4)` box arrays of one float dtype: an `(N, M)` array.
@@ -142,7 +142,7 @@ fn run_nms<'py, T: Coord>(
     let mut counted = vec![0i64; n + 1];
     // SAFETY: the views address the callers' slices, alive until the call returns; `counted`
     // holds the plan's `n + 1` int64 result.
-    unsafe { launch_into(py, DETECTION, plan, inputs, OutputPtr(counted.as_mut_ptr() as *mut u8))? };
+    unsafe { launch_into(py, NMS, plan, inputs, OutputPtr(counted.as_mut_ptr() as *mut u8))? };
     let kept = counted[0] as usize;
     Ok(PyArray1::from_slice(py, &counted[1..1 + kept]))
 }
@@ -251,7 +251,7 @@ fn nms_mask_t<'py, T: Coord + numpy::Element>(
     let m = rows(&iou, 0, "the IoU matrix")?;
     let attr = Attr::Nms(NmsSpec { iou_threshold, score_threshold: None });
     // SAFETY: the view addresses the readonly array's data, alive until the call returns.
-    let keep = unsafe { launch_new(py, LibId::NMS_MASK, attr, vec![view(m, vec![n, n])])? };
+    let keep = unsafe { launch_new(py, DETECTION, LibId::NMS_MASK, attr, vec![view(m, vec![n, n])])? };
     Ok(keep.cast_into::<PyArray1<bool>>()?)
 }
 
@@ -294,7 +294,7 @@ where
     let kept = counted[0] as usize;
     let idx = InputView::contiguous(counted[1..].as_ptr() as *const u8, DType::U32, vec![kept]);
     // SAFETY: as above; `idx` addresses the first `kept` selected rows in `counted`.
-    unsafe { launch_new(py, LibId::GATHER_ROWS, Attr::None, vec![view(data, vec![n, cols]), idx]) }
+    unsafe { launch_new(py, DETECTION, LibId::GATHER_ROWS, Attr::None, vec![view(data, vec![n, cols]), idx]) }
 }
 
 /// `filter_rows` for the common call: a C-contiguous float32 or float64 matrix of fewer than

@@ -162,6 +162,6 @@ pub fn enqueue(
         opts: RunOptions::default(),
         on_done: None,
     };
-    let who = Launcher { name, front_end: KERNEL };
+    let who = Launcher { name, front_end: KERNEL.name };
     queue(who, device_for(DeviceKind::Cpu), stream, launch).map_err(to_py)
 }

@@ -46,35 +46,55 @@ pub fn plan_for(id: LibId, attr: Attr, inputs: &[InputView], name: Option<&str>)
     library_plan(name, id, attr, &operands).map_err(to_py)
 }
 
-/// Run `plan` on `inputs`, writing `out` (which holds the plan's result, C-contiguous);
-/// `front_end` names the launching front end in its launch event.
+/// Run `plan` on `inputs`, writing `out` (which holds the plan's result, C-contiguous),
+/// launched by `front`.
 ///
 /// # Safety
 /// The views must address live memory of their dtypes and shapes and `out` memory for the
 /// result until this returns.
 pub unsafe fn launch_into(
     py: Python<'_>,
-    front_end: &'static str,
+    front: Front,
     plan: KernelPlan,
     inputs: Vec<InputView>,
     out: OutputPtr,
 ) -> PyResult<()> {
-    let call = Call { front_end, plan, inputs, out };
-    detach_interruptible(py, move |_| call.run())?.map_err(to_py)
+    let call = Call { front_end: front.name, plan, inputs, out };
+    if front.interruptible {
+        detach_interruptible(py, move |_| call.run())?.map_err(to_py)
+    } else {
+        py.detach(move || call.run()).map_err(to_py)
+    }
 }
 
-/// The front end of kernel-language launches in launch events.
-pub const KERNEL: &str = "kernel";
+/// Who launches a routine: the front end's name in launch events, and whether the launch
+/// polls for Ctrl-C (long or unbounded work), or just releases the GIL (short linear passes,
+/// where the poll's set-up would be a visible share of the call).
+#[derive(Copy, Clone)]
+pub struct Front {
+    /// The front end's name.
+    pub name: &'static str,
+    /// Poll for Ctrl-C while the launch runs.
+    pub interruptible: bool,
+}
 
-/// The front end of the detection routines in launch events.
-pub const DETECTION: &str = "detection";
+/// Kernel-language launches.
+pub const KERNEL: Front = Front { name: "kernel", interruptible: true };
+/// Stencil sweeps.
+pub const STENCIL: Front = Front { name: "stencil", interruptible: true };
+/// NMS sweeps.
+pub const NMS: Front = Front { name: "detection", interruptible: true };
+/// The other detection routines (box IoU, row selection and gather, the sweep over an IoU
+/// matrix): linear or quadratic passes over their operands.
+pub const DETECTION: Front = Front { name: "detection", interruptible: false };
 
-/// Run detection routine `id` with `attr` on `inputs`: a new NumPy array of its result.
+/// Run routine `id` with `attr` on `inputs`, launched by `front`: a new NumPy array of its result.
 ///
 /// # Safety
 /// The views must address live memory of their dtypes and shapes until this returns.
 pub unsafe fn launch_new<'py>(
     py: Python<'py>,
+    front: Front,
     id: LibId,
     attr: Attr,
     inputs: Vec<InputView>,
@@ -83,6 +103,6 @@ pub unsafe fn launch_new<'py>(
     let (dt, shape) = result_of(&plan);
     let (arr, ptr) = empty(py, dt, shape, false).map_err(to_py)?;
     // SAFETY: the caller's contract; `ptr` holds the new array's elements.
-    unsafe { launch_into(py, DETECTION, plan, inputs, OutputPtr(ptr))? };
+    unsafe { launch_into(py, front, plan, inputs, OutputPtr(ptr))? };
     Ok(arr)
 }

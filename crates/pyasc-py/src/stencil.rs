@@ -8,7 +8,7 @@
 
 use crate::arrays::{dtype_of, view_of};
 use crate::errors::to_py;
-use crate::library_launch::{launch_into, plan_for};
+use crate::library_launch::{launch_into, plan_for, STENCIL};
 use numpy::{PyUntypedArray, PyUntypedArrayMethods};
 use pyasc_ir::attr::Attr;
 use pyasc_ir::error::{ErrorKind, IrError};
@@ -169,6 +169,6 @@ pub fn stencil_sweep(
         let plan = plan_for(LibId::STENCIL, Attr::Stencil(Arc::new(spec)), &inputs, None)?;
         // SAFETY: the views address the caller's arrays, alive until the call returns; `out`
         // is a writable C-contiguous array of the result's shape and dtype.
-        unsafe { launch_into(py, "stencil", plan, inputs, OutputPtr(target.ptr as *mut u8)) }
+        unsafe { launch_into(py, STENCIL, plan, inputs, OutputPtr(target.ptr as *mut u8)) }
     })
 }
