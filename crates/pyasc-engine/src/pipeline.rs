@@ -46,7 +46,7 @@ pub struct Stage {
 pub type Leaf = (InputView, bool);
 
 /// A result: base address of a C-contiguous array of `rows` rows, and bytes per row.
-pub type Result0 = (usize, usize);
+pub type ResultRows = (usize, usize);
 
 /// The stage plans a pipeline can run on the workers: host CPU plans that compute no host
 /// integers and write distinct buffers, one per result.
@@ -62,7 +62,7 @@ pub struct Pipeline {
     /// Per stage: hand-off values whose last reader it is (freed after it).
     frees: Vec<Vec<usize>>,
     leaves: Vec<Leaf>,
-    results: Vec<Result0>,
+    results: Vec<ResultRows>,
     values: usize,
     micro_batch: usize,
     rows: usize,
@@ -87,7 +87,7 @@ impl Pipeline {
     pub fn new(
         stages: Vec<Stage>,
         leaves: Vec<Leaf>,
-        results: Vec<Result0>,
+        results: Vec<ResultRows>,
         values: usize,
         micro_batch: usize,
         rows: usize,
