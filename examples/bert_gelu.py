@@ -14,7 +14,7 @@ import argparse
 
 import numpy as np
 import pyasc
-from pyasc._timing import best_time, fmt_time
+from pyasc.tools._timing import best_time, fmt_time
 
 
 @pyasc.operator(precision="fp16")

@@ -12,7 +12,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 import pyasc
-from pyasc.npu_twin import NPU_910B
+from pyasc.device.npu_twin import NPU_910B
 
 
 @pyasc.operator(device_type="npu")

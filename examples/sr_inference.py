@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 import pyasc
-from pyasc._timing import best_time, fmt_time
+from pyasc.tools._timing import best_time, fmt_time
 
 
 def make_weights(layers: int, channels: int = 64, seed: int = 0) -> list:

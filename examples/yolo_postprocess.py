@@ -31,11 +31,11 @@ import time
 
 import numpy as np
 import pyasc
-from pyasc._timing import best_time, fmt_time
 
 # The synthetic prediction and the NumPy pipeline (YOLOv5's ``non_max_suppression`` with a
 # greedy NMS vectorised per kept box) are shared with ``pyasc bench --only yolo_postprocess``.
-from pyasc.bench_detection import MAX_WH, make_prediction, nms_numpy, postprocess_numpy
+from pyasc.bench.detection import MAX_WH, make_prediction, nms_numpy, postprocess_numpy
+from pyasc.tools._timing import best_time, fmt_time
 
 __all__ = ["candidates", "kernel_times", "make_prediction", "nms_numpy", "postprocess_numpy",
            "postprocess_pyasc", "stage_times"]

@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 import pyasc
-from pyasc import bench_roofs
+from pyasc.bench import roofs as bench_roofs
 
 
 def test_a_fraction_is_the_profiled_bytes_over_time_and_roof():
@@ -19,7 +19,7 @@ def test_a_fraction_is_the_profiled_bytes_over_time_and_roof():
         ("x * 2", op, (x,), lambda: calls.append(np.multiply(x, 2)), "numpy"), 4)
     # One float32 read and one written per element.
     moved = 2 * x.nbytes
-    roof = pyasc.roofs.peaks()["triad_gbs"] * 1e9
+    roof = pyasc.device.roofs.peaks()["triad_gbs"] * 1e9
     assert seconds > 0 and theirs > 0 and calls
     assert abs(fraction - moved / seconds / roof) <= 1e-9 * fraction
     assert abs(peer_fraction - moved / theirs / roof) <= 1e-9 * peer_fraction

@@ -141,7 +141,7 @@ def test_default_options():
             return pyasc.exp(x)
 
     op = Plain()
-    assert op.options == pyasc.decorators.validate_options({})
+    assert op.options == pyasc.core.decorators.validate_options({})
     assert op.device == "cpu"
     x, _ = _inputs(300)
     assert_ulp(op(x), np.exp(x.astype(np.float64)), 2)

@@ -119,7 +119,7 @@ def test_demo_runs():
 def test_demo_numpy_erf_is_vectorised_and_accurate():
     import math
 
-    from pyasc.demo import numpy_erf
+    from pyasc.cli.demo import numpy_erf
 
     x = np.linspace(-6, 6, 2001)
     want = np.array([math.erf(v) for v in x])

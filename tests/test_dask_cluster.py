@@ -31,7 +31,7 @@ def _gelu64(x):
 
 
 def _rebuilt_compiles():
-    from pyasc._dask_pickle import rebuilt_operators
+    from pyasc.dask._pickle import rebuilt_operators
 
     return [(op.__name__, op.cache_info().compiles) for op in rebuilt_operators()]
 

@@ -52,7 +52,7 @@ def test_one_step_every_boundary(boundary):
 
 @pytest.mark.parametrize("boundary", ["fill", "nearest", "wrap", "reflect"])
 def test_iterations_split_into_halo_exchanges(boundary):
-    from pyasc._dask_stencil import call
+    from pyasc.dask._stencil import call
 
     op = _make(boundary)
     u = RNG.standard_normal((64, 60)).astype(np.float32)

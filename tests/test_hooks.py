@@ -60,10 +60,10 @@ def test_hook_points_are_checked_by_name():
     # mode and the debugger register theirs when first used).
     pyasc.graph_mode, pyasc.debug  # noqa: B018
     assert {name: getattr(_hooks, name).__module__ for name in _hooks.POINTS} == {
-        "bind": "pyasc._binding", "check_transfers": "pyasc.npu_twin", "enter_trace": "pyasc.dynamic",
-        "exit_trace": "pyasc.dynamic", "like": "pyasc._interop", "record_run": "pyasc.debug",
-        "complex_binary": "pyasc._complex", "note_view": "pyasc.updates", "graph_record": "pyasc.graph_record",
-        "graph_resolve": "pyasc.graph_record"}
+        "bind": "pyasc.core._binding", "check_transfers": "pyasc.device.npu_twin", "enter_trace": "pyasc.core.dynamic",
+        "exit_trace": "pyasc.core.dynamic", "like": "pyasc.core._interop", "record_run": "pyasc.debug",
+        "complex_binary": "pyasc.core._complex", "note_view": "pyasc.api.updates", "graph_record": "pyasc.graph.record",
+        "graph_resolve": "pyasc.graph.record"}
 
 
 def test_cache_info_counts_the_companions_plans():
@@ -84,7 +84,8 @@ def test_a_plain_import_loads_neither_the_debugger_graph_mode_the_pipeline_nor_t
     import subprocess
     import sys
 
-    code = ("import sys, pyasc; parts = ['pyasc.debug', 'pyasc.graph_record', 'pyasc._pipeline', 'pyasc.profiler'];"
+    code = ("import sys, pyasc;"
+            "parts = ['pyasc.debug', 'pyasc.graph.record', 'pyasc.graph.pipeline', 'pyasc.tools.profiler'];"
             "print([p for p in parts if p in sys.modules]);"
             "pyasc.graph_mode; pyasc.pipeline; pyasc.profile; pyasc.debug;"
             "print([p for p in parts if p not in sys.modules])")

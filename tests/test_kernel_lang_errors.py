@@ -177,7 +177,7 @@ def test_estimate_uses_the_npu_cost_model():
     x = np.zeros(n, np.float32)
     est = k.estimate(x, x, x, n, block_dim=48)
     serial = k.estimate(x, x, x, n, block_dim=48, double_buffer=False)
-    model = pyasc.npu_twin.NPU_910B
+    model = pyasc.device.npu_twin.NPU_910B
     # 3 x 4 bytes per element over the HBM shared by 48 cores: the memory floor.
     floor = 12 * n / model.hbm_bytes_per_s
     assert floor <= est.total_s <= serial.total_s <= 1.5 * floor

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pyasc
 import pytest
-from pyasc.npu_cost import Instruction, Register, TileProgram, model_kernel, parse_tile_program
-from pyasc.npu_twin import NPU_910B
+from pyasc.device.npu_cost import Instruction, Register, TileProgram, model_kernel, parse_tile_program
+from pyasc.device.npu_twin import NPU_910B
 
 # The documented table (README, "NPU twin: limits and cost model"), restated by hand.
 HBM = 1.6e12

@@ -18,7 +18,7 @@ _SCRIPT = r"""
 import json, sys
 import numpy as np
 import pyasc
-from pyasc.bench_vectorized import piecewise as scalar_piecewise
+from pyasc.bench.vectorized import piecewise as scalar_piecewise
 
 piecewise = pyasc.vectorized_operator(scalar_piecewise)  # if/elif/else with math.sqrt
 

@@ -8,7 +8,8 @@ import pathlib
 import numpy as np
 import pyasc
 import pytest
-from pyasc import _numpy_api, _pyasc
+from pyasc import _pyasc
+from pyasc.core import _numpy_api
 
 UNARY = {name: (kind, tuple(ufuncs), api) for name, kind, ufuncs, api in _pyasc.UNARY_OPS}
 BINARY = {name: (cls, tuple(ufuncs), comm) for name, cls, ufuncs, comm in _pyasc.BINARY_OPS}

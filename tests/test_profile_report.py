@@ -151,7 +151,7 @@ def test_info_peaks_measures_once_then_reads_the_cache(tmp_path):
 
 
 def test_kernels_are_classified_against_the_roofs():
-    from pyasc.roofs import bound
+    from pyasc.device.roofs import bound
 
     roofs = {"triad_gbs": 20.0, "fma_gflops": 200.0, "copy_gbs": 18.0}  # ridge at 10 FLOP/byte
     assert bound(0.25, roofs) == "memory" and bound(9.9, roofs) == "memory"

@@ -9,7 +9,7 @@ import threading
 import numpy as np
 import pyasc
 import pytest
-from pyasc.profiler import OP_SUMMARY_COLUMNS
+from pyasc.tools.profiler import OP_SUMMARY_COLUMNS
 
 MSPROF_COLUMNS = ["Op Name", "OP Type", "Task Type", "Stream ID", "Task Start Time(us)", "Task Duration(us)",
                   "Task Wait Time(us)", "Block Dim", "Input Shapes", "Input Data Types", "Output Shapes",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pyasc
 import pytest
-from pyasc.bench_vectorized import piecewise
+from pyasc.bench.vectorized import piecewise
 
 
 def _program(op, *args) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from pyasc import _timing
+from pyasc.tools import _timing
 
 
 def test_alternating_best_times_take_turns_after_each_warm_up(monkeypatch):

@@ -15,7 +15,7 @@ import textwrap
 import numpy as np
 from conftest import supported_isas
 from isa_support import run_under_isa
-from pyasc.bench_vectorized import mandelbrot, piecewise
+from pyasc.bench.vectorized import mandelbrot, piecewise
 from test_vectorized import clip_relu, per_element
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
@@ -26,7 +26,7 @@ SCRIPT = textwrap.dedent(
     sys.path.insert(0, TESTS)
     import numpy as np
     import pyasc
-    from pyasc.bench_vectorized import mandelbrot, piecewise
+    from pyasc.bench.vectorized import mandelbrot, piecewise
     from test_vectorized import clip_relu
     from test_vectorized_isa import inputs
 

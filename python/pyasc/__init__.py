@@ -7,23 +7,85 @@ ops into tile kernels and runs them on all cores with run-time selected SIMD.
 from __future__ import annotations
 
 import os as _env_os
+import sys as _env_sys
 from typing import Any as _Any
 from typing import List as _List
 
-from . import _complex, _env, _interop, _operator_methods, _pyasc, linalg  # noqa: F401 (hooks)
-from . import attention as _attention
-from . import contractions as _contractions
-from . import convolution as _convolution
-from . import matrices as _matrices
+from . import _env, _pyasc
 from . import ops as _ops
-from . import statistics as _statistics
 from ._log import _init_from_env, set_log_level
-from ._types import CacheInfo
-from .accuracy import check_accuracy
-from .classes import AscendOperatorBase
-from .creation import arange, full, ones, zeros
-from .decorators import OPTION_STATUS, fused_operator, operator
-from .dynamic import get_context
+from .api import contractions as _contractions
+from .api import linalg
+from .api import matrices as _matrices
+from .api import statistics as _statistics
+from .api.creation import arange, full, ones, zeros
+from .api.movement import (
+    broadcast_to,
+    concatenate,
+    expand_dims,
+    flip,
+    moveaxis,
+    pad,
+    permute,
+    reshape,
+    squeeze,
+    stack,
+    swapaxes,
+    take,
+    transpose,
+)
+from .api.reductions import (
+    all,
+    any,
+    argmax,
+    argmin,
+    layer_norm,
+    log_softmax,
+    logsumexp,
+    max,
+    mean,
+    min,
+    prod,
+    rms_norm,
+    softmax,
+    sum,
+)
+from .api.scans import cumlogsumexp, cummax, cummin, cumprod, cumsum, logcumsumexp
+from .api.sorting import (
+    argpartition,
+    argsort,
+    median,
+    nanmedian,
+    nanpercentile,
+    nanquantile,
+    partition,
+    percentile,
+    quantile,
+    searchsorted,
+    sort,
+    take_along_axis,
+    topk,
+    unique,
+)
+from .core import _complex, _interop, _operator_methods  # noqa: F401 (hooks)
+from .core._types import CacheInfo
+from .core.accuracy import check_accuracy
+from .core.classes import AscendOperatorBase
+from .core.decorators import OPTION_STATUS, fused_operator, operator
+from .core.dynamic import get_context
+from .core.precision import precision_scope
+from .device.monitor import NpuTemperature, NpuUtilization
+from .device.streams import (
+    DeviceArray,
+    Event,
+    Stream,
+    current_stream,
+    empty,
+    from_dlpack,
+    stream,
+    synchronize,
+    to_device,
+)
 from .errors import (
     AlignmentError,
     DeviceError,
@@ -40,83 +102,10 @@ from .errors import (
     TraceError,
     UnsupportedError,
 )
-from .monitor import NpuTemperature, NpuUtilization
-from .movement import (
-    broadcast_to,
-    concatenate,
-    expand_dims,
-    flip,
-    moveaxis,
-    pad,
-    permute,
-    reshape,
-    squeeze,
-    stack,
-    swapaxes,
-    take,
-    transpose,
-)
-from .ops import (
-    add,
-    cast,
-    clip,
-    divide,
-    matmul,
-    maximum,
-    minimum,
-    multiply,
-    negative,
-    pow,
-    round,
-    subtract,
-    where,
-)
-from .precision import precision_scope
-from .reductions import (
-    all,
-    any,
-    argmax,
-    argmin,
-    layer_norm,
-    log_softmax,
-    logsumexp,
-    max,
-    mean,
-    min,
-    prod,
-    rms_norm,
-    softmax,
-    sum,
-)
-from .scans import cumlogsumexp, cummax, cummin, cumprod, cumsum, logcumsumexp
-from .sorting import (
-    argpartition,
-    argsort,
-    median,
-    nanmedian,
-    nanpercentile,
-    nanquantile,
-    partition,
-    percentile,
-    quantile,
-    searchsorted,
-    sort,
-    take_along_axis,
-    topk,
-    unique,
-)
+from .nn import attention as _attention
+from .nn import convolution as _convolution
+from .ops import add, cast, clip, divide, matmul, maximum, minimum, multiply, negative, pow, round, subtract, where
 from .stencil import StencilOperator, stencil_operator
-from .streams import (
-    DeviceArray,
-    Event,
-    Stream,
-    current_stream,
-    empty,
-    from_dlpack,
-    stream,
-    synchronize,
-    to_device,
-)
 
 # The unary elementwise functions (exp, log10, gelu, ...) come from the extension's op table.
 globals().update({_name: getattr(_ops, _name) for _name in _ops.UNARY_API})
@@ -257,11 +246,14 @@ for _mod in (_statistics, _contractions, _convolution, _attention, _matrices, li
     globals().update({_name: getattr(_mod, _name) for _name in _mod.__all__})
     __all__ += list(_mod.__all__)
 __all__ += ["debug", "linalg"]
+# `import pyasc.linalg` names the public module where it has always been.
+_env_sys.modules[f"{__name__}.linalg"] = linalg
 
-from . import _tensor_methods, lang  # noqa: E402, F401 (_tensor_methods attaches the tracer's methods)
+from . import lang  # noqa: E402
+from .api.selection import argwhere, compress, flatnonzero, nonzero  # noqa: E402
+from .core import _tensor_methods  # noqa: E402, F401 (_tensor_methods attaches the tracer's methods)
+from .core.pytree import tree_flatten, tree_leaves, tree_unflatten  # noqa: E402
 from .lang import Kernel, kernel  # noqa: E402
-from .pytree import tree_flatten, tree_leaves, tree_unflatten  # noqa: E402
-from .selection import argwhere, compress, flatnonzero, nonzero  # noqa: E402
 from .vectorize import VectorizedOperator, vectorized_operator  # noqa: E402
 
 __all__ += ["VectorizedOperator", "Kernel", "kernel", "lang"]
@@ -272,7 +264,7 @@ _env.warn_problems()
 
 if _env_os.environ.get("PYASC_PROF_DIR"):
     # `pyasc prof`: profile the whole process (the profiler is imported only then).
-    from .profiler import start_from_environment as _start_profile
+    from .tools.profiler import start_from_environment as _start_profile
 
     _start_profile()
 
@@ -281,13 +273,13 @@ if _env_os.environ.get("PYASC_PROF_DIR"):
 # nothing until then.
 _LAZY = {
     "debug": ("debug", None),
-    "graph_mode": ("graph_record", "graph_mode"),
-    "GraphMode": ("graph_record", "GraphMode"),
-    "LazyArray": ("graph_record", "LazyArray"),
-    "pipeline": ("_pipeline", "pipeline"),
-    "Pipeline": ("_pipeline", "Pipeline"),
-    "PipelineError": ("_pipeline", "PipelineError"),
-    "profile": ("profiler", "profile"),
+    "graph_mode": ("graph.record", "graph_mode"),
+    "GraphMode": ("graph.record", "GraphMode"),
+    "LazyArray": ("graph.record", "LazyArray"),
+    "pipeline": ("graph.pipeline", "pipeline"),
+    "Pipeline": ("graph.pipeline", "Pipeline"),
+    "PipelineError": ("graph.pipeline", "PipelineError"),
+    "profile": ("tools.profiler", "profile"),
 }
 
 
@@ -309,6 +301,6 @@ def __dir__() -> _List[str]:
     """List pyasc's names, the lazily loaded ones included."""
     return sorted(set(globals()) | set(_LAZY))
 
-from ._dask_pickle import register as _register_pickling  # noqa: E402
+from .dask._pickle import register as _register_pickling  # noqa: E402
 
 _register_pickling()

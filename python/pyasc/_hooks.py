@@ -16,7 +16,7 @@ by name, and each feature registers itself here when it is imported:
 
 The binding calls ``companion_for_arguments``, ``companion_for_result``, ``call_companion``,
 ``compiled_companion`` and the points; ``cache_info`` and ``cache_clear`` are the operators'
-methods of those names (attached in ``pyasc._operator_methods``).
+methods of those names (attached in ``pyasc.core._operator_methods``).
 """
 
 from __future__ import annotations

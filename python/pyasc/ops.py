@@ -31,7 +31,7 @@ def _eager_op(key: str, fn: Callable[..., Any]) -> Any:
     op = _eager.get(key)
     if op is None:
         from . import _env
-        from .decorators import operator
+        from .core.decorators import operator
 
         op = operator(fn, kernel_name=key)
         _eager[key] = op
@@ -47,7 +47,7 @@ def _unary(name: str) -> Callable[[Any], Any]:
         if _is_traced(x):
             return _pyasc.apply_unary(name, x)
         if getattr(x, "_pyasc_complex", False) is True:
-            from ._complex import apply_unary
+            from .core._complex import apply_unary
 
             return apply_unary(name, x)
         return _eager_op(name, f)(x)
@@ -162,4 +162,4 @@ def cast(x: Any, dtype: Any) -> Any:
 
 # Detection ops (``pyasc.ops.box_iou``, ``nms``, ``batched_nms``, ``nms_mask``, ``filter_rows``), one
 # module of their own.
-from .detection import batched_nms, box_iou, filter_rows, nms, nms_mask  # noqa: E402,F401
+from .nn.detection import batched_nms, box_iou, filter_rows, nms, nms_mask  # noqa: E402,F401

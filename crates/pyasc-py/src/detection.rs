@@ -1,7 +1,7 @@
 //! Entry points of the detection routines (`pyasc.ops.box_iou`, `nms`, `batched_nms`,
 //! `nms_mask`, `filter_rows`): NumPy arrays in, NumPy arrays out. Each is a library op
 //! (`pyasc_ir::library::detection`) launched through the engine's door with the GIL released
-//! ([`crate::library_launch`]). The Python wrappers in `pyasc/detection.py` check shapes and dtypes
+//! ([`crate::library_launch`]). The Python wrappers in `pyasc/nn/detection.py` check shapes and dtypes
 //! and hand over C-contiguous float32 or float64 boxes, float32 or float64 scores and int64
 //! categories; anything else is refused here with a typed error, never read wrongly. The
 //! `_fast` entries take the common call straight from the wrapper, check it here and decline

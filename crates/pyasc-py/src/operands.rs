@@ -169,7 +169,7 @@ fn beyond_ints<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> PyResult<Bound<
 }
 
 /// True for complex operands (complex traced values, Python and NumPy complex numbers,
-/// complex arrays): their arithmetic is built from real ops in `pyasc._complex`.
+/// complex arrays): their arithmetic is built from real ops in `pyasc.core._complex`.
 fn is_complex(py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<bool> {
     if o.is_instance_of::<Tensor>() || o.is_instance_of::<PyFloat>() || o.is_instance_of::<PyInt>() {
         return Ok(false);

@@ -561,7 +561,7 @@ impl Operator {
     }
 
     /// This operator's own cache statistics (hits, misses, compiles, entries); `cache_info()`
-    /// adds its companions' (`pyasc._operator_methods`).
+    /// adds its companions' (`pyasc.core._operator_methods`).
     fn _core_cache_info(&self) -> (u64, u64, u64, u64) {
         let info = self.core.cache_info();
         (info.hits, info.misses, info.compiles, info.size as u64)

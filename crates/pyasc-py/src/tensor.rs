@@ -1,7 +1,7 @@
 //! The tracer tensor: what an operator function receives instead of arrays. Every
 //! operation on it appends a node (with the user's file:line) to the open trace. Methods whose
 //! bodies are Python (movement, functional updates, NumPy's method signatures and protocols)
-//! are attached to this class by the package (`pyasc._tensor_methods`).
+//! are attached to this class by the package (`pyasc.core._tensor_methods`).
 
 use crate::arrays::np_dtype;
 pub use crate::trace_ops::ConstArray;

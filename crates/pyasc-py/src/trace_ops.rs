@@ -107,7 +107,7 @@ pub fn apply_view(py: Python<'_>, x: &Bound<'_, PyAny>, kind: &str, params: &Bou
     let tensor = Tensor::new(trace.clone(), vid, n.dtype(), n.shape.0.clone());
     drop(t);
     let tensor = Py::new(py, tensor)?;
-    // Views follow updates of the array they view (NumPy's semantics, `pyasc.updates`).
+    // Views follow updates of the array they view (NumPy's semantics, `pyasc.api.updates`).
     crate::hooks::call(py, "note_view", (x, &tensor, kind, params))?;
     Ok(tensor)
 }

@@ -1,7 +1,7 @@
 //! Tracing entry points for updates (`y[idx] = v`, augmented assignment, `x.at[idx]`): the
 //! scatter op, `nonzero` with a static size and the rebinding of a tracer object to its updated
 //! value. The rules (which writes are allowed, index forms, views) live in
-//! `python/pyasc/updates.py`.
+//! `python/pyasc/api/updates.py`.
 
 use crate::errors::to_py;
 use crate::tensor::{apply, node_of, trace_of, Tensor};

@@ -19,7 +19,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from .. import _pyasc
-from .._live import operators, register  # noqa: F401 (the debug page's operator list)
+from ..core._live import operators, register  # noqa: F401 (the debug page's operator list)
 from ..errors import PyAscWarning
 from ._stats import summarize
 

@@ -1,10 +1,10 @@
-"""``kernel.estimate``: the NPU cost model (:mod:`pyasc.npu_cost`) applied to a traced kernel.
+"""``kernel.estimate``: the NPU cost model (:mod:`pyasc.device.npu_cost`) applied to a traced kernel.
 
 Every block's statements are walked with the launch's values (no data moves): copies in are
 MTE2 traffic, copies out MTE3 traffic, each vector instruction over ``n`` elements of ``s``
 bytes costs ``ceil(n * s / vector_bytes_per_cycle) * op_cost`` cycles. With double buffering
 a block's iterations of its outermost loop overlap their transfers with computation, as in
-:func:`pyasc.npu_cost.model_kernel`; blocks beyond the vector cores run in further waves.
+:func:`pyasc.device.npu_cost.model_kernel`; blocks beyond the vector cores run in further waves.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ..npu_cost import Estimate, KernelEstimate, _bandwidth
-from ..npu_twin import NPU_910B, NpuModel
+from ..device.npu_cost import Estimate, KernelEstimate, _bandwidth
+from ..device.npu_twin import NPU_910B, NpuModel
 
 _FOLD = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
          "floordiv": lambda a, b: a // b, "mod": lambda a, b: a % b, "min": min, "max": max}

@@ -18,8 +18,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import numpy as np
 
 from .. import _pyasc
+from ..device.npu_twin import NPU_910B
 from ..errors import InvalidArgumentError, PyAscError, TraceError, UnsupportedError, at_user_line
-from ..npu_twin import NPU_910B
 from . import _trace
 from ._tensors import GlobalTensor
 

@@ -13,8 +13,8 @@ import sys
 import threading
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..device.npu_twin import NPU_910B
 from ..errors import InvalidArgumentError, OutOfMemoryError, PyAscError, TraceError, at_user_line
-from ..npu_twin import NPU_910B
 
 #: Unified Buffer bytes per block (one AI Core's, from the NPU twin's model).
 UB_BYTES = NPU_910B.ub_bytes

@@ -1,0 +1,7 @@
+"""``python -m pyasc.cli``: the ``pyasc`` command."""
+
+import sys
+
+from . import main
+
+sys.exit(main())
