@@ -1,78 +1,63 @@
 //! SIMD primitives for pyasc's tile VM: elementwise math, arithmetic, comparisons, casts,
-//! flash-attention blocks ([`attention`]), detection (box IoU and non-maximum suppression,
-//! [`nms`]) and
-//! matrix multiplication ([`gemm`]: float32/float64 over the `gemm` crate, bfloat16/float16
-//! operands with float32 sums through packed AVX-512 BF16 kernels or float32 conversion).
+//! reductions, scans, fused one-pass kernels, flash-attention blocks, matrix multiplication,
+//! stencils, detection and the vectorized operators' mask loops.
 //!
 //! Every entry point takes whole tiles (slices) and runs a loop compiled once per ISA
 //! (AVX-512, AVX2+FMA, SSE2 / NEON baseline), picked at run time from the CPU's features; see
 //! [`isa`]. float32 transcendental functions are vectorised implementations within 2 ulp of
 //! the correctly rounded result over the whole float32 range; float64 ones use Rust std and
 //! `libm`. Semantics follow NumPy.
+//!
+//! The modules that hold a family of kernels sit in folders; the ones a folder groups are also
+//! reachable at the crate's root (`pyasc_kernels::chain`, `pyasc_kernels::nms`,
+//! `pyasc_kernels::lane_loop`, `pyasc_kernels::stencil_sweep`).
+//!
+//! * Run-time dispatch: [`isa`] (detection and `PYASC_ISA`), `dispatch` (one generic kernel
+//!   monomorphised per ISA over the `Simd` trait), `element` ([`Element`]) and `src` ([`Src`]).
+//! * Elementwise: `math` (vectorised float32 functions), [`unary`], [`binary`], `cast`
+//!   ([`cast`], [`fill`], [`select`]), [`convert16`] (float16/bfloat16 to and from float32) and
+//!   [`copy_rows`] (short strided rows gathered into a tile).
+//! * [`reduce`]: row reductions, with the AVX-512 float32 max/min and search (`reduce/avx512.rs`).
+//! * [`scan`]: segment and column scans, with the in-register prefix sums (`scan/simd.rs`).
+//! * [`fused`]: several operations in one pass, each rounded as if alone: [`chain`],
+//!   [`scale_shift`], [`select_cmp`], [`reduce_map`], [`scan_map`], [`scaled_extreme`].
+//! * [`attention`]: flash-attention blocks, with the AVX2+FMA and AVX-512 float32 micro-kernels.
+//! * [`gemm`]: float32/float64 over the `gemm` crate; bfloat16/float16 operands with float32
+//!   sums (`gemm/lowp.rs`) through packed AVX-512 BF16 kernels (`gemm/bf16_dot.rs`), a streamed
+//!   kernel for a few rows (`gemm/bf16_thin.rs`) or float32 conversion.
+//! * [`stencil`]: stencil programs over runs of cells, their AVX-512 sums (`stencil/simd.rs`)
+//!   and sweeps with temporal blocking ([`stencil_sweep`], `stencil/wave.rs`).
+//! * [`detection`]: box IoU and non-maximum suppression ([`nms`], ordered by [`radix`]) and row
+//!   filtering ([`filter_rows`]).
+//! * [`lane`]: mask loops run strip by strip ([`lane_loop`]) or assembled to AVX-512 machine
+//!   code ([`lane_jit`]).
 
 pub mod attention;
-#[cfg(target_arch = "x86_64")]
-mod attention_avx2;
-#[cfg(target_arch = "x86_64")]
-mod attention_avx512;
 pub mod binary;
 mod cast;
-pub mod chain;
 pub mod convert16;
 pub mod copy_rows;
+pub mod detection;
 mod dispatch;
 mod element;
-pub mod filter_rows;
+pub mod fused;
 pub mod gemm;
-#[cfg(target_arch = "x86_64")]
-mod gemm_bf16;
-#[cfg(target_arch = "x86_64")]
-mod gemm_bf16_thin;
-mod gemm_lowp;
-#[cfg(test)]
-mod gemm_lowp_tests;
 pub mod isa;
-#[cfg(all(target_arch = "x86_64", unix))]
-pub mod lane_jit;
-#[cfg(not(all(target_arch = "x86_64", unix)))]
-#[path = "lane_jit_none.rs"]
-pub mod lane_jit;
-#[cfg(all(target_arch = "x86_64", unix))]
-mod lane_jit_exec;
-#[cfg(all(target_arch = "x86_64", unix))]
-mod lane_jit_plan;
-#[cfg(all(test, target_arch = "x86_64", unix))]
-mod lane_jit_tests;
-pub mod lane_loop;
-#[cfg(test)]
-mod lane_loop_tests;
+pub mod lane;
 mod math;
-pub mod nms;
-#[cfg(test)]
-mod nms_tests;
 pub mod radix;
 pub mod reduce;
-mod reduce_avx512;
-pub mod reduce_map;
-pub mod scale_shift;
-pub mod scaled_extreme;
 pub mod scan;
-pub mod scan_map;
-mod scan_simd;
-pub mod select_cmp;
 mod src;
 pub mod stencil;
-#[cfg(target_arch = "x86_64")]
-mod stencil_simd;
-#[cfg(all(test, target_arch = "x86_64"))]
-mod stencil_simd_tests;
-pub mod stencil_sweep;
-#[cfg(test)]
-mod stencil_tests;
-mod stencil_wave;
 #[cfg(test)]
 mod test_rng;
 pub mod unary;
+
+pub use detection::{filter_rows, nms};
+pub use fused::{chain, reduce_map, scale_shift, scaled_extreme, scan_map, select_cmp};
+pub use lane::{lane_jit, lane_loop};
+pub use stencil::sweep as stencil_sweep;
 
 pub use cast::{cast, fill, select};
 pub use element::{Element, UInt8};

@@ -15,8 +15,8 @@
 //! slab is computed as whole vectors from its first cell to its last (see [`WholeRun`]), and a
 //! program that is one sum of reads runs straight on the sum kernel.
 
+use crate::stencil::sweep::{restore, Fixed, Layout};
 use crate::stencil::{eval_range, sum_run, BinOp, Instr, Operand, Program, Scratch, Src, StencilFloat, MAX_SUM};
-use crate::stencil_sweep::{restore, Fixed, Layout};
 
 /// A program whose reads address single slabs: read `i` takes field `sources[i].0` at slab
 /// offset `sources[i].1`.

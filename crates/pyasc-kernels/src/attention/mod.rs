@@ -24,6 +24,11 @@ use crate::dispatch::{Base, Simd};
 use crate::isa::{active, Isa};
 use crate::math::exp_log::{exp64, exp_f32};
 
+#[cfg(target_arch = "x86_64")]
+mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
+
 /// Query rows per block (three 16-lane float32 vectors).
 pub const BLOCK_Q: usize = 48;
 /// Keys per block.
@@ -489,12 +494,12 @@ pub unsafe fn attend_f32(
     #[cfg(target_arch = "x86_64")]
     if active() == Isa::Avx512 {
         // SAFETY: the ISA check above; the rest forwarded.
-        return unsafe { crate::attention_avx512::attend(b, mask, scratch, out, out_rs) };
+        return unsafe { avx512::attend(b, mask, scratch, out, out_rs) };
     }
     #[cfg(target_arch = "x86_64")]
     if active() == Isa::Avx2Fma {
         // SAFETY: the ISA check above; the rest forwarded.
-        return unsafe { crate::attention_avx2::attend(b, mask, scratch, out, out_rs) };
+        return unsafe { avx2::attend(b, mask, scratch, out, out_rs) };
     }
     // SAFETY: forwarded.
     unsafe { attend_generic(b, mask, scratch, out, out_rs) }
@@ -520,5 +525,4 @@ pub unsafe fn attend_f64(
 }
 
 #[cfg(test)]
-#[path = "attention_tests.rs"]
 mod tests;

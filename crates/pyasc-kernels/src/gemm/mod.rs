@@ -15,7 +15,15 @@
 
 use gemm::Parallelism;
 
-pub use crate::gemm_lowp::{matmul_bf16, matmul_f16};
+#[cfg(target_arch = "x86_64")]
+mod bf16_dot;
+#[cfg(target_arch = "x86_64")]
+mod bf16_thin;
+mod lowp;
+#[cfg(test)]
+mod lowp_tests;
+
+pub use lowp::{matmul_bf16, matmul_f16};
 
 /// A strided matrix operand: element (i, j) lives at `ptr + i*rs + j*cs` (in elements).
 #[derive(Clone, Copy, Debug)]

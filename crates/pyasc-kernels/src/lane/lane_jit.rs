@@ -5,7 +5,7 @@
 //! register buffers: two loads and a store for a few arithmetic operations, so a long body is
 //! bound by the cache's ports rather than by the arithmetic. Here the body is assembled once
 //! (per launch) into a function that keeps every register of the loop in a machine register
-//! ([`crate::lane_jit_plan`]): each group of lanes is loaded once, iterated until none of its
+//! ([`crate::lane::lane_jit_plan`]): each group of lanes is loaded once, iterated until none of its
 //! lanes runs, and stored once. The body is emitted for several vectors of lanes one after
 //! the other, so the processor overlaps their dependency chains. Every operation rounds as
 //! the strip loop's does (no fused multiply-add, each operation of a chain rounded alone,
@@ -16,8 +16,8 @@
 //! is lower, which is how the other paths are tested on the same machine.
 
 use crate::isa::{self, Isa};
-use crate::lane_jit_exec::Exec;
-use crate::lane_jit_plan::{plan, Class, Pattern, Plan, Slot};
+use crate::lane::lane_jit_exec::Exec;
+use crate::lane::lane_jit_plan::{plan, Class, Pattern, Plan, Slot};
 use crate::lane_loop::{self, Arith, Cmp, LaneOp, LaneProgram, LaneReg, Ty, Un};
 use iced_x86::code_asm::*;
 use iced_x86::{IcedError, Register};
@@ -78,7 +78,7 @@ impl LaneJit {
         is_const: &dyn Fn(u16) -> bool,
         live_out: &dyn Fn(u16) -> bool,
     ) -> Option<Arc<LaneJit>> {
-        let top = prog.ops.iter().map(crate::lane_jit_plan::operands).flat_map(|(d, s)| s.into_iter().chain([d]));
+        let top = prog.ops.iter().map(crate::lane::lane_jit_plan::operands).flat_map(|(d, s)| s.into_iter().chain([d]));
         let n = top.chain([prog.cond]).max().unwrap_or(0) + 1;
         let flags = (0..n).map(|r| u8::from(is_const(r)) | (u8::from(live_out(r)) << 1)).collect();
         let key = (prog.clone(), flags);

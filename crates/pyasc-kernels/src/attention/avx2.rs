@@ -8,7 +8,7 @@
 
 use std::arch::x86_64::*;
 
-use super::attention::{attend_blocked, Blocked, MaskFn, QueryBlock, BLOCK_Q};
+use super::{attend_blocked, Blocked, MaskFn, QueryBlock, BLOCK_Q};
 use crate::math::exp_avx2::exp8;
 
 /// Vectors per row of a block (`BLOCK_Q / 8`).
@@ -68,7 +68,7 @@ unsafe fn tile<const R: usize>(
     }
 }
 
-/// The AVX2+FMA parts of [`super::attention::attend_blocked`].
+/// The AVX2+FMA parts of [`super::attend_blocked`].
 struct Avx2Block;
 
 impl Blocked for Avx2Block {
@@ -152,10 +152,10 @@ impl Blocked for Avx2Block {
     }
 }
 
-/// The AVX2 block; see [`super::attention::attend_f32`].
+/// The AVX2 block; see [`super::attend_f32`].
 ///
 /// # Safety
-/// As for [`super::attention::attend_f32`], and the CPU must support AVX2 and FMA.
+/// As for [`super::attend_f32`], and the CPU must support AVX2 and FMA.
 #[target_feature(enable = "avx2,fma")]
 pub(crate) unsafe fn attend(
     b: &QueryBlock<'_, f32>,

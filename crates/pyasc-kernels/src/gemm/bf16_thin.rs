@@ -4,8 +4,8 @@
 //! a block of columns (fused multiply-adds, one rounding per step). Packing `b` for the
 //! `vdpbf16ps` kernels would cost more than the product itself here.
 
+use crate::gemm::bf16_dot::Shared;
 use crate::gemm::{MatMut, MatRef};
-use crate::gemm_bf16::Shared;
 use half::bf16;
 use rayon::prelude::*;
 

@@ -3,9 +3,9 @@
 //! against NaN) on every register that outlives the loop.
 
 use crate::isa::{self, Isa};
+use crate::lane::lane_loop_tests::Regs;
 use crate::lane_jit::LaneJit;
 use crate::lane_loop::{run, Arith, Cmp, LaneOp, LaneProgram, LaneReg, Ty, Un};
-use crate::lane_loop_tests::Regs;
 use crate::test_rng::Rng;
 use pyasc_ir::op::BinaryOp;
 use pyasc_ir::DType;

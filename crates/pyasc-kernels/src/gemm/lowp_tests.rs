@@ -1,8 +1,8 @@
 //! Tests of the 16-bit matrix products against float64 products of the exact operand values,
 //! on every path this CPU has, for odd sizes, transposed and strided operands, and `k = 0`.
 
+use crate::gemm::lowp::{matmul_bf16, matmul_f16, via_f32, Path};
 use crate::gemm::{MatMut, MatRef};
-use crate::gemm_lowp::{matmul_bf16, matmul_f16, via_f32, Path};
 use half::{bf16, f16};
 
 /// A deterministic stream of values in [-2, 2).
@@ -161,12 +161,12 @@ fn bf16_paths() -> Vec<(&'static str, Bf16Path)> {
         ),
     ];
     #[cfg(target_arch = "x86_64")]
-    if crate::gemm_bf16::available() {
+    if crate::gemm::bf16_dot::available() {
         paths.push((
             "dot",
             Box::new(|d, a, b, t| {
                 // SAFETY: as above, on a CPU with the instructions.
-                unsafe { crate::gemm_bf16::matmul(d, a, b, t) }
+                unsafe { crate::gemm::bf16_dot::matmul(d, a, b, t) }
             }),
         ));
     }
@@ -243,7 +243,10 @@ fn empty_depth_gives_zeros_and_empty_results_are_left_alone() {
 fn the_dot_path_is_chosen_only_at_avx512() {
     let best = Path::choose();
     #[cfg(target_arch = "x86_64")]
-    assert_eq!(best == Path::Bf16Dot, crate::isa::active() == crate::isa::Isa::Avx512 && crate::gemm_bf16::available());
+    assert_eq!(
+        best == Path::Bf16Dot,
+        crate::isa::active() == crate::isa::Isa::Avx512 && crate::gemm::bf16_dot::available()
+    );
     #[cfg(not(target_arch = "x86_64"))]
     assert_eq!(best, Path::F32);
 }

@@ -112,7 +112,7 @@ pub struct Blocking {
     pub steps: usize,
     /// Slabs each band owns.
     pub band: usize,
-    /// Steps are pipelined slab by slab through per-step rings ([`crate::stencil_wave`]) rather
+    /// Steps are pipelined slab by slab through per-step rings ([`crate::stencil::wave`]) rather
     /// than advanced as overlapped trapezoids in a band-sized buffer.
     pub wave: bool,
     /// Slabs a wavefront step computes per visit (1 without a wavefront).
@@ -141,8 +141,8 @@ pub fn blocking(l: &Layout, elem: usize, steps: usize, threads: usize, cache_byt
     let halo = l.lo[0] + l.hi[0];
     let n0 = l.shape[0];
     if steps > 1 && l.slab() >= WAVE_SLAB {
-        let pitch = crate::stencil_wave::ring_pitch(l, elem) * elem;
-        let fewest = crate::stencil_wave::ring_len(l, 1);
+        let pitch = crate::stencil::wave::ring_pitch(l, elem) * elem;
+        let fewest = crate::stencil::wave::ring_len(l, 1);
         let more = (2 * fewest).next_power_of_two();
         let steps_for = |rl: usize| steps.min(WAVE_STEPS).min(1 + cache_bytes / (rl * pitch).max(1));
         let rl = if steps_for(more) >= WAVE_MIN_STEPS.min(steps) { more } else { fewest };
@@ -150,7 +150,7 @@ pub fn blocking(l: &Layout, elem: usize, steps: usize, threads: usize, cache_byt
         if k > 1 {
             let k = steps.div_ceil(steps.div_ceil(k));
             let band = n0.div_ceil(threads.max(1)).max(1);
-            return Blocking { steps: k, band, wave: true, group: crate::stencil_wave::group_for(l, rl) };
+            return Blocking { steps: k, band, wave: true, group: crate::stencil::wave::group_for(l, rl) };
         }
     }
     let cap = cache_bytes / (2 * l.slab() * elem).max(1);
@@ -290,7 +290,7 @@ pub fn sweep<T: StencilFloat>(
     let slab = l.slab();
     let locals: Locals<T> =
         Mutex::new(take_kept::<T>().into_iter().map(|(b0, b1, rings)| (b0, b1, Scratch::new(prog), rings)).collect());
-    let slab_prog = if plan.wave { Some(crate::stencil_wave::SlabProgram::new(prog, l)) } else { None };
+    let slab_prog = if plan.wave { Some(crate::stencil::wave::SlabProgram::new(prog, l)) } else { None };
     let out_ptr = SendPtr(out.as_mut_ptr());
     let tmp_ptr = SendPtr(tmp.as_mut_ptr());
     let mut done = 0;
@@ -320,7 +320,7 @@ pub fn sweep<T: StencilFloat>(
                 local.take().unwrap_or_else(|| (Vec::new(), Vec::new(), Scratch::new(prog), Vec::new()));
             if let (Some(sp), true) = (slab_prog.as_ref(), k > 1) {
                 rings.resize_with(k - 1, Vec::new);
-                crate::stencil_wave::wave_band(
+                crate::stencil::wave::wave_band(
                     sp,
                     l,
                     fields,

@@ -1,7 +1,7 @@
 //! The AVX-512 stencil sum against the portable loop, bit for bit, over every alignment.
 
+use crate::stencil::simd::{sum, Lanes};
 use crate::stencil::{sum_loop, BinOp};
-use crate::stencil_simd::{sum, Lanes};
 use crate::test_rng::Rng;
 
 /// Values with the specials a sum must carry: NaN, infinities, signed zeros, subnormals.

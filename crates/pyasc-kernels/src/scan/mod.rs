@@ -9,13 +9,16 @@
 //!
 //! float32 sums accumulate in float64 (each output is rounded once: more accurate than NumPy's
 //! float32 loop), and on AVX-512 or AVX2 a vector of inputs is prefix-summed in registers
-//! (`scan_simd`; float32 maxima and minima too, on AVX-512); float32 log-sum-exps compute in float64; products, maxima and minima keep the
+//! (`simd`; float32 maxima and minima too, on AVX-512); float32 log-sum-exps compute in float64; products, maxima and minima keep the
 //! element type, as NumPy's loops do. Integer sums and products wrap; max/min propagate NaN
 //! and keep the first of equal values (NumPy's `maximum`/`minimum`). Bools are scanned as
 //! 0/1 bytes by [`Max`] (or) and [`Min`] (and).
 
 use crate::dispatch::{dispatch, Kernel, Simd};
 use std::marker::PhantomData;
+
+/// The in-register prefix sums (also run by [`crate::scan_map`]).
+pub(crate) mod simd;
 
 /// A scan's element type `T`, accumulator type `A` and combining operation.
 pub trait ScanOp: Copy + Send + Sync + 'static {
@@ -233,11 +236,11 @@ macro_rules! float_ops {
 
 float_ops!(
     f32,
-    crate::scan_simd::sum_f32,
-    crate::scan_simd::extreme_f32::<true>,
-    crate::scan_simd::extreme_f32::<false>,
+    crate::scan::simd::sum_f32,
+    crate::scan::simd::extreme_f32::<true>,
+    crate::scan::simd::extreme_f32::<false>,
     f64,
-    crate::scan_simd::sum_f64,
+    crate::scan::simd::sum_f64,
     |x, o, c, r| run_scalar(Max::<f64>::default(), x, o, c, r),
     |x, o, c, r| run_scalar(Min::<f64>::default(), x, o, c, r)
 );

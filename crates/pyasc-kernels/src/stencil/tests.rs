@@ -1,8 +1,8 @@
 //! Tests of stencil programs and sweeps against a direct per-cell evaluation.
 
 use crate::isa;
+use crate::stencil::sweep::{blocking, sweep, Fixed, Layout};
 use crate::stencil::{BinOp, Instr, Operand, Program, UnOp};
-use crate::stencil_sweep::{blocking, sweep, Fixed, Layout};
 
 /// The 5-point Jacobi body `(n + s + w + e) * c` on a grid with rows of `w` cells.
 fn jacobi(w: usize, c: f64) -> Program {

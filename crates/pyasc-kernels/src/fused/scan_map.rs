@@ -50,5 +50,5 @@ pub fn sum_map_f32(x: &[f32], out: &mut [f32], pre: &[Step], post: &[Step], r: f
     assert_eq!(x.len(), out.len(), "a scan's output is as long as its input");
     assert!(pre.len() + post.len() <= MAX_STEPS, "at most {MAX_STEPS} fused steps");
     assert!(pre.iter().chain(post).all(|s| Step::supported(s.op)), "steps add, subtract, multiply or divide");
-    crate::scan_simd::sum_map_f32(x, out, pre, post, r)
+    crate::scan::simd::sum_map_f32(x, out, pre, post, r)
 }

@@ -7,8 +7,8 @@
 
 use std::arch::x86_64::*;
 
-use super::attention::{attend_blocked, Blocked, MaskFn, QueryBlock, BLOCK_Q};
-use super::math::exp_avx512::exp16;
+use super::{attend_blocked, Blocked, MaskFn, QueryBlock, BLOCK_Q};
+use crate::math::exp_avx512::exp16;
 
 /// Vectors per row of a block (`BLOCK_Q / 16`).
 const NV: usize = BLOCK_Q / 16;
@@ -65,7 +65,7 @@ unsafe fn tile<const R: usize>(
     }
 }
 
-/// The AVX-512 parts of [`super::attention::attend_blocked`].
+/// The AVX-512 parts of [`super::attend_blocked`].
 struct Avx512Block;
 
 impl Blocked for Avx512Block {
@@ -150,10 +150,10 @@ impl Blocked for Avx512Block {
     }
 }
 
-/// The AVX-512 block; see [`super::attention::attend_f32`].
+/// The AVX-512 block; see [`super::attend_f32`].
 ///
 /// # Safety
-/// As for [`super::attention::attend_f32`], and the CPU must support AVX-512F.
+/// As for [`super::attend_f32`], and the CPU must support AVX-512F.
 #[target_feature(enable = "avx512f")]
 pub(crate) unsafe fn attend(
     b: &QueryBlock<'_, f32>,

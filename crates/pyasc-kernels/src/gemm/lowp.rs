@@ -4,8 +4,8 @@
 //!
 //! Paths, chosen at run time:
 //! - bfloat16 on a CPU with AVX-512 BF16 (and [`crate::isa::active`] at AVX-512): packed panels and
-//!   `vdpbf16ps` micro-kernels ([`crate::gemm_bf16`]); up to 4 rows of `a` times a matrix whose
-//!   rows are contiguous stream `b` once instead ([`crate::gemm_bf16_thin`]).
+//!   `vdpbf16ps` micro-kernels ([`crate::gemm::bf16_dot`]); up to 4 rows of `a` times a matrix whose
+//!   rows are contiguous stream `b` once instead ([`crate::gemm::bf16_thin`]).
 //! - Otherwise, and for float16 always: blocks of `a` and `b` are converted to float32
 //!   (exactly: every bfloat16 and float16 value is a float32) and multiplied by the float32
 //!   GEMM of the `gemm` crate, block after block of depth, summing into `dst`. float16 is not
@@ -75,7 +75,7 @@ impl Path {
     /// The fastest path this CPU (and `PYASC_ISA`) allows.
     pub(crate) fn choose() -> Path {
         #[cfg(target_arch = "x86_64")]
-        if crate::isa::active() == crate::isa::Isa::Avx512 && crate::gemm_bf16::available() {
+        if crate::isa::active() == crate::isa::Isa::Avx512 && crate::gemm::bf16_dot::available() {
             return Path::Bf16Dot;
         }
         Path::F32
@@ -113,7 +113,7 @@ unsafe fn dot_bf16(dst: MatMut<f32>, a: MatRef<bf16>, b: MatRef<bf16>, threads: 
     #[cfg(target_arch = "x86_64")]
     // SAFETY: forwarded; `Path::choose` checked the CPU's features.
     unsafe {
-        crate::gemm_bf16::matmul(dst, a, b, threads)
+        crate::gemm::bf16_dot::matmul(dst, a, b, threads)
     }
     #[cfg(not(target_arch = "x86_64"))]
     // SAFETY: forwarded.

@@ -285,9 +285,9 @@ fn plan(row_panels: usize, col_panels: usize, threads: usize) -> Vec<Task> {
 /// # Safety
 /// As for [`crate::gemm::matmul_bf16`]; the CPU must pass [`available`].
 pub(crate) unsafe fn matmul(dst: MatMut<f32>, a: MatRef<bf16>, b: MatRef<bf16>, threads: usize) {
-    if crate::gemm_bf16_thin::suits(&a, &b) {
+    if crate::gemm::bf16_thin::suits(&a, &b) {
         // SAFETY: forwarded; `available` covers the thin path's features.
-        return unsafe { crate::gemm_bf16_thin::matmul(dst, a, b, threads) };
+        return unsafe { crate::gemm::bf16_thin::matmul(dst, a, b, threads) };
     }
     let (m, k, n) = (a.rows, a.cols, b.cols);
     let shared = Shared { a, b, dst: dst.ptr, drs: dst.rs, dcs: dst.cs };

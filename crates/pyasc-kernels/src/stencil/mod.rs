@@ -15,6 +15,15 @@
 use crate::isa::{self, Isa};
 use std::ops::{Add, Div, Mul, Neg, Sub};
 
+#[cfg(target_arch = "x86_64")]
+mod simd;
+#[cfg(all(test, target_arch = "x86_64"))]
+mod simd_tests;
+pub mod sweep;
+#[cfg(test)]
+mod tests;
+mod wave;
+
 pub use pyasc_ir::library::stencil::{BinOp, Instr, Operand, Program, UnOp, MAX_SUM};
 
 /// Cells per chunk: the temporaries of a chunk stay in L1.
@@ -41,7 +50,7 @@ pub trait StencilFloat:
     fn abs(self) -> Self;
     /// Whether the value is NaN.
     fn is_nan(self) -> bool;
-    /// The sum of [`Instr::Sum`] on AVX-512 (`crate::stencil_simd`); the portable loop where
+    /// The sum of [`Instr::Sum`] on AVX-512 (`crate::stencil::simd`); the portable loop where
     /// the type has no such kernel.
     ///
     /// # Safety
@@ -75,7 +84,7 @@ macro_rules! stencil_float {
             #[inline(always)]
             unsafe fn sum_wide(s: &[&[Self]], neg: &[bool], post: Option<(BinOp, Self)>, out: &mut [Self]) {
                 // SAFETY: the caller holds this function's contract.
-                unsafe { crate::stencil_simd::sum::<$t>(s, neg, post, out) }
+                unsafe { crate::stencil::simd::sum::<$t>(s, neg, post, out) }
             }
         }
     };

@@ -7,6 +7,8 @@
 
 use crate::dispatch::{dispatch, Kernel, Simd};
 
+mod avx512;
+
 /// Block below which pairwise summation of float64 values adds sequentially (in `SUM_LANES`
 /// independent lanes), as NumPy's pairwise sum does.
 pub(crate) const PAIRWISE_BLOCK: usize = 256;
@@ -267,9 +269,9 @@ impl Kernel for ExtremeF32<'_> {
             // SAFETY: `S::AVX512` is only true in the copy compiled for (and run on) AVX-512.
             return unsafe {
                 if self.max {
-                    crate::reduce_avx512::extreme_f32::<true>(self.x)
+                    crate::reduce::avx512::extreme_f32::<true>(self.x)
                 } else {
-                    crate::reduce_avx512::extreme_f32::<false>(self.x)
+                    crate::reduce::avx512::extreme_f32::<false>(self.x)
                 }
             };
         }
@@ -389,7 +391,7 @@ impl Kernel for RowsF32<'_> {
                 #[cfg(target_arch = "x86_64")]
                 let i = if S::AVX512 {
                     // SAFETY: `S::AVX512` is only true in the copy compiled for (and run on) AVX-512.
-                    unsafe { crate::reduce_avx512::first_equal_f32(row, m) }
+                    unsafe { crate::reduce::avx512::first_equal_f32(row, m) }
                 } else {
                     first_position(row, m)
                 };
