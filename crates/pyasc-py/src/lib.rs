@@ -1,133 +1,114 @@
 //! pyasc-py: the only crate that knows Python exists.
 //!
-//! * [`tensor`]: the tracer tensor handed to operator functions.
-//! * [`trace_ops`]: tracing reductions, matmul, views, data movement and creation.
-//! * [`operator`]: the operator object: Python arguments and results around the engine's
-//!   cache and launch path, tracing the Python function, log lines.
-//! * [`args`]: turning call arguments into typed signatures and raw views.
-//! * [`arrays`]: NumPy dtype mapping and output allocation.
-//! * [`compiled`]: `CompiledOp`, the introspection object.
-//! * [`boundary`]: panics become `InternalError`s; long GIL-free work stays interruptible.
-//! * [`errors`]: mapping typed Rust errors onto the `pyasc` exception classes.
-//! * [`frames`]: finding the user's file and line.
-//! * [`log`]: the bridge to Python's `logging`.
-//! * [`dlpack`]: exporting memory as DLPack capsules; [`dlpack_import`]: importing them, bfloat16
-//!   included.
-//! * [`host_access`]: host reads and writes of DeviceArrays, viewed or copied through their device.
-//! * [`precision`]: `precision_scope` and the `precision_mode` option.
-//! * [`placement`]: which device new DeviceArrays and CPU operators go to (and its test switch).
-//! * [`monitor`]: utilization and temperature.
-//! * [`detection`]: box IoU and non-maximum suppression on NumPy arrays.
-//! * [`events`]: the event stream (passes, kernels, blocks, stream tasks) as Python dicts.
+//! The modules mirror the Python package (`python/pyasc`):
+//!
+//! * [`operator`] (`pyasc/core`): the operator object, Python arguments and results around the
+//!   engine's cache and launch path; its children: the tracer [`operator::tensor`], operands,
+//!   call arguments, the tracing entry points (`trace_ops`, `trace_sort`, `update_ops`), gears,
+//!   precision scopes and `CompiledOp`.
+//! * [`device`] (`pyasc/device`): DeviceArray, streams and events, host access, placement,
+//!   monitors, DLPack export and import.
+//! * [`graph`] (`pyasc/graph`): the switch to graph mode's recorder and the pipeline's entry point.
+//! * [`lang`] (`pyasc/lang`): kernel-language block programs and their stream launches.
+//! * [`nn`] (`pyasc/nn`): the detection routines' entry points.
+//! * [`stencil`] and [`vectorize`] (`pyasc/stencil`, `pyasc/vectorize`): their programs from
+//!   statement tuples.
+//! * The boundary itself: [`arrays`] (NumPy dtype mapping, views, output allocation),
+//!   [`boundary`] (panics become `InternalError`s; long GIL-free work stays interruptible),
+//!   [`errors`] (typed Rust errors onto `pyasc.errors`), [`frames`] (the user's file and line),
+//!   [`hooks`] (the one way back into Python), [`library_launch`] (a routine's one-kernel plan
+//!   through the door), [`log`] (Python's `logging`), [`events`] (the event stream as Python dicts).
 
 use pyo3::prelude::*;
 
-pub mod args;
 pub mod arrays;
-pub mod block_kernel;
 pub mod boundary;
-pub mod compiled;
-pub mod detection;
-pub mod device_array;
-pub mod dlpack;
-pub mod dlpack_import;
+pub mod device;
 pub mod errors;
 pub mod events;
 pub mod frames;
-pub mod gears;
-pub mod graph_hook;
+pub mod graph;
 pub mod hooks;
-pub mod host_access;
-pub mod kernel_launch;
+pub mod lang;
 pub mod library_launch;
 pub mod log;
-pub mod monitor;
-pub mod operands;
+pub mod nn;
 pub mod operator;
-pub mod pipeline_run;
-pub mod placement;
-pub mod precision;
 pub mod stencil;
-pub mod stream;
-pub mod stream_hold;
-pub mod tensor;
-pub mod trace_ops;
-pub mod trace_sort;
-pub mod update_ops;
-pub mod vectorized;
+pub mod vectorize;
 
 /// The extension module `pyasc._pyasc`.
 #[pymodule]
 fn _pyasc(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<tensor::Tensor>()?;
+    m.add_class::<operator::tensor::Tensor>()?;
     m.add_class::<operator::Operator>()?;
-    m.add_class::<compiled::CompiledOp>()?;
-    m.add_class::<vectorized::VectorizedPlan>()?;
-    m.add_class::<block_kernel::BlockKernelPlan>()?;
+    m.add_class::<operator::compiled::CompiledOp>()?;
+    m.add_class::<vectorize::VectorizedPlan>()?;
+    m.add_class::<lang::block_kernel::BlockKernelPlan>()?;
     m.add_class::<arrays::PoolBuffer>()?;
-    m.add_class::<device_array::DeviceArray>()?;
-    m.add_class::<stream::Stream>()?;
-    m.add_class::<stream::Event>()?;
+    m.add_class::<device::device_array::DeviceArray>()?;
+    m.add_class::<device::stream::Stream>()?;
+    m.add_class::<device::stream::Event>()?;
     m.add_class::<events::EventCollector>()?;
-    m.add_function(wrap_pyfunction!(device_array::to_device, m)?)?;
-    m.add_function(wrap_pyfunction!(graph_hook::_set_graph_recording, m)?)?;
-    m.add_function(wrap_pyfunction!(graph_hook::_register_lazy_type, m)?)?;
-    m.add_function(wrap_pyfunction!(device_array::empty, m)?)?;
-    m.add_function(wrap_pyfunction!(device_array::zeros, m)?)?;
-    m.add_function(wrap_pyfunction!(device_array::from_dlpack, m)?)?;
-    m.add_function(wrap_pyfunction!(placement::_use_opaque_test_device, m)?)?;
-    m.add_function(wrap_pyfunction!(stream::current_stream, m)?)?;
-    m.add_function(wrap_pyfunction!(stream::synchronize, m)?)?;
-    m.add_function(wrap_pyfunction!(stream_hold::_hold_stream, m)?)?;
-    m.add_class::<stream_hold::StreamHold>()?;
+    m.add_function(wrap_pyfunction!(device::device_array::to_device, m)?)?;
+    m.add_function(wrap_pyfunction!(graph::graph_hook::_set_graph_recording, m)?)?;
+    m.add_function(wrap_pyfunction!(graph::graph_hook::_register_lazy_type, m)?)?;
+    m.add_function(wrap_pyfunction!(device::device_array::empty, m)?)?;
+    m.add_function(wrap_pyfunction!(device::device_array::zeros, m)?)?;
+    m.add_function(wrap_pyfunction!(device::device_array::from_dlpack, m)?)?;
+    m.add_function(wrap_pyfunction!(device::placement::_use_opaque_test_device, m)?)?;
+    m.add_function(wrap_pyfunction!(device::stream::current_stream, m)?)?;
+    m.add_function(wrap_pyfunction!(device::stream::synchronize, m)?)?;
+    m.add_function(wrap_pyfunction!(device::stream_hold::_hold_stream, m)?)?;
+    m.add_class::<device::stream_hold::StreamHold>()?;
     m.add_function(wrap_pyfunction!(memory_stats, m)?)?;
     m.add_function(wrap_pyfunction!(empty_cache, m)?)?;
     m.add_function(wrap_pyfunction!(_host_empty, m)?)?;
     m.add_function(wrap_pyfunction!(reset_peak_memory_stats, m)?)?;
     m.add_function(wrap_pyfunction!(_set_debug_capture, m)?)?;
     m.add_function(wrap_pyfunction!(_debug_capture_active, m)?)?;
-    m.add_function(wrap_pyfunction!(operands::apply_unary, m)?)?;
-    m.add_function(wrap_pyfunction!(operands::apply_binary, m)?)?;
-    m.add_function(wrap_pyfunction!(operands::apply_where, m)?)?;
-    m.add_function(wrap_pyfunction!(operands::apply_cast, m)?)?;
-    m.add_function(wrap_pyfunction!(trace_ops::apply_reduce, m)?)?;
-    m.add_function(wrap_pyfunction!(trace_ops::apply_matmul, m)?)?;
-    m.add_function(wrap_pyfunction!(trace_ops::apply_conv, m)?)?;
-    m.add_function(wrap_pyfunction!(trace_ops::apply_pool, m)?)?;
-    m.add_function(wrap_pyfunction!(trace_ops::apply_pixel_shuffle, m)?)?;
-    m.add_function(wrap_pyfunction!(trace_ops::apply_attention, m)?)?;
-    m.add_function(wrap_pyfunction!(trace_ops::apply_view, m)?)?;
-    m.add_function(wrap_pyfunction!(trace_ops::apply_pad, m)?)?;
-    m.add_function(wrap_pyfunction!(trace_ops::apply_fill, m)?)?;
-    m.add_function(wrap_pyfunction!(trace_ops::apply_concat, m)?)?;
-    m.add_function(wrap_pyfunction!(trace_ops::apply_take, m)?)?;
-    m.add_function(wrap_pyfunction!(trace_ops::apply_scan, m)?)?;
-    m.add_function(wrap_pyfunction!(trace_sort::apply_sort, m)?)?;
-    m.add_function(wrap_pyfunction!(detection::_box_iou, m)?)?;
-    m.add_function(wrap_pyfunction!(detection::_nms, m)?)?;
-    m.add_function(wrap_pyfunction!(detection::_nms_fast, m)?)?;
-    m.add_function(wrap_pyfunction!(detection::_nms_mask, m)?)?;
-    m.add_function(wrap_pyfunction!(detection::_filter_rows, m)?)?;
-    m.add_function(wrap_pyfunction!(detection::_filter_rows_fast, m)?)?;
-    m.add_function(wrap_pyfunction!(trace_ops::apply_constant_array, m)?)?;
-    m.add_function(wrap_pyfunction!(update_ops::apply_scatter, m)?)?;
-    m.add_function(wrap_pyfunction!(update_ops::rebind, m)?)?;
-    m.add_function(wrap_pyfunction!(update_ops::apply_nonzero, m)?)?;
-    m.add_function(wrap_pyfunction!(trace_ops::apply_capture, m)?)?;
-    m.add_function(wrap_pyfunction!(gears::gears_begin, m)?)?;
-    m.add_function(wrap_pyfunction!(gears::gear_flags, m)?)?;
-    m.add_function(wrap_pyfunction!(gears::gears_unsupported, m)?)?;
+    m.add_function(wrap_pyfunction!(operator::operands::apply_unary, m)?)?;
+    m.add_function(wrap_pyfunction!(operator::operands::apply_binary, m)?)?;
+    m.add_function(wrap_pyfunction!(operator::operands::apply_where, m)?)?;
+    m.add_function(wrap_pyfunction!(operator::operands::apply_cast, m)?)?;
+    m.add_function(wrap_pyfunction!(operator::trace_ops::apply_reduce, m)?)?;
+    m.add_function(wrap_pyfunction!(operator::trace_ops::apply_matmul, m)?)?;
+    m.add_function(wrap_pyfunction!(operator::trace_ops::apply_conv, m)?)?;
+    m.add_function(wrap_pyfunction!(operator::trace_ops::apply_pool, m)?)?;
+    m.add_function(wrap_pyfunction!(operator::trace_ops::apply_pixel_shuffle, m)?)?;
+    m.add_function(wrap_pyfunction!(operator::trace_ops::apply_attention, m)?)?;
+    m.add_function(wrap_pyfunction!(operator::trace_ops::apply_view, m)?)?;
+    m.add_function(wrap_pyfunction!(operator::trace_ops::apply_pad, m)?)?;
+    m.add_function(wrap_pyfunction!(operator::trace_ops::apply_fill, m)?)?;
+    m.add_function(wrap_pyfunction!(operator::trace_ops::apply_concat, m)?)?;
+    m.add_function(wrap_pyfunction!(operator::trace_ops::apply_take, m)?)?;
+    m.add_function(wrap_pyfunction!(operator::trace_ops::apply_scan, m)?)?;
+    m.add_function(wrap_pyfunction!(operator::trace_sort::apply_sort, m)?)?;
+    m.add_function(wrap_pyfunction!(nn::detection::_box_iou, m)?)?;
+    m.add_function(wrap_pyfunction!(nn::detection::_nms, m)?)?;
+    m.add_function(wrap_pyfunction!(nn::detection::_nms_fast, m)?)?;
+    m.add_function(wrap_pyfunction!(nn::detection::_nms_mask, m)?)?;
+    m.add_function(wrap_pyfunction!(nn::detection::_filter_rows, m)?)?;
+    m.add_function(wrap_pyfunction!(nn::detection::_filter_rows_fast, m)?)?;
+    m.add_function(wrap_pyfunction!(operator::trace_ops::apply_constant_array, m)?)?;
+    m.add_function(wrap_pyfunction!(operator::update_ops::apply_scatter, m)?)?;
+    m.add_function(wrap_pyfunction!(operator::update_ops::rebind, m)?)?;
+    m.add_function(wrap_pyfunction!(operator::update_ops::apply_nonzero, m)?)?;
+    m.add_function(wrap_pyfunction!(operator::trace_ops::apply_capture, m)?)?;
+    m.add_function(wrap_pyfunction!(operator::gears::gears_begin, m)?)?;
+    m.add_function(wrap_pyfunction!(operator::gears::gear_flags, m)?)?;
+    m.add_function(wrap_pyfunction!(operator::gears::gears_unsupported, m)?)?;
     m.add_function(wrap_pyfunction!(log::set_native_log_level, m)?)?;
-    m.add_function(wrap_pyfunction!(precision::precision_scope_push, m)?)?;
-    m.add_function(wrap_pyfunction!(precision::precision_scope_pop, m)?)?;
+    m.add_function(wrap_pyfunction!(operator::precision::precision_scope_push, m)?)?;
+    m.add_function(wrap_pyfunction!(operator::precision::precision_scope_pop, m)?)?;
     m.add_function(wrap_pyfunction!(device_info, m)?)?;
     m.add_function(wrap_pyfunction!(stencil::stencil_sweep, m)?)?;
-    m.add_function(wrap_pyfunction!(pipeline_run::_run_pipeline, m)?)?;
-    m.add_function(wrap_pyfunction!(monitor::utilization, m)?)?;
-    m.add_function(wrap_pyfunction!(monitor::temperature, m)?)?;
-    m.add_function(wrap_pyfunction!(monitor::measure_peaks, m)?)?;
-    m.add_class::<dlpack::DLPackView>()?;
-    m.add_function(wrap_pyfunction!(dlpack::_dlpack_selftest, m)?)?;
+    m.add_function(wrap_pyfunction!(graph::pipeline_run::_run_pipeline, m)?)?;
+    m.add_function(wrap_pyfunction!(device::monitor::utilization, m)?)?;
+    m.add_function(wrap_pyfunction!(device::monitor::temperature, m)?)?;
+    m.add_function(wrap_pyfunction!(device::monitor::measure_peaks, m)?)?;
+    m.add_class::<device::dlpack::DLPackView>()?;
+    m.add_function(wrap_pyfunction!(device::dlpack::_dlpack_selftest, m)?)?;
     m.add_function(wrap_pyfunction!(boundary::_set_test_panic, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("CompanionNeeded", m.py().get_type::<hooks::CompanionNeeded>())?;
@@ -213,7 +194,7 @@ fn reset_peak_memory_stats() {
 /// filling one does not fault in fresh pages from the OS as `np.empty` does past 32 MiB.
 #[pyfunction]
 fn _host_empty<'py>(py: Python<'py>, shape: Vec<usize>, dtype: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-    let dt = crate::operands::parse_dtype(py, dtype)?;
+    let dt = crate::operator::operands::parse_dtype(py, dtype)?;
     Ok(crate::arrays::empty(py, dt, &shape, false).map_err(crate::errors::to_py)?.0)
 }
 

@@ -6,8 +6,8 @@
 use crate::arrays::{dtype_of, is_numpy_scalar, numpy};
 use crate::errors::{to_py, user_error};
 use crate::frames::user_loc;
-use crate::tensor::{Captured, Tensor, Trace, TraceRef};
-use crate::trace_ops::apply_matmul;
+use crate::operator::tensor::{Captured, Tensor, Trace, TraceRef};
+use crate::operator::trace_ops::apply_matmul;
 use numpy::{PyUntypedArray, PyUntypedArrayMethods};
 use pyasc_ir::error::ErrorKind;
 use pyasc_ir::op::{BinaryOp, Op, UnaryOp};

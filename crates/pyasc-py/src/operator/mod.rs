@@ -3,14 +3,24 @@
 //! the conversions (arguments to a signature and views, results to NumPy arrays or
 //! DeviceArrays), tracing the Python function, and the log lines.
 
-use crate::args::{parse, Args};
+pub mod args;
+pub mod compiled;
+pub mod gears;
+pub mod operands;
+pub mod precision;
+pub mod tensor;
+pub mod trace_ops;
+pub mod trace_sort;
+pub mod update_ops;
+
 use crate::arrays::empty;
-use crate::compiled::CompiledOp;
-use crate::device_array::DeviceArray;
+use crate::device::device_array::DeviceArray;
 use crate::errors::{to_py, user_error};
 use crate::hooks;
 use crate::log;
-use crate::tensor::{captured_array, node_of, Tensor, Trace};
+use crate::operator::args::{parse, Args};
+use crate::operator::compiled::CompiledOp;
+use crate::operator::tensor::{captured_array, node_of, Tensor, Trace};
 use pyasc_compiler::CompileOptions;
 use pyasc_engine::event::Event;
 use pyasc_engine::{Entry, Launched, OperatorConfig, Order, Signature, Source, Traced};
@@ -346,7 +356,7 @@ impl Operator {
     /// so later changes to them do not race the kernel).
     fn launch_queued<'py>(&self, py: Python<'py>, entry: &Arc<Entry>, parsed: &mut Args<'py>) -> PyResult<Py<PyAny>> {
         let home = self.arrays_device(py, parsed)?;
-        let stream = crate::stream::current();
+        let stream = crate::device::stream::current();
         // The scalar arguments' storage moves into the launch (the views keep pointing at it).
         let scalars = parsed.take_scalars();
         let mut views = std::borrow::Cow::Borrowed(parsed.views());
@@ -410,7 +420,7 @@ impl Operator {
         op_break_level: u8,
         settings: Py<PyDict>,
     ) -> PyResult<Self> {
-        let device = crate::placement::operator_kind(DeviceKind::parse(device_type).map_err(to_py)?);
+        let device = crate::device::placement::operator_kind(DeviceKind::parse(device_type).map_err(to_py)?);
         let params: Vec<String> = func
             .bind(py)
             .getattr("__code__")
@@ -429,7 +439,7 @@ impl Operator {
         let op_break_level = if debug { 0 } else { op_break_level };
         let precision_name: Option<String> =
             settings.bind(py).get_item("precision_mode")?.map(|d| d.extract()).transpose()?;
-        let precision = crate::precision::mode(py, precision_name)?;
+        let precision = crate::operator::precision::mode(py, precision_name)?;
         let single_kernel: bool =
             settings.bind(py).get_item("fused")?.map(|d| d.extract()).transpose()?.unwrap_or(false);
         let options = CompileOptions {
@@ -471,12 +481,12 @@ impl Operator {
                 // Global-memory transfers of the twin must be 32-byte aligned.
                 hooks::call(py, "check_transfers", (&args,))?;
             }
-            if !crate::graph_hook::never_used() {
-                if let Some(lazy) = crate::graph_hook::record(py, slf.as_any(), &args)? {
+            if !crate::graph::graph_hook::never_used() {
+                if let Some(lazy) = crate::graph::graph_hook::record(py, slf.as_any(), &args)? {
                     return Ok(lazy);
                 }
                 // Lazy graph-mode values: computed, then the call runs on their arrays.
-                if let Some(resolved) = crate::graph_hook::resolve(py, &args)? {
+                if let Some(resolved) = crate::graph::graph_hook::resolve(py, &args)? {
                     args = resolved;
                 }
             }
@@ -533,7 +543,7 @@ impl Operator {
                 };
             }
             let args = me.positional(py, args, kwargs)?;
-            let args = crate::graph_hook::resolve(py, &args)?.unwrap_or(args);
+            let args = crate::graph::graph_hook::resolve(py, &args)?.unwrap_or(args);
             let compiled = |kind: &str| Ok(hooks::call(py, "compiled_companion", (kind, slf, &args))?.unbind());
             if let Some(kind) = me.companion.get() {
                 return compiled(kind);

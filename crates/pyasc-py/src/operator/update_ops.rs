@@ -4,7 +4,7 @@
 //! `python/pyasc/api/updates.py`.
 
 use crate::errors::to_py;
-use crate::tensor::{apply, node_of, trace_of, Tensor};
+use crate::operator::tensor::{apply, node_of, trace_of, Tensor};
 use pyasc_ir::error::IrError;
 use pyasc_ir::library::ScatterMode;
 use pyasc_ir::{Attr, LibId};

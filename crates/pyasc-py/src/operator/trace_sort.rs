@@ -3,7 +3,7 @@
 //! whose attribute says what it computes.
 
 use crate::errors::user_error;
-use crate::tensor::{apply, node_of, trace_of, Tensor};
+use crate::operator::tensor::{apply, node_of, trace_of, Tensor};
 use pyasc_ir::error::ErrorKind;
 use pyasc_ir::library::{SortMode, SortSpec};
 use pyasc_ir::op::Op;

@@ -5,9 +5,9 @@
 //! [`pyasc_runtime::Device`] (see `host_access` for the host's reads and writes).
 
 use crate::arrays::{dtype_of, numpy, view_of};
+use crate::device::stream;
 use crate::errors::{to_py, user_error};
-use crate::stream;
-use crate::tensor::parse_dtype;
+use crate::operator::tensor::parse_dtype;
 use numpy::PyUntypedArray;
 use pyasc_ir::error::ErrorKind;
 use pyasc_ir::DType;
@@ -69,7 +69,7 @@ fn parse_shape(shape: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
 impl DeviceArray {
     /// A new C-contiguous array over a fresh buffer of the device new arrays are placed on.
     pub fn alloc(dtype: DType, shape: Vec<usize>, alignment: usize) -> pyasc_ir::error::Result<DeviceArray> {
-        DeviceArray::alloc_on(crate::placement::array_kind(), dtype, shape, alignment)
+        DeviceArray::alloc_on(crate::device::placement::array_kind(), dtype, shape, alignment)
     }
 
     /// A new C-contiguous array over a fresh buffer of the device of `kind`.
@@ -423,7 +423,7 @@ impl DeviceArray {
                 let dup = Py::new(py, dup)?;
                 DeviceArray::write_host(dup.bind(py), &DeviceArray::host_readable(slf)?)?;
                 let d = dup.get();
-                return crate::dlpack::export_capsule(
+                return crate::device::dlpack::export_capsule(
                     py,
                     d.data_ptr(),
                     device,
@@ -433,7 +433,7 @@ impl DeviceArray {
                     dup.clone_ref(py).into_any(),
                 );
             }
-            crate::dlpack::export_capsule(
+            crate::device::dlpack::export_capsule(
                 py,
                 me.data_ptr(),
                 device,
@@ -561,7 +561,7 @@ impl DeviceArray {
 fn array_device(py: Python<'_>, device: Option<&str>, alignment: i64) -> PyResult<DeviceKind> {
     let kind = match device.map(DeviceKind::parse).transpose().map_err(to_py)? {
         Some(DeviceKind::NpuTwin) => DeviceKind::NpuTwin,
-        Some(DeviceKind::Cpu) | None => crate::placement::array_kind(),
+        Some(DeviceKind::Cpu) | None => crate::device::placement::array_kind(),
         Some(_) => {
             return Err(user_error(
                 py,
@@ -679,7 +679,7 @@ pub fn from_dlpack(py: Python<'_>, t: &Bound<'_, PyAny>) -> PyResult<DeviceArray
                 kind: s.kind,
             });
         }
-        let arr = crate::dlpack_import::numpy_from_dlpack(py, t)?;
+        let arr = crate::device::dlpack_import::numpy_from_dlpack(py, t)?;
         let a = arr.cast::<PyUntypedArray>()?;
         let dt = dtype_of(a).map_err(to_py)?;
         let v = view_of(a, dt)
@@ -710,7 +710,7 @@ pub fn from_dlpack(py: Python<'_>, t: &Bound<'_, PyAny>) -> PyResult<DeviceArray
         let module: String = t.get_type().getattr("__module__")?.extract().unwrap_or_default();
         let readonly = !writeable || module.starts_with("jax");
         let owner: Py<PyAny> = arr.clone().unbind();
-        let kind = crate::placement::array_kind();
+        let kind = crate::device::placement::array_kind();
         let dev = device_for(kind);
         // SAFETY: `base` and `bytes` cover every element of the array, which `owner` keeps alive;
         // read-only sources are imported read-only.

@@ -4,20 +4,20 @@
 //! are attached to this class by the package (`pyasc.core._tensor_methods`).
 
 use crate::arrays::np_dtype;
-pub use crate::trace_ops::ConstArray;
+pub use crate::operator::trace_ops::ConstArray;
 use pyasc_ir::op::BinaryOp;
 use pyasc_ir::{DType, NodeId};
 use pyo3::basic::CompareOp;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
-pub(crate) use crate::operands::trace_of;
-pub use crate::operands::{
+pub(crate) use crate::operator::operands::trace_of;
+pub use crate::operator::operands::{
     apply, apply_binary, apply_cast, apply_unary, apply_where, captured_array, node_of, parse_dtype,
 };
 pub use pyasc_engine::trace::{Captured, Trace, TraceRef};
 
-use crate::operands::{dunder, matmul_dunder, trace_error};
+use crate::operator::operands::{dunder, matmul_dunder, trace_error};
 
 /// A traced tensor: a node of the operator's graph, with static dtype and shape.
 #[pyclass(module = "pyasc._pyasc", frozen, weakref)]

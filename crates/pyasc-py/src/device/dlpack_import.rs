@@ -5,7 +5,7 @@
 //! capsule handed to NumPy through [`Relabelled`], and the resulting array viewed as
 //! `ml_dtypes.bfloat16`: the memory stays shared, as for every other dtype.
 
-use crate::dlpack::{DLDataType, DLManagedTensor};
+use crate::device::dlpack::{DLDataType, DLManagedTensor};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;

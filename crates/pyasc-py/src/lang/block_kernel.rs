@@ -227,12 +227,12 @@ impl BlockKernelPlan {
         written: Vec<usize>,
         args: Vec<i64>,
         block_dim: usize,
-        stream: Option<&crate::stream::Stream>,
+        stream: Option<&crate::device::stream::Stream>,
         npu: bool,
     ) -> PyResult<u64> {
         crate::boundary::guard(|| {
-            let stream = stream.map_or_else(crate::stream::current, |s| s.inner.clone());
-            crate::kernel_launch::enqueue(py, &self.program, &arrays, &written, args, block_dim, &stream, npu)
+            let stream = stream.map_or_else(crate::device::stream::current, |s| s.inner.clone());
+            crate::lang::kernel_launch::enqueue(py, &self.program, &arrays, &written, args, block_dim, &stream, npu)
         })
     }
 }

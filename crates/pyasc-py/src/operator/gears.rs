@@ -2,7 +2,7 @@
 //! the padded axes of the arguments; the engine masks reductions over them
 //! ([`pyasc_engine::gears`]) and says when it cannot.
 
-use crate::tensor::{trace_of, Tensor};
+use crate::operator::tensor::{trace_of, Tensor};
 use pyasc_engine::gears::{Flags, Gears};
 use pyasc_engine::trace::Trace;
 use pyo3::exceptions::PyTypeError;

@@ -12,7 +12,7 @@
 //! stream and raised at its next synchronising call, naming the kernel and the launch line;
 //! the DeviceArrays it writes then raise that error on every read.
 
-use crate::device_array::DeviceArray;
+use crate::device::device_array::DeviceArray;
 use crate::errors::{to_py, user_error};
 use crate::library_launch::{plan_for, KERNEL};
 use numpy::{PyUntypedArray, PyUntypedArrayMethods};

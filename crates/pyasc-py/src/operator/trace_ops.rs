@@ -5,7 +5,7 @@
 use crate::arrays::{dtype_of, numpy};
 use crate::errors::{to_py, user_error};
 use crate::frames::user_loc;
-use crate::tensor::{apply, node_of, parse_dtype, trace_of, Tensor};
+use crate::operator::tensor::{apply, node_of, parse_dtype, trace_of, Tensor};
 use numpy::{PyUntypedArray, PyUntypedArrayMethods};
 use pyasc_ir::error::ErrorKind;
 use pyasc_ir::library::ScanKind;

@@ -6,7 +6,7 @@
 //! None of these wait for queued work: callers call [`DeviceArray::wait_host`] first.
 
 use crate::arrays::{dtype_of, numpy, view_of, wrap_memory};
-use crate::device_array::DeviceArray;
+use crate::device::device_array::DeviceArray;
 use crate::errors::to_py;
 use numpy::{PyUntypedArray, PyUntypedArrayMethods};
 use pyasc_ir::DType;

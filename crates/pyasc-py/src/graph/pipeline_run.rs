@@ -4,9 +4,9 @@
 
 use crate::arrays::{dtype_of, view_of};
 use crate::boundary::detach_interruptible;
-use crate::compiled::CompiledOp;
 use crate::errors::to_py;
-use crate::operands::captured_array;
+use crate::operator::compiled::CompiledOp;
+use crate::operator::operands::captured_array;
 use numpy::{PyUntypedArray, PyUntypedArrayMethods};
 use pyasc_engine::pipeline::{runs_on_workers, Binding, Pipeline, Plan, Stage};
 use pyasc_ir::error::IrError;

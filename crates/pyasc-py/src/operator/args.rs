@@ -3,7 +3,7 @@
 //! never recompiles.
 
 use crate::arrays::{dtype_of, fill_view, is_numpy_scalar, numpy};
-use crate::device_array::DeviceArray;
+use crate::device::device_array::DeviceArray;
 use crate::errors::{to_py, user_error};
 use numpy::{PyUntypedArray, PyUntypedArrayMethods};
 use pyasc_engine::Signature;
@@ -106,7 +106,7 @@ pub fn parse<'py>(py: Python<'py>, args: &Bound<'py, PyTuple>, names: &[String])
         let mut obj = obj;
         if !obj.is_instance_of::<PyUntypedArray>() && !is_scalar(py, &obj)? && obj.hasattr("__dlpack__")? {
             // Another framework's tensor: read it in place through DLPack.
-            let arr = crate::dlpack_import::numpy_from_dlpack(py, &obj)?;
+            let arr = crate::device::dlpack_import::numpy_from_dlpack(py, &obj)?;
             if foreign.is_none() {
                 *foreign = Some(obj.clone());
             }

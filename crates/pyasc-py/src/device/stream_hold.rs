@@ -2,7 +2,7 @@
 //! until the returned handle's `release()` (or the handle is dropped); see
 //! `pyasc_runtime::hold`.
 
-use crate::stream::Stream;
+use crate::device::stream::Stream;
 use pyasc_runtime::hold::{hold, Hold};
 use pyo3::prelude::*;
 

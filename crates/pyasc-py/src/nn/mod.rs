@@ -1,0 +1,3 @@
+//! Network layers whose entry points are routines of their own: detection post-processing.
+
+pub mod detection;
