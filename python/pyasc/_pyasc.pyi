@@ -282,3 +282,11 @@ def _use_opaque_test_device(on: bool) -> bool: ...
 UNARY_OPS: Tuple[Tuple[str, str, List[str], bool], ...]
 BINARY_OPS: Tuple[Tuple[str, str, List[str], bool], ...]
 ERROR_CODES: Dict[str, int]
+
+def apply_vjp(outputs: List[Any], cotangents: List[Any], wrt: List[Any]) -> List[Tensor]:
+    """Append the vector-Jacobian product of traced ``outputs`` to their trace: the cotangents of ``wrt``."""
+    ...
+
+def apply_stop_gradient(x: Any) -> Tensor:
+    """Return a copy of traced ``x`` that differentiation treats as a constant."""
+    ...

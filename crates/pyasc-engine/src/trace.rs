@@ -95,6 +95,8 @@ pub struct Trace {
     pub gears: Option<Gears>,
     /// Precision scopes open when tracing began (only later ones apply to this trace).
     pub scope_base: usize,
+    /// Nodes made by `stop_gradient`: differentiation passes no cotangent through them.
+    pub stopped: Vec<NodeId>,
 }
 
 /// Shared handle to a trace.
@@ -165,6 +167,69 @@ impl Trace {
         }
         let n = t.graph.node(id);
         Ok(TracedNode { id, dtype: n.dtype(), shape: n.shape.0.clone() })
+    }
+
+    /// Append the nodes of the vector-Jacobian product: the cotangents of `wrt` given a
+    /// cotangent for each of `outputs` (`None`: ones, the seed of a gradient). A node no output
+    /// depends on gets zeros. See [`pyasc_ir::grad`].
+    pub fn vjp(
+        trace: &TraceRef,
+        outputs: &[NodeId],
+        cotangents: &[Option<NodeId>],
+        wrt: &[NodeId],
+        loc: Option<SourceLoc>,
+    ) -> Result<Vec<TracedNode>> {
+        let mut t = Self::lock(trace);
+        t.check_open(loc.as_ref())?;
+        if t.gears.is_some() {
+            return Err(IrError::new(
+                ErrorKind::Unsupported,
+                "gradients of operators with dynamic_shape=True are not supported; differentiate a static-shape operator",
+            )
+            .at(loc.as_ref()));
+        }
+        let t = &mut *t;
+        let start = t.graph.len();
+        let g = &mut t.graph;
+        let seeds: Vec<NodeId> = outputs
+            .iter()
+            .zip(cotangents)
+            .map(|(o, c)| match c {
+                Some(c) => *c,
+                None => {
+                    let n = g.node(*o);
+                    let (dtype, shape) = (n.dtype(), n.shape.clone());
+                    g.fill(pyasc_ir::Scalar::Float(1.0), dtype, shape, loc.clone())
+                }
+            })
+            .collect();
+        let stopped = t.stopped.clone();
+        let mut stop = |_: &mut Graph, node: NodeId, _: NodeId| Ok(stopped.contains(&node).then(Vec::new));
+        let grads = pyasc_ir::grad::vjp(g, outputs, &seeds, wrt, loc.clone(), &mut stop)?;
+        let out = wrt
+            .iter()
+            .zip(grads)
+            .map(|(w, c)| {
+                let id = c.unwrap_or_else(|| {
+                    let n = g.node(*w);
+                    let (dtype, shape) = (n.dtype(), n.shape.clone());
+                    g.fill(pyasc_ir::Scalar::Float(0.0), dtype, shape, loc.clone())
+                });
+                let n = g.node(id);
+                TracedNode { id, dtype: n.dtype(), shape: n.shape.0.clone() }
+            })
+            .collect();
+        if let Some(p) = crate::scope::innermost_since(t.scope_base) {
+            t.graph.mark_scope(start, p);
+        }
+        Ok(out)
+    }
+
+    /// `stop_gradient(x)`: a copy of `x` that differentiation treats as a constant.
+    pub fn stop_gradient(trace: &TraceRef, x: NodeId, loc: Option<SourceLoc>) -> Result<TracedNode> {
+        let n = Self::apply(trace, Op::Unary(pyasc_ir::UnaryOp::Positive), &[x], loc)?;
+        Self::lock(trace).stopped.push(n.id);
+        Ok(n)
     }
 
     /// A typed error when the trace was closed (a tensor escaped its operator).

@@ -4,6 +4,7 @@
 //! * [`shape`]: static shapes and broadcasting.
 //! * [`op`]: the closed op enum of the graph IR with its group predicates.
 //! * [`op_table`]: the one table defining every elementwise op (name, kind, NumPy semantics).
+//! * [`grad`]: reverse-mode differentiation of a graph (vector-Jacobian products as new nodes).
 //! * [`graph`]: the tensor-level SSA graph, stored in an arena and built by tracing.
 //! * [`attr`]: the per-graph arena of op attributes.
 //! * [`infer`]: the result dtype and shape of one op from its operands.
@@ -21,6 +22,7 @@ pub mod block;
 pub mod block_expr;
 pub mod dtype;
 pub mod error;
+pub mod grad;
 pub mod graph;
 pub mod infer;
 pub mod library;

@@ -38,7 +38,7 @@ pub enum BinaryClass {
 
 /// Generates `UnaryOp` and its metadata from [`crate::unary_op_table!`].
 macro_rules! define_unary_ops {
-    ($($(#[$doc:meta])* $v:ident $name:literal $kind:ident [$($uf:literal),*] $api:ident, $f:expr, $int:expr;)*) => {
+    ($($(#[$doc:meta])* $v:ident $name:literal $kind:ident [$($uf:literal),*] $api:ident, $f:expr, $int:expr, $grad:expr;)*) => {
         /// Elementwise functions of one operand, one per row of [`crate::unary_op_table!`].
         #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
         pub enum UnaryOp {
@@ -85,6 +85,15 @@ macro_rules! define_unary_ops {
                 }
             }
 
+            /// The op's gradient rule (the table's last column).
+            pub fn grad(self) -> crate::grad::UnaryGrad {
+                #[allow(unused_imports)]
+                use crate::grad::elementwise::rows::*;
+                match self {
+                    $(UnaryOp::$v => ($grad).into(),)*
+                }
+            }
+
             /// The op on an integer of a dtype-keeping op (wrapping), `None` when it has no
             /// integer meaning.
             pub fn eval_i64(self, i: i64) -> Option<i64> {
@@ -116,7 +125,7 @@ impl UnaryOp {
 
 /// Generates `BinaryOp` and its metadata from [`crate::binary_op_table!`].
 macro_rules! define_binary_ops {
-    ($($(#[$doc:meta])* $v:ident $name:literal $class:ident [$($uf:literal),*] $comm:ident, $f:expr, $int:expr;)*) => {
+    ($($(#[$doc:meta])* $v:ident $name:literal $class:ident [$($uf:literal),*] $comm:ident, $f:expr, $int:expr, $grad:expr;)*) => {
         /// Elementwise functions of two operands, one per row of [`crate::binary_op_table!`].
         #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
         pub enum BinaryOp {
@@ -152,6 +161,15 @@ macro_rules! define_binary_ops {
             pub fn is_commutative(self) -> bool {
                 match self {
                     $(BinaryOp::$v => stringify!($comm) == "commutative",)*
+                }
+            }
+
+            /// The op's gradient rule (the table's last column).
+            pub fn grad(self) -> crate::grad::BinaryGrad {
+                #[allow(unused_imports)]
+                use crate::grad::elementwise::rows::*;
+                match self {
+                    $(BinaryOp::$v => ($grad).into(),)*
                 }
             }
 

@@ -84,6 +84,8 @@ fn _pyasc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(operator::trace_ops::apply_take, m)?)?;
     m.add_function(wrap_pyfunction!(operator::trace_ops::apply_scan, m)?)?;
     m.add_function(wrap_pyfunction!(operator::trace_sort::apply_sort, m)?)?;
+    m.add_function(wrap_pyfunction!(operator::grad::apply_vjp, m)?)?;
+    m.add_function(wrap_pyfunction!(operator::grad::apply_stop_gradient, m)?)?;
     m.add_function(wrap_pyfunction!(nn::detection::_box_iou, m)?)?;
     m.add_function(wrap_pyfunction!(nn::detection::_nms, m)?)?;
     m.add_function(wrap_pyfunction!(nn::detection::_nms_fast, m)?)?;

@@ -4,8 +4,11 @@ use super::{bad_call, LibCall, LibId, LibraryOp};
 use crate::attr::Attr;
 use crate::dtype::{promote_v, DType, VType};
 use crate::error::{IrError, Result};
+use crate::grad::Builder;
+use crate::graph::NodeId;
 use crate::shape::Shape;
 use crate::tile::BufferDecl;
+use crate::view::{SliceDim, ViewSpec};
 
 /// Concatenation.
 pub struct Concat;
@@ -35,6 +38,40 @@ impl LibraryOp for Concat {
             return bad_call(self, "needs an axis and operands of the output's dtype");
         }
         Ok(())
+    }
+    fn vjp(
+        &self,
+        attr: &Attr,
+        b: &mut Builder<'_>,
+        inputs: &[NodeId],
+        _y: NodeId,
+        g: NodeId,
+        wanted: &[bool],
+    ) -> Result<Vec<Option<NodeId>>> {
+        // Each operand's cotangent is its slab of the result's cotangent.
+        let axis = attr.axis().ok_or_else(|| IrError::internal("concatenate needs an axis"))?;
+        let gs = b.shape(g);
+        let mut start = 0;
+        let mut out = Vec::with_capacity(inputs.len());
+        for (x, want) in inputs.iter().zip(wanted) {
+            let len = b.shape(*x).0[axis];
+            out.push(if *want {
+                let dims = (0..gs.rank())
+                    .map(|i| {
+                        if i == axis {
+                            SliceDim { start, step: 1, len }
+                        } else {
+                            SliceDim { start: 0, step: 1, len: gs.0[i] }
+                        }
+                    })
+                    .collect();
+                Some(b.view(ViewSpec::Slice(dims), g)?)
+            } else {
+                None
+            });
+            start += len;
+        }
+        Ok(out)
     }
 }
 

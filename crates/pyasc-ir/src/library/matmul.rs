@@ -6,6 +6,8 @@ use super::{bad_call, LibCall, LibId, LibraryOp};
 use crate::attr::Attr;
 use crate::dtype::{promote_v, DType, VType};
 use crate::error::{IrError, Result};
+use crate::grad::Builder;
+use crate::graph::NodeId;
 use crate::shape::Shape;
 use crate::tile::BufferDecl;
 
@@ -47,6 +49,42 @@ impl LibraryOp for MatMul {
         }
         Ok(())
     }
+    fn vjp(
+        &self,
+        _attr: &Attr,
+        b: &mut Builder<'_>,
+        inputs: &[NodeId],
+        _y: NodeId,
+        g: NodeId,
+        wanted: &[bool],
+    ) -> Result<Vec<Option<NodeId>>> {
+        // As 2-D (or batched) products: a vector on the left is a row, on the right a column.
+        let (x, z) = (inputs[0], inputs[1]);
+        let (sx, sz) = (b.shape(x), b.shape(z));
+        let x2 = if sx.rank() == 1 { b.reshape(x, &Shape(vec![1, sx.0[0]]))? } else { x };
+        let z2 = if sz.rank() == 1 { b.reshape(z, &Shape(vec![sz.0[0], 1]))? } else { z };
+        let (s2x, s2z) = (b.shape(x2), b.shape(z2));
+        let gs = b.shape(g);
+        let batch = gs.rank() - usize::from(sx.rank() > 1) - usize::from(sz.rank() > 1);
+        let mut g2s = gs.0[..batch].to_vec();
+        g2s.push(s2x.0[s2x.rank() - 2]);
+        g2s.push(s2z.0[s2z.rank() - 1]);
+        let g2 = b.reshape(g, &Shape(g2s))?;
+        let mut out = vec![None, None];
+        if wanted[0] {
+            let zt = swap_last(b, z2)?;
+            let d = b.g.library(LibId::MATMUL, Attr::None, &[g2, zt], b.loc.clone())?;
+            let d = b.sum_to(d, &s2x)?;
+            out[0] = Some(b.reshape(d, &sx)?);
+        }
+        if wanted[1] {
+            let xt = swap_last(b, x2)?;
+            let d = b.g.library(LibId::MATMUL, Attr::None, &[xt, g2], b.loc.clone())?;
+            let d = b.sum_to(d, &s2z)?;
+            out[1] = Some(b.reshape(d, &sz)?);
+        }
+        Ok(out)
+    }
 }
 
 /// The result type and shape of `a @ b` (NumPy `matmul`).
@@ -83,4 +121,12 @@ pub fn matmul_type(a: (VType, &Shape), b: (VType, &Shape)) -> Result<(VType, Sha
         dims.push(m);
     }
     Ok((VType::strong(dtype), Shape(dims)))
+}
+
+/// `x` with its last two axes swapped (a view).
+fn swap_last(b: &mut Builder<'_>, x: NodeId) -> Result<NodeId> {
+    let r = b.shape(x).rank();
+    let mut perm: Vec<usize> = (0..r).collect();
+    perm.swap(r - 2, r - 1);
+    b.view(crate::view::ViewSpec::Transpose(perm), x)
 }

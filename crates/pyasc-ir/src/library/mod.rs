@@ -179,6 +179,22 @@ pub trait LibraryOp: Sync {
     fn lower(&self, attr: &Attr, operands: usize) -> Result<LibCall> {
         Ok(LibCall { id: self.id(), attr: attr.clone(), operands: operands as u16 })
     }
+    /// The cotangents of the operands (`None`: none reaches it) given the result `y` and its
+    /// cotangent `g`; `wanted[i]` says whether operand `i` needs one. The default: the op has
+    /// no gradient rule (a typed error).
+    fn vjp(
+        &self,
+        attr: &Attr,
+        b: &mut crate::grad::Builder<'_>,
+        inputs: &[crate::graph::NodeId],
+        y: crate::graph::NodeId,
+        g: crate::graph::NodeId,
+        wanted: &[bool],
+    ) -> Result<Vec<Option<crate::graph::NodeId>>> {
+        let _ = (attr, b, inputs, y, g, wanted);
+        Err(crate::grad::no_rule(self.name()))
+    }
+
     /// Check a lowered call: its operand buffers (in order) and its output buffer. The default
     /// checks that the operands' types and shapes infer the output buffer's.
     fn verify_call(&self, call: &LibCall, operands: &[&BufferDecl], out: &BufferDecl) -> Result<()> {

@@ -4,8 +4,11 @@ use super::{bad_call, LibCall, LibId, LibraryOp};
 use crate::attr::Attr;
 use crate::dtype::{DType, VType};
 use crate::error::{IrError, Result};
+use crate::grad::Builder;
+use crate::graph::NodeId;
 use crate::shape::Shape;
 use crate::tile::BufferDecl;
+use crate::view::{PadMode, SliceDim, ViewSpec};
 
 /// Padding.
 pub struct Pad;
@@ -36,5 +39,25 @@ impl LibraryOp for Pad {
             [x] if x.dtype == out.dtype && spec.out_shape(&x.shape)? == out.shape => Ok(()),
             _ => bad_call(self, "needs one operand padded to its output"),
         }
+    }
+    fn vjp(
+        &self,
+        attr: &Attr,
+        b: &mut Builder<'_>,
+        inputs: &[NodeId],
+        _y: NodeId,
+        g: NodeId,
+        _wanted: &[bool],
+    ) -> Result<Vec<Option<NodeId>>> {
+        let Attr::Pad(spec) = attr else {
+            return Err(IrError::internal("pad needs its spec"));
+        };
+        if spec.mode != PadMode::Constant {
+            return Err(crate::grad::no_rule(&format!("pad with mode {:?}", spec.mode).to_lowercase()));
+        }
+        // The operand's cotangent is the padded cotangent's interior.
+        let xs = b.shape(inputs[0]);
+        let dims = spec.widths.iter().zip(&xs.0).map(|(w, &n)| SliceDim { start: w.0, step: 1, len: n }).collect();
+        Ok(vec![Some(b.view(ViewSpec::Slice(dims), g)?)])
     }
 }

@@ -52,7 +52,7 @@ impl ViaI64 for u64 {
 
 /// Generates the table kernels.
 macro_rules! table_kernels {
-    ($($(#[$doc:meta])* $v:ident $name:literal $class:ident [$($uf:literal),*] $comm:ident, $f:expr, $int:expr;)*) => {
+    ($($(#[$doc:meta])* $v:ident $name:literal $class:ident [$($uf:literal),*] $comm:ident, $f:expr, $int:expr, $grad:expr;)*) => {
         /// `y = f(a, b)` on float64 through the op's table body (NaN where it has none).
         pub(crate) fn float64<S: Simd>(f: BinaryOp, a: Src<'_, f64>, b: Src<'_, f64>, y: &mut [f64]) {
             match f {

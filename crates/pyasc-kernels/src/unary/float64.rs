@@ -8,7 +8,7 @@ use pyasc_ir::op::UnaryOp;
 
 /// Generates [`apply`] and [`via_f64`] from the op table.
 macro_rules! float64_kernels {
-    ($($(#[$doc:meta])* $v:ident $name:literal $kind:ident [$($uf:literal),*] $api:ident, $f:expr, $int:expr;)*) => {
+    ($($(#[$doc:meta])* $v:ident $name:literal $kind:ident [$($uf:literal),*] $api:ident, $f:expr, $int:expr, $grad:expr;)*) => {
         /// `y = f(x)` on float64 through the op's table body.
         pub(super) fn apply(f: UnaryOp, x: &[f64], y: &mut [f64]) {
             match f {

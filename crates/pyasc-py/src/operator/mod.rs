@@ -6,6 +6,7 @@
 pub mod args;
 pub mod compiled;
 pub mod gears;
+pub mod grad;
 pub mod operands;
 pub mod precision;
 pub mod tensor;
