@@ -34,7 +34,7 @@ macro_rules! unary_op_table {
             /// `-x`.
             Neg "neg" Numeric ["negative"] hidden, |x: f64| -x, Some(|i: i64| i.wrapping_neg()), d(|b, _, _| Ok(b.c(-1.0)));
             /// `|x|`.
-            Abs "abs" Numeric ["absolute"] api, |x: f64| x.abs(), Some(|i: i64| i.wrapping_abs()), d(|b, x, _| b.un(U::Sign, x));
+            Abs "abs" Numeric ["absolute"] api, |x: f64| x.abs(), Some(|i: i64| i.wrapping_abs()), d(|b, x, _| { let z = b.c(0.0); let up = b.bin(B::Ge, x, z)?; let (p, m) = (b.c(1.0), b.c(-1.0)); b.select(up, p, m) });
             /// `x * x`.
             Square "square" Numeric ["square"] api, |x: f64| x * x, Some(|i: i64| i.wrapping_mul(i)), d(|b, x, _| b.scale(2.0, x));
             /// -1, 0 or 1 (NaN stays NaN).
@@ -150,7 +150,7 @@ macro_rules! binary_op_table {
             /// `a * b` (wrapping on integers).
             Mul "mul" Arith ["multiply"] commutative, |p: f64, q: f64| Some(p * q), |p: i64, q: i64| Some(p.wrapping_mul(q)), p(|_, a, z, _| Ok((Node(z), Node(a))));
             /// True division (integers are cast to float first).
-            Div "div" Arith ["divide", "true_divide"] ordered, |p: f64, q: f64| Some(p / q), |_p: i64, _q: i64| None, p(|b, _, z, y| { let r = b.recip(z)?; let q = b.div(y, z)?; Ok((Node(r), Node(b.un(U::Neg, q)?))) });
+            Div "div" Arith ["divide", "true_divide"] ordered, |p: f64, q: f64| Some(p / q), |_p: i64, _q: i64| None, p(|b, _, z, y| { let one = b.c(1.0); let r = b.div(one, z)?; let q = b.div(y, z)?; Ok((Node(r), Node(b.un(U::Neg, q)?))) });
             /// `np.floor_divide` (integers: 0 when dividing by zero).
             FloorDiv "floordiv" Arith ["floor_divide"] ordered, |p: f64, q: f64| Some($crate::op_table::py_floordiv(p, q)), $crate::op_table::int_floordiv, ZERO;
             /// `np.remainder`: the sign follows the divisor (integers: 0 when dividing by zero).

@@ -1,0 +1,244 @@
+"""pyasc.grad, value_and_grad, vjp, jvp, stop_gradient and check_grads against jax.grad in float64.
+
+Every elementwise op's rule (the op table's gradient column), the structural rules (where,
+casts, reductions, views) and the library rules (matmul, pad, concatenate) are compared with
+JAX's derivative of the same function, in float64 and to within float32 rounding in float32.
+"""
+
+import jax
+import jax.numpy as jnp
+import jax.scipy.special as jsp
+import numpy as np
+import pytest
+
+import pyasc
+
+jax.config.update("jax_enable_x64", True)
+
+RNG = np.random.default_rng(7)
+
+# op name -> (JAX function, domain low, domain high)
+UNARY = {
+    "abs": (jnp.abs, -2, 2), "square": (jnp.square, -2, 2), "exp": (jnp.exp, -2, 2), "exp2": (jnp.exp2, -2, 2),
+    "log": (jnp.log, 0.2, 3), "log2": (jnp.log2, 0.2, 3), "log10": (jnp.log10, 0.2, 3),
+    "log1p": (jnp.log1p, -0.5, 3), "expm1": (jnp.expm1, -2, 2), "sqrt": (jnp.sqrt, 0.2, 3),
+    "cbrt": (jnp.cbrt, 0.2, 3), "rsqrt": (jax.lax.rsqrt, 0.2, 3), "reciprocal": (jnp.reciprocal, 0.5, 3),
+    "sin": (jnp.sin, -3, 3), "cos": (jnp.cos, -3, 3), "tan": (jnp.tan, -1, 1), "arcsin": (jnp.arcsin, -0.9, 0.9),
+    "arccos": (jnp.arccos, -0.9, 0.9), "arctan": (jnp.arctan, -3, 3), "sinh": (jnp.sinh, -2, 2),
+    "cosh": (jnp.cosh, -2, 2), "tanh": (jnp.tanh, -2, 2), "arcsinh": (jnp.arcsinh, -3, 3),
+    "arccosh": (jnp.arccosh, 1.2, 3), "arctanh": (jnp.arctanh, -0.9, 0.9), "deg2rad": (jnp.deg2rad, -3, 3),
+    "rad2deg": (jnp.rad2deg, -3, 3), "sigmoid": (jax.nn.sigmoid, -4, 4), "erf": (jsp.erf, -2, 2),
+    "erfc": (jsp.erfc, -2, 2), "relu": (jax.nn.relu, -2, 2), "gelu": (lambda x: jax.nn.gelu(x, approximate=False), -3, 3),
+    "fast_gelu": (lambda x: x * jax.nn.sigmoid(1.702 * x), -3, 3), "silu": (jax.nn.silu, -3, 3),
+    "softplus": (jax.nn.softplus, -3, 3), "sign": (jnp.sign, -2, 2), "floor": (jnp.floor, -2, 2),
+    "ceil": (jnp.ceil, -2, 2), "trunc": (jnp.trunc, -2, 2),
+}
+
+BINARY = {
+    "add": jnp.add, "subtract": jnp.subtract, "multiply": jnp.multiply, "divide": jnp.divide,
+    "power": jnp.power, "maximum": jnp.maximum, "minimum": jnp.minimum, "fmax": jnp.fmax, "fmin": jnp.fmin,
+    "hypot": jnp.hypot, "arctan2": jnp.arctan2, "logaddexp": jnp.logaddexp, "logaddexp2": jnp.logaddexp2,
+    "remainder": jnp.remainder, "fmod": jnp.fmod, "copysign": jnp.copysign,
+}
+
+
+def _close(got, want, rtol=1e-12, atol=1e-12):
+    for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_unary_rule_matches_jax(name):
+    jf, lo, hi = UNARY[name]
+    x = RNG.uniform(lo, hi, size=(5, 7))
+    pf = getattr(pyasc, name)
+    got = pyasc.grad(lambda x: pyasc.sum(pf(x) * np.cos(x)))(x)
+    want = jax.grad(lambda x: jnp.sum(jf(x) * jnp.cos(x)))(x)
+    _close(got, want)
+
+
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_binary_rule_matches_jax_with_broadcasting(name):
+    a = RNG.uniform(0.5, 2.0, size=(4, 6))
+    b = RNG.uniform(0.5, 2.0, size=(6,)) * RNG.choice([-1, 1], size=6)
+    if name in ("power", "remainder", "fmod"):
+        b = np.abs(b)
+    nf, jf = getattr(np, name), BINARY[name]
+    got = pyasc.grad(lambda a, b: pyasc.sum(nf(a, b) * a), argnums=(0, 1))(a, b)
+    want = jax.grad(lambda a, b: jnp.sum(jf(a, b) * a), argnums=(0, 1))(a, b)
+    _close(got, want)
+
+
+def test_max_and_min_split_ties_as_jax():
+    a = np.array([1.0, 2.0, 3.0, 2.0])
+    b = np.array([1.0, 1.0, 3.0, 5.0])
+    for pf, jf in [(np.maximum, jnp.maximum), (np.minimum, jnp.minimum)]:
+        _close(pyasc.grad(lambda a, b: pyasc.sum(pf(a, b)), argnums=(0, 1))(a, b),
+               jax.grad(lambda a, b: jnp.sum(jf(a, b)), argnums=(0, 1))(a, b))
+    x = np.array([[1.0, 3.0, 3.0], [2.0, 2.0, 2.0]])
+    _close(pyasc.grad(lambda x: pyasc.sum(pyasc.max(x, axis=1) * np.array([1.0, 2.0])))(x),
+           jax.grad(lambda x: jnp.sum(jnp.max(x, axis=1) * jnp.array([1.0, 2.0])))(x))
+    _close(pyasc.grad(lambda x: pyasc.min(x))(x), jax.grad(lambda x: jnp.min(x))(x))
+
+
+def test_where_clip_abs_at_kinks():
+    x = np.array([-1.0, 0.0, 0.5, 1.0, 2.0])
+    _close(pyasc.grad(lambda x: pyasc.sum(pyasc.where(x > 0.5, x * x, -x)))(x),
+           jax.grad(lambda x: jnp.sum(jnp.where(x > 0.5, x * x, -x)))(x))
+    _close(pyasc.grad(lambda x: pyasc.sum(pyasc.abs(x) + pyasc.relu(x)))(x),
+           jax.grad(lambda x: jnp.sum(jnp.abs(x) + jax.nn.relu(x)))(x))
+
+
+def test_reductions_and_composites():
+    x = RNG.uniform(0.5, 1.5, size=(3, 4, 5))
+    cases = [
+        (lambda x: pyasc.sum(pyasc.mean(x, axis=(0, 2)) ** 2), lambda x: jnp.sum(jnp.mean(x, axis=(0, 2)) ** 2)),
+        (lambda x: pyasc.sum(pyasc.prod(x, axis=1)), lambda x: jnp.sum(jnp.prod(x, axis=1))),
+        (lambda x: pyasc.sum(pyasc.softmax(x, axis=-1) * x), lambda x: jnp.sum(jax.nn.softmax(x, axis=-1) * x)),
+        (lambda x: pyasc.sum(pyasc.log_softmax(x, axis=1) * x), lambda x: jnp.sum(jax.nn.log_softmax(x, axis=1) * x)),
+        (lambda x: pyasc.sum(pyasc.logsumexp(x, axis=2)), lambda x: jnp.sum(jax.nn.logsumexp(x, axis=2))),
+        (lambda x: pyasc.sum(np.var(x, axis=0)), lambda x: jnp.sum(jnp.var(x, axis=0))),
+        (lambda x: pyasc.sum(np.std(x, axis=-1)), lambda x: jnp.sum(jnp.std(x, axis=-1))),
+    ]
+    for pf, jf in cases:
+        _close(pyasc.grad(pf)(x), jax.grad(jf)(x), rtol=1e-10, atol=1e-12)
+
+
+def test_views_slices_pad_concatenate():
+    x = RNG.standard_normal((6, 5))
+    cases = [
+        (lambda x: pyasc.sum(x.T @ x), lambda x: jnp.sum(x.T @ x)),
+        (lambda x: pyasc.sum(x.reshape(3, 10)[1] * np.arange(10.0)),
+         lambda x: jnp.sum(x.reshape(3, 10)[1] * jnp.arange(10.0))),
+        (lambda x: pyasc.sum(x[1:5:2, ::-2] * np.array([1.0, 2.0, 3.0])),
+         lambda x: jnp.sum(x[1:5:2, ::-2] * jnp.array([1.0, 2.0, 3.0]))),
+        (lambda x: pyasc.sum(x[::-3, 1:4] ** 2), lambda x: jnp.sum(x[::-3, 1:4] ** 2)),
+        (lambda x: pyasc.sum(np.pad(x, ((1, 2), (0, 3))) * np.arange(72.0).reshape(9, 8)),
+         lambda x: jnp.sum(jnp.pad(x, ((1, 2), (0, 3))) * jnp.arange(72.0).reshape(9, 8))),
+        (lambda x: pyasc.sum(np.concatenate([x, 2 * x[:2]], axis=0) ** 2),
+         lambda x: jnp.sum(jnp.concatenate([x, 2 * x[:2]], axis=0) ** 2)),
+        (lambda x: pyasc.sum(np.broadcast_to(x[:, :1], (6, 4)) * np.arange(4.0)),
+         lambda x: jnp.sum(jnp.broadcast_to(x[:, :1], (6, 4)) * jnp.arange(4.0))),
+    ]
+    for pf, jf in cases:
+        _close(pyasc.grad(pf)(x), jax.grad(jf)(x))
+    # A round trip through float32 passes the cotangent on (rounded to float32 on the way).
+    got = pyasc.grad(lambda x: pyasc.sum(x.astype(np.float32).astype(np.float64) * x))(x)
+    _close(got, x + x.astype(np.float32), rtol=1e-7)
+
+
+@pytest.mark.parametrize("sa,sb", [((4, 3), (3, 5)), ((3,), (3, 5)), ((4, 3), (3,)), ((2, 4, 3), (3, 5)),
+                                   ((2, 1, 4, 3), (3, 3, 5))])
+def test_matmul_rule(sa, sb):
+    a, b = RNG.standard_normal(sa), RNG.standard_normal(sb)
+    _close(pyasc.grad(lambda a, b: pyasc.sum(pyasc.tanh(a @ b)), argnums=(0, 1))(a, b),
+           jax.grad(lambda a, b: jnp.sum(jnp.tanh(a @ b)), argnums=(0, 1))(a, b), rtol=1e-10)
+
+
+def test_value_and_grad_has_aux_argnums_and_pytrees():
+    params = {"w": RNG.standard_normal((3, 2)), "b": RNG.standard_normal(2)}
+    x = RNG.standard_normal((5, 3))
+
+    def loss(p, x):
+        y = pyasc.tanh(x @ p["w"] + p["b"])
+        return pyasc.sum(y * y), y
+
+    def jloss(p, x):
+        y = jnp.tanh(x @ p["w"] + p["b"])
+        return jnp.sum(y * y), y
+
+    (val, aux), g = pyasc.value_and_grad(loss, has_aux=True)(params, x)
+    (jval, jaux), jg = jax.value_and_grad(jloss, has_aux=True)(params, x)
+    _close(val, jval)
+    _close(aux, jaux)
+    assert set(g) == {"w", "b"}
+    _close([g["b"], g["w"]], [jg["b"], jg["w"]])
+    gp, gx = pyasc.grad(lambda p, x: loss(p, x)[0], argnums=(0, 1))(params, x)
+    _close(gx, jax.grad(lambda p, x: jloss(p, x)[0], argnums=1)(params, x))
+
+
+def test_float32_gradient_within_rounding():
+    x = RNG.standard_normal(1000).astype(np.float32)
+    got = pyasc.grad(lambda x: pyasc.sum(pyasc.gelu(x) * pyasc.exp(-x * x)))(x)
+    assert got.dtype == np.float32
+    want = jax.grad(lambda x: jnp.sum(jax.nn.gelu(x, approximate=False) * jnp.exp(-x * x)))(x.astype(np.float64))
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6)
+
+
+def test_grad_of_operator_and_class_operator_keep_options():
+    @pyasc.operator(precision_mode="fp32")
+    def f(x):
+        return pyasc.sum(pyasc.sin(x) * x)
+
+    class Op(pyasc.AscendOperatorBase):
+        def compute(self, inputs):
+            (x,) = inputs
+            return pyasc.sum(pyasc.exp(x))
+
+    x = RNG.standard_normal(9)
+    g = pyasc.grad(f)
+    _close(g(x), np.cos(x) * x + np.sin(x))
+    assert g.options["precision_mode"] == "fp32"
+    _close(pyasc.grad(Op())(x), np.exp(x))
+
+
+def test_grad_is_cached_by_signature():
+    g = pyasc.grad(lambda x: pyasc.sum(pyasc.exp(x)))
+    for n in (4, 4, 5):
+        _close(g(np.linspace(0, 1, n)), np.exp(np.linspace(0, 1, n)))
+    info = g.cache_info()
+    assert info.hits == 1 and info.misses == 2
+
+
+def test_higher_order_and_jvp():
+    x = np.linspace(-2, 2, 9)
+    d2 = pyasc.grad(lambda x: pyasc.sum(pyasc.grad(lambda y: pyasc.sum(pyasc.tanh(y) * y))(x)))(x)
+    jd2 = jax.grad(lambda x: jnp.sum(jax.grad(lambda y: jnp.sum(jnp.tanh(y) * y))(x)))(x)
+    _close(d2, jd2)
+    t = RNG.standard_normal(9)
+    out, tan = pyasc.jvp(lambda x: pyasc.sin(x) * x, (x,), (t,))
+    jout, jtan = jax.jvp(lambda x: jnp.sin(x) * x, (x,), (t,))
+    _close((out, tan), (jout, jtan))
+
+
+def test_vjp_with_pytree_output():
+    x = RNG.standard_normal(4)
+    out, f_vjp = pyasc.vjp(lambda x: {"a": pyasc.exp(x), "b": x * x}, x)
+    ct = {"a": np.ones(4), "b": np.arange(4.0)}
+    (g,) = f_vjp(ct)
+    _close(g, np.exp(x) + 2 * x * np.arange(4.0))
+    _close(out["a"], np.exp(x))
+
+
+def test_stop_gradient():
+    x = np.linspace(0.5, 2, 6)
+    got = pyasc.grad(lambda x: pyasc.sum(x * pyasc.stop_gradient(x * x)))(x)
+    _close(got, x * x)
+    assert pyasc.stop_gradient(x) is x
+
+
+def test_check_grads_passes_and_catches_a_wrong_rule():
+    x = np.linspace(-1, 1, 5)
+    pyasc.check_grads(lambda x: pyasc.sum(pyasc.sin(x) * pyasc.exp(x)), (x,), order=2)
+    with pytest.raises(AssertionError, match="finite differences"):
+        # floor's gradient is zero by convention; finite differences across a step are not.
+        pyasc.check_grads(lambda x: pyasc.sum(pyasc.floor(x * 10) * 0 + pyasc.round(x * 1e4) / 1e4 * 3),
+                          (np.array([0.12345]),), modes=("fwd",), eps=1e-4)
+
+
+def test_errors_are_typed_and_name_the_line():
+    with pytest.raises(pyasc.ShapeError, match="scalar output"):
+        pyasc.grad(lambda x: pyasc.exp(x))(np.ones(3))
+    with pytest.raises(pyasc.DTypeError, match="float"):
+        pyasc.grad(lambda x: pyasc.sum(x * 2.0))(np.arange(3))
+    with pytest.raises(pyasc.UnsupportedError, match="no gradient rule.*custom_vjp") as e:
+        pyasc.grad(lambda x: pyasc.sum(pyasc.sort(x)))(np.ones(3))
+    assert e.value.filename == __file__
+    with pytest.raises(pyasc.InvalidArgumentError, match="argnums"):
+        pyasc.grad(lambda x: pyasc.sum(x), argnums=2)(np.ones(3))
+
+
+def test_integer_values_carry_no_gradient():
+    x = np.linspace(0, 3, 4)
+    got = pyasc.grad(lambda x: pyasc.sum(x * (x > 1) + x.astype(np.int32).astype(np.float64)))(x)
+    _close(got, (x > 1).astype(np.float64))
