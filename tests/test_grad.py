@@ -242,3 +242,45 @@ def test_integer_values_carry_no_gradient():
     x = np.linspace(0, 3, 4)
     got = pyasc.grad(lambda x: pyasc.sum(x * (x > 1) + x.astype(np.int32).astype(np.float64)))(x)
     _close(got, (x > 1).astype(np.float64))
+
+
+@pytest.mark.parametrize("case", ["cumsum1", "cumsum0", "cumprod", "logcumsumexp", "take0", "take1", "fancy",
+                                  "at_set", "at_add"])
+def test_scan_take_and_scatter_rules(case):
+    v = RNG.uniform(0.5, 1.5, (5, 4))
+    cases = {
+        "cumsum1": (lambda a: pyasc.sum(pyasc.cumsum(a, axis=1) * a), lambda a: jnp.sum(jnp.cumsum(a, axis=1) * a)),
+        "cumsum0": (lambda a: pyasc.sum(pyasc.cumsum(a, axis=0) ** 2), lambda a: jnp.sum(jnp.cumsum(a, axis=0) ** 2)),
+        "cumprod": (lambda a: pyasc.sum(pyasc.cumprod(a, axis=1)), lambda a: jnp.sum(jnp.cumprod(a, axis=1))),
+        "logcumsumexp": (lambda a: pyasc.sum(pyasc.logcumsumexp(a, axis=1) * a),
+                         lambda a: jnp.sum(jax.lax.cumlogsumexp(a, axis=1) * a)),
+        "take0": (lambda a: pyasc.sum(pyasc.take(a, np.array([0, 2, 2, -1]), axis=0) * np.arange(4.0)),
+                  lambda a: jnp.sum(jnp.take(a, jnp.array([0, 2, 2, -1]), axis=0) * jnp.arange(4.0))),
+        "take1": (lambda a: pyasc.sum(pyasc.take(a, np.array([[3, 1], [1, 1]]), axis=1) ** 2),
+                  lambda a: jnp.sum(jnp.take(a, jnp.array([[3, 1], [1, 1]]), axis=1) ** 2)),
+        "fancy": (lambda a: pyasc.sum(a[np.array([0, 2, 2])] ** 2), lambda a: jnp.sum(a[jnp.array([0, 2, 2])] ** 2)),
+        "at_set": (lambda a: pyasc.sum(a.at[1].set(a[0] * 3) * a), lambda a: jnp.sum(a.at[1].set(a[0] * 3) * a)),
+        "at_add": (lambda a: pyasc.sum(a.at[np.array([1, 1, 3])].add(a[0] * 3) ** 2),
+                   lambda a: jnp.sum(a.at[jnp.array([1, 1, 3])].add(a[0] * 3) ** 2)),
+    }
+    pf, jf = cases[case]
+    _close(pyasc.grad(pf)(v), jax.grad(jf)(v), rtol=1e-12, atol=1e-12)
+
+
+def test_pixel_shuffle_rule_is_the_adjoint():
+    x = RNG.standard_normal((2, 12, 3, 4))
+    w = RNG.standard_normal((2, 3, 6, 8))
+
+    def ref_shuffle(x, r):
+        n, c, h, wd = x.shape
+        return x.reshape(n, c // (r * r), r, r, h, wd).transpose(0, 1, 4, 2, 5, 3).reshape(n, c // (r * r), h * r, wd * r)
+
+    got = pyasc.grad(lambda x: pyasc.sum(pyasc.pixel_shuffle(x, 2) * w))(x)
+    # The gradient of <shuffle(x), w> is the adjoint applied to w: <shuffle(e_i), w> for each basis x.
+    want = np.zeros_like(x)
+    flat = want.reshape(-1)
+    for i in range(flat.size):
+        e = np.zeros(x.size)
+        e[i] = 1.0
+        flat[i] = np.sum(ref_shuffle(e.reshape(x.shape), 2) * w)
+    _close(got, want)

@@ -136,3 +136,16 @@ pub fn no_rule(what: &str) -> IrError {
         ),
     )
 }
+
+/// `0, 1, 2, ...` (int64) along `axis`, broadcast over `shape`: a running sum of ones.
+pub fn iota(b: &mut Builder<'_>, shape: &crate::Shape, axis: usize) -> Result<NodeId> {
+    let ones = b.g.fill(crate::Scalar::Int(1), crate::DType::I64, shape.clone(), b.loc.clone());
+    let run = b.g.library(
+        crate::LibId::SCAN,
+        crate::Attr::Scan(crate::library::ScanKind::Sum, axis),
+        &[ones],
+        b.loc.clone(),
+    )?;
+    let one = b.g.py_scalar(crate::Scalar::Int(1), b.loc.clone());
+    b.sub(run, one)
+}

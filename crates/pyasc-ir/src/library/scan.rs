@@ -9,6 +9,8 @@ use super::{bad_call, LibCall, LibId, LibraryOp};
 use crate::attr::Attr;
 use crate::dtype::{DType, VType};
 use crate::error::{IrError, Result};
+use crate::grad::Builder;
+use crate::graph::NodeId;
 use crate::shape::Shape;
 use crate::tile::BufferDecl;
 
@@ -101,6 +103,40 @@ impl LibraryOp for Scan {
             _ => bad_call(self, "needs one operand of its output's dtype and shape"),
         }
     }
+    fn vjp(
+        &self,
+        attr: &Attr,
+        b: &mut Builder<'_>,
+        inputs: &[NodeId],
+        y: NodeId,
+        g: NodeId,
+        wanted: &[bool],
+    ) -> Result<Vec<Option<NodeId>>> {
+        let _ = wanted;
+        let (kind, axis) = parts(attr)?;
+        let x = inputs[0];
+        let ct = match kind {
+            // Each x_i feeds y_j for j >= i: the cotangent is the reversed running sum.
+            ScanKind::Sum => reverse_cumsum(b, g, axis)?,
+            // y_j = prod_{i <= j} x_i: d y_j / d x_i = y_j / x_i (x without zeros).
+            ScanKind::Prod => {
+                let gy = b.mul(g, y)?;
+                let s = reverse_cumsum(b, gy, axis)?;
+                b.div(s, x)?
+            }
+            // y_j = log sum_{i <= j} e^x_i: d y_j / d x_i = e^(x_i - y_j).
+            ScanKind::LogSumExp => {
+                let ny = b.un(crate::op::UnaryOp::Neg, y)?;
+                let w = b.un(crate::op::UnaryOp::Exp, ny)?;
+                let gw = b.mul(g, w)?;
+                let s = reverse_cumsum(b, gw, axis)?;
+                let ex = b.un(crate::op::UnaryOp::Exp, x)?;
+                b.mul(s, ex)?
+            }
+            ScanKind::Max | ScanKind::Min => return Err(crate::grad::no_rule(kind.name())),
+        };
+        Ok(vec![Some(ct)])
+    }
 }
 
 #[cfg(test)]
@@ -119,4 +155,29 @@ mod tests {
         assert!(Scan.infer(&Attr::Scan(ScanKind::LogSumExp, 0), &[(VType::strong(DType::I32), &s)]).is_err());
         assert_eq!(Scan.describe(&Attr::Scan(ScanKind::Max, 1)), "cummax[1]");
     }
+}
+
+/// `flip(cumsum(flip(g, axis), axis), axis)`: the running sum from the end.
+pub fn reverse_cumsum(b: &mut Builder<'_>, g: NodeId, axis: usize) -> Result<NodeId> {
+    let flipped = flip(b, g, axis)?;
+    let s = b.g.library(LibId::SCAN, Attr::Scan(ScanKind::Sum, axis), &[flipped], b.loc.clone())?;
+    flip(b, s, axis)
+}
+
+/// `x` reversed along `axis` (a view).
+fn flip(b: &mut Builder<'_>, x: NodeId, axis: usize) -> Result<NodeId> {
+    let shape = b.shape(x);
+    let dims = shape
+        .0
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| {
+            if i == axis && n > 0 {
+                crate::view::SliceDim { start: n - 1, step: -1, len: n }
+            } else {
+                crate::view::SliceDim { start: 0, step: 1, len: n }
+            }
+        })
+        .collect();
+    b.view(crate::view::ViewSpec::Slice(dims), x)
 }

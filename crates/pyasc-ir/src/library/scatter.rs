@@ -7,6 +7,8 @@ use super::{bad_call, LibCall, LibId, LibraryOp};
 use crate::attr::Attr;
 use crate::dtype::{DType, VType};
 use crate::error::{IrError, Result};
+use crate::grad::Builder;
+use crate::graph::NodeId;
 use crate::shape::Shape;
 use crate::tile::BufferDecl;
 
@@ -96,6 +98,45 @@ impl LibraryOp for Scatter {
                 Ok(())
             }
             _ => bad_call(self, "needs a mode, a base, int64 indices and values of the base's dtype"),
+        }
+    }
+    fn vjp(
+        &self,
+        attr: &Attr,
+        b: &mut Builder<'_>,
+        inputs: &[NodeId],
+        y: NodeId,
+        g: NodeId,
+        wanted: &[bool],
+    ) -> Result<Vec<Option<NodeId>>> {
+        let _ = y;
+        let Attr::Scatter(mode) = attr else { return Err(IrError::internal("scatter needs a mode")) };
+        let (base, idx, vals) = (inputs[0], inputs[1], inputs[2]);
+        let n = b.shape(base).numel();
+        let flat_g = b.reshape(g, &Shape(vec![n]))?;
+        let picked = |b: &mut Builder<'_>| -> Result<NodeId> {
+            let a = b.g.add_attr(Attr::Axis(0));
+            let t = b.g.apply(crate::op::Op::Library(LibId::TAKE, a), &[flat_g, idx], b.loc.clone())?;
+            b.reshape(t, &b.shape(vals))
+        };
+        match mode {
+            ScatterMode::Add => {
+                let to_vals = if wanted[2] { Some(picked(b)?) } else { None };
+                Ok(vec![Some(g), None, to_vals])
+            }
+            ScatterMode::Set => {
+                // Overwritten elements of the base get no cotangent; each value gets the
+                // cotangent of where it landed (the last write wins: duplicates are not split).
+                let to_vals = if wanted[2] { Some(picked(b)?) } else { None };
+                let to_base = if wanted[0] {
+                    let z = b.zeros(b.dtype(g), b.shape(vals));
+                    Some(b.g.library(LibId::SCATTER, Attr::Scatter(ScatterMode::Set), &[g, idx, z], b.loc.clone())?)
+                } else {
+                    None
+                };
+                Ok(vec![to_base, None, to_vals])
+            }
+            _ => Err(crate::grad::no_rule(&format!("scatter[{}]", mode.name()))),
         }
     }
 }

@@ -5,6 +5,8 @@ use super::{bad_call, LibCall, LibId, LibraryOp};
 use crate::attr::Attr;
 use crate::dtype::{DType, VType};
 use crate::error::{IrError, Result};
+use crate::grad::Builder;
+use crate::graph::NodeId;
 use crate::shape::Shape;
 use crate::tile::BufferDecl;
 
@@ -59,5 +61,31 @@ impl LibraryOp for PixelShuffle {
             [x] if x.dtype == out.dtype && shuffle_shape(&x.shape, *r)? == out.shape => Ok(()),
             _ => bad_call(self, "needs one operand shuffled to its output"),
         }
+    }
+    fn vjp(
+        &self,
+        attr: &Attr,
+        b: &mut Builder<'_>,
+        inputs: &[NodeId],
+        y: NodeId,
+        g: NodeId,
+        wanted: &[bool],
+    ) -> Result<Vec<Option<NodeId>>> {
+        let _ = (y, wanted);
+        let Attr::Upscale(r) = attr else { return Err(IrError::internal("pixel_shuffle needs a factor")) };
+        // pixel_shuffle is x.reshape(*, C, r, r, H, W).transpose(.., C, H, r, W, r) reshaped;
+        // its adjoint reads the cotangent back the same way.
+        let r = *r;
+        let xs = b.shape(inputs[0]);
+        let gs = b.shape(g);
+        let lead = gs.rank() - 3;
+        let (c, hr, wr) = (gs.0[lead], gs.0[lead + 1], gs.0[lead + 2]);
+        let mut split = gs.0[..lead].to_vec();
+        split.extend([c, hr / r, r, wr / r, r]);
+        let t = b.reshape(g, &Shape(split))?;
+        let mut perm: Vec<usize> = (0..lead).collect();
+        perm.extend([lead, lead + 2, lead + 4, lead + 1, lead + 3]);
+        let t = b.view(crate::view::ViewSpec::Transpose(perm), t)?;
+        Ok(vec![Some(b.reshape(t, &xs)?)])
     }
 }

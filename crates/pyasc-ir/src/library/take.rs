@@ -5,6 +5,8 @@ use super::{bad_call, LibCall, LibId, LibraryOp};
 use crate::attr::Attr;
 use crate::dtype::{DType, VType};
 use crate::error::{IrError, Result};
+use crate::grad::Builder;
+use crate::graph::NodeId;
 use crate::shape::Shape;
 use crate::tile::BufferDecl;
 
@@ -36,6 +38,51 @@ impl LibraryOp for Take {
             [x, idx] if call.attr.axis().is_some() && idx.dtype == DType::I64 && x.dtype == out.dtype => Ok(()),
             _ => bad_call(self, "needs an axis, an operand and int64 indices"),
         }
+    }
+    fn vjp(
+        &self,
+        attr: &Attr,
+        b: &mut Builder<'_>,
+        inputs: &[NodeId],
+        y: NodeId,
+        g: NodeId,
+        wanted: &[bool],
+    ) -> Result<Vec<Option<NodeId>>> {
+        let _ = (y, wanted);
+        // The cotangent of x adds each gathered element's cotangent back at its index: a
+        // scatter-add into zeros at the flat positions (p * n + idx) * inner + q.
+        let axis = attr.axis().ok_or_else(|| IrError::internal("take needs an axis"))?;
+        let (x, idx) = (inputs[0], inputs[1]);
+        let xs = b.shape(x);
+        let (outer, n) = (xs.0[..axis].iter().product::<usize>(), xs.0[axis]);
+        let inner: usize = xs.0[axis + 1..].iter().product();
+        let k = b.shape(idx).numel();
+        // idx in [0, n): NumPy's negative indices wrap.
+        let idx = b.cast(idx, DType::I64)?;
+        let zero = b.g.py_scalar(crate::Scalar::Int(0), b.loc.clone());
+        let neg = b.bin(crate::op::BinaryOp::Lt, idx, zero)?;
+        let nn = b.g.py_scalar(crate::Scalar::Int(n as i64), b.loc.clone());
+        let wrapped = b.add(idx, nn)?;
+        let idx = b.select(neg, wrapped, idx)?;
+        let idx = b.reshape(idx, &Shape(vec![1, k, 1]))?;
+        let p = crate::grad::iota(b, &Shape(vec![outer, 1, 1]), 0)?;
+        let q = crate::grad::iota(b, &Shape(vec![1, 1, inner]), 2)?;
+        let nn = b.g.py_scalar(crate::Scalar::Int(n as i64), b.loc.clone());
+        let row = b.mul(p, nn)?;
+        let row = b.add(row, idx)?;
+        let ii = b.g.py_scalar(crate::Scalar::Int(inner as i64), b.loc.clone());
+        let row = b.mul(row, ii)?;
+        let flat = b.add(row, q)?;
+        let flat = b.broadcast(flat, &Shape(vec![outer, k, inner]))?;
+        let vals = b.reshape(g, &Shape(vec![outer, k, inner]))?;
+        let zeros = b.zeros(b.dtype(g), xs.clone());
+        let ct = b.g.library(
+            LibId::SCATTER,
+            Attr::Scatter(crate::library::ScatterMode::Add),
+            &[zeros, flat, vals],
+            b.loc.clone(),
+        )?;
+        Ok(vec![Some(ct), None])
     }
 }
 
