@@ -9,9 +9,8 @@ import jax
 import jax.numpy as jnp
 import jax.scipy.special as jsp
 import numpy as np
-import pytest
-
 import pyasc
+import pytest
 
 jax.config.update("jax_enable_x64", True)
 
@@ -28,7 +27,8 @@ UNARY = {
     "cosh": (jnp.cosh, -2, 2), "tanh": (jnp.tanh, -2, 2), "arcsinh": (jnp.arcsinh, -3, 3),
     "arccosh": (jnp.arccosh, 1.2, 3), "arctanh": (jnp.arctanh, -0.9, 0.9), "deg2rad": (jnp.deg2rad, -3, 3),
     "rad2deg": (jnp.rad2deg, -3, 3), "sigmoid": (jax.nn.sigmoid, -4, 4), "erf": (jsp.erf, -2, 2),
-    "erfc": (jsp.erfc, -2, 2), "relu": (jax.nn.relu, -2, 2), "gelu": (lambda x: jax.nn.gelu(x, approximate=False), -3, 3),
+    "erfc": (jsp.erfc, -2, 2), "relu": (jax.nn.relu, -2, 2),
+    "gelu": (lambda x: jax.nn.gelu(x, approximate=False), -3, 3),
     "fast_gelu": (lambda x: x * jax.nn.sigmoid(1.702 * x), -3, 3), "silu": (jax.nn.silu, -3, 3),
     "softplus": (jax.nn.softplus, -3, 3), "sign": (jnp.sign, -2, 2), "floor": (jnp.floor, -2, 2),
     "ceil": (jnp.ceil, -2, 2), "trunc": (jnp.trunc, -2, 2),
@@ -73,8 +73,8 @@ def test_max_and_min_split_ties_as_jax():
     a = np.array([1.0, 2.0, 3.0, 2.0])
     b = np.array([1.0, 1.0, 3.0, 5.0])
     for pf, jf in [(np.maximum, jnp.maximum), (np.minimum, jnp.minimum)]:
-        _close(pyasc.grad(lambda a, b: pyasc.sum(pf(a, b)), argnums=(0, 1))(a, b),
-               jax.grad(lambda a, b: jnp.sum(jf(a, b)), argnums=(0, 1))(a, b))
+        _close(pyasc.grad(lambda a, b, pf=pf: pyasc.sum(pf(a, b)), argnums=(0, 1))(a, b),
+               jax.grad(lambda a, b, jf=jf: jnp.sum(jf(a, b)), argnums=(0, 1))(a, b))
     x = np.array([[1.0, 3.0, 3.0], [2.0, 2.0, 2.0]])
     _close(pyasc.grad(lambda x: pyasc.sum(pyasc.max(x, axis=1) * np.array([1.0, 2.0])))(x),
            jax.grad(lambda x: jnp.sum(jnp.max(x, axis=1) * jnp.array([1.0, 2.0])))(x))
@@ -273,7 +273,8 @@ def test_pixel_shuffle_rule_is_the_adjoint():
 
     def ref_shuffle(x, r):
         n, c, h, wd = x.shape
-        return x.reshape(n, c // (r * r), r, r, h, wd).transpose(0, 1, 4, 2, 5, 3).reshape(n, c // (r * r), h * r, wd * r)
+        t = x.reshape(n, c // (r * r), r, r, h, wd).transpose(0, 1, 4, 2, 5, 3)
+        return t.reshape(n, c // (r * r), h * r, wd * r)
 
     got = pyasc.grad(lambda x: pyasc.sum(pyasc.pixel_shuffle(x, 2) * w))(x)
     # The gradient of <shuffle(x), w> is the adjoint applied to w: <shuffle(e_i), w> for each basis x.
@@ -284,3 +285,50 @@ def test_pixel_shuffle_rule_is_the_adjoint():
         e[i] = 1.0
         flat[i] = np.sum(ref_shuffle(e.reshape(x.shape), 2) * w)
     _close(got, want)
+
+
+def _custom_softplus():
+    @pyasc.custom_vjp
+    def softplus(x):
+        return pyasc.log1p(pyasc.exp(x))
+
+    def fwd(x):
+        return softplus(x), x
+
+    def bwd(x, g):
+        return (g * pyasc.sigmoid(x) * 2,)  # twice the true derivative: shows the rule is used
+
+    softplus.defvjp(fwd, bwd)
+    return softplus
+
+
+def test_custom_vjp_rule_is_used_nested_and_in_jvp():
+    softplus = _custom_softplus()
+    x = np.linspace(-2, 2, 5)
+    s = 1 / (1 + np.exp(-x))
+    _close(softplus(x), np.log1p(np.exp(x)))
+    _close(pyasc.grad(lambda x: pyasc.sum(softplus(x) * x))(x), 2 * s * x + np.log1p(np.exp(x)))
+    sp = np.log1p(np.exp(x))
+    _close(pyasc.grad(lambda x: pyasc.sum(softplus(softplus(x))))(x), 2 * s * 2 / (1 + np.exp(-sp)))
+    _close(pyasc.jvp(softplus, (x,), (np.ones(5),))[1], 2 * s)
+    _close(pyasc.grad(lambda x: pyasc.sum(pyasc.grad(lambda y: pyasc.sum(softplus(y)))(x)))(x), 2 * s * (1 - s))
+
+
+def test_custom_vjp_gives_a_rule_to_an_op_without_one():
+    @pyasc.custom_vjp
+    def sorted_values(x):
+        return pyasc.sort(x)
+
+    def fwd(x):
+        order = pyasc.argsort(x)
+        return pyasc.take(x, order), order
+
+    def bwd(order, g):
+        return (pyasc.zeros(g.shape, g.dtype).at[order].add(g),)
+
+    sorted_values.defvjp(fwd, bwd)
+    x = np.array([3.0, 1.0, 2.0])
+    got = pyasc.grad(lambda x: pyasc.sum(sorted_values(x) * np.array([1.0, 10.0, 100.0])))(x)
+    _close(got, np.array([100.0, 1.0, 10.0]))
+    with pytest.raises(pyasc.InvalidArgumentError, match="defvjp"):
+        pyasc.grad(lambda x: pyasc.sum(pyasc.custom_vjp(lambda x: x * 2)(x)))(x)

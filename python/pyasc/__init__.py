@@ -70,7 +70,7 @@ from .api.sorting import (
 from .core import _complex, _interop, _operator_methods  # noqa: F401 (hooks)
 from .core._types import CacheInfo
 from .core.accuracy import check_accuracy
-from .core.autodiff import check_grads, grad, jvp, stop_gradient, value_and_grad, vjp
+from .core.autodiff import check_grads, custom_vjp, grad, jvp, stop_gradient, value_and_grad, vjp
 from .core.classes import AscendOperatorBase
 from .core.decorators import OPTION_STATUS, fused_operator, operator
 from .core.dynamic import get_context
@@ -258,7 +258,7 @@ from .lang import Kernel, kernel  # noqa: E402
 from .vectorize import VectorizedOperator, vectorized_operator  # noqa: E402
 
 __all__ += ["VectorizedOperator", "Kernel", "kernel", "lang"]
-__all__ += ["check_grads", "grad", "jvp", "stop_gradient", "value_and_grad", "vjp"]
+__all__ += ["check_grads", "custom_vjp", "grad", "jvp", "stop_gradient", "value_and_grad", "vjp"]
 __all__ += ["argwhere", "compress", "flatnonzero", "nonzero", "tree_flatten", "tree_leaves", "tree_unflatten"]
 
 _init_from_env()

@@ -10,6 +10,7 @@ operator, or inside another transformation) the transformations trace inline, wh
 
 from __future__ import annotations
 
+import threading
 import weakref
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -19,7 +20,7 @@ from .. import _pyasc
 from ..errors import DTypeError, InvalidArgumentError, ShapeError, at_user_line
 from .pytree import tree_flatten, tree_unflatten
 
-__all__ = ["grad", "value_and_grad", "vjp", "jvp", "stop_gradient", "check_grads"]
+__all__ = ["grad", "value_and_grad", "vjp", "jvp", "stop_gradient", "check_grads", "custom_vjp"]
 
 # Operator options a transformation keeps from the operator it differentiates.
 _KEPT_OPTIONS = ("device_type", "compute_type", "precision_mode", "op_break_level", "atomic_flag", "debug")
@@ -95,12 +96,115 @@ def _value_and_grad_traced(f: Callable[..., Any], args: Tuple[Any, ...], argnums
     out = _scalar_out(out)
     parts = [_float_leaves(args[a], "arguments") for a in argnums]
     flat = [x for leaves, _ in parts for x in leaves]
-    grads = list(_pyasc.apply_vjp([out], [None], flat)) if flat else []
+    grads = list(_backprop([out], [None], flat)) if flat else []
     trees, k = [], 0
     for leaves, treedef in parts:
         trees.append(tree_unflatten(treedef, grads[k:k + len(leaves)]))
         k += len(leaves)
     return out, (trees[0] if single else tuple(trees)), aux
+
+
+class _CustomCall:
+    """One call of a ``custom_vjp`` function inside a trace: its marked outputs and its rule."""
+
+    def __init__(self, marked: List[Any], out_def: Any, inputs: List[Any], in_def: Any, bwd: Callable[..., Any],
+                 residuals: Any) -> None:
+        self.marked, self.out_def, self.inputs, self.in_def = marked, out_def, inputs, in_def
+        self.bwd, self.residuals = bwd, residuals
+        self.top = max(m._node for m in marked)
+
+
+# Custom calls per trace (keyed by the trace), the most recent traces only.
+_CUSTOM: Dict[int, List[_CustomCall]] = {}
+_CUSTOM_TRACES = 64
+
+
+def _backprop(outs: Sequence[Any], cts: Sequence[Any], wrt: Sequence[Any]) -> List[Any]:
+    """Cotangents of ``wrt``: the graph's rules, and the user's rule at each ``custom_vjp`` call.
+
+    The outputs of a custom call are stop-gradient copies, so the graph's rules stop there;
+    their cotangents are asked for with ``wrt``, handed to the call's ``bwd`` (latest call
+    first) and carried on from the call's inputs, by linearity.
+    """
+    key = next((t._trace_key for t in list(outs) + list(wrt) if isinstance(t, _pyasc.Tensor)), None)
+    calls = sorted(_CUSTOM.get(key, []), key=lambda c: -c.top)
+    if not calls:
+        return list(_pyasc.apply_vjp(list(outs), list(cts), list(wrt)))
+    marks = [m for c in calls for m in c.marked]
+    got = _pyasc.apply_vjp(list(outs), list(cts), list(wrt) + marks)
+    total, pending = list(got[:len(wrt)]), dict(zip((m._node for m in marks), got[len(wrt):]))
+    for i, call in enumerate(calls):
+        ct_out = tree_unflatten(call.out_def, [pending[m._node] for m in call.marked])
+        ct_in = call.bwd(call.residuals, ct_out)
+        if not isinstance(ct_in, tuple):
+            raise at_user_line(InvalidArgumentError(
+                f"a custom_vjp bwd must return a tuple with one cotangent per argument, not {type(ct_in).__name__}"))
+        leaves = tree_flatten(ct_in)[0] if len(tree_flatten(ct_in)[0]) == len(call.inputs) else None
+        if leaves is None:
+            raise at_user_line(InvalidArgumentError(
+                f"a custom_vjp bwd returned {len(tree_flatten(ct_in)[0])} cotangent leaves for "
+                f"{len(call.inputs)} argument leaves"))
+        pairs = [(x, c) for x, c in zip(call.inputs, leaves) if isinstance(x, _pyasc.Tensor) and c is not None]
+        if not pairs:
+            continue
+        lower = [m for c in calls[i + 1:] for m in c.marked]
+        more = _pyasc.apply_vjp([x for x, _ in pairs], [c for _, c in pairs], list(wrt) + lower)
+        total = [a + b for a, b in zip(total, more[:len(wrt)])]
+        for m, c in zip(lower, more[len(wrt):]):
+            pending[m._node] = pending[m._node] + c
+    return total
+
+
+class custom_vjp:  # noqa: N801 (JAX's name)
+    """A function with a differentiation rule of its own (``jax.custom_vjp``).
+
+    ``f = custom_vjp(fun)``, then ``f.defvjp(fwd, bwd)``: ``fwd(*args)`` returns ``(out,
+    residuals)``, ``bwd(residuals, cotangent)`` a tuple with one cotangent per argument
+    (``None`` for none). Called outside differentiation, ``f`` is ``fun``. Use it for ops with
+    no gradient rule (kernel-language kernels, vectorized operators, NMS) or for a cheaper or
+    more stable rule than the one the graph would give.
+    """
+
+    def __init__(self, fun: Callable[..., Any]) -> None:
+        """Wrap ``fun``; its rule comes with :meth:`defvjp`."""
+        self.fun = fun
+        self.fwd: Optional[Callable[..., Any]] = None
+        self.bwd: Optional[Callable[..., Any]] = None
+        self._in_fwd = threading.local()
+        self.__name__ = getattr(fun, "__name__", "custom_vjp")
+        self.__doc__ = getattr(fun, "__doc__", None)
+
+    def defvjp(self, fwd: Callable[..., Any], bwd: Callable[..., Any]) -> None:
+        """Set the forward (value and residuals) and backward (cotangents) functions."""
+        self.fwd, self.bwd = fwd, bwd
+
+    def __call__(self, *args: Any) -> Any:
+        """Compute ``fun(*args)``; inside a trace, through ``fwd`` with the rule recorded."""
+        leaves, in_def = tree_flatten(args)
+        if not _is_traced(leaves) or getattr(self._in_fwd, "on", False):
+            # Outside a trace, or fwd calling the function itself (as JAX allows): the primal.
+            return self.fun(*args)
+        if self.fwd is None or self.bwd is None:
+            raise at_user_line(InvalidArgumentError(
+                f"custom_vjp function {self.__name__} has no rule: call .defvjp(fwd, bwd) first"))
+        self._in_fwd.on = True
+        try:
+            result = self.fwd(*args)
+        finally:
+            self._in_fwd.on = False
+        if not (isinstance(result, tuple) and len(result) == 2):
+            raise at_user_line(InvalidArgumentError("a custom_vjp fwd must return a pair (out, residuals)"))
+        out, residuals = result
+        outs, out_def = tree_flatten(out)
+        marked = [_pyasc.apply_stop_gradient(o) if isinstance(o, _pyasc.Tensor) else o for o in outs]
+        tensors = [m for m in marked if isinstance(m, _pyasc.Tensor)]
+        if tensors:
+            call = _CustomCall(tensors, out_def, leaves, in_def, self.bwd, residuals)
+            key = tensors[0]._trace_key
+            _CUSTOM.setdefault(key, []).append(call)
+            while len(_CUSTOM) > _CUSTOM_TRACES:
+                del _CUSTOM[next(iter(_CUSTOM))]
+        return tree_unflatten(out_def, marked)
 
 
 class Transformed:
@@ -195,7 +299,7 @@ def _vjp_traced(f: Callable[..., Any], primals: Tuple[Any, ...], cotangent: Any,
             raise at_user_line(ShapeError(
                 f"a cotangent of shape {_shape(c)} was given for an output of shape {tuple(o.shape)}"))
     leaves, treedef = _float_leaves(primals, "arguments")
-    grads = _pyasc.apply_vjp(outs, cts, leaves) if leaves else []
+    grads = _backprop(outs, cts, leaves) if leaves else []
     return out, tree_unflatten(treedef, list(grads)), aux
 
 
@@ -280,14 +384,14 @@ def _jvp_traced(f: Callable[..., Any], primals: Tuple[Any, ...], tangents: Tuple
                 f"a tangent of shape {_shape(t)} was given for a primal of shape {_shape(p)}"))
     # J t as the transpose of the linear map u -> J^T u: differentiate <J^T u, t> by u.
     us = [zeros(tuple(o.shape), o.dtype) for o in outs]
-    cts = _pyasc.apply_vjp(outs, us, leaves)
+    cts = _backprop(outs, us, leaves)
     total = None
     for c, t in zip(cts, tleaves):
         term = tsum(c * t)
         total = term if total is None else total + term
     if total is None:
         raise at_user_line(InvalidArgumentError("jvp needs at least one float primal"))
-    tangents_out = _pyasc.apply_vjp([total], [None], us)
+    tangents_out = _backprop([total], [None], us)
     return out, tree_unflatten(out_def, list(tangents_out))
 
 

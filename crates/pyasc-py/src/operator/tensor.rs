@@ -84,6 +84,16 @@ impl Tensor {
         let t = self.trace.lock().map_err(|_| pyo3::exceptions::PyRuntimeError::new_err("trace lock poisoned"))?;
         Ok(t.graph.node(self.id()).vtype.weak.is_some())
     }
+    /// Which trace the tensor belongs to (an opaque key, equal for tensors of one trace).
+    #[getter]
+    fn _trace_key(&self) -> usize {
+        std::sync::Arc::as_ptr(&self.trace) as usize
+    }
+    /// The tensor's node in its trace (graphs list operands in this order).
+    #[getter]
+    fn _node(&self) -> u32 {
+        self.id().0
+    }
     /// Number of axes.
     #[getter]
     fn ndim(&self) -> usize {
