@@ -85,3 +85,19 @@ def test_yolo_postprocess_kernel_timing_covers_every_kernel_of_the_operator():
         # Every kernel that runs timed in each of the 5 rounds.
         assert set(times) == running and all(len(t) == 5 and min(t) > 0 for t in times.values())
 
+
+
+def test_train_mlp_loss_falls_and_its_gradient_checks():
+    import pyasc
+
+    mod = load("train_mlp")
+    r = mod.main(["--epochs", "6", "--samples", "1024"])
+    losses = r["losses"]
+    assert len(losses) == 6 and losses[-1] < 0.8 * losses[0]
+    assert r["accuracy"] > 0.6
+    rng = np.random.default_rng(1)
+    x, labels = mod.make_data(rng, 8, 5, 3)
+    params = {k: v.astype(np.float64) for k, v in mod.init_params(rng, 5, 7, 3).items()}
+    params = {k: v + 0.1 * rng.standard_normal(v.shape) for k, v in params.items()}  # no ReLU kinks at 0
+    onehot = np.eye(3)[labels]
+    pyasc.check_grads(lambda p: mod.loss_fn(p, x.astype(np.float64), onehot), (params,), order=1)
