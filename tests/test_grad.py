@@ -332,3 +332,35 @@ def test_custom_vjp_gives_a_rule_to_an_op_without_one():
     _close(got, np.array([100.0, 1.0, 10.0]))
     with pytest.raises(pyasc.InvalidArgumentError, match="defvjp"):
         pyasc.grad(lambda x: pyasc.sum(pyasc.custom_vjp(lambda x: x * 2)(x)))(x)
+
+
+@pytest.mark.parametrize("kind", ["plain", "causal", "bool", "additive"])
+def test_attention_rule_matches_the_written_out_formula(kind):
+    q, k, v = RNG.standard_normal((2, 5, 4)), RNG.standard_normal((2, 6, 4)), RNG.standard_normal((2, 6, 3))
+    w = RNG.standard_normal((2, 5, 3))
+    mask = {"bool": RNG.random((5, 6)) > 0.3, "additive": RNG.standard_normal((5, 6))}.get(kind)
+    if kind == "bool":
+        mask[:, 0] = True
+    if kind == "causal":
+        q = RNG.standard_normal((2, 6, 4))
+        w = RNG.standard_normal((2, 6, 3))
+
+    def ref(q, k, v, m):
+        s = q @ jnp.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+        if kind == "causal":
+            s = jnp.where(jnp.tril(jnp.ones(s.shape[-2:], bool)), s, -jnp.inf)
+        if kind == "bool":
+            s = jnp.where(m, s, -jnp.inf)
+        if kind == "additive":
+            s = s + m
+        return jax.nn.softmax(s, -1) @ v
+
+    def pf(q, k, v, m):
+        out = pyasc.scaled_dot_product_attention(q, k, v, mask=m, is_causal=kind == "causal")
+        return pyasc.sum(out * w)
+
+    nums = (0, 1, 2, 3) if kind == "additive" else (0, 1, 2)
+    args = (q, k, v) if mask is None else (q, k, v, mask)
+    got = pyasc.grad(lambda *a: pf(*a, *([None] * (4 - len(a)))), argnums=nums)(*args)
+    want = jax.grad(lambda *a: jnp.sum(ref(*a, *([None] * (4 - len(a)))) * w), argnums=nums)(*args)
+    _close(got, want)

@@ -124,7 +124,7 @@ pub fn matmul_type(a: (VType, &Shape), b: (VType, &Shape)) -> Result<(VType, Sha
 }
 
 /// `x` with its last two axes swapped (a view).
-fn swap_last(b: &mut Builder<'_>, x: NodeId) -> Result<NodeId> {
+pub(crate) fn swap_last(b: &mut Builder<'_>, x: NodeId) -> Result<NodeId> {
     let r = b.shape(x).rank();
     let mut perm: Vec<usize> = (0..r).collect();
     perm.swap(r - 2, r - 1);
