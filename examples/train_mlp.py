@@ -14,7 +14,6 @@ import time
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
-
 import pyasc
 
 Params = Dict[str, np.ndarray]

@@ -101,3 +101,16 @@ def test_train_mlp_loss_falls_and_its_gradient_checks():
     params = {k: v + 0.1 * rng.standard_normal(v.shape) for k, v in params.items()}  # no ReLU kinks at 0
     onehot = np.eye(3)[labels]
     pyasc.check_grads(lambda p: mod.loss_fn(p, x.astype(np.float64), onehot), (params,), order=1)
+
+
+def test_train_transformer_loss_falls_and_its_gradient_checks():
+    import pyasc
+
+    mod = load("train_transformer")
+    r = mod.main(["--epochs", "3", "--samples", "1024", "--width", "32", "--batch", "32", "--lr", "1e-2"])
+    assert r["losses"][-1] < 0.5 * r["losses"][0]
+    rng = np.random.default_rng(2)
+    x, y = mod.make_data(rng, 2, 5, 6, 1)
+    params = {k: v.astype(np.float64) for k, v in mod.init_params(rng, 6, 5, 8, 1).items()}
+    pyasc.check_grads(lambda p: mod.loss_fn(p, x.astype(np.float64), y.astype(np.float64), 2, 1), (params,),
+                      order=1)
