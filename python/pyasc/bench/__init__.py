@@ -691,6 +691,10 @@ def run(quick: bool = False, only: Optional[List[str]] = None) -> int:
         from .kernels import run_entries as run_kernels
 
         run_kernels(want, quick, repeat, summary)
+    if want & {"grad_transformer", "grad_attention", "grad_layer_norm", "grad_compile"}:
+        from .grad import run_entries as run_grad
+
+        run_grad(want, quick, repeat, summary)
     print("\nsummary")
     for line in summary:
         print(f"  {line}")

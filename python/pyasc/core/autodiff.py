@@ -22,6 +22,9 @@ from .pytree import tree_flatten, tree_unflatten
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "stop_gradient", "check_grads", "custom_vjp"]
 
+_Tensor = _pyasc.Tensor
+_CONTAINERS = (list, tuple, dict)
+
 # Operator options a transformation keeps from the operator it differentiates.
 _KEPT_OPTIONS = ("device_type", "compute_type", "precision_mode", "op_break_level", "atomic_flag", "debug")
 
@@ -233,8 +236,9 @@ class Transformed:
 
     def __call__(self, *args: Any) -> Any:
         """Run on arrays (compiled, cached) or trace inline on traced tensors."""
-        if _is_traced(tree_flatten(args)[0]):
-            return self.__wrapped__(*args)
+        for a in args:
+            if type(a) is _Tensor or (isinstance(a, _CONTAINERS) and _is_traced(tree_flatten(a)[0])):
+                return self.__wrapped__(*args)
         return self._op(*args)
 
     def __getattr__(self, name: str) -> Any:
