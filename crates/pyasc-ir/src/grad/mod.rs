@@ -149,3 +149,36 @@ pub fn iota(b: &mut Builder<'_>, shape: &crate::Shape, axis: usize) -> Result<No
     let one = b.g.py_scalar(crate::Scalar::Int(1), b.loc.clone());
     b.sub(run, one)
 }
+
+/// The adjoint of a gather along `axis` of an array of `shape`: zeros of `shape` with each
+/// `vals[p, j, q]` added at index `idx[p, j, q]` along the axis. `idx` and `vals` have the
+/// shape `(outer, k, inner)` (the axes before `axis`, `k` gathered positions, the axes after);
+/// `idx` holds int64 indices in `[0, n)`.
+pub fn scatter_add_along(
+    b: &mut Builder<'_>,
+    shape: &crate::Shape,
+    axis: usize,
+    idx: NodeId,
+    vals: NodeId,
+) -> Result<NodeId> {
+    use crate::Shape;
+    let (outer, n) = (shape.0[..axis].iter().product::<usize>(), shape.0[axis]);
+    let inner: usize = shape.0[axis + 1..].iter().product();
+    let k = b.shape(vals).0[1];
+    let p = iota(b, &Shape(vec![outer, 1, 1]), 0)?;
+    let q = iota(b, &Shape(vec![1, 1, inner]), 2)?;
+    let nn = b.g.py_scalar(crate::Scalar::Int(n as i64), b.loc.clone());
+    let row = b.mul(p, nn)?;
+    let row = b.add(row, idx)?;
+    let ii = b.g.py_scalar(crate::Scalar::Int(inner as i64), b.loc.clone());
+    let row = b.mul(row, ii)?;
+    let flat = b.add(row, q)?;
+    let flat = b.broadcast(flat, &Shape(vec![outer, k, inner]))?;
+    let zeros = b.zeros(b.dtype(vals), shape.clone());
+    b.g.library(
+        crate::LibId::SCATTER,
+        crate::Attr::Scatter(crate::library::ScatterMode::Add),
+        &[zeros, flat, vals],
+        b.loc.clone(),
+    )
+}

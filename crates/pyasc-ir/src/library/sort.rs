@@ -215,6 +215,51 @@ impl LibraryOp for SortOp {
         }
         Ok(())
     }
+
+    fn vjp(
+        &self,
+        attr: &Attr,
+        b: &mut crate::grad::Builder<'_>,
+        inputs: &[crate::graph::NodeId],
+        _y: crate::graph::NodeId,
+        g: crate::graph::NodeId,
+        wanted: &[bool],
+    ) -> Result<Vec<Option<crate::graph::NodeId>>> {
+        // Values that are elements of x moved along the axis send their cotangents back to
+        // where they came from: the positions a new argsort (argpartition) finds, or the
+        // gathered indices.
+        let Attr::Sort(spec) = attr else { return Err(IrError::internal("sort needs a sort attribute")) };
+        let x = inputs[0];
+        let axis = spec.axis;
+        let idx = match &spec.mode {
+            SortMode::Sort => {
+                let mode = SortMode::ArgSort { stable: true };
+                b.g.library(LibId::SORT, Attr::Sort(SortSpec { mode, axis }), &[x], b.loc.clone())?
+            }
+            SortMode::Partition(kth) => {
+                let mode = SortMode::ArgPartition(kth.clone());
+                b.g.library(LibId::SORT, Attr::Sort(SortSpec { mode, axis }), &[x], b.loc.clone())?
+            }
+            SortMode::Gather => inputs[1],
+            SortMode::Median { .. } | SortMode::Quantile { .. } | SortMode::Unique { .. } => {
+                return Err(crate::grad::no_rule(&self.describe(attr)));
+            }
+            _ => return Ok(vec![None; inputs.len()]),
+        };
+        let mut out = vec![None; inputs.len()];
+        if wanted[0] {
+            let xs = b.shape(x);
+            let gs = b.shape(g);
+            let outer: usize = gs.0[..axis].iter().product();
+            let inner: usize = gs.0[axis + 1..].iter().product();
+            let three = Shape(vec![outer, gs.0[axis], inner]);
+            let idx = b.cast(idx, DType::I64)?;
+            let idx = b.reshape(idx, &three)?;
+            let vals = b.reshape(g, &three)?;
+            out[0] = Some(crate::grad::scatter_add_along(b, &xs, axis, idx, vals)?);
+        }
+        Ok(out)
+    }
 }
 
 #[cfg(test)]

@@ -65,23 +65,9 @@ impl LibraryOp for Take {
         let wrapped = b.add(idx, nn)?;
         let idx = b.select(neg, wrapped, idx)?;
         let idx = b.reshape(idx, &Shape(vec![1, k, 1]))?;
-        let p = crate::grad::iota(b, &Shape(vec![outer, 1, 1]), 0)?;
-        let q = crate::grad::iota(b, &Shape(vec![1, 1, inner]), 2)?;
-        let nn = b.g.py_scalar(crate::Scalar::Int(n as i64), b.loc.clone());
-        let row = b.mul(p, nn)?;
-        let row = b.add(row, idx)?;
-        let ii = b.g.py_scalar(crate::Scalar::Int(inner as i64), b.loc.clone());
-        let row = b.mul(row, ii)?;
-        let flat = b.add(row, q)?;
-        let flat = b.broadcast(flat, &Shape(vec![outer, k, inner]))?;
+        let idx = b.broadcast(idx, &Shape(vec![outer, k, inner]))?;
         let vals = b.reshape(g, &Shape(vec![outer, k, inner]))?;
-        let zeros = b.zeros(b.dtype(g), xs.clone());
-        let ct = b.g.library(
-            LibId::SCATTER,
-            Attr::Scatter(crate::library::ScatterMode::Add),
-            &[zeros, flat, vals],
-            b.loc.clone(),
-        )?;
+        let ct = crate::grad::scatter_add_along(b, &xs, axis, idx, vals)?;
         Ok(vec![Some(ct), None])
     }
 }
