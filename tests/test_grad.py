@@ -398,3 +398,17 @@ def test_gradients_follow_the_precision_mode_and_check_accuracy_reports_them():
     h = pyasc.grad(lambda x: pyasc.sum(pyasc.gelu(x) * x))(x.astype(np.float16))
     assert h.dtype == np.float16
     np.testing.assert_allclose(h.astype(np.float64), want, atol=2e-2, rtol=2e-2)
+
+
+def test_the_api_contract_example():
+    @pyasc.operator
+    def loss(w, x, y):
+        h = np.maximum(x @ w, 0)
+        return -np.sum(y * pyasc.log_softmax(h, -1))
+
+    w, x = RNG.standard_normal((5, 3)).astype(np.float32), RNG.standard_normal((8, 5)).astype(np.float32)
+    y = np.eye(3, dtype=np.float32)[RNG.integers(0, 3, 8)]
+    g = pyasc.grad(loss)(w, x, y)
+    assert g.shape == w.shape and g.dtype == w.dtype
+    want = jax.grad(lambda w: -jnp.sum(y * jax.nn.log_softmax(jnp.maximum(x @ w, 0), -1)))(w.astype(np.float64))
+    np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-6)
