@@ -412,3 +412,30 @@ def test_the_api_contract_example():
     assert g.shape == w.shape and g.dtype == w.dtype
     want = jax.grad(lambda w: -jnp.sum(y * jax.nn.log_softmax(jnp.maximum(x @ w, 0), -1)))(w.astype(np.float64))
     np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("sd,stride,pad,dil,groups,bias", [
+    (1, 1, 0, 1, 1, False), (2, 1, 1, 1, 1, True), (2, 2, 1, 1, 1, False), (2, 2, 0, 2, 1, False),
+    (2, 1, 2, 1, 2, False), (2, 3, 1, 1, 1, False), (3, 1, 1, 1, 1, False), (1, 2, 3, 2, 2, True),
+    (2, 2, 4, 1, 1, False)])
+def test_conv_rule_matches_jax(sd, stride, pad, dil, groups, bias):
+    def jconv(x, w):
+        return jax.lax.conv_general_dilated(x, w, (stride,) * sd, [(pad, pad)] * sd, rhs_dilation=(dil,) * sd,
+                                            feature_group_count=groups)
+
+    x = RNG.standard_normal((2, 4) + (9,) * sd)
+    w = RNG.standard_normal((6, 4 // groups) + (3,) * sd)
+    b = RNG.standard_normal(6)
+    wt = RNG.standard_normal(np.shape(jconv(x, w)))
+    conv = {1: pyasc.conv1d, 2: pyasc.conv2d, 3: pyasc.conv3d}[sd]
+
+    def pf(x, w, b):
+        y = conv(x, w, b if bias else None, stride=stride, padding=pad, dilation=dil, groups=groups)
+        return pyasc.sum(y * wt)
+
+    def jf(x, w, b):
+        y = jconv(x, w)
+        return jnp.sum((y + b.reshape((1, -1) + (1,) * sd) if bias else y) * wt)
+
+    nums = (0, 1, 2) if bias else (0, 1)
+    _close(pyasc.grad(pf, argnums=nums)(x, w, b), jax.grad(jf, argnums=nums)(x, w, b), rtol=1e-11, atol=1e-11)

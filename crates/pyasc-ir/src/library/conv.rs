@@ -153,6 +153,22 @@ impl LibraryOp for Conv {
             ),
         }
     }
+
+    fn vjp(
+        &self,
+        attr: &Attr,
+        b: &mut crate::grad::Builder<'_>,
+        inputs: &[crate::graph::NodeId],
+        _y: crate::graph::NodeId,
+        g: crate::graph::NodeId,
+        wanted: &[bool],
+    ) -> Result<Vec<Option<crate::graph::NodeId>>> {
+        let s = spec(attr)?.clone();
+        let (x, w) = (inputs[0], inputs[1]);
+        let dx = if wanted[0] { Some(conv_input_grad(b, &s, x, w, g)?) } else { None };
+        let dw = if wanted[1] { Some(conv_weight_grad(b, &s, x, w, g)?) } else { None };
+        Ok(vec![dx, dw])
+    }
 }
 
 #[cfg(test)]
@@ -185,4 +201,136 @@ mod tests {
             assert_eq!(e.kind, crate::error::ErrorKind::Shape, "{}", e.message);
         }
     }
+}
+
+use crate::grad::Builder;
+use crate::graph::NodeId;
+use crate::view::{SliceDim, ViewSpec};
+
+fn conv_node(b: &mut Builder<'_>, spec: ConvSpec, x: NodeId, w: NodeId) -> Result<NodeId> {
+    b.g.library(LibId::CONV, Attr::Conv(spec), &[x, w], b.loc.clone())
+}
+
+/// `x` cut to `[start, start + len)` along `axis` (a view).
+fn cut(b: &mut Builder<'_>, x: NodeId, axis: usize, start: usize, len: usize) -> Result<NodeId> {
+    let shape = b.shape(x);
+    if start == 0 && len == shape.0[axis] {
+        return Ok(x);
+    }
+    let dims =
+        (0..shape.rank())
+            .map(|i| {
+                if i == axis {
+                    SliceDim { start, step: 1, len }
+                } else {
+                    SliceDim { start: 0, step: 1, len: shape.0[i] }
+                }
+            })
+            .collect();
+    b.view(ViewSpec::Slice(dims), x)
+}
+
+/// The cotangent of a convolution's input: the cotangent spread out by the stride, then
+/// correlated with the spatially flipped kernel whose in and out channels swap within each
+/// group (a transposed convolution).
+fn conv_input_grad(b: &mut Builder<'_>, s: &ConvSpec, x: NodeId, w: NodeId, g: NodeId) -> Result<NodeId> {
+    let sd = s.spatial();
+    let (xs, ws) = (b.shape(x), b.shape(w));
+    let (c, o, groups) = (xs.0[1], ws.0[0], s.groups);
+    let mut cur = g;
+    let mut pads = Vec::with_capacity(sd);
+    for i in 0..sd {
+        let axis = 2 + i;
+        let (k, d, st) = (ws.0[axis], s.dilation[i], s.stride[i]);
+        let y = b.shape(cur).0[axis];
+        if st > 1 && y > 0 {
+            // Spread: (.., Y, ..) -> (.., Y, st, ..) with zeros after each element, cut to (Y-1)st+1.
+            let mut split = b.shape(cur).0.clone();
+            split.insert(axis + 1, 1);
+            cur = b.reshape(cur, &Shape(split))?;
+            let mut widths = vec![(0, 0); sd + 3];
+            widths[axis + 1] = (0, st - 1);
+            cur = crate::grad::structural::pad_zeros(b, cur, widths)?;
+            let mut m = b.shape(cur).0.clone();
+            m.remove(axis + 1);
+            m[axis] = y * st;
+            cur = b.reshape(cur, &Shape(m))?;
+            cur = cut(b, cur, axis, 0, (y - 1) * st + 1)?;
+        }
+        let len = b.shape(cur).0[axis] as isize;
+        let reach = ((k - 1) * d) as isize;
+        let pl = s.pad[i].0 as isize;
+        let xlen = xs.0[axis] as isize;
+        let before = reach - pl;
+        let after = xlen - len + pl;
+        // Negative padding crops the spread cotangent.
+        let start = (-before).max(0) as usize;
+        let stop = (len - (-after).max(0)) as usize;
+        cur = cut(b, cur, axis, start, stop.saturating_sub(start))?;
+        pads.push((before.max(0) as usize, after.max(0) as usize));
+    }
+    // The kernel: (G, O/G, C/G, K..) -> (G, C/G, O/G, K..), flipped along every K.
+    let (og, cg) = (o / groups, c / groups);
+    let mut dims = vec![groups, og, cg];
+    dims.extend_from_slice(&ws.0[2..]);
+    let wk = b.reshape(w, &Shape(dims))?;
+    let mut perm = vec![0, 2, 1];
+    perm.extend(3..3 + sd);
+    let wk = b.view(ViewSpec::Transpose(perm), wk)?;
+    let mut flat = vec![c, og];
+    flat.extend_from_slice(&ws.0[2..]);
+    let wk = b.reshape(wk, &Shape(flat))?;
+    let flip: Vec<SliceDim> = b
+        .shape(wk)
+        .0
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| {
+            if i >= 2 && n > 0 {
+                SliceDim { start: n - 1, step: -1, len: n }
+            } else {
+                SliceDim { start: 0, step: 1, len: n }
+            }
+        })
+        .collect();
+    let wk = b.view(ViewSpec::Slice(flip), wk)?;
+    let spec = ConvSpec { stride: vec![1; sd], pad: pads, dilation: s.dilation.clone(), groups };
+    conv_node(b, spec, cur, wk)
+}
+
+/// The cotangent of a convolution's kernel: the padded input correlated with the output's
+/// cotangent, batch and channels swapped, the stride becoming the dilation.
+fn conv_weight_grad(b: &mut Builder<'_>, s: &ConvSpec, x: NodeId, w: NodeId, g: NodeId) -> Result<NodeId> {
+    let sd = s.spatial();
+    let (xs, ws) = (b.shape(x), b.shape(w));
+    let (n, c, groups) = (xs.0[0], xs.0[1], s.groups);
+    let cg = c / groups;
+    let mut widths = vec![(0, 0), (0, 0)];
+    widths.extend(s.pad.iter().copied());
+    let xp = if s.pad.iter().all(|p| *p == (0, 0)) { x } else { crate::grad::structural::pad_zeros(b, x, widths)? };
+    let xps = b.shape(xp);
+    // x: (N, G, C/G, S..) -> (C/G, G, N, S..) -> (C/G, G*N, S..): group gi's channels gi*N + n.
+    let mut split = vec![n, groups, cg];
+    split.extend_from_slice(&xps.0[2..]);
+    let xt = b.reshape(xp, &Shape(split))?;
+    let mut perm = vec![2, 1, 0];
+    perm.extend(3..3 + sd);
+    let xt = b.view(ViewSpec::Transpose(perm), xt)?;
+    let mut merged = vec![cg, groups * n];
+    merged.extend_from_slice(&xps.0[2..]);
+    let xt = b.reshape(xt, &Shape(merged))?;
+    // g: (N, O, Y..) -> (O, N, Y..), a kernel of O outputs over N inputs per group.
+    let mut perm = vec![1, 0];
+    perm.extend(2..2 + sd);
+    let gt = b.view(ViewSpec::Transpose(perm), g)?;
+    let spec = ConvSpec { stride: s.dilation.clone(), pad: vec![(0, 0); sd], dilation: s.stride.clone(), groups };
+    let r = conv_node(b, spec, xt, gt)?;
+    // (C/G, O, K'..) -> (O, C/G, K'..), cut to the kernel's extents.
+    let mut perm = vec![1, 0];
+    perm.extend(2..2 + sd);
+    let mut r = b.view(ViewSpec::Transpose(perm), r)?;
+    for i in 0..sd {
+        r = cut(b, r, 2 + i, 0, ws.0[2 + i])?;
+    }
+    Ok(r)
 }
