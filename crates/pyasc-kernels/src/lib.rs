@@ -13,7 +13,9 @@
 //! `pyasc_kernels::lane_loop`, `pyasc_kernels::stencil_sweep`).
 //!
 //! * Run-time dispatch: [`isa`] (detection and `PYASC_ISA`), `dispatch` (one generic kernel
-//!   monomorphised per ISA over the `Simd` trait), `element` ([`Element`]) and `src` ([`Src`]).
+//!   monomorphised per ISA over the `Simd` trait), `vector` (float32 vectors of the AVX2 and
+//!   AVX-512 markers, for hand-vectorised kernels written once over both), `element`
+//!   ([`Element`]) and `src` ([`Src`]).
 //! * Elementwise: `math` (vectorised float32 functions), [`unary`], [`binary`], `cast`
 //!   ([`cast`], [`fill`], [`select`]), [`convert16`] (float16/bfloat16 to and from float32) and
 //!   [`copy_rows`] (short strided rows gathered into a tile).
@@ -21,7 +23,8 @@
 //! * [`scan`]: segment and column scans, with the in-register prefix sums (`scan/simd.rs`).
 //! * [`fused`]: several operations in one pass, each rounded as if alone: [`chain`],
 //!   [`scale_shift`], [`select_cmp`], [`reduce_map`], [`scan_map`], [`scaled_extreme`].
-//! * [`attention`]: flash-attention blocks, with the AVX2+FMA and AVX-512 float32 micro-kernels.
+//! * [`attention`]: flash-attention blocks, with one float32 micro-kernel compiled for AVX2+FMA
+//!   and AVX-512 (`attention/blocked.rs`).
 //! * [`gemm`]: float32/float64 over the `gemm` crate; bfloat16/float16 operands with float32
 //!   sums (`gemm/lowp.rs`) through packed AVX-512 BF16 kernels (`gemm/bf16_dot.rs`), a streamed
 //!   kernel for a few rows (`gemm/bf16_thin.rs`) or float32 conversion.
@@ -53,6 +56,8 @@ pub mod stencil;
 #[cfg(test)]
 mod test_rng;
 pub mod unary;
+#[cfg(target_arch = "x86_64")]
+mod vector;
 
 pub use detection::{filter_rows, nms};
 pub use fused::{chain, reduce_map, scale_shift, scaled_extreme, scan_map, select_cmp};

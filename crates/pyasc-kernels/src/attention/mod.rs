@@ -10,11 +10,11 @@
 //! through their strides (no packing). The caller packs `Q^T`, already multiplied by the scale,
 //! zero beyond the block's valid rows.
 //!
-//! float32 runs on AVX-512 register-blocked micro-kernels (8 keys or channels x 48 queries, 24
-//! accumulators) and the vectorised `exp` of this crate when the CPU has it
-//! ([`crate::isa::active`]), on AVX2+FMA ones (2 keys or channels x 48 queries, 12
-//! accumulators) when that is the best it has; otherwise, and for float64, portable loops that the compiler
-//! vectorises (compiled for AVX2+FMA as well when the CPU has it), with this crate's
+//! float32 runs on register-blocked micro-kernels and the vectorised `exp` of this crate,
+//! written once (`blocked`) and compiled for AVX-512 (8 keys or channels x 48 queries, 24
+//! accumulators) when the CPU has it ([`crate::isa::active`]) or AVX2+FMA (2 keys or channels x
+//! 48 queries, 12 accumulators) when that is the best it has; otherwise, and for float64,
+//! portable loops that the compiler vectorises (compiled for AVX2+FMA as well when the CPU has it), with this crate's
 //! branch-free `exp` (float64: relative error about 1e-14, weights below 2^-1022 flush to 0).
 //!
 //! A query whose every key is masked (`-inf` scores) ends with a zero sum and a zero output:
@@ -25,9 +25,7 @@ use crate::isa::{active, Isa};
 use crate::math::exp_log::{exp64, exp_f32};
 
 #[cfg(target_arch = "x86_64")]
-mod avx2;
-#[cfg(target_arch = "x86_64")]
-mod avx512;
+mod blocked;
 
 /// Query rows per block (three 16-lane float32 vectors).
 pub const BLOCK_Q: usize = 48;
@@ -272,95 +270,6 @@ pub(crate) unsafe fn store<T: AttnFloat>(
     }
 }
 
-/// The ISA-specific parts of a register-blocked float32 block ([`attend_blocked`]).
-#[cfg(target_arch = "x86_64")]
-pub(crate) trait Blocked {
-    /// Each query's factor `exp(old max - new max)`, as the ISA keeps it.
-    type Alpha;
-    /// `C[r, :] = (alpha * C[r, :] if alpha) + sum_t A[r, t] * B[t, :]` for `r < rows`, with
-    /// `A[r, t]` at `a + r*ars + t*ats`, `B` rows and `C` rows [`BLOCK_Q`] apart.
-    ///
-    /// # Safety
-    /// Every addressed element must be valid; `b` must hold `kdim` rows, `c` `rows` rows; the
-    /// CPU must support the ISA.
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn panel(
-        a: *const f32,
-        ars: isize,
-        ats: isize,
-        b: *const f32,
-        kdim: usize,
-        c: *mut f32,
-        rows: usize,
-        alpha: Option<&Self::Alpha>,
-    );
-    /// The online-softmax step of `bc` keys (see [`online_softmax`]).
-    ///
-    /// # Safety
-    /// `st` must hold `bc` rows of [`BLOCK_Q`]; the CPU must support the ISA.
-    unsafe fn softmax_step(st: &mut [f32], bc: usize, m: &mut [f32; BLOCK_Q], l: &mut [f32; BLOCK_Q]) -> Self::Alpha;
-}
-
-/// A float32 block on an ISA's micro-kernels: for each block of keys, `S^T = K Q^T` (plus the
-/// mask), the online softmax, then `O^T = alpha * O^T + V^T P^T`; finally `O / l`. Inlined
-/// into the ISA's entry point, which is compiled for it.
-///
-/// # Safety
-/// As for [`attend_f32`], and the CPU must support the ISA.
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-pub(crate) unsafe fn attend_blocked<I: Blocked>(
-    b: &QueryBlock<'_, f32>,
-    mask: Option<MaskFn<'_, f32>>,
-    scratch: &mut [f32],
-    out: *mut f32,
-    out_rs: isize,
-) {
-    let (st, rest) = scratch.split_at_mut(BLOCK_K * BLOCK_Q);
-    let (mb, ot) = rest.split_at_mut(BLOCK_K * BLOCK_Q);
-    let ot = &mut ot[..b.dv * BLOCK_Q];
-    ot.fill(0.0);
-    if mask.is_some() {
-        mb.fill(0.0);
-    }
-    let mut m = [f32::NEG_INFINITY; BLOCK_Q];
-    let mut l = [0.0f32; BLOCK_Q];
-    let lim = key_limit(b);
-    let mut first = true;
-    for j0 in (0..lim).step_by(BLOCK_K) {
-        let bc = BLOCK_K.min(lim - j0);
-        let st = &mut st[..bc * BLOCK_Q];
-        if let Some(f) = mask {
-            f(&mut mb[..bc * BLOCK_Q], j0, bc);
-        }
-        // SAFETY: keys j0..j0+bc and their d columns lie inside the key matrix; `qt` holds d
-        // rows and `st` bc rows of BLOCK_Q.
-        unsafe {
-            let a = b.k.ptr.offset(j0 as isize * b.k.rs);
-            I::panel(a, b.k.rs, b.k.cs, b.qt.as_ptr(), b.d, st.as_mut_ptr(), bc, None);
-        }
-        if mask.is_some() {
-            add_mask(st, mb);
-        }
-        if b.causal {
-            causal_mask(st, b.q0, j0, bc);
-        }
-        // SAFETY: `st` holds bc rows.
-        let alpha = unsafe { I::softmax_step(st, bc, &mut m, &mut l) };
-        // SAFETY: rows j0..j0+bc and channels 0..dv lie inside the value matrix; `st` holds bc
-        // rows and `ot` dv rows of BLOCK_Q. The first block has nothing to rescale (and `ot`
-        // is zero, so reading it is harmless either way).
-        unsafe {
-            let a = b.v.ptr.offset(j0 as isize * b.v.rs);
-            let al = if first { None } else { Some(&alpha) };
-            I::panel(a, b.v.cs, b.v.rs, st.as_ptr(), bc, ot.as_mut_ptr(), b.dv, al);
-        }
-        first = false;
-    }
-    // SAFETY: `out` addresses the caller's rows x dv block.
-    unsafe { store(ot, &l, b.rows, b.dv, out, out_rs) };
-}
-
 /// The portable body, generic over the element type.
 ///
 /// # Safety
@@ -494,12 +403,12 @@ pub unsafe fn attend_f32(
     #[cfg(target_arch = "x86_64")]
     if active() == Isa::Avx512 {
         // SAFETY: the ISA check above; the rest forwarded.
-        return unsafe { avx512::attend(b, mask, scratch, out, out_rs) };
+        return unsafe { blocked::attend_avx512(b, mask, scratch, out, out_rs) };
     }
     #[cfg(target_arch = "x86_64")]
     if active() == Isa::Avx2Fma {
         // SAFETY: the ISA check above; the rest forwarded.
-        return unsafe { avx2::attend(b, mask, scratch, out, out_rs) };
+        return unsafe { blocked::attend_avx2(b, mask, scratch, out, out_rs) };
     }
     // SAFETY: forwarded.
     unsafe { attend_generic(b, mask, scratch, out, out_rs) }
