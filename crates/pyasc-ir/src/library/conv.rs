@@ -7,8 +7,11 @@ use super::{bad_call, LibCall, LibId, LibraryOp};
 use crate::attr::Attr;
 use crate::dtype::{promote_v, DType, VType};
 use crate::error::{IrError, Result};
+use crate::grad::Builder;
+use crate::graph::NodeId;
 use crate::shape::Shape;
 use crate::tile::BufferDecl;
+use crate::view::{SliceDim, ViewSpec};
 
 /// Geometry of a convolution, one entry per spatial dimension.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -157,12 +160,12 @@ impl LibraryOp for Conv {
     fn vjp(
         &self,
         attr: &Attr,
-        b: &mut crate::grad::Builder<'_>,
-        inputs: &[crate::graph::NodeId],
-        _y: crate::graph::NodeId,
-        g: crate::graph::NodeId,
+        b: &mut Builder<'_>,
+        inputs: &[NodeId],
+        _y: NodeId,
+        g: NodeId,
         wanted: &[bool],
-    ) -> Result<Vec<Option<crate::graph::NodeId>>> {
+    ) -> Result<Vec<Option<NodeId>>> {
         let s = spec(attr)?.clone();
         let (x, w) = (inputs[0], inputs[1]);
         let dx = if wanted[0] { Some(conv_input_grad(b, &s, x, w, g)?) } else { None };
@@ -170,42 +173,6 @@ impl LibraryOp for Conv {
         Ok(vec![dx, dw])
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn spec2(stride: usize, pad: usize, dilation: usize, groups: usize) -> ConvSpec {
-        ConvSpec { stride: vec![stride; 2], pad: vec![(pad, pad); 2], dilation: vec![dilation; 2], groups }
-    }
-
-    #[test]
-    fn output_shapes_follow_torch() {
-        let x = Shape(vec![2, 4, 9, 7]);
-        assert_eq!(spec2(1, 1, 1, 1).out_shape(&x, &Shape(vec![8, 4, 3, 3])).unwrap().0, vec![2, 8, 9, 7]);
-        assert_eq!(spec2(2, 0, 1, 1).out_shape(&x, &Shape(vec![8, 4, 3, 3])).unwrap().0, vec![2, 8, 4, 3]);
-        assert_eq!(spec2(1, 0, 2, 2).out_shape(&x, &Shape(vec![6, 2, 3, 3])).unwrap().0, vec![2, 6, 5, 3]);
-    }
-
-    #[test]
-    fn bad_geometry_is_a_shape_error() {
-        let x = Shape(vec![1, 4, 5, 5]);
-        for (s, w) in [
-            (spec2(1, 0, 1, 1), Shape(vec![8, 3, 3, 3])),
-            (spec2(1, 0, 1, 3), Shape(vec![6, 1, 3, 3])),
-            (spec2(1, 0, 1, 1), Shape(vec![8, 4, 7, 3])),
-            (spec2(1, 0, 3, 1), Shape(vec![8, 4, 3, 3])),
-            (spec2(1, 0, 1, 1), Shape(vec![8, 4, 3])),
-        ] {
-            let e = s.out_shape(&x, &w).unwrap_err();
-            assert_eq!(e.kind, crate::error::ErrorKind::Shape, "{}", e.message);
-        }
-    }
-}
-
-use crate::grad::Builder;
-use crate::graph::NodeId;
-use crate::view::{SliceDim, ViewSpec};
 
 fn conv_node(b: &mut Builder<'_>, spec: ConvSpec, x: NodeId, w: NodeId) -> Result<NodeId> {
     b.g.library(LibId::CONV, Attr::Conv(spec), &[x, w], b.loc.clone())
@@ -333,4 +300,36 @@ fn conv_weight_grad(b: &mut Builder<'_>, s: &ConvSpec, x: NodeId, w: NodeId, g: 
         r = cut(b, r, 2 + i, 0, ws.0[2 + i])?;
     }
     Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec2(stride: usize, pad: usize, dilation: usize, groups: usize) -> ConvSpec {
+        ConvSpec { stride: vec![stride; 2], pad: vec![(pad, pad); 2], dilation: vec![dilation; 2], groups }
+    }
+
+    #[test]
+    fn output_shapes_follow_torch() {
+        let x = Shape(vec![2, 4, 9, 7]);
+        assert_eq!(spec2(1, 1, 1, 1).out_shape(&x, &Shape(vec![8, 4, 3, 3])).unwrap().0, vec![2, 8, 9, 7]);
+        assert_eq!(spec2(2, 0, 1, 1).out_shape(&x, &Shape(vec![8, 4, 3, 3])).unwrap().0, vec![2, 8, 4, 3]);
+        assert_eq!(spec2(1, 0, 2, 2).out_shape(&x, &Shape(vec![6, 2, 3, 3])).unwrap().0, vec![2, 6, 5, 3]);
+    }
+
+    #[test]
+    fn bad_geometry_is_a_shape_error() {
+        let x = Shape(vec![1, 4, 5, 5]);
+        for (s, w) in [
+            (spec2(1, 0, 1, 1), Shape(vec![8, 3, 3, 3])),
+            (spec2(1, 0, 1, 3), Shape(vec![6, 1, 3, 3])),
+            (spec2(1, 0, 1, 1), Shape(vec![8, 4, 7, 3])),
+            (spec2(1, 0, 3, 1), Shape(vec![8, 4, 3, 3])),
+            (spec2(1, 0, 1, 1), Shape(vec![8, 4, 3])),
+        ] {
+            let e = s.out_shape(&x, &w).unwrap_err();
+            assert_eq!(e.kind, crate::error::ErrorKind::Shape, "{}", e.message);
+        }
+    }
 }

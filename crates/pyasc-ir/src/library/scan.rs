@@ -139,24 +139,6 @@ impl LibraryOp for Scan {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_round_trip_and_axes_are_checked() {
-        for k in [ScanKind::Sum, ScanKind::Prod, ScanKind::Max, ScanKind::Min, ScanKind::LogSumExp] {
-            assert_eq!(ScanKind::from_name(k.name()), Some(k));
-        }
-        let s = Shape(vec![2, 3]);
-        let ok = Scan.infer(&Attr::Scan(ScanKind::Sum, 1), &[(VType::strong(DType::F32), &s)]).unwrap();
-        assert_eq!(ok, (VType::strong(DType::F32), s.clone()));
-        assert!(Scan.infer(&Attr::Scan(ScanKind::Sum, 2), &[(VType::strong(DType::F32), &s)]).is_err());
-        assert!(Scan.infer(&Attr::Scan(ScanKind::LogSumExp, 0), &[(VType::strong(DType::I32), &s)]).is_err());
-        assert_eq!(Scan.describe(&Attr::Scan(ScanKind::Max, 1)), "cummax[1]");
-    }
-}
-
 /// `flip(cumsum(flip(g, axis), axis), axis)`: the running sum from the end.
 pub fn reverse_cumsum(b: &mut Builder<'_>, g: NodeId, axis: usize) -> Result<NodeId> {
     let flipped = flip(b, g, axis)?;
@@ -180,4 +162,22 @@ fn flip(b: &mut Builder<'_>, x: NodeId, axis: usize) -> Result<NodeId> {
         })
         .collect();
     b.view(crate::view::ViewSpec::Slice(dims), x)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_axes_are_checked() {
+        for k in [ScanKind::Sum, ScanKind::Prod, ScanKind::Max, ScanKind::Min, ScanKind::LogSumExp] {
+            assert_eq!(ScanKind::from_name(k.name()), Some(k));
+        }
+        let s = Shape(vec![2, 3]);
+        let ok = Scan.infer(&Attr::Scan(ScanKind::Sum, 1), &[(VType::strong(DType::F32), &s)]).unwrap();
+        assert_eq!(ok, (VType::strong(DType::F32), s.clone()));
+        assert!(Scan.infer(&Attr::Scan(ScanKind::Sum, 2), &[(VType::strong(DType::F32), &s)]).is_err());
+        assert!(Scan.infer(&Attr::Scan(ScanKind::LogSumExp, 0), &[(VType::strong(DType::I32), &s)]).is_err());
+        assert_eq!(Scan.describe(&Attr::Scan(ScanKind::Max, 1)), "cummax[1]");
+    }
 }
