@@ -9,7 +9,7 @@ use crate::graph::{Graph, NodeId};
 use crate::op::{Axes, BinaryOp, Op, ReduceOp, UnaryOp};
 use crate::scalar::Scalar;
 use crate::shape::Shape;
-use crate::view::ViewSpec;
+use crate::view::{SliceDim, ViewSpec};
 use crate::DType;
 
 /// Appends gradient nodes to a graph.
@@ -120,6 +120,28 @@ impl Builder<'_> {
     /// A view of `x`.
     pub fn view(&mut self, spec: ViewSpec, x: NodeId) -> Result<NodeId> {
         self.g.view(spec, x, self.loc.clone())
+    }
+
+    /// `x` sliced along `axis` by `dim`, the other axes whole (no node when `dim` takes the
+    /// whole axis in order).
+    pub fn slice_axis(&mut self, x: NodeId, axis: usize, dim: SliceDim) -> Result<NodeId> {
+        let shape = self.shape(x);
+        if dim.start == 0 && dim.step == 1 && dim.len == shape.0[axis] {
+            return Ok(x);
+        }
+        let dims = (0..shape.rank())
+            .map(|i| if i == axis { dim.clone() } else { SliceDim { start: 0, step: 1, len: shape.0[i] } })
+            .collect();
+        self.view(ViewSpec::Slice(dims), x)
+    }
+
+    /// `x` reversed along `axis` (a view).
+    pub fn flip(&mut self, x: NodeId, axis: usize) -> Result<NodeId> {
+        let n = self.shape(x).0[axis];
+        if n == 0 {
+            return Ok(x);
+        }
+        self.slice_axis(x, axis, SliceDim { start: n - 1, step: -1, len: n })
     }
 
     /// `x` with the same elements in `shape` (no node when it already has it).

@@ -99,11 +99,7 @@ fn unslice(b: &mut Builder<'_>, g: NodeId, axis: usize, d: &SliceDim, dim: usize
     let mut cur = g;
     // The lowest index taken, with the elements in increasing index order.
     let low = if d.step < 0 {
-        let shape = b.shape(cur);
-        let dims: Vec<SliceDim> = (0..rank)
-            .map(|i| if i == axis { SliceDim { start: d.len - 1, step: -1, len: d.len } } else { full(shape.0[i]) })
-            .collect();
-        cur = b.view(ViewSpec::Slice(dims), cur)?;
+        cur = b.flip(cur, axis)?;
         d.start - (d.len - 1) * step
     } else {
         d.start
@@ -120,12 +116,8 @@ fn unslice(b: &mut Builder<'_>, g: NodeId, axis: usize, d: &SliceDim, dim: usize
         let mut merged = shape.0.clone();
         merged[axis] = d.len * step;
         cur = b.reshape(cur, &Shape(merged))?;
-        let shape = b.shape(cur);
         let taken = (d.len - 1) * step + 1;
-        let dims: Vec<SliceDim> = (0..rank)
-            .map(|i| if i == axis { SliceDim { start: 0, step: 1, len: taken } } else { full(shape.0[i]) })
-            .collect();
-        cur = b.view(ViewSpec::Slice(dims), cur)?;
+        cur = b.slice_axis(cur, axis, SliceDim { start: 0, step: 1, len: taken })?;
     }
     let taken = (d.len - 1) * step + 1;
     let mut widths = vec![(0, 0); rank];
@@ -134,10 +126,6 @@ fn unslice(b: &mut Builder<'_>, g: NodeId, axis: usize, d: &SliceDim, dim: usize
         return Ok(cur);
     }
     pad_zeros(b, cur, widths)
-}
-
-fn full(n: usize) -> SliceDim {
-    SliceDim { start: 0, step: 1, len: n }
 }
 
 /// `np.pad` of `x` with zeros.

@@ -8,7 +8,7 @@ use crate::grad::Builder;
 use crate::graph::NodeId;
 use crate::shape::Shape;
 use crate::tile::BufferDecl;
-use crate::view::{SliceDim, ViewSpec};
+use crate::view::SliceDim;
 
 /// Concatenation.
 pub struct Concat;
@@ -50,25 +50,11 @@ impl LibraryOp for Concat {
     ) -> Result<Vec<Option<NodeId>>> {
         // Each operand's cotangent is its slab of the result's cotangent.
         let axis = attr.axis().ok_or_else(|| IrError::internal("concatenate needs an axis"))?;
-        let gs = b.shape(g);
         let mut start = 0;
         let mut out = Vec::with_capacity(inputs.len());
         for (x, want) in inputs.iter().zip(wanted) {
             let len = b.shape(*x).0[axis];
-            out.push(if *want {
-                let dims = (0..gs.rank())
-                    .map(|i| {
-                        if i == axis {
-                            SliceDim { start, step: 1, len }
-                        } else {
-                            SliceDim { start: 0, step: 1, len: gs.0[i] }
-                        }
-                    })
-                    .collect();
-                Some(b.view(ViewSpec::Slice(dims), g)?)
-            } else {
-                None
-            });
+            out.push(if *want { Some(b.slice_axis(g, axis, SliceDim { start, step: 1, len })?) } else { None });
             start += len;
         }
         Ok(out)

@@ -180,21 +180,7 @@ fn conv_node(b: &mut Builder<'_>, spec: ConvSpec, x: NodeId, w: NodeId) -> Resul
 
 /// `x` cut to `[start, start + len)` along `axis` (a view).
 fn cut(b: &mut Builder<'_>, x: NodeId, axis: usize, start: usize, len: usize) -> Result<NodeId> {
-    let shape = b.shape(x);
-    if start == 0 && len == shape.0[axis] {
-        return Ok(x);
-    }
-    let dims =
-        (0..shape.rank())
-            .map(|i| {
-                if i == axis {
-                    SliceDim { start, step: 1, len }
-                } else {
-                    SliceDim { start: 0, step: 1, len: shape.0[i] }
-                }
-            })
-            .collect();
-    b.view(ViewSpec::Slice(dims), x)
+    b.slice_axis(x, axis, SliceDim { start, step: 1, len })
 }
 
 /// The cotangent of a convolution's input: the cotangent spread out by the stride, then

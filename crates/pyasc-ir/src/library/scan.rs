@@ -141,27 +141,9 @@ impl LibraryOp for Scan {
 
 /// `flip(cumsum(flip(g, axis), axis), axis)`: the running sum from the end.
 pub fn reverse_cumsum(b: &mut Builder<'_>, g: NodeId, axis: usize) -> Result<NodeId> {
-    let flipped = flip(b, g, axis)?;
+    let flipped = b.flip(g, axis)?;
     let s = b.g.library(LibId::SCAN, Attr::Scan(ScanKind::Sum, axis), &[flipped], b.loc.clone())?;
-    flip(b, s, axis)
-}
-
-/// `x` reversed along `axis` (a view).
-fn flip(b: &mut Builder<'_>, x: NodeId, axis: usize) -> Result<NodeId> {
-    let shape = b.shape(x);
-    let dims = shape
-        .0
-        .iter()
-        .enumerate()
-        .map(|(i, &n)| {
-            if i == axis && n > 0 {
-                crate::view::SliceDim { start: n - 1, step: -1, len: n }
-            } else {
-                crate::view::SliceDim { start: 0, step: 1, len: n }
-            }
-        })
-        .collect();
-    b.view(crate::view::ViewSpec::Slice(dims), x)
+    b.flip(s, axis)
 }
 
 #[cfg(test)]
