@@ -142,11 +142,10 @@ def _backprop(outs: Sequence[Any], cts: Sequence[Any], wrt: Sequence[Any]) -> Li
         if not isinstance(ct_in, tuple):
             raise at_user_line(InvalidArgumentError(
                 f"a custom_vjp bwd must return a tuple with one cotangent per argument, not {type(ct_in).__name__}"))
-        leaves = tree_flatten(ct_in)[0] if len(tree_flatten(ct_in)[0]) == len(call.inputs) else None
-        if leaves is None:
+        leaves = tree_flatten(ct_in)[0]
+        if len(leaves) != len(call.inputs):
             raise at_user_line(InvalidArgumentError(
-                f"a custom_vjp bwd returned {len(tree_flatten(ct_in)[0])} cotangent leaves for "
-                f"{len(call.inputs)} argument leaves"))
+                f"a custom_vjp bwd returned {len(leaves)} cotangent leaves for {len(call.inputs)} argument leaves"))
         pairs = [(x, c) for x, c in zip(call.inputs, leaves) if isinstance(x, _pyasc.Tensor) and c is not None]
         if not pairs:
             continue
