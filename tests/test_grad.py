@@ -439,3 +439,29 @@ def test_conv_rule_matches_jax(sd, stride, pad, dil, groups, bias):
 
     nums = (0, 1, 2) if bias else (0, 1)
     _close(pyasc.grad(pf, argnums=nums)(x, w, b), jax.grad(jf, argnums=nums)(x, w, b), rtol=1e-11, atol=1e-11)
+
+
+@pytest.mark.parametrize("kind,k,s,p,shape", [
+    ("max", 2, 2, 0, (2, 3, 8, 8)), ("max", 3, 2, 1, (2, 3, 9, 7)), ("max", 3, 1, 1, (3, 6, 5)),
+    ("avg", 2, 2, 0, (2, 3, 8, 8)), ("avg", 3, 2, 1, (2, 3, 9, 7)), ("avg", (3, 2), (1, 2), (1, 0), (3, 6, 5))])
+def test_pool_rules_match_jax(kind, k, s, p, shape):
+    k2, s2, p2 = ((v, v) if isinstance(v, int) else v for v in (k, s, p))
+    x = RNG.standard_normal(shape)
+    lead = (1,) * (len(shape) - 2)
+    pads = [(0, 0)] * (len(shape) - 2) + [(p2[0], p2[0]), (p2[1], p2[1])]
+
+    def jpool(x):
+        if kind == "max":
+            return jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, lead + k2, lead + s2, pads)
+        return jax.lax.reduce_window(x, 0.0, jax.lax.add, lead + k2, lead + s2, pads) / (k2[0] * k2[1])
+
+    wt = RNG.standard_normal(np.shape(jpool(x)))
+    pool = pyasc.max_pool2d if kind == "max" else pyasc.avg_pool2d
+    got = pyasc.grad(lambda x: pyasc.sum(pool(x, k, s, p) * wt))(x)
+    _close(got, jax.grad(lambda x: jnp.sum(jpool(x) * wt))(x))
+
+
+def test_max_pool_gives_a_tied_window_s_cotangent_to_its_first_maximum():
+    x = np.array([[[1.0, 1.0, 0.0, 2.0], [1.0, 0.0, 2.0, 2.0]]])
+    got = pyasc.grad(lambda x: pyasc.sum(pyasc.max_pool2d(x, 2)))(x)
+    np.testing.assert_array_equal(got, [[[1.0, 0.0, 0.0, 1.0], [0.0, 0.0, 0.0, 0.0]]])

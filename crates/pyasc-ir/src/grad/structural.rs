@@ -61,7 +61,7 @@ pub fn rule(b: &mut Builder<'_>, node: NodeId, g: NodeId) -> Result<Vec<Option<N
 }
 
 /// The cotangent of a view's operand (shape `xs`) from the view's cotangent `g`.
-fn view(b: &mut Builder<'_>, spec: &ViewSpec, xs: &Shape, g: NodeId) -> Result<NodeId> {
+pub(crate) fn view(b: &mut Builder<'_>, spec: &ViewSpec, xs: &Shape, g: NodeId) -> Result<NodeId> {
     match spec {
         ViewSpec::Transpose(perm) => {
             let mut inv = vec![0; perm.len()];

@@ -5,8 +5,12 @@ use super::{bad_call, LibCall, LibId, LibraryOp};
 use crate::attr::Attr;
 use crate::dtype::{DType, VType};
 use crate::error::{IrError, Result};
+use crate::grad::Builder;
+use crate::graph::NodeId;
+use crate::op::BinaryOp;
 use crate::shape::Shape;
 use crate::tile::BufferDecl;
+use crate::view::{PadMode, PadSpec, SliceDim, ViewSpec};
 
 /// What a pooling window computes.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -105,5 +109,77 @@ impl LibraryOp for Pool {
             }
             _ => bad_call(self, "needs one float32 or float64 operand pooled to its output"),
         }
+    }
+    /// Each window tap `(i, j)` is a strided slice of the padded input; its cotangent is the
+    /// slice's adjoint of what the tap receives. Average: every tap receives `g / (kh * kw)`.
+    /// Max: the first tap in row-major window order that equals the result receives all of
+    /// `g` (XLA's `select_and_scatter` with `>=`, PyTorch's `max_pool2d` backward).
+    fn vjp(
+        &self,
+        attr: &Attr,
+        b: &mut Builder<'_>,
+        inputs: &[NodeId],
+        y: NodeId,
+        g: NodeId,
+        _wanted: &[bool],
+    ) -> Result<Vec<Option<NodeId>>> {
+        let Attr::Pool(s) = attr else { return Err(IrError::internal("pool2d needs its spec")) };
+        let x = inputs[0];
+        let xs = b.shape(x);
+        let rank = xs.rank();
+        let ys = b.shape(y);
+        let mut widths = vec![(0, 0); rank];
+        widths[rank - 2] = (s.pad[0], s.pad[0]);
+        widths[rank - 1] = (s.pad[1], s.pad[1]);
+        let padded = Shape(xs.0.iter().zip(&widths).map(|(n, w)| n + w.0 + w.1).collect());
+        let tap = |i: usize, j: usize| {
+            let mut dims: Vec<SliceDim> = padded.0.iter().map(|&n| SliceDim { start: 0, step: 1, len: n }).collect();
+            for (axis, at) in [(rank - 2, i), (rank - 1, j)] {
+                let k = axis + 2 - rank;
+                dims[axis] = SliceDim { start: at, step: s.stride[k] as isize, len: ys.0[axis] };
+            }
+            ViewSpec::Slice(dims)
+        };
+        // The max rule compares each tap of the input, padded with -inf, with the result.
+        let xp = match s.kind {
+            PoolKind::Max if s.pad != [0, 0] => {
+                let spec = PadSpec { widths: widths.clone(), mode: PadMode::Constant, cval: crate::Scalar::Float(f64::NEG_INFINITY) };
+                b.g.pad(spec, x, b.loc.clone())?
+            }
+            _ => x,
+        };
+        let share = match s.kind {
+            PoolKind::Avg => Some(b.scale(1.0 / (s.kernel[0] * s.kernel[1]) as f64, g)?),
+            PoolKind::Max => None,
+        };
+        let zero = b.c(0.0);
+        let mut left = g;
+        let mut total: Option<NodeId> = None;
+        for i in 0..s.kernel[0] {
+            for j in 0..s.kernel[1] {
+                let spec = tap(i, j);
+                let got = match share {
+                    Some(v) => v,
+                    None => {
+                        let t = b.view(spec.clone(), xp)?;
+                        let hit = b.bin(BinaryOp::Eq, t, y)?;
+                        let got = b.select(hit, left, zero)?;
+                        left = b.select(hit, zero, left)?;
+                        got
+                    }
+                };
+                let back = crate::grad::structural::view(b, &spec, &padded, got)?;
+                total = Some(match total {
+                    Some(t) => b.add(t, back)?,
+                    None => back,
+                });
+            }
+        }
+        let total = total.ok_or_else(|| IrError::internal("pool2d: an empty window"))?;
+        if s.pad == [0, 0] {
+            return Ok(vec![Some(total)]);
+        }
+        let dims = widths.iter().zip(&xs.0).map(|(w, &n)| SliceDim { start: w.0, step: 1, len: n }).collect();
+        Ok(vec![Some(b.view(ViewSpec::Slice(dims), total)?)])
     }
 }
