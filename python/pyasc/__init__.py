@@ -306,3 +306,6 @@ def __dir__() -> _List[str]:
 from .dask._pickle import register as _register_pickling  # noqa: E402
 
 _register_pickling()
+# The binding's cached Python objects, made now on the importing thread: a thread that made one
+# later could be cut off by another thread's os.fork() and leave the child waiting for it.
+_pyasc._warm()

@@ -15,8 +15,13 @@ pub fn to_py(e: IrError) -> PyErr {
     })
 }
 
+/// The `pyasc.errors` module.
+pub(crate) fn errors_module(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
+    Ok(ERRORS.get_or_try_init(py, || py.import("pyasc.errors").map(|m| m.unbind()))?.bind(py))
+}
+
 fn make(py: Python<'_>, e: &IrError) -> PyResult<PyErr> {
-    let module = ERRORS.get_or_try_init(py, || py.import("pyasc.errors").map(|m| m.unbind()))?.bind(py);
+    let module = errors_module(py)?;
     let cls = module.getattr(e.kind.class_name())?;
     let (file, line) = match &e.loc {
         Some(l) => (Some(l.file.to_string()), Some(l.line)),

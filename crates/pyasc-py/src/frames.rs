@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 static SKIP: PyOnceLock<Vec<String>> = PyOnceLock::new();
 
-fn skip_prefixes(py: Python<'_>) -> &Vec<String> {
+pub(crate) fn skip_prefixes(py: Python<'_>) -> &Vec<String> {
     SKIP.get_or_init(py, || {
         let mut v = Vec::new();
         for m in ["pyasc", "numpy"] {

@@ -16,7 +16,7 @@ pyo3::create_exception!(
 );
 
 /// The hook module.
-fn hooks(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
+pub(crate) fn hooks(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
     Ok(HOOKS.get_or_try_init(py, || py.import("pyasc._hooks").map(Bound::unbind))?.bind(py))
 }
 

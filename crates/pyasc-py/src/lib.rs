@@ -17,7 +17,8 @@
 //!   [`boundary`] (panics become `InternalError`s; long GIL-free work stays interruptible),
 //!   [`errors`] (typed Rust errors onto `pyasc.errors`), [`frames`] (the user's file and line),
 //!   [`hooks`] (the one way back into Python), [`library_launch`] (a routine's one-kernel plan
-//!   through the door), [`log`] (Python's `logging`), [`events`] (the event stream as Python dicts).
+//!   through the door), [`log`] (Python's `logging`), [`events`] (the event stream as Python dicts),
+//!   [`warm`] (the cached Python objects, made at import so that a fork never finds one half made).
 
 use pyo3::prelude::*;
 
@@ -36,6 +37,7 @@ pub mod nn;
 pub mod operator;
 pub mod stencil;
 pub mod vectorize;
+pub mod warm;
 
 /// The extension module `pyasc._pyasc`.
 #[pymodule]
@@ -51,6 +53,7 @@ fn _pyasc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<device::stream::Event>()?;
     m.add_class::<events::EventCollector>()?;
     m.add_function(wrap_pyfunction!(device::device_array::to_device, m)?)?;
+    m.add_function(wrap_pyfunction!(warm::_warm, m)?)?;
     m.add_function(wrap_pyfunction!(graph::graph_hook::_set_graph_recording, m)?)?;
     m.add_function(wrap_pyfunction!(graph::graph_hook::_register_lazy_type, m)?)?;
     m.add_function(wrap_pyfunction!(device::device_array::empty, m)?)?;

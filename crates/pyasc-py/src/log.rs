@@ -26,12 +26,16 @@ pub fn enabled(level: u32) -> bool {
     level >= LEVEL.load(Ordering::Relaxed)
 }
 
+/// `logging.getLogger("pyasc")`.
+pub(crate) fn logger(py: Python<'_>) -> PyResult<&Py<PyAny>> {
+    LOGGER.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
+        Ok(py.import("logging")?.call_method1("getLogger", ("pyasc",))?.unbind())
+    })
+}
+
 /// Emit a record through `logging.getLogger("pyasc")`.
 pub fn emit(py: Python<'_>, level: u32, msg: &str) {
-    let logger = LOGGER.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
-        Ok(py.import("logging")?.call_method1("getLogger", ("pyasc",))?.unbind())
-    });
-    if let Ok(l) = logger {
+    if let Ok(l) = logger(py) {
         let _ = l.bind(py).call_method1("log", (level, msg));
     }
 }
