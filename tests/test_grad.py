@@ -231,8 +231,8 @@ def test_errors_are_typed_and_name_the_line():
         pyasc.grad(lambda x: pyasc.exp(x))(np.ones(3))
     with pytest.raises(pyasc.DTypeError, match="float"):
         pyasc.grad(lambda x: pyasc.sum(x * 2.0))(np.arange(3))
-    with pytest.raises(pyasc.UnsupportedError, match="Median.*no gradient rule.*custom_vjp") as e:
-        pyasc.grad(lambda x: pyasc.sum(pyasc.median(x, axis=0)))(np.ones(3))
+    with pytest.raises(pyasc.UnsupportedError, match="[Mm]edian.*no gradient rule.*custom_vjp") as e:
+        pyasc.grad(lambda x: pyasc.sum(pyasc.nanmedian(x, axis=0)))(np.ones(3))
     assert e.value.filename == __file__
     with pytest.raises(pyasc.InvalidArgumentError, match="argnums"):
         pyasc.grad(lambda x: pyasc.sum(x), argnums=2)(np.ones(3))
@@ -465,3 +465,43 @@ def test_max_pool_gives_a_tied_window_s_cotangent_to_its_first_maximum():
     x = np.array([[[1.0, 1.0, 0.0, 2.0], [1.0, 0.0, 2.0, 2.0]]])
     got = pyasc.grad(lambda x: pyasc.sum(pyasc.max_pool2d(x, 2)))(x)
     np.testing.assert_array_equal(got, [[[1.0, 0.0, 0.0, 1.0], [0.0, 0.0, 0.0, 0.0]]])
+
+
+@pytest.mark.parametrize("name", ["cummax", "cummin"])
+@pytest.mark.parametrize("axis", [0, 1])
+def test_running_extremes_send_cotangents_to_the_running_extreme(name, axis):
+    x = RNG.standard_normal((6, 7))
+    wt = RNG.standard_normal((6, 7))
+    jf = jax.lax.cummax if name == "cummax" else jax.lax.cummin
+    got = pyasc.grad(lambda x: pyasc.sum(getattr(pyasc, name)(x, axis=axis) * wt))(x)
+    _close(got, jax.grad(lambda x: jnp.sum(jf(x, axis=axis) * wt))(x))
+    # A tie sends the cotangent to the later position (PyTorch's cummax indices).
+    t = np.array([1.0, 3.0, 2.0, 3.0, 0.0])
+    np.testing.assert_array_equal(pyasc.grad(lambda t: pyasc.sum(pyasc.cummax(t)))(t), [1.0, 2.0, 0.0, 2.0, 0.0])
+
+
+@pytest.mark.parametrize("case", ["median_odd", "median_even", "median_all", "quantile", "quantiles"])
+def test_median_and_quantile_rules_match_jax(case):
+    x = RNG.standard_normal((5, 6))
+    if case == "median_odd":
+        pf, jf = (lambda x: pyasc.median(x, axis=0)), (lambda x: jnp.median(x, axis=0))
+    elif case == "median_even":
+        pf, jf = (lambda x: pyasc.median(x, axis=1)), (lambda x: jnp.median(x, axis=1))
+    elif case == "median_all":
+        pf, jf = pyasc.median, jnp.median
+    elif case == "quantile":
+        pf, jf = (lambda x: pyasc.quantile(x, 0.3, axis=1)), (lambda x: jnp.quantile(x, 0.3, axis=1))
+    else:
+        q = np.array([0.0, 0.25, 0.9, 1.0])
+        pf, jf = (lambda x: pyasc.quantile(x, q, axis=0)), (lambda x: jnp.quantile(x, q, axis=0))
+    wt = RNG.standard_normal(np.shape(jf(x)))
+    _close(pyasc.grad(lambda x: pyasc.sum(pf(x) * wt))(x), jax.grad(lambda x: jnp.sum(jf(x) * wt))(x))
+
+
+@pytest.mark.parametrize("mode", ["edge", "reflect", "wrap"])
+def test_pad_modes_add_the_cotangent_back_where_they_read(mode):
+    x = RNG.standard_normal((4, 5))
+    widths = ((2, 3), (1, 4))
+    wt = RNG.standard_normal(np.pad(x, widths, mode=mode).shape)
+    got = pyasc.grad(lambda x: pyasc.sum(np.pad(x, widths, mode=mode) * wt))(x)
+    _close(got, jax.grad(lambda x: jnp.sum(jnp.pad(x, widths, mode=mode) * wt))(x))

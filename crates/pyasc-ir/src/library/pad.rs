@@ -8,7 +8,7 @@ use crate::grad::Builder;
 use crate::graph::NodeId;
 use crate::shape::Shape;
 use crate::tile::BufferDecl;
-use crate::view::{PadMode, SliceDim, ViewSpec};
+use crate::view::{PadMode, PadSpec, SliceDim, ViewSpec};
 
 /// Padding.
 pub struct Pad;
@@ -52,11 +52,33 @@ impl LibraryOp for Pad {
         let Attr::Pad(spec) = attr else {
             return Err(IrError::internal("pad needs its spec"));
         };
+        let xs = b.shape(inputs[0]);
         if spec.mode != PadMode::Constant {
-            return Err(crate::grad::no_rule(&format!("pad with mode {:?}", spec.mode).to_lowercase()));
+            // Edge, reflect and wrap pad each axis by reading the operand at an index map,
+            // which is the same padding of `0, 1, .., n - 1`: the cotangent is added back at
+            // those indices, one axis at a time.
+            let mut cur = g;
+            for (axis, &(lo, hi)) in spec.widths.iter().enumerate() {
+                if lo == 0 && hi == 0 {
+                    continue;
+                }
+                let mut to = b.shape(cur);
+                let wide = to.0[axis];
+                to.0[axis] = xs.0[axis];
+                let outer: usize = to.0[..axis].iter().product();
+                let inner: usize = to.0[axis + 1..].iter().product();
+                let n = Shape(vec![xs.0[axis]]);
+                let at = crate::grad::iota(b, &n, 0)?;
+                let one_axis = PadSpec { widths: vec![(lo, hi)], mode: spec.mode, cval: spec.cval.clone() };
+                let at = b.g.pad(one_axis, at, b.loc.clone())?;
+                let at = b.reshape(at, &Shape(vec![1, wide, 1]))?;
+                let at = b.broadcast(at, &Shape(vec![outer, wide, inner]))?;
+                let vals = b.reshape(cur, &Shape(vec![outer, wide, inner]))?;
+                cur = crate::grad::scatter_add_along(b, &to, axis, at, vals)?;
+            }
+            return Ok(vec![Some(cur)]);
         }
         // The operand's cotangent is the padded cotangent's interior.
-        let xs = b.shape(inputs[0]);
         let dims = spec.widths.iter().zip(&xs.0).map(|(w, &n)| SliceDim { start: w.0, step: 1, len: n }).collect();
         Ok(vec![Some(b.view(ViewSpec::Slice(dims), g)?)])
     }

@@ -133,7 +133,24 @@ impl LibraryOp for Scan {
                 let ex = b.un(crate::op::UnaryOp::Exp, x)?;
                 b.mul(s, ex)?
             }
-            ScanKind::Max | ScanKind::Min => return Err(crate::grad::no_rule(kind.name())),
+            // y_j = x_{p_j}, p_j the last position at or before j where the running extreme
+            // was reached (x_i == y_i marks a new extreme, ties included): each cotangent goes
+            // there, as PyTorch's `cummax`/`cummin` indices send it.
+            ScanKind::Max | ScanKind::Min => {
+                let xs = b.shape(x);
+                let pos = crate::grad::iota(b, &xs, axis)?;
+                let reached = b.bin(crate::op::BinaryOp::Eq, x, y)?;
+                let zero = b.g.py_scalar(crate::Scalar::Int(0), b.loc.clone());
+                let marked = b.select(reached, pos, zero)?;
+                let p = b.g.library(LibId::SCAN, Attr::Scan(ScanKind::Max, axis), &[marked], b.loc.clone())?;
+                let outer: usize = xs.0[..axis].iter().product();
+                let inner: usize = xs.0[axis + 1..].iter().product();
+                let three = Shape(vec![outer, xs.0[axis], inner]);
+                let p = b.reshape(p, &three)?;
+                let g3 = b.reshape(g, &three)?;
+                let ct = crate::grad::scatter_add_along(b, &xs, axis, p, g3)?;
+                b.reshape(ct, &xs)?
+            }
         };
         Ok(vec![Some(ct)])
     }

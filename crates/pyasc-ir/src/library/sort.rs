@@ -14,6 +14,7 @@ use crate::error::{IrError, Result};
 use crate::scalar::Scalar;
 use crate::shape::Shape;
 use crate::tile::BufferDecl;
+use crate::view::SliceDim;
 
 /// What a sort call computes.
 #[derive(Clone, Debug, PartialEq)]
@@ -241,6 +242,9 @@ impl LibraryOp for SortOp {
                 b.g.library(LibId::SORT, Attr::Sort(SortSpec { mode, axis }), &[x], b.loc.clone())?
             }
             SortMode::Gather => inputs[1],
+            SortMode::Median { skip_nan: false } | SortMode::Quantile { skip_nan: false, .. } => {
+                return Ok(vec![Some(order_statistic_vjp(b, spec, x, g)?)]);
+            }
             SortMode::Median { .. } | SortMode::Quantile { .. } | SortMode::Unique { .. } => {
                 return Err(crate::grad::no_rule(&self.describe(attr)));
             }
@@ -260,6 +264,62 @@ impl LibraryOp for SortOp {
         }
         Ok(out)
     }
+}
+
+/// The cotangent of `x` for a median or linear quantile along `spec.axis` with cotangent `g`:
+/// each statistic is a weighted sum of one or two sorted elements (the middle pair's mean,
+/// `s[lo] * (1 - f) + s[lo + 1] * f` at position `q * (n - 1) = lo + f`), whose cotangents go
+/// back to where a stable argsort found them (JAX's rule through its sort).
+fn order_statistic_vjp(
+    b: &mut crate::grad::Builder<'_>,
+    spec: &SortSpec,
+    x: crate::graph::NodeId,
+    g: crate::graph::NodeId,
+) -> Result<crate::graph::NodeId> {
+    let axis = spec.axis;
+    let xs = b.shape(x);
+    let n = xs.0[axis];
+    let outer: usize = xs.0[..axis].iter().product();
+    let inner: usize = xs.0[axis + 1..].iter().product();
+    // Per statistic: the sorted positions and their weights.
+    let picks: Vec<Vec<(usize, f64)>> = match &spec.mode {
+        SortMode::Median { .. } if n % 2 == 1 => vec![vec![(n / 2, 1.0)]],
+        SortMode::Median { .. } => vec![vec![(n / 2 - 1, 0.5), (n / 2, 0.5)]],
+        SortMode::Quantile { q, .. } => q
+            .iter()
+            .map(|&q| {
+                let at = q * (n - 1) as f64;
+                let lo = (at.floor() as usize).min(n - 1);
+                let f = at - lo as f64;
+                if f > 0.0 && lo + 1 < n {
+                    vec![(lo, 1.0 - f), (lo + 1, f)]
+                } else {
+                    vec![(lo, 1.0)]
+                }
+            })
+            .collect(),
+        _ => return Err(IrError::internal("not an order statistic")),
+    };
+    let mode = SortMode::ArgSort { stable: true };
+    let order = b.g.library(LibId::SORT, Attr::Sort(SortSpec { mode, axis }), &[x], b.loc.clone())?;
+    let order = b.reshape(order, &Shape(vec![outer, n, inner]))?;
+    let g = b.cast(g, b.dtype(x))?;
+    let g = b.reshape(g, &Shape(vec![picks.len(), outer, 1, inner]))?;
+    let mut total: Option<crate::graph::NodeId> = None;
+    for (i, pick) in picks.iter().enumerate() {
+        let gi = b.slice_axis(g, 0, SliceDim { start: i, step: 1, len: 1 })?;
+        let gi = b.reshape(gi, &Shape(vec![outer, 1, inner]))?;
+        for &(k, w) in pick {
+            let idx = b.slice_axis(order, 1, SliceDim { start: k, step: 1, len: 1 })?;
+            let vals = b.scale(w, gi)?;
+            let back = crate::grad::scatter_add_along(b, &xs, axis, idx, vals)?;
+            total = Some(match total {
+                Some(t) => b.add(t, back)?,
+                None => back,
+            });
+        }
+    }
+    total.ok_or_else(|| IrError::internal("an order statistic without positions"))
 }
 
 #[cfg(test)]
