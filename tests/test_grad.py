@@ -505,3 +505,56 @@ def test_pad_modes_add_the_cotangent_back_where_they_read(mode):
     wt = RNG.standard_normal(np.pad(x, widths, mode=mode).shape)
     got = pyasc.grad(lambda x: pyasc.sum(np.pad(x, widths, mode=mode) * wt))(x)
     _close(got, jax.grad(lambda x: jnp.sum(jnp.pad(x, widths, mode=mode) * wt))(x))
+
+
+def _jax_stencil(body, u, mode, cval, steps):
+    """The 1-halo 2-D stencil ``body(c, n, s, w, e)`` in JAX with a pyasc boundary mode."""
+    pads = {"constant": "constant", "nearest": "edge", "wrap": "wrap", "reflect": "symmetric"}
+    for _ in range(steps):
+        src = jnp.pad(u, 1, mode=pads[mode], **({"constant_values": cval} if mode == "constant" else {})) \
+            if mode in pads else u
+        core = body(src[1:-1, 1:-1], src[:-2, 1:-1], src[2:, 1:-1], src[1:-1, :-2], src[1:-1, 2:])
+        if mode == "fill":
+            u = jnp.pad(core, 1, constant_values=cval)
+        elif mode == "skip":
+            u = u.at[1:-1, 1:-1].set(core)
+        else:
+            u = core
+    return u
+
+
+@pytest.mark.parametrize("mode", ["fill", "skip", "constant", "nearest", "wrap", "reflect"])
+@pytest.mark.parametrize("steps", [1, 3])
+@pytest.mark.parametrize("linear", [True, False])
+def test_stencil_operator_gradient_is_the_adjoint_stencil(mode, steps, linear):
+    if linear:
+        def body(c, n, s, w, e):
+            return 0.5 * c + 0.125 * (n + s + w + e)
+    else:
+        def body(c, n, s, w, e):
+            return c * n - 0.25 * np.sqrt(np.abs(s) + 1.0) + w * e * 0.5
+
+    op = pyasc.stencil_operator(lambda u: body(u[0, 0], u[-1, 0], u[1, 0], u[0, -1], u[0, 1]),
+                                boundary=mode, cval=0.5, iterations=steps)
+    u = RNG.standard_normal((7, 9)) * 0.5
+    wt = RNG.standard_normal((7, 9))
+    jbody = body if linear else (lambda c, n, s, w, e: c * n - 0.25 * jnp.sqrt(jnp.abs(s) + 1.0) + w * e * 0.5)
+    val, got = pyasc.value_and_grad(lambda u: pyasc.sum(op(u) * wt))(u)
+    want_val, want = jax.value_and_grad(lambda u: jnp.sum(_jax_stencil(jbody, u, mode, 0.5, steps) * wt))(u)
+    _close(val, np.sum(op(u) * wt), rtol=1e-12)
+    _close((val, got), (want_val, want), rtol=1e-10, atol=1e-12)
+
+
+def test_stencil_operator_runs_inside_an_operator_and_takes_fields_and_parameters():
+    lap = pyasc.stencil_operator(lambda u, k, c: c[0] * (u[-1] + u[1] - 2 * u[0]) * k[0],
+                                 standard_indexing=("k",), boundary="skip", iterations=2)
+
+    @pyasc.operator
+    def heat(u, k, c):
+        return lap(u, k, c) + u
+
+    u, c, k = RNG.standard_normal(12), RNG.uniform(0.5, 1.0, 12), np.array([0.1])
+    np.testing.assert_allclose(heat(u, k, c), lap(u, k, c) + u, rtol=1e-12)
+    g = pyasc.grad(lambda u, c: pyasc.sum(heat(u, k, c) ** 2), argnums=(0, 1))(u, c)
+    pyasc.check_grads(lambda u, c: pyasc.sum(heat(u, k, c) ** 2), (u, c), order=1)
+    assert g[0].shape == u.shape and g[1].shape == c.shape

@@ -67,7 +67,7 @@ from .api.sorting import (
     topk,
     unique,
 )
-from .core import _complex, _interop, _operator_methods  # noqa: F401 (hooks)
+from .core import _complex, _inline, _interop, _operator_methods  # noqa: F401 (hooks)
 from .core._types import CacheInfo
 from .core.accuracy import check_accuracy
 from .core.autodiff import check_grads, custom_vjp, grad, jvp, stop_gradient, value_and_grad, vjp

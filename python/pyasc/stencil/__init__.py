@@ -8,6 +8,8 @@ One application computes the interior (cells whose whole neighbourhood is inside
 one fused kernel over shifted views of the input, then the thin border boxes by the boundary
 mode. ``iterations=N`` applies the stencil N times in one call; float32/float64 bodies of
 arithmetic run in the sweep kernel with temporal blocking (:mod:`pyasc.stencil._sweep`).
+Called on traced values (inside an operator, under ``pyasc.grad``) the steps become array ops
+of the trace (:mod:`pyasc.stencil._traced`), so stencils fuse and have gradients.
 """
 
 from __future__ import annotations
@@ -17,12 +19,14 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+from ..core import _eager
 from ..core._live import register
 from ..core.decorators import validate_options
 from ..dask import has_dask
 from ..errors import DTypeError, InvalidArgumentError, ShapeError, UnsupportedError, at_user_line
 from . import _border as border
 from . import _sweep as sweep
+from . import _traced as traced
 from ._expr import record
 from ._probe import Neighborhood, SliceField, call_body, halo, probe
 
@@ -95,6 +99,10 @@ class StencilOperator:
 
             return call(self, args, kwargs, iterations, out)
         steps = self.iterations if iterations is None else _iterations(iterations)
+        if _eager.traced(*args):  # inside an operator body or a gradient: array ops of the trace
+            if out is not None:
+                raise at_user_line(InvalidArgumentError("out= takes a NumPy array; a traced call returns its result"))
+            return traced.run(self, args, kwargs, steps)
         arrays, fields, ndim = self._arguments(args)
         if self.neighborhood is not None and len(self.neighborhood) != ndim:
             raise at_user_line(InvalidArgumentError(

@@ -88,7 +88,8 @@ def probe(fn: Callable[..., Any], args: Sequence[Any], kwargs: Dict[str, Any], f
         out = call_body(fn, args, kwargs, fields, lambda i, a: ProbeField(a.dtype, ndim, seen, neighborhood))
     if not seen:
         raise at_user_line(TraceError("a stencil body must read its field at least once (u[0, 0] is the centre)"))
-    dtype = np.asarray(out).dtype
+    # A traced parameter (inside an operator) makes the result a tracer: its dtype is known.
+    dtype = np.dtype(out.dtype) if hasattr(out, "dtype") and not isinstance(out, np.ndarray) else np.asarray(out).dtype
     if dtype.kind == "O":
         raise at_user_line(TraceError(f"a stencil body must return a number per cell, not {type(out).__name__}"))
     return seen, dtype
