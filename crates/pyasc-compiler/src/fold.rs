@@ -4,8 +4,9 @@
 //! constant or fill operands (it became a constant, or a fill of its shape, computed with NumPy's semantics for its
 //! dtype: wrapping integers, Python floor division and modulo, IEEE floats rounded to
 //! the node's dtype); `x*1`, `1*x`, `x/1`, `x-0`, `x**1` become `x` and `x**2` becomes
-//! `square(x)` when that keeps the node's dtype and shape. `x+0` is kept: it turns
-//! -0.0 into +0.0.
+//! `square(x)` when that keeps the node's dtype and shape (the 1 or 0 a constant or an array
+//! filled with it, as the ones a gradient starts from). `x+0` is kept: it turns -0.0 into
+//! +0.0.
 
 use crate::pass::{CompileState, Pass};
 use crate::rewrite::{copy_node, rebuild};
@@ -74,8 +75,9 @@ impl Pass for FoldPass {
     }
 }
 
+/// True for a constant, or an array filled with one value (a gradient's ones), equal to `x`.
 fn is_const(g: &Graph, id: NodeId, x: f64) -> bool {
-    matches!(g.node(id).op, Op::Const(v) if !matches!(v, Scalar::Bool(_)) && v.as_f64() == x)
+    matches!(g.node(id).op, Op::Const(v) | Op::Fill(v) if !matches!(v, Scalar::Bool(_)) && v.as_f64() == x)
 }
 
 fn simplify(g: &mut Graph, n: &Node, ops: &[NodeId]) -> Option<NodeId> {

@@ -5,7 +5,7 @@
 //! [`CompileOptions::verify_each_pass`] is set (always in tests and debug builds).
 //!
 //! ```text
-//! verify → precision → attention → promote → host_ints → fold → cse → dce → fuse → lower (tiles, registers, tile sizes)
+//! verify → precision → attention → promote → host_ints → fold → implicit_broadcast → cse → dce → fuse → lower (tiles, registers, tile sizes)
 //! ```
 
 pub mod attention;
@@ -17,6 +17,7 @@ pub mod fold;
 pub mod fuse;
 pub mod half_math;
 pub mod host_ints;
+pub mod implicit_broadcast;
 pub mod int_bounds;
 pub mod int_exact;
 pub mod lower;

@@ -160,6 +160,7 @@ pub fn pipeline() -> Vec<Box<dyn Pass>> {
         Box::new(crate::promote::PromotePass),
         Box::new(crate::host_ints::HostIntsPass),
         Box::new(crate::fold::FoldPass),
+        Box::new(crate::implicit_broadcast::ImplicitBroadcastPass),
         Box::new(crate::cse::CsePass),
         Box::new(crate::dce::DcePass),
         Box::new(crate::fuse::FusePass),

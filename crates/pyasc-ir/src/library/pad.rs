@@ -69,7 +69,7 @@ impl LibraryOp for Pad {
                 let inner: usize = to.0[axis + 1..].iter().product();
                 let n = Shape(vec![xs.0[axis]]);
                 let at = crate::grad::iota(b, &n, 0)?;
-                let one_axis = PadSpec { widths: vec![(lo, hi)], mode: spec.mode, cval: spec.cval.clone() };
+                let one_axis = PadSpec { widths: vec![(lo, hi)], mode: spec.mode, cval: spec.cval };
                 let at = b.g.pad(one_axis, at, b.loc.clone())?;
                 let at = b.reshape(at, &Shape(vec![1, wide, 1]))?;
                 let at = b.broadcast(at, &Shape(vec![outer, wide, inner]))?;

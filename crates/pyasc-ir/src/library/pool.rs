@@ -143,7 +143,11 @@ impl LibraryOp for Pool {
         // The max rule compares each tap of the input, padded with -inf, with the result.
         let xp = match s.kind {
             PoolKind::Max if s.pad != [0, 0] => {
-                let spec = PadSpec { widths: widths.clone(), mode: PadMode::Constant, cval: crate::Scalar::Float(f64::NEG_INFINITY) };
+                let spec = PadSpec {
+                    widths: widths.clone(),
+                    mode: PadMode::Constant,
+                    cval: crate::Scalar::Float(f64::NEG_INFINITY),
+                };
                 b.g.pad(spec, x, b.loc.clone())?
             }
             _ => x,
