@@ -558,3 +558,33 @@ def test_stencil_operator_runs_inside_an_operator_and_takes_fields_and_parameter
     g = pyasc.grad(lambda u, c: pyasc.sum(heat(u, k, c) ** 2), argnums=(0, 1))(u, c)
     pyasc.check_grads(lambda u, c: pyasc.sum(heat(u, k, c) ** 2), (u, c), order=1)
     assert g[0].shape == u.shape and g[1].shape == c.shape
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_fused_attention_backward_over_many_key_blocks_and_broadcast_batches(causal, dtype):
+    q = RNG.standard_normal((2, 3, 300, 16)).astype(dtype)
+    k = RNG.standard_normal((3, 280, 16)).astype(dtype)
+    v = RNG.standard_normal((1, 3, 280, 8)).astype(dtype)
+    w = RNG.standard_normal((2, 3, 300, 8)).astype(dtype)
+
+    def ref(q, k, v):
+        s = q @ jnp.swapaxes(k, -1, -2) / np.sqrt(16)
+        if causal:
+            s = jnp.where(jnp.tril(jnp.ones(s.shape[-2:], bool)), s, -jnp.inf)
+        return jax.nn.softmax(s, -1) @ v
+
+    g = pyasc.grad(lambda q, k, v: pyasc.sum(pyasc.scaled_dot_product_attention(q, k, v, is_causal=causal) * w),
+                   argnums=(0, 1, 2))
+    got = g(q, k, v)
+    assert "attention_backward" in g.get_compiled_op(q, k, v).graph_ir()
+    f64 = [a.astype(np.float64) for a in (q, k, v)]
+    want = jax.grad(lambda q, k, v: jnp.sum(ref(q, k, v) * w.astype(np.float64)), argnums=(0, 1, 2))(*f64)
+    tol = dict(rtol=1e-10, atol=1e-11) if dtype == np.float64 else dict(rtol=2e-4, atol=2e-4)
+    for a, b in zip(got, want):
+        assert a.dtype == dtype
+        np.testing.assert_allclose(a, b, **tol)
+    # The cotangent of a plain sum is a broadcast of ones (read with stride 0).
+    got = pyasc.grad(lambda q: pyasc.sum(pyasc.scaled_dot_product_attention(q, k, v, is_causal=causal)))(q)
+    want = jax.grad(lambda q: jnp.sum(ref(q, *f64[1:])))(f64[0])
+    np.testing.assert_allclose(got, want, **tol)

@@ -35,7 +35,9 @@ pub mod vm;
 pub use block::{block_launch, block_plan};
 pub(crate) use device::hostmem;
 pub use device::{buffer, fork, hold, interrupt, memory, monitor, opaque, peaks, pool, stream, team};
-pub use library::{attention, conv, detection, gemm, pad, pooling, scan, scatter, shuffle, sort, stencil};
+pub use library::{
+    attention, attention_backward, conv, detection, gemm, pad, pooling, scan, scatter, shuffle, sort, stencil,
+};
 pub(crate) use program::{copy_swap, lanes, program_lanes};
 pub use vm::{
     capture, check, column_gather, half_cast, instr, kernel_facts, layout, movement, scan_map, stack_columns, view,

@@ -184,6 +184,13 @@ impl LibraryOp for Attention {
         // cotangent is dS summed to its shape.
         let s = spec(attr)?.clone();
         let (q, k, v) = (inputs[0], inputs[1], inputs[2]);
+        let dt = b.dtype(y);
+        if s.mask == AttnMask::None
+            && matches!(dt, DType::F32 | DType::F64)
+            && [q, k, v, g].iter().all(|x| b.dtype(*x) == dt)
+        {
+            return fused_vjp(&s, b, [q, k, v], y, g, wanted);
+        }
         let mm =
             |b: &mut Builder<'_>, x: NodeId, z: NodeId| b.g.library(LibId::MATMUL, Attr::None, &[x, z], b.loc.clone());
         let kt = swap_last(b, k)?;
@@ -234,6 +241,40 @@ impl LibraryOp for Attention {
         }
         Ok(out)
     }
+}
+
+/// The cotangents of `q`, `k` and `v` from one [`LibId::ATTENTION_BACKWARD`] node: its packed
+/// rows cut into `dq`, `dk` and `dv`, each summed over the batch dimensions its operand
+/// broadcast along.
+fn fused_vjp(
+    s: &AttnSpec,
+    b: &mut Builder<'_>,
+    qkv: [NodeId; 3],
+    y: NodeId,
+    g: NodeId,
+    wanted: &[bool],
+) -> Result<Vec<Option<NodeId>>> {
+    let [q, k, v] = qkv;
+    let (qs, ks, vs) = (b.shape(q), b.shape(k), b.shape(v));
+    let (lq, d) = (qs.0[qs.rank() - 2], qs.0[qs.rank() - 1]);
+    let (lk, dv) = (vs.0[vs.rank() - 2], vs.0[vs.rank() - 1]);
+    let packed = b.g.library(LibId::ATTENTION_BACKWARD, Attr::Attention(s.clone()), &[q, k, v, y, g], b.loc.clone())?;
+    let ps = b.shape(packed);
+    let last = ps.rank() - 1;
+    let batch = ps.0[..last].to_vec();
+    let pieces = [(0, lq, d, &qs), (lq * d, lk, d, &ks), (lq * d + lk * d, lk, dv, &vs)];
+    let mut out = vec![None; 3];
+    for (i, (start, rows, cols, target)) in pieces.into_iter().enumerate() {
+        if !wanted[i] {
+            continue;
+        }
+        let part = b.slice_axis(packed, last, crate::view::SliceDim { start, step: 1, len: rows * cols })?;
+        let mut dims = batch.clone();
+        dims.extend([rows, cols]);
+        let part = b.reshape(part, &Shape(dims))?;
+        out[i] = Some(b.sum_to(part, target)?);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

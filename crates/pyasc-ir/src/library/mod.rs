@@ -1,5 +1,6 @@
 //! Library kernels: ops run by a hand-written routine instead of a tile program (matmul,
-//! pad, concatenate, take, scans, convolution, pooling, pixel shuffle, fused attention, the
+//! pad, concatenate, take, scans, convolution, pooling, pixel shuffle, fused attention and its
+//! backward pass, the
 //! detection routines, stencil sweeps and kernel-language launches).
 //!
 //! Each one implements [`LibraryOp`] once, in its own file, and is registered in
@@ -14,6 +15,7 @@
 //! an error everywhere, never a silent default.
 
 mod attention;
+mod attention_backward;
 mod block_launch;
 mod concat;
 mod conv;
@@ -36,6 +38,7 @@ use crate::shape::Shape;
 use crate::tile::BufferDecl;
 
 pub use attention::{attention_shape, Attention, AttnMask, AttnSpec};
+pub use attention_backward::{attention_backward_shape, AttentionBackward};
 pub use block_launch::{BlockCall, BlockLaunch};
 pub use concat::Concat;
 pub use conv::{Conv, ConvSpec};
@@ -122,6 +125,8 @@ library_ops! {
     STENCIL => StencilSweep;
     /// A launch of a kernel-language kernel.
     BLOCK_LAUNCH => BlockLaunch;
+    /// The backward pass of fused attention (no mask).
+    ATTENTION_BACKWARD => AttentionBackward;
 }
 
 /// The library op with id `id`.

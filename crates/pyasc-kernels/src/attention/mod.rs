@@ -24,6 +24,7 @@ use crate::dispatch::{Base, Simd};
 use crate::isa::{active, Isa};
 use crate::math::exp_log::{exp64, exp_f32};
 
+pub mod backward;
 #[cfg(target_arch = "x86_64")]
 mod blocked;
 

@@ -1,4 +1,5 @@
-//! Matrix multiplication glue over sarah-ek's `gemm` crate: `dst = a @ b` for f32 and f64;
+//! Matrix multiplication glue over sarah-ek's `gemm` crate: `dst = a @ b` for f32 and f64
+//! (and `dst += a @ b`, [`matmul_acc_f32`], [`matmul_acc_f64`]);
 //! bfloat16 and float16 operands with a float32 result are [`matmul_bf16`] and [`matmul_f16`].
 //!
 //! Operands are strided views ([`MatRef`], [`MatMut`]): element `(i, j)` lives at
@@ -66,7 +67,31 @@ pub struct MatMut<T> {
 /// If the shapes do not match: `a` is m×k, `b` k×n, `dst` m×n.
 pub unsafe fn matmul_f32(dst: MatMut<f32>, a: MatRef<f32>, b: MatRef<f32>, threads: usize) {
     // SAFETY: forwarded from this function's contract.
-    unsafe { matmul(dst, a, b, threads, 0.0, 1.0) }
+    unsafe { matmul(dst, a, b, threads, 0.0, 1.0, false) }
+}
+
+/// `dst += a @ b` in f32 (`dst` read and written); `threads` as in [`matmul_f32`].
+///
+/// # Safety
+/// As for [`matmul_f32`].
+///
+/// # Panics
+/// If the shapes do not match: `a` is m×k, `b` k×n, `dst` m×n.
+pub unsafe fn matmul_acc_f32(dst: MatMut<f32>, a: MatRef<f32>, b: MatRef<f32>, threads: usize) {
+    // SAFETY: forwarded from this function's contract.
+    unsafe { matmul(dst, a, b, threads, 1.0, 1.0, true) }
+}
+
+/// `dst += a @ b` in f64 (`dst` read and written); `threads` as in [`matmul_f32`].
+///
+/// # Safety
+/// As for [`matmul_f32`].
+///
+/// # Panics
+/// If the shapes do not match: `a` is m×k, `b` k×n, `dst` m×n.
+pub unsafe fn matmul_acc_f64(dst: MatMut<f64>, a: MatRef<f64>, b: MatRef<f64>, threads: usize) {
+    // SAFETY: forwarded from this function's contract.
+    unsafe { matmul(dst, a, b, threads, 1.0, 1.0, true) }
 }
 
 /// `dst = a @ b` in f64 (`dst` fully overwritten, never read); `threads` as in [`matmul_f32`].
@@ -78,7 +103,7 @@ pub unsafe fn matmul_f32(dst: MatMut<f32>, a: MatRef<f32>, b: MatRef<f32>, threa
 /// If the shapes do not match: `a` is m×k, `b` k×n, `dst` m×n.
 pub unsafe fn matmul_f64(dst: MatMut<f64>, a: MatRef<f64>, b: MatRef<f64>, threads: usize) {
     // SAFETY: forwarded from this function's contract.
-    unsafe { matmul(dst, a, b, threads, 0.0, 1.0) }
+    unsafe { matmul(dst, a, b, threads, 0.0, 1.0, false) }
 }
 
 /// Panics unless `a` is m×k, `b` k×n and `dst` m×n.
@@ -96,18 +121,30 @@ pub(crate) fn assert_shapes<A, B, D>(dst: &MatMut<D>, a: &MatRef<A>, b: &MatRef<
 }
 
 /// The shared body: shape checks, the empty cases, then one `gemm::gemm` call computing
-/// `dst := 0*dst + 1*(a@b)` with `read_dst = false`, so `dst` is never read.
-unsafe fn matmul<T: Copy + 'static>(dst: MatMut<T>, a: MatRef<T>, b: MatRef<T>, threads: usize, zero: T, one: T) {
+/// `dst := keep*dst + one*(a@b)`; with `acc` false `read_dst = false`, so `dst` is never read
+/// (`keep` is 0), with `acc` true `dst` is read and kept (`keep` is 1).
+unsafe fn matmul<T: Copy + 'static>(
+    dst: MatMut<T>,
+    a: MatRef<T>,
+    b: MatRef<T>,
+    threads: usize,
+    keep: T,
+    one: T,
+    acc: bool,
+) {
     assert_shapes(&dst, &a, &b);
     let (m, k, n) = (a.rows, a.cols, b.cols);
     if m == 0 || n == 0 {
         return;
     }
     if k == 0 {
+        if acc {
+            return;
+        }
         for i in 0..m as isize {
             for j in 0..n as isize {
                 // SAFETY: (i, j) is inside dst, which the caller guarantees writable.
-                unsafe { dst.ptr.offset(i * dst.rs + j * dst.cs).write(zero) };
+                unsafe { dst.ptr.offset(i * dst.rs + j * dst.cs).write(keep) };
             }
         }
         return;
@@ -123,14 +160,14 @@ unsafe fn matmul<T: Copy + 'static>(dst: MatMut<T>, a: MatRef<T>, b: MatRef<T>, 
             dst.ptr,
             dst.cs,
             dst.rs,
-            false,
+            acc,
             a.ptr,
             a.cs,
             a.rs,
             b.ptr,
             b.cs,
             b.rs,
-            zero,
+            keep,
             one,
             false,
             false,

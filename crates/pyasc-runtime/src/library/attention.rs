@@ -24,6 +24,11 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// An operand's batch strides aligned to the result's batch dimensions (0 where broadcast).
+pub(crate) fn batch_strides_of(v: &InputView, batch: &[usize]) -> Vec<isize> {
+    batch_strides(v, batch)
+}
+
+/// An operand's batch strides aligned to the result's batch dimensions (0 where broadcast).
 fn batch_strides(v: &InputView, batch: &[usize]) -> Vec<isize> {
     let r = v.shape.len();
     let nb = r.saturating_sub(2).min(r);

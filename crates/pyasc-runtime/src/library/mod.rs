@@ -3,6 +3,7 @@
 //! plan naming an id without a routine here fails to run; it never falls back to anything.
 
 pub mod attention;
+pub mod attention_backward;
 pub mod conv;
 pub mod detection;
 pub mod gemm;
@@ -46,6 +47,7 @@ pub static KERNELS: &[&dyn LibraryKernel] = &[
     &crate::pooling::PoolKernel,
     &crate::shuffle::ShuffleKernel,
     &crate::attention::AttentionKernel,
+    &crate::attention_backward::AttentionBackwardKernel,
     &crate::detection::BoxIouKernel,
     &crate::detection::NmsKernel,
     &crate::detection::NmsMaskKernel,

@@ -1,0 +1,88 @@
+//! The backward pass of fused attention without a mask (causal or not): from `q`, `k`, `v`,
+//! the forward's result `o` and its cotangent `do`, the cotangents `dq`, `dk` and `dv` for
+//! every (broadcast) batch entry, packed one entry per row: `dq` (`Lq x D`), then `dk`
+//! (`Lk x D`), then `dv` (`Lk x Dv`), flattened. The routine recomputes the probabilities
+//! block by block of keys (FlashAttention-2's backward), so no `Lq x Lk` matrix is stored.
+//! Its attribute is the forward's [`AttnSpec`].
+
+use super::attention::{attention_shape, AttnMask, AttnSpec};
+use super::{bad_call, LibCall, LibId, LibraryOp};
+use crate::attr::Attr;
+use crate::dtype::{DType, VType};
+use crate::error::{IrError, Result};
+use crate::shape::Shape;
+use crate::tile::BufferDecl;
+
+/// Attention's backward pass.
+pub struct AttentionBackward;
+
+/// The packed result's shape for operand shapes `q, k, v` (the forward's batch dimensions,
+/// then one row per entry), or a shape error.
+pub fn attention_backward_shape(q: &Shape, k: &Shape, v: &Shape) -> Result<Shape> {
+    let out = attention_shape(q, k, v, None)?;
+    let (qr, vr) = (q.rank(), v.rank());
+    let (lq, d) = (q.0[qr - 2], q.0[qr - 1]);
+    let (lk, dv) = (v.0[vr - 2], v.0[vr - 1]);
+    let mut dims = out.0[..out.rank() - 2].to_vec();
+    dims.push(lq * d + lk * d + lk * dv);
+    Ok(Shape(dims))
+}
+
+fn spec(attr: &Attr) -> Result<&AttnSpec> {
+    match attr {
+        Attr::Attention(s) if s.mask == AttnMask::None => Ok(s),
+        _ => Err(IrError::internal("attention_backward needs an attention attribute without a mask")),
+    }
+}
+
+impl LibraryOp for AttentionBackward {
+    fn id(&self) -> LibId {
+        LibId::ATTENTION_BACKWARD
+    }
+    fn name(&self) -> &'static str {
+        "attention_backward"
+    }
+    fn describe(&self, attr: &Attr) -> String {
+        match attr {
+            Attr::Attention(s) => format!("attention_backward[scale={}, causal={}]", s.scale, s.causal),
+            _ => self.name().to_string(),
+        }
+    }
+    fn arity_ok(&self, n: usize) -> bool {
+        n == 5
+    }
+    fn infer(&self, attr: &Attr, operands: &[(VType, &Shape)]) -> Result<(VType, Shape)> {
+        spec(attr)?;
+        let dt = operands[0].0.dtype;
+        if !matches!(dt, DType::F32 | DType::F64) || operands.iter().any(|(t, _)| t.dtype != dt) {
+            return Err(IrError::dtype("attention_backward takes float32 or float64 operands of one dtype"));
+        }
+        let (q, k, v) = (operands[0].1, operands[1].1, operands[2].1);
+        let o = attention_shape(q, k, v, None)?;
+        if *operands[3].1 != o || *operands[4].1 != o {
+            return Err(IrError::shape(format!(
+                "attention_backward: the result and its cotangent must have the forward's shape {o}"
+            )));
+        }
+        Ok((VType::strong(dt), attention_backward_shape(q, k, v)?))
+    }
+    fn operand_dtype(&self, _i: usize, result: DType) -> Option<DType> {
+        Some(result)
+    }
+    fn reinfers(&self) -> bool {
+        false
+    }
+    fn verify_call(&self, call: &LibCall, operands: &[&BufferDecl], out: &BufferDecl) -> Result<()> {
+        spec(&call.attr)?;
+        let [q, k, v, o, g] = operands else { return bad_call(self, "needs q, k, v, the result and its cotangent") };
+        let typed = [k, v, o, g].iter().all(|b| b.dtype == q.dtype) && out.dtype == q.dtype;
+        if typed
+            && matches!(q.dtype, DType::F32 | DType::F64)
+            && attention_backward_shape(&q.shape, &k.shape, &v.shape)? == out.shape
+        {
+            Ok(())
+        } else {
+            bad_call(self, "has operands or an output of the wrong type or shape")
+        }
+    }
+}
