@@ -588,3 +588,26 @@ def test_fused_attention_backward_over_many_key_blocks_and_broadcast_batches(cau
     got = pyasc.grad(lambda q: pyasc.sum(pyasc.scaled_dot_product_attention(q, k, v, is_causal=causal)))(q)
     want = jax.grad(lambda q: jnp.sum(ref(q, *f64[1:])))(f64[0])
     np.testing.assert_allclose(got, want, **tol)
+
+
+def test_fused_attention_backward_has_a_gradient_jvp_and_second_order():
+    q, k, v = RNG.standard_normal((2, 7, 4)), RNG.standard_normal((2, 9, 4)), RNG.standard_normal((2, 9, 3))
+    tq, tk, tv = RNG.standard_normal(q.shape), RNG.standard_normal(k.shape), RNG.standard_normal(v.shape)
+    w = RNG.standard_normal((2, 7, 3))
+
+    def ref(q, k, v):
+        return jax.nn.softmax(q @ jnp.swapaxes(k, -1, -2) / 2.0, -1) @ v
+
+    out, tan = pyasc.jvp(pyasc.scaled_dot_product_attention, (q, k, v), (tq, tk, tv))
+    want_out, want_tan = jax.jvp(ref, (q, k, v), (tq, tk, tv))
+    _close((out, tan), (want_out, want_tan), rtol=1e-10, atol=1e-12)
+
+    def pf(q, k, v):
+        return pyasc.sum(pyasc.scaled_dot_product_attention(q, k, v) * w)
+
+    def jf(q, k, v):
+        return jnp.sum(ref(q, k, v) * w)
+
+    got = pyasc.grad(lambda q, k, v: pyasc.sum(pyasc.grad(pf, argnums=(0, 1, 2))(q, k, v)[0] ** 2))(q, k, v)
+    want = jax.grad(lambda q, k, v: jnp.sum(jax.grad(jf, argnums=(0, 1, 2))(q, k, v)[0] ** 2))(q, k, v)
+    _close(got, want, rtol=1e-9, atol=1e-11)

@@ -191,6 +191,23 @@ impl LibraryOp for Attention {
         {
             return fused_vjp(&s, b, [q, k, v], y, g, wanted);
         }
+        composite_vjp(&s, b, inputs, y, g, wanted)
+    }
+}
+
+/// Attention's cotangents written out as ops (the probabilities recomputed from `q` and `k`,
+/// an `Lq x Lk` matrix): the rule of masked attention, and of the backward routine's own
+/// gradient. `inputs` are `q, k, v` and the mask if any, `y` the result, `g` its cotangent.
+pub(crate) fn composite_vjp(
+    s: &AttnSpec,
+    b: &mut Builder<'_>,
+    inputs: &[NodeId],
+    y: NodeId,
+    g: NodeId,
+    wanted: &[bool],
+) -> Result<Vec<Option<NodeId>>> {
+    let (q, k, v) = (inputs[0], inputs[1], inputs[2]);
+    {
         let mm =
             |b: &mut Builder<'_>, x: NodeId, z: NodeId| b.g.library(LibId::MATMUL, Attr::None, &[x, z], b.loc.clone());
         let kt = swap_last(b, k)?;

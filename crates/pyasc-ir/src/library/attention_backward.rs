@@ -10,8 +10,10 @@ use super::{bad_call, LibCall, LibId, LibraryOp};
 use crate::attr::Attr;
 use crate::dtype::{DType, VType};
 use crate::error::{IrError, Result};
+use crate::graph::NodeId;
 use crate::shape::Shape;
 use crate::tile::BufferDecl;
+use crate::view::SliceDim;
 
 /// Attention's backward pass.
 pub struct AttentionBackward;
@@ -84,5 +86,45 @@ impl LibraryOp for AttentionBackward {
         } else {
             bad_call(self, "has operands or an output of the wrong type or shape")
         }
+    }
+    /// The routine's own gradient (second derivatives of attention, and `jvp`, which
+    /// transposes the backward pass): the same cotangents written out as ops
+    /// ([`super::attention::composite_vjp`]) and differentiated, the packed cotangent cut into
+    /// their shapes.
+    fn vjp(
+        &self,
+        attr: &Attr,
+        b: &mut crate::grad::Builder<'_>,
+        inputs: &[NodeId],
+        _y: NodeId,
+        g: NodeId,
+        wanted: &[bool],
+    ) -> Result<Vec<Option<NodeId>>> {
+        let s = spec(attr)?.clone();
+        let written = super::attention::composite_vjp(&s, b, &inputs[..3], inputs[3], inputs[4], &[true; 3])?;
+        let written: Vec<NodeId> = written.into_iter().flatten().collect();
+        let gs = b.shape(g);
+        let last = gs.rank() - 1;
+        let mut start = 0;
+        let mut pieces = Vec::with_capacity(3);
+        for &w in &written {
+            let ws = b.shape(w);
+            let len: usize = ws.0[ws.rank() - 2..].iter().product();
+            let part = b.slice_axis(g, last, SliceDim { start, step: 1, len })?;
+            let mut dims = gs.0[..last].to_vec();
+            dims.extend_from_slice(&ws.0[ws.rank() - 2..]);
+            let part = b.reshape(part, &Shape(dims))?;
+            pieces.push(b.broadcast(part, &ws)?);
+            start += len;
+        }
+        let wrt: Vec<NodeId> = inputs.iter().zip(wanted).filter(|(_, w)| **w).map(|(x, _)| *x).collect();
+        let loc = b.loc.clone();
+        // The operands are where this rule ends: their own cotangents flow on from the caller
+        // (the forward's result `o` is one, computed from `q`, `k` and `v`).
+        let operands = inputs.to_vec();
+        let mut stop = |_: &mut crate::graph::Graph, n: NodeId, _: NodeId| Ok(operands.contains(&n).then(Vec::new));
+        let got = crate::grad::vjp(b.g, &written, &pieces, &wrt, loc, &mut stop)?;
+        let mut got = got.into_iter();
+        Ok(wanted.iter().map(|w| if *w { got.next().flatten() } else { None }).collect())
     }
 }
