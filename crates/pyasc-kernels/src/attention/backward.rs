@@ -8,22 +8,15 @@
 //! float32 runs on the vectorised `exp` of this crate (AVX-512 or AVX2+FMA, whichever the
 //! CPU's best is, [`crate::isa::active`]); float64 and CPUs without AVX2 run portable loops.
 
-/// An element type of the backward pass.
-pub trait BackwardFloat: Copy + PartialOrd + Send + Sync + 'static {
-    /// 0.
-    const ZERO: Self;
-    /// -inf.
-    const NEG_INF: Self;
+use super::AttnFloat;
+
+/// An element type of the backward pass: the forward's arithmetic ([`AttnFloat`]) and a few
+/// more functions.
+pub trait BackwardFloat: AttnFloat {
     /// `e^x`.
     fn exp(self) -> Self;
     /// `ln x`.
     fn ln(self) -> Self;
-    /// `a + b`.
-    fn add(self, b: Self) -> Self;
-    /// `a - b`.
-    fn sub(self, b: Self) -> Self;
-    /// `a * b`.
-    fn mul(self, b: Self) -> Self;
     /// The element from an `f64`.
     fn of(x: f64) -> Self;
 }
@@ -31,8 +24,6 @@ pub trait BackwardFloat: Copy + PartialOrd + Send + Sync + 'static {
 macro_rules! backward_float {
     ($t:ty) => {
         impl BackwardFloat for $t {
-            const ZERO: Self = 0.0;
-            const NEG_INF: Self = <$t>::NEG_INFINITY;
             #[inline(always)]
             fn exp(self) -> Self {
                 <$t>::exp(self)
@@ -40,18 +31,6 @@ macro_rules! backward_float {
             #[inline(always)]
             fn ln(self) -> Self {
                 <$t>::ln(self)
-            }
-            #[inline(always)]
-            fn add(self, b: Self) -> Self {
-                self + b
-            }
-            #[inline(always)]
-            fn sub(self, b: Self) -> Self {
-                self - b
-            }
-            #[inline(always)]
-            fn mul(self, b: Self) -> Self {
-                self * b
             }
             #[inline(always)]
             fn of(x: f64) -> Self {
