@@ -207,57 +207,54 @@ pub(crate) fn composite_vjp(
     wanted: &[bool],
 ) -> Result<Vec<Option<NodeId>>> {
     let (q, k, v) = (inputs[0], inputs[1], inputs[2]);
-    {
-        let mm =
-            |b: &mut Builder<'_>, x: NodeId, z: NodeId| b.g.library(LibId::MATMUL, Attr::None, &[x, z], b.loc.clone());
-        let kt = swap_last(b, k)?;
-        let qk = mm(b, q, kt)?;
-        let mut scores = b.scale(s.scale, qk)?;
-        let neg_inf = b.c(f64::NEG_INFINITY);
-        if s.causal {
-            let ss = b.shape(scores);
-            let (lq, lk) = (ss.0[ss.rank() - 2], ss.0[ss.rank() - 1]);
-            let i = crate::grad::iota(b, &Shape(vec![lq, 1]), 0)?;
-            let j = crate::grad::iota(b, &Shape(vec![1, lk]), 1)?;
-            let keep = b.bin(BinaryOp::Le, j, i)?;
-            scores = b.select(keep, scores, neg_inf)?;
-        }
-        match s.mask {
-            AttnMask::None => {}
-            AttnMask::Bool => scores = b.select(inputs[3], scores, neg_inf)?,
-            AttnMask::Additive => scores = b.add(scores, inputs[3])?,
-        }
-        let last = b.shape(scores).rank() - 1;
-        let m = b.reduce(ReduceOp::Max, scores, &[last], true)?;
-        let sh = b.sub(scores, m)?;
-        let e = b.un(UnaryOp::Exp, sh)?;
-        let den = b.reduce(ReduceOp::Sum, e, &[last], true)?;
-        let p = b.div(e, den)?;
-        let vt = swap_last(b, v)?;
-        let dp = mm(b, g, vt)?;
-        let go = b.mul(g, y)?;
-        let row = b.reduce(ReduceOp::Sum, go, &[b.shape(go).rank() - 1], true)?;
-        let centred = b.sub(dp, row)?;
-        let ds = b.mul(p, centred)?;
-        let mut out = vec![None; inputs.len()];
-        if wanted[0] {
-            let d = mm(b, ds, k)?;
-            out[0] = Some(b.scale(s.scale, d)?);
-        }
-        if wanted[1] {
-            let dst = swap_last(b, ds)?;
-            let d = mm(b, dst, q)?;
-            out[1] = Some(b.scale(s.scale, d)?);
-        }
-        if wanted[2] {
-            let pt = swap_last(b, p)?;
-            out[2] = Some(mm(b, pt, g)?);
-        }
-        if s.mask == AttnMask::Additive && wanted.get(3) == Some(&true) {
-            out[3] = Some(ds);
-        }
-        Ok(out)
+    let mm = |b: &mut Builder<'_>, x: NodeId, z: NodeId| b.g.library(LibId::MATMUL, Attr::None, &[x, z], b.loc.clone());
+    let kt = swap_last(b, k)?;
+    let qk = mm(b, q, kt)?;
+    let mut scores = b.scale(s.scale, qk)?;
+    let neg_inf = b.c(f64::NEG_INFINITY);
+    if s.causal {
+        let ss = b.shape(scores);
+        let (lq, lk) = (ss.0[ss.rank() - 2], ss.0[ss.rank() - 1]);
+        let i = crate::grad::iota(b, &Shape(vec![lq, 1]), 0)?;
+        let j = crate::grad::iota(b, &Shape(vec![1, lk]), 1)?;
+        let keep = b.bin(BinaryOp::Le, j, i)?;
+        scores = b.select(keep, scores, neg_inf)?;
     }
+    match s.mask {
+        AttnMask::None => {}
+        AttnMask::Bool => scores = b.select(inputs[3], scores, neg_inf)?,
+        AttnMask::Additive => scores = b.add(scores, inputs[3])?,
+    }
+    let last = b.shape(scores).rank() - 1;
+    let m = b.reduce(ReduceOp::Max, scores, &[last], true)?;
+    let sh = b.sub(scores, m)?;
+    let e = b.un(UnaryOp::Exp, sh)?;
+    let den = b.reduce(ReduceOp::Sum, e, &[last], true)?;
+    let p = b.div(e, den)?;
+    let vt = swap_last(b, v)?;
+    let dp = mm(b, g, vt)?;
+    let go = b.mul(g, y)?;
+    let row = b.reduce(ReduceOp::Sum, go, &[b.shape(go).rank() - 1], true)?;
+    let centred = b.sub(dp, row)?;
+    let ds = b.mul(p, centred)?;
+    let mut out = vec![None; inputs.len()];
+    if wanted[0] {
+        let d = mm(b, ds, k)?;
+        out[0] = Some(b.scale(s.scale, d)?);
+    }
+    if wanted[1] {
+        let dst = swap_last(b, ds)?;
+        let d = mm(b, dst, q)?;
+        out[1] = Some(b.scale(s.scale, d)?);
+    }
+    if wanted[2] {
+        let pt = swap_last(b, p)?;
+        out[2] = Some(mm(b, pt, g)?);
+    }
+    if s.mask == AttnMask::Additive && wanted.get(3) == Some(&true) {
+        out[3] = Some(ds);
+    }
+    Ok(out)
 }
 
 /// The cotangents of `q`, `k` and `v` from one [`LibId::ATTENTION_BACKWARD`] node: its packed

@@ -19,6 +19,8 @@ pub trait BackwardFloat: AttnFloat {
     fn ln(self) -> Self;
     /// The element from an `f64`.
     fn of(x: f64) -> Self;
+    /// The element as an `f64`.
+    fn to_f64(self) -> f64;
 }
 
 macro_rules! backward_float {
@@ -35,6 +37,10 @@ macro_rules! backward_float {
             #[inline(always)]
             fn of(x: f64) -> Self {
                 x as $t
+            }
+            #[inline(always)]
+            fn to_f64(self) -> f64 {
+                f64::from(self)
             }
         }
     };
@@ -71,7 +77,7 @@ pub fn lse_finish<T: BackwardFloat>(m: &[T], sum: &[T], out: &mut [T]) {
 fn exp_sum<T: BackwardFloat>(row: &[T], c: T) -> T {
     #[cfg(target_arch = "x86_64")]
     if let Some(row) = as_f32(row) {
-        let c = f64_of(c) as f32;
+        let c = c.to_f64() as f32;
         // SAFETY: the slice is readable; the dispatch checks the CPU's ISA.
         if let Some(v) = unsafe { simd::exp_sum(row, c) } {
             return T::of(f64::from(v));
@@ -95,7 +101,7 @@ pub fn probs<T: BackwardFloat>(s: &mut [T], ld: usize, cols: usize, l: &[T], val
 fn exp_shift<T: BackwardFloat>(row: &mut [T], c: T) {
     #[cfg(target_arch = "x86_64")]
     if let Some(row) = as_f32_mut(row) {
-        let c = f64_of(c) as f32;
+        let c = c.to_f64() as f32;
         // SAFETY: the slice is writable; the dispatch checks the CPU's ISA.
         if unsafe { simd::exp_shift(row, c) } {
             return;
@@ -114,13 +120,6 @@ pub fn dscores<T: BackwardFloat>(p: &[T], dp: &mut [T], ld: usize, cols: usize, 
             *g = pv.mul(g.sub(dr)).mul(scale);
         }
     }
-}
-
-fn f64_of<T: BackwardFloat>(x: T) -> f64 {
-    if let Some(v) = (&x as &dyn std::any::Any).downcast_ref::<f32>() {
-        return f64::from(*v);
-    }
-    (&x as &dyn std::any::Any).downcast_ref::<f64>().copied().unwrap_or(f64::NAN)
 }
 
 #[cfg(target_arch = "x86_64")]
