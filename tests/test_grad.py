@@ -577,7 +577,8 @@ def test_fused_attention_backward_over_many_key_blocks_and_broadcast_batches(cau
     g = pyasc.grad(lambda q, k, v: pyasc.sum(pyasc.scaled_dot_product_attention(q, k, v, is_causal=causal) * w),
                    argnums=(0, 1, 2))
     got = g(q, k, v)
-    assert "attention_backward" in g.get_compiled_op(q, k, v).graph_ir()
+    ir = g.get_compiled_op(q, k, v).graph_ir()
+    assert "attention_backward" in ir and "attention_stats" in ir
     f64 = [a.astype(np.float64) for a in (q, k, v)]
     want = jax.grad(lambda q, k, v: jnp.sum(ref(q, k, v) * w.astype(np.float64)), argnums=(0, 1, 2))(*f64)
     tol = dict(rtol=1e-10, atol=1e-11) if dtype == np.float64 else dict(rtol=2e-4, atol=2e-4)
@@ -588,6 +589,31 @@ def test_fused_attention_backward_over_many_key_blocks_and_broadcast_batches(cau
     got = pyasc.grad(lambda q: pyasc.sum(pyasc.scaled_dot_product_attention(q, k, v, is_causal=causal)))(q)
     want = jax.grad(lambda q: jnp.sum(ref(q, *f64[1:])))(f64[0])
     np.testing.assert_allclose(got, want, **tol)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_forward_hands_its_statistics_to_the_backward_and_its_result_to_every_other_user(causal):
+    q, k, v = RNG.standard_normal((2, 150, 8)), RNG.standard_normal((2, 140, 8)), RNG.standard_normal((2, 140, 5))
+
+    def ref(q, k, v):
+        s = q @ jnp.swapaxes(k, -1, -2) / np.sqrt(8)
+        if causal:
+            s = jnp.where(jnp.tril(jnp.ones(s.shape[-2:], bool)), s, -jnp.inf)
+        return jax.nn.softmax(s, -1) @ v
+
+    def pf(q, k, v):
+        y = pyasc.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        return pyasc.sum(pyasc.tanh(y) * y), (y.transpose(0, 2, 1), y + 1.0)
+
+    def jf(q, k, v):
+        y = ref(q, k, v)
+        return jnp.sum(jnp.tanh(y) * y), (jnp.swapaxes(y, 1, 2), y + 1.0)
+
+    vg = pyasc.value_and_grad(pf, argnums=(0, 1, 2), has_aux=True)
+    got = vg(q, k, v)
+    want = jax.value_and_grad(jf, argnums=(0, 1, 2), has_aux=True)(q, k, v)
+    _close(got, want, rtol=1e-10, atol=1e-12)
+    assert "attention_stats" in vg.get_compiled_op(q, k, v).graph_ir()
 
 
 def test_fused_attention_backward_has_a_gradient_jvp_and_second_order():

@@ -5,10 +5,11 @@
 //! [`CompileOptions::verify_each_pass`] is set (always in tests and debug builds).
 //!
 //! ```text
-//! verify → precision → attention → promote → host_ints → fold → implicit_broadcast → cse → dce → fuse → lower (tiles, registers, tile sizes)
+//! verify → precision → attention → promote → host_ints → fold → implicit_broadcast → cse → attention_stats → dce → fuse → lower (tiles, registers, tile sizes)
 //! ```
 
 pub mod attention;
+pub mod attention_stats;
 pub mod chain;
 pub mod cse;
 pub mod dce;

@@ -162,6 +162,7 @@ pub fn pipeline() -> Vec<Box<dyn Pass>> {
         Box::new(crate::fold::FoldPass),
         Box::new(crate::implicit_broadcast::ImplicitBroadcastPass),
         Box::new(crate::cse::CsePass),
+        Box::new(crate::attention_stats::AttentionStatsPass),
         Box::new(crate::dce::DcePass),
         Box::new(crate::fuse::FusePass),
         Box::new(crate::lower::LowerPass),

@@ -3,7 +3,9 @@
 //! every (broadcast) batch entry, packed one entry per row: `dq` (`Lq x D`), then `dk`
 //! (`Lk x D`), then `dv` (`Lk x Dv`), flattened. The routine recomputes the probabilities
 //! block by block of keys (FlashAttention-2's backward), so no `Lq x Lk` matrix is stored.
-//! Its attribute is the forward's [`AttnSpec`].
+//! Its attribute is the forward's [`AttnSpec`]. A sixth operand, when present, holds the rows'
+//! log-sum-exp as [`super::AttentionStats`] writes it (the forward's shape with one column);
+//! without it, the routine finds them in one more pass over the keys.
 
 use super::attention::{attention_shape, AttnMask, AttnSpec};
 use super::{bad_call, LibCall, LibId, LibraryOp};
@@ -30,6 +32,14 @@ pub fn attention_backward_shape(q: &Shape, k: &Shape, v: &Shape) -> Result<Shape
     Ok(Shape(dims))
 }
 
+/// The shape of the rows' log-sum-exp operand for a forward result of shape `o`.
+fn lse_shape(o: &Shape) -> Shape {
+    let mut dims = o.0.clone();
+    let last = dims.len() - 1;
+    dims[last] = 1;
+    Shape(dims)
+}
+
 fn spec(attr: &Attr) -> Result<&AttnSpec> {
     match attr {
         Attr::Attention(s) if s.mask == AttnMask::None => Ok(s),
@@ -51,7 +61,7 @@ impl LibraryOp for AttentionBackward {
         }
     }
     fn arity_ok(&self, n: usize) -> bool {
-        n == 5
+        n == 5 || n == 6
     }
     fn infer(&self, attr: &Attr, operands: &[(VType, &Shape)]) -> Result<(VType, Shape)> {
         spec(attr)?;
@@ -66,6 +76,14 @@ impl LibraryOp for AttentionBackward {
                 "attention_backward: the result and its cotangent must have the forward's shape {o}"
             )));
         }
+        if let Some((_, l)) = operands.get(5) {
+            if **l != lse_shape(&o) {
+                return Err(IrError::shape(format!(
+                    "attention_backward: the rows' log-sum-exp must have shape {}",
+                    lse_shape(&o)
+                )));
+            }
+        }
         Ok((VType::strong(dt), attention_backward_shape(q, k, v)?))
     }
     fn operand_dtype(&self, _i: usize, result: DType) -> Option<DType> {
@@ -76,8 +94,13 @@ impl LibraryOp for AttentionBackward {
     }
     fn verify_call(&self, call: &LibCall, operands: &[&BufferDecl], out: &BufferDecl) -> Result<()> {
         spec(&call.attr)?;
-        let [q, k, v, o, g] = operands else { return bad_call(self, "needs q, k, v, the result and its cotangent") };
-        let typed = [k, v, o, g].iter().all(|b| b.dtype == q.dtype) && out.dtype == q.dtype;
+        let [q, k, v, o, g, lse @ ..] = operands else {
+            return bad_call(self, "needs q, k, v, the result and its cotangent");
+        };
+        let typed = [*k, *v, *o, *g].iter().chain(lse).all(|b| b.dtype == q.dtype) && out.dtype == q.dtype;
+        if lse.len() > 1 || lse.iter().any(|l| l.shape != lse_shape(&o.shape)) {
+            return bad_call(self, "has a log-sum-exp operand of the wrong shape");
+        }
         if typed
             && matches!(q.dtype, DType::F32 | DType::F64)
             && attention_backward_shape(&q.shape, &k.shape, &v.shape)? == out.shape
@@ -101,6 +124,9 @@ impl LibraryOp for AttentionBackward {
         wanted: &[bool],
     ) -> Result<Vec<Option<NodeId>>> {
         let s = spec(attr)?.clone();
+        if inputs.len() != 5 {
+            return Err(IrError::internal("attention_backward reading the rows' statistics has no gradient rule"));
+        }
         let written = super::attention::composite_vjp(&s, b, &inputs[..3], inputs[3], inputs[4], &[true; 3])?;
         let written: Vec<NodeId> = written.into_iter().flatten().collect();
         let gs = b.shape(g);

@@ -1,6 +1,6 @@
 //! Library kernels: ops run by a hand-written routine instead of a tile program (matmul,
-//! pad, concatenate, take, scans, convolution, pooling, pixel shuffle, fused attention and its
-//! backward pass, the
+//! pad, concatenate, take, scans, convolution, pooling, pixel shuffle, fused attention, its
+//! backward pass and its forward that keeps the rows' statistics, the
 //! detection routines, stencil sweeps and kernel-language launches).
 //!
 //! Each one implements [`LibraryOp`] once, in its own file, and is registered in
@@ -16,6 +16,7 @@
 
 mod attention;
 mod attention_backward;
+mod attention_stats;
 mod block_launch;
 mod concat;
 mod conv;
@@ -39,6 +40,7 @@ use crate::tile::BufferDecl;
 
 pub use attention::{attention_shape, Attention, AttnMask, AttnSpec};
 pub use attention_backward::{attention_backward_shape, AttentionBackward};
+pub use attention_stats::{attention_stats_shape, AttentionStats};
 pub use block_launch::{BlockCall, BlockLaunch};
 pub use concat::Concat;
 pub use conv::{Conv, ConvSpec};
@@ -127,6 +129,8 @@ library_ops! {
     BLOCK_LAUNCH => BlockLaunch;
     /// The backward pass of fused attention (no mask).
     ATTENTION_BACKWARD => AttentionBackward;
+    /// Fused attention (no mask) that also writes its rows' log-sum-exp.
+    ATTENTION_STATS => AttentionStats;
 }
 
 /// The library op with id `id`.

@@ -15,8 +15,6 @@ use super::AttnFloat;
 pub trait BackwardFloat: AttnFloat {
     /// `e^x`.
     fn exp(self) -> Self;
-    /// `ln x`.
-    fn ln(self) -> Self;
     /// The element from an `f64`.
     fn of(x: f64) -> Self;
     /// The element as an `f64`.
@@ -29,10 +27,6 @@ macro_rules! backward_float {
             #[inline(always)]
             fn exp(self) -> Self {
                 <$t>::exp(self)
-            }
-            #[inline(always)]
-            fn ln(self) -> Self {
-                <$t>::ln(self)
             }
             #[inline(always)]
             fn of(x: f64) -> Self {
@@ -114,6 +108,14 @@ fn exp_shift<T: BackwardFloat>(row: &mut [T], c: T) {
 
 /// `dp[r, c] = p[r, c] * (dp[r, c] - d[r]) * scale` over `rows x cols`.
 pub fn dscores<T: BackwardFloat>(p: &[T], dp: &mut [T], ld: usize, cols: usize, d: &[T], scale: T) {
+    #[cfg(target_arch = "x86_64")]
+    if let (Some(p), Some(dp), Some(d)) = (as_f32(p), as_f32_mut(dp), as_f32(d)) {
+        let scale = scale.to_f64() as f32;
+        // SAFETY: the slices are valid; the dispatch checks the CPU's ISA.
+        if unsafe { simd::dscores(p, dp, ld, cols, d, scale) } {
+            return;
+        }
+    }
     for (r, &dr) in d.iter().enumerate() {
         let (pr, gr) = (&p[r * ld..r * ld + cols], &mut dp[r * ld..r * ld + cols]);
         for (g, &pv) in gr.iter_mut().zip(pr) {
@@ -169,6 +171,54 @@ mod simd {
             _ => return false,
         }
         true
+    }
+
+    /// [`super::dscores`] in float32; false (nothing done) when the CPU has neither AVX-512
+    /// nor AVX2+FMA.
+    ///
+    /// # Safety
+    /// As for [`exp_sum`].
+    pub(super) unsafe fn dscores(p: &[f32], dp: &mut [f32], ld: usize, cols: usize, d: &[f32], scale: f32) -> bool {
+        match active() {
+            // SAFETY: the CPU has the ISA.
+            Isa::Avx512 => unsafe { dscores_avx512(p, dp, ld, cols, d, scale) },
+            // SAFETY: as above.
+            Isa::Avx2Fma => unsafe { dscores_avx2(p, dp, ld, cols, d, scale) },
+            _ => return false,
+        }
+        true
+    }
+
+    #[target_feature(enable = "avx512f")]
+    unsafe fn dscores_avx512(p: &[f32], dp: &mut [f32], ld: usize, cols: usize, d: &[f32], scale: f32) {
+        // SAFETY: compiled for AVX-512F, which the caller checked.
+        unsafe { dscores_with::<Avx512>(p, dp, ld, cols, d, scale) }
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn dscores_avx2(p: &[f32], dp: &mut [f32], ld: usize, cols: usize, d: &[f32], scale: f32) {
+        // SAFETY: compiled for AVX2 and FMA, which the caller checked.
+        unsafe { dscores_with::<Avx2>(p, dp, ld, cols, d, scale) }
+    }
+
+    /// The rows in vectors, rounding each step as the portable loop does.
+    #[inline(always)]
+    unsafe fn dscores_with<S: SimdF32>(p: &[f32], dp: &mut [f32], ld: usize, cols: usize, d: &[f32], scale: f32) {
+        let n = cols / S::LANES * S::LANES;
+        for (r, &dr) in d.iter().enumerate() {
+            let (pr, gr) = (&p[r * ld..r * ld + cols], &mut dp[r * ld..r * ld + cols]);
+            // SAFETY: every load and store touches LANES elements inside the rows.
+            unsafe {
+                let (dv, sv) = (S::splat(dr), S::splat(scale));
+                for i in (0..n).step_by(S::LANES) {
+                    let g = gr.as_mut_ptr().add(i);
+                    S::storeu(g, S::mul(S::mul(S::loadu(pr.as_ptr().add(i)), S::sub(S::loadu(g), dv)), sv));
+                }
+            }
+            for (g, &pv) in gr[n..].iter_mut().zip(&pr[n..]) {
+                *g = pv * (*g - dr) * scale;
+            }
+        }
     }
 
     #[target_feature(enable = "avx512f")]

@@ -233,7 +233,7 @@ unsafe fn attend_blocked<S: SimdF32, const NV: usize, const MR: usize>(
         first = false;
     }
     // SAFETY: `out` addresses the caller's rows x dv block.
-    unsafe { store(ot, &l, b.rows, b.dv, out, out_rs) };
+    unsafe { store(ot, (&m, &l), b, out, out_rs) };
 }
 
 /// The AVX2+FMA block (2 rows of 6 ymm vectors); see [`super::attend_f32`].

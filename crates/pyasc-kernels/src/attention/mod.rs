@@ -77,6 +77,9 @@ pub struct QueryBlock<'a, T> {
     pub dv: usize,
     /// Keep only keys `j <= i` for query `i`.
     pub causal: bool,
+    /// Also write each query's log-sum-exp of its scores, `max + ln(sum)`, after its `dv`
+    /// outputs (column `dv` of its output row; the caller's rows are `dv + 1` wide).
+    pub lse: bool,
 }
 
 /// Writes the mask's addends for a block of transposed scores: called with a buffer of `bc`
@@ -102,6 +105,8 @@ pub trait AttnFloat: Copy + PartialOrd + Send + Sync + 'static {
     fn sub(self, b: Self) -> Self;
     /// `a / b`.
     fn div(self, b: Self) -> Self;
+    /// `ln a`.
+    fn ln(self) -> Self;
 }
 
 macro_rules! attn_float {
@@ -124,6 +129,10 @@ macro_rules! attn_float {
             #[inline(always)]
             fn div(self, b: Self) -> Self {
                 self / b
+            }
+            #[inline(always)]
+            fn ln(self) -> Self {
+                <$t>::ln(self)
             }
         }
     };
@@ -245,28 +254,34 @@ pub(crate) fn online_softmax<T: Lanes, S: Simd>(
 
 /// Writes `out[i, c] = O^T[c, i] / l[i]` for the block's valid rows (`out` row stride `out_rs`):
 /// a row of `O^T` divided as whole vectors (inlined into the ISA's code), then written down
-/// the output's column.
+/// the output's column; with [`QueryBlock::lse`], `m[i] + ln(l[i])` goes to column `dv`.
 ///
 /// # Safety
-/// `out` must address `rows x dv` writable elements with that row stride.
+/// `out` must address `rows x dv` (or `dv + 1` with `lse`) writable elements with that row
+/// stride.
 #[inline(always)]
 pub(crate) unsafe fn store<T: AttnFloat>(
     ot: &[T],
-    l: &[T; BLOCK_Q],
-    rows: usize,
-    dv: usize,
+    (m, l): (&[T; BLOCK_Q], &[T; BLOCK_Q]),
+    b: &QueryBlock<'_, T>,
     out: *mut T,
     out_rs: isize,
 ) {
     let mut row = [T::ZERO; BLOCK_Q];
-    for c in 0..dv {
+    for c in 0..b.dv {
         let o: &[T; BLOCK_Q] = ot[c * BLOCK_Q..(c + 1) * BLOCK_Q].try_into().expect("one row");
         for i in 0..BLOCK_Q {
             row[i] = o[i].div(l[i]);
         }
-        for (i, x) in row.iter().enumerate().take(rows) {
+        for (i, x) in row.iter().enumerate().take(b.rows) {
             // SAFETY: inside the caller's output block.
             unsafe { *out.offset(i as isize * out_rs + c as isize) = *x };
+        }
+    }
+    if b.lse {
+        for i in 0..b.rows {
+            // SAFETY: column dv of the caller's rows, which are dv + 1 wide.
+            unsafe { *out.offset(i as isize * out_rs + b.dv as isize) = m[i].add(l[i].ln()) };
         }
     }
 }
@@ -338,7 +353,7 @@ unsafe fn attend_portable<T: Lanes, S: Simd>(
         }
     }
     // SAFETY: per the contract.
-    unsafe { store(ot, &l, b.rows, b.dv, out, out_rs) };
+    unsafe { store(ot, (&m, &l), b, out, out_rs) };
 }
 
 /// The portable body compiled for AVX2 and FMA.

@@ -23,11 +23,22 @@ struct Case {
     causal: bool,
     /// Masked out (query, key) pairs: `key % 3 == query % 3` when set.
     masked: bool,
+    /// Rows also carry their log-sum-exp (one more column).
+    stats: bool,
 }
 
-/// Naive float64 reference: softmax over the kept keys of each query, NaN for none kept.
+impl Case {
+    /// Output columns per query.
+    fn width(&self) -> usize {
+        self.dv + usize::from(self.stats)
+    }
+}
+
+/// Naive float64 reference: softmax over the kept keys of each query, NaN for none kept; with
+/// `stats`, each row then carries `ln(sum(exp(score)))` (`-inf` for none kept).
 fn reference(c: &Case, q: &[f64], k: &[f64], v: &[f64], scale: f64) -> Vec<f64> {
-    let mut out = vec![0.0; c.lq * c.dv];
+    let w = c.width();
+    let mut out = vec![0.0; c.lq * w];
     for i in 0..c.lq {
         let keep = |j: usize| !((c.causal && j > i) || (c.masked && j % 3 == i % 3));
         let s: Vec<f64> = (0..c.lk)
@@ -43,7 +54,10 @@ fn reference(c: &Case, q: &[f64], k: &[f64], v: &[f64], scale: f64) -> Vec<f64> 
         let e: Vec<f64> = s.iter().map(|x| (x - mx).exp()).collect();
         let sum: f64 = e.iter().sum();
         for col in 0..c.dv {
-            out[i * c.dv + col] = (0..c.lk).map(|j| e[j] * v[j * c.dv + col]).sum::<f64>() / sum;
+            out[i * w + col] = (0..c.lk).map(|j| e[j] * v[j * c.dv + col]).sum::<f64>() / sum;
+        }
+        if c.stats {
+            out[i * w + c.dv] = if mx == f64::NEG_INFINITY { mx } else { mx + sum.ln() };
         }
     }
     out
@@ -63,7 +77,7 @@ fn run<T: AttnFloat>(
     attend: Attend<T>,
 ) -> Vec<T> {
     let (kt, vt): (Vec<T>, Vec<T>) = (k.iter().map(|x| conv(*x)).collect(), v.iter().map(|x| conv(*x)).collect());
-    let mut out = vec![T::ZERO; c.lq * c.dv];
+    let mut out = vec![T::ZERO; c.lq * c.width()];
     let mut scratch = vec![T::ZERO; scratch_len(c.dv)];
     for q0 in (0..c.lq).step_by(BLOCK_Q) {
         let rows = BLOCK_Q.min(c.lq - q0);
@@ -84,6 +98,7 @@ fn run<T: AttnFloat>(
             d: c.d,
             dv: c.dv,
             causal: c.causal,
+            lse: c.stats,
         };
         let mask = |st: &mut [T], j0: usize, bc: usize| {
             for i in 0..rows {
@@ -94,7 +109,7 @@ fn run<T: AttnFloat>(
         };
         let m: Option<MaskFn<'_, T>> = if c.masked { Some(&mask) } else { None };
         // SAFETY: the block addresses the vectors above; the output rows are q0..q0+rows.
-        unsafe { attend(&b, m, &mut scratch, out.as_mut_ptr().add(q0 * c.dv), c.dv as isize) };
+        unsafe { attend(&b, m, &mut scratch, out.as_mut_ptr().add(q0 * c.width()), c.width() as isize) };
     }
     out
 }
@@ -103,14 +118,16 @@ fn cases() -> Vec<Case> {
     let mut v = Vec::new();
     for (lq, lk, d, dv) in [(1, 1, 4, 3), (47, 65, 64, 64), (100, 130, 16, 24), (49, 7, 9, 17), (130, 200, 64, 8)] {
         for (causal, masked) in [(false, false), (true, false), (false, true), (true, true)] {
-            v.push(Case { lq, lk, d, dv, causal, masked });
+            for stats in [false, true] {
+                v.push(Case { lq, lk, d, dv, causal, masked, stats });
+            }
         }
     }
     v
 }
 
 fn close(got: f64, want: f64, tol: f64) -> bool {
-    (got.is_nan() && want.is_nan()) || (got - want).abs() <= tol
+    (got.is_nan() && want.is_nan()) || got == want || (got - want).abs() <= tol
 }
 
 #[test]
@@ -145,7 +162,7 @@ fn float64_blocks_match_a_float64_reference() {
 #[test]
 fn a_fully_masked_query_is_nan_and_its_neighbours_are_not() {
     // With lk = 1 and the key masked for queries i % 3 == 0, those rows keep no key.
-    let c = Case { lq: 6, lk: 1, d: 4, dv: 2, causal: false, masked: true };
+    let c = Case { lq: 6, lk: 1, d: 4, dv: 2, causal: false, masked: true, stats: false };
     each_isa(|isa| {
         let got = run(&c, &values(24, 1), &values(4, 2), &values(2, 3), 0.5, |x| x as f32, attend_f32);
         for i in 0..6 {
@@ -156,7 +173,7 @@ fn a_fully_masked_query_is_nan_and_its_neighbours_are_not() {
 
 #[test]
 fn a_nan_key_makes_every_row_nan() {
-    let c = Case { lq: 3, lk: 70, d: 2, dv: 2, causal: false, masked: false };
+    let c = Case { lq: 3, lk: 70, d: 2, dv: 2, causal: false, masked: false, stats: false };
     let mut k = values(140, 5);
     k[2 * 65] = f64::NAN;
     each_isa(|isa| {

@@ -203,6 +203,8 @@ struct Plan<'a> {
     lk: usize,
     d: usize,
     dv: usize,
+    /// Each query's log-sum-exp follows its outputs (rows of `dv + 1`).
+    stats: bool,
     call: u64,
 }
 
@@ -281,7 +283,7 @@ impl Plan<'_> {
                 DType::F64 => pack!(|o| *(q.ptr as *const f64).offset(o)),
                 dt => pack!(|o| read(q.ptr, dt, o)),
             }
-            let block = QueryBlock { qt, q0, rows, k: ks, v: vs, lk, d, dv, causal: self.spec.causal };
+            let block = QueryBlock { qt, q0, rows, k: ks, v: vs, lk, d, dv, causal: self.spec.causal, lse: self.stats };
             let mask_fn = self.mask.map(|m| {
                 let mr = m.shape.len();
                 let (sq, sk) = (
@@ -298,19 +300,22 @@ impl Plan<'_> {
                 }
             });
             let m: Option<MaskFn<'_, T>> = mask_fn.as_ref().map(|f| f as MaskFn<'_, T>);
-            let o = (bh * self.lq + q0) * dv;
+            let width = dv + usize::from(self.stats);
+            let o = (bh * self.lq + q0) * width;
             // SAFETY: the unit's rows of the C-contiguous result; units write disjoint rows.
-            unsafe { T::attend(&block, m, rest, (out.0 as *mut T).add(o), dv as isize) };
+            unsafe { T::attend(&block, m, rest, (out.0 as *mut T).add(o), width as isize) };
         });
     }
 }
 
 /// `out = softmax(q @ k^T * scale + mask) @ v`; `out` is C-contiguous with the result's shape,
-/// float32 for float32 and 16-bit operands, float64 for float64 ones.
+/// float32 for float32 and 16-bit operands, float64 for float64 ones. With `stats`, each
+/// result row has one more column, the query's log-sum-exp of its scores
+/// ([`pyasc_ir::library::AttentionStats`]).
 ///
 /// # Safety
 /// The operands must be live views of their dtypes and `out` must hold the result.
-pub unsafe fn run_attention(ops: &[&InputView], out: *mut u8, spec: &AttnSpec) -> Result<()> {
+pub unsafe fn run_attention(ops: &[&InputView], out: *mut u8, spec: &AttnSpec, stats: bool) -> Result<()> {
     let (q, k, v, mask) = match ops {
         [q, k, v] => (*q, *k, *v, None),
         [q, k, v, m] => (*q, *k, *v, Some(*m)),
@@ -332,9 +337,24 @@ pub unsafe fn run_attention(ops: &[&InputView], out: *mut u8, spec: &AttnSpec) -
     }
     let size = if q.dtype == DType::F64 { 8 } else { 4 };
     if lk == 0 {
-        // No keys: the weights are an empty softmax and the product with no values is zero.
-        // SAFETY: the result holds heads * lq * dv elements of `size` bytes.
-        unsafe { std::ptr::write_bytes(out, 0, heads * lq * dv * size) };
+        // No keys: the weights are an empty softmax and the product with no values is zero
+        // (and the log of an empty sum is -inf).
+        let width = dv + usize::from(stats);
+        // SAFETY: the result holds heads * lq * width elements of `size` bytes.
+        unsafe { std::ptr::write_bytes(out, 0, heads * lq * width * size) };
+        if stats {
+            for r in 0..heads * lq {
+                let at = (r * width + dv) * size;
+                // SAFETY: column dv of row r of the result.
+                unsafe {
+                    if size == 8 {
+                        *(out.add(at) as *mut f64) = f64::NEG_INFINITY;
+                    } else {
+                        *(out.add(at) as *mut f32) = f32::NEG_INFINITY;
+                    }
+                }
+            }
+        }
         return Ok(());
     }
     let mstrides = mask.map_or_else(Vec::new, |m| batch_strides(m, &batch));
@@ -350,6 +370,7 @@ pub unsafe fn run_attention(ops: &[&InputView], out: *mut u8, spec: &AttnSpec) -
         lk,
         d,
         dv,
+        stats,
         call: CALLS.fetch_add(1, Ordering::Relaxed),
     };
     let blocks = lq.div_ceil(BLOCK_Q);
@@ -386,8 +407,24 @@ impl crate::library::LibraryKernel for AttentionKernel {
     unsafe fn run(&self, call: &LibCall, operands: &[&InputView], out: *mut u8, _k: &TileKernel) -> Result<()> {
         match &call.attr {
             // SAFETY: per the trait's contract.
-            Attr::Attention(spec) => unsafe { run_attention(operands, out, spec) },
+            Attr::Attention(spec) => unsafe { run_attention(operands, out, spec, false) },
             _ => Err(IrError::internal("attention needs an attention attribute")),
+        }
+    }
+}
+
+/// Fused attention that also writes its rows' log-sum-exp, as a library routine.
+pub struct AttentionStatsKernel;
+
+impl crate::library::LibraryKernel for AttentionStatsKernel {
+    fn id(&self) -> LibId {
+        LibId::ATTENTION_STATS
+    }
+    unsafe fn run(&self, call: &LibCall, operands: &[&InputView], out: *mut u8, _k: &TileKernel) -> Result<()> {
+        match &call.attr {
+            // SAFETY: per the trait's contract.
+            Attr::Attention(spec) if operands.len() == 3 => unsafe { run_attention(operands, out, spec, true) },
+            _ => Err(IrError::internal("attention_stats needs an attention attribute and three operands")),
         }
     }
 }

@@ -4,7 +4,7 @@
 //! the queries':
 //!
 //! ```text
-//! L  = logsumexp_j(scale q_i . k_j)          one pass of blocks (rows' running max and sum)
+//! L  = logsumexp_j(scale q_i . k_j)          kept by the forward, else one pass of blocks
 //! D  = rowsum(dO * O)
 //! per key block:  P = exp(scale Q K_b^T - L)   dV_b = P^T dO   dP = dO V_b^T
 //!                 dS = P * (dP - D) * scale   dK_b = dS^T Q   dQ += dS K_b
@@ -81,9 +81,11 @@ fn mat<T>(ptr: *const T, rows: usize, cols: usize, rs: isize, cs: isize) -> MatR
     MatRef { ptr, rows, cols, rs, cs }
 }
 
-/// One batch entry's operands (`q, k, v, o, do`: address, row stride, column stride) and sizes.
+/// One batch entry's operands (`q, k, v, o, do`: address, row stride, column stride), the
+/// rows' log-sum-exp when the forward kept them (address, stride), and sizes.
 struct Entry<T> {
     m: [(*const T, isize, isize); 5],
+    lse: Option<(*const T, isize)>,
     lq: usize,
     lk: usize,
     d: usize,
@@ -133,34 +135,11 @@ impl<T: Elem> Entry<T> {
         let bk = BLOCK_KEYS.min(lk.max(1));
         let blocks = lk.div_ceil(bk);
         let workers = workers.clamp(1, blocks.max(1));
-        // Pass 1: the rows' log-sum-exp, each worker over its blocks, then merged.
-        let parts: Vec<Result<(Vec<T>, Vec<T>)>> = each(workers, |w| {
-            let (mut mx, mut sm) = (vec![T::NEG_INF; lq], vec![T::ZERO; lq]);
-            let mut s = vec![T::ZERO; lq * bk];
-            for b in (w..blocks).step_by(workers) {
-                poll()?;
-                let (j0, r0) = (b * bk, self.first_row(b * bk));
-                let n = bk.min(lk - j0);
-                if r0 < lq {
-                    self.scores(&qs, &mut s, bk, r0, j0, n);
-                    lse_update(&s, bk, &mut mx[r0..], &mut sm[r0..], &self.valid(r0, j0, n));
-                }
-            }
-            Ok((mx, sm))
-        });
-        let (mut mx, mut sm) = (vec![T::NEG_INF; lq], vec![T::ZERO; lq]);
-        for part in parts {
-            let (pm, ps) = part?;
-            for i in 0..lq {
-                let m = if pm[i] > mx[i] { pm[i] } else { mx[i] };
-                if m != T::NEG_INF {
-                    sm[i] = sm[i].mul(mx[i].sub(m).exp()).add(ps[i].mul(pm[i].sub(m).exp()));
-                    mx[i] = m;
-                }
-            }
-        }
-        let mut lse = vec![T::ZERO; lq];
-        lse_finish(&mx, &sm, &mut lse);
+        let lse = match self.lse {
+            // SAFETY: the forward's statistics hold one value per query at this stride.
+            Some((p, rs)) => (0..lq).map(|i| unsafe { *p.offset(i as isize * rs) }).collect(),
+            None => self.lse_pass(&qs, workers, poll)?,
+        };
         // Pass 2: per block of keys, their cotangents and the queries' shares.
         let (dq_at, dk, dvv) =
             (dq as usize, out.wrapping_add(lq * d) as usize, out.wrapping_add(lq * d + lk * d) as usize);
@@ -189,6 +168,42 @@ impl<T: Elem> Entry<T> {
             }
         }
         Ok(())
+    }
+
+    /// The rows' log-sum-exp, found in one pass over the blocks of keys (each of `workers`
+    /// takes every `workers`-th block; their running maxima and sums are merged).
+    fn lse_pass(&self, qs: &[T], workers: usize, poll: &(dyn Fn() -> Result<()> + Sync)) -> Result<Vec<T>> {
+        let (lq, lk) = (self.lq, self.lk);
+        let bk = BLOCK_KEYS.min(lk.max(1));
+        let blocks = lk.div_ceil(bk);
+        let parts: Vec<Result<(Vec<T>, Vec<T>)>> = each(workers, |w| {
+            let (mut mx, mut sm) = (vec![T::NEG_INF; lq], vec![T::ZERO; lq]);
+            let mut s = vec![T::ZERO; lq * bk];
+            for b in (w..blocks).step_by(workers) {
+                poll()?;
+                let (j0, r0) = (b * bk, self.first_row(b * bk));
+                let n = bk.min(lk - j0);
+                if r0 < lq {
+                    self.scores(qs, &mut s, bk, r0, j0, n);
+                    lse_update(&s, bk, &mut mx[r0..], &mut sm[r0..], &self.valid(r0, j0, n));
+                }
+            }
+            Ok((mx, sm))
+        });
+        let (mut mx, mut sm) = (vec![T::NEG_INF; lq], vec![T::ZERO; lq]);
+        for part in parts {
+            let (pm, ps) = part?;
+            for i in 0..lq {
+                let m = if pm[i] > mx[i] { pm[i] } else { mx[i] };
+                if m != T::NEG_INF {
+                    sm[i] = sm[i].mul(mx[i].sub(m).exp()).add(ps[i].mul(pm[i].sub(m).exp()));
+                    mx[i] = m;
+                }
+            }
+        }
+        let mut lse = vec![T::ZERO; lq];
+        lse_finish(&mx, &sm, &mut lse);
+        Ok(lse)
     }
 
     /// The first query that sees key `j0` (causal attention: the earlier ones see none).
@@ -277,7 +292,11 @@ unsafe impl<T> Sync for Entry<T> {}
 /// # Safety
 /// The operands must be live views of their dtypes and `out` must hold the result.
 pub unsafe fn run_attention_backward(ops: &[&InputView], out: *mut u8, spec: &AttnSpec) -> Result<()> {
-    let [q, k, v, o, g] = ops else { return Err(IrError::internal("attention_backward takes five operands")) };
+    let (q, k, v, o, g, stats) = match ops {
+        [q, k, v, o, g] => (*q, *k, *v, *o, *g, None),
+        [q, k, v, o, g, l] => (*q, *k, *v, *o, *g, Some(*l)),
+        _ => return Err(IrError::internal("attention_backward takes five or six operands")),
+    };
     if spec.mask != AttnMask::None {
         return Err(IrError::internal("attention_backward has no mask"));
     }
@@ -292,14 +311,16 @@ pub unsafe fn run_attention_backward(ops: &[&InputView], out: *mut u8, spec: &At
     if entries == 0 || per == 0 {
         return Ok(());
     }
-    let views = [*q, *k, *v, *o, *g];
-    let strides: Vec<Vec<isize>> = views.iter().map(|x| batch_strides_of(x, &batch)).collect();
+    let views = [q, k, v, o, g];
+    let strides: Vec<Vec<isize>> = views.iter().chain(&stats).map(|x| batch_strides_of(x, &batch)).collect();
     // Each operand's address (as an integer, shared by the workers), row and column strides.
     let bases: [(usize, isize, isize); 5] = std::array::from_fn(|i| {
         let x = views[i];
         let n = x.shape.len();
         (x.ptr as usize, x.strides[n - 2], x.strides[n - 1])
     });
+    // The statistics' address (as an integer, like the operands') and row stride.
+    let stats_at = stats.map(|l| (l.ptr as usize, l.strides[l.shape.len() - 2]));
     let dtype = q.dtype;
     let offset = |i: usize, mut flat: usize| -> isize {
         let mut off = 0;
@@ -323,7 +344,8 @@ pub unsafe fn run_attention_backward(ops: &[&InputView], out: *mut u8, spec: &At
                     let (p, rs, cs) = bases[i];
                     ((p as *const $t).wrapping_offset(offset(i, e)), rs, cs)
                 });
-                let entry = Entry { m, lq, lk, d, dv, scale: spec.scale, causal: spec.causal };
+                let lse = stats_at.map(|(p, rs)| ((p as *const $t).wrapping_offset(offset(5, e)), rs));
+                let entry = Entry { m, lse, lq, lk, d, dv, scale: spec.scale, causal: spec.causal };
                 let pout = &pout;
                 // SAFETY: per this function's contract; each entry writes its own packed row.
                 unsafe { entry.run((pout.0 as *mut $t).add(e * per), inner, &poll) }

@@ -62,7 +62,7 @@ fn broadcast_heads_and_an_additive_mask_match_the_definition() {
         &view(&mf, DType::F32, &[lq, lk]),
     ];
     // SAFETY: the views address the vectors above and `out` holds the result.
-    unsafe { run_attention(&ops, out.as_mut_ptr() as *mut u8, &spec).unwrap() };
+    unsafe { run_attention(&ops, out.as_mut_ptr() as *mut u8, &spec, false).unwrap() };
     for bi in 0..b {
         for hi in 0..h {
             let qh = &q[(bi * h + hi) * lq * d..][..lq * d];
@@ -89,7 +89,7 @@ fn half_and_double_operands_compute_like_float64() {
     let ops =
         [&view(&q, DType::F64, &[lq, d]), &view(&k, DType::F64, &[lk, d]), &view(&v, DType::F64, &[lk, dv]), &mview];
     // SAFETY: as above.
-    unsafe { run_attention(&ops, out.as_mut_ptr() as *mut u8, &spec).unwrap() };
+    unsafe { run_attention(&ops, out.as_mut_ptr() as *mut u8, &spec, false).unwrap() };
     for (g, w) in out.iter().zip(&want) {
         assert!((g - w).abs() < 1e-12, "{g} vs {w}");
     }
@@ -112,7 +112,7 @@ fn half_and_double_operands_compute_like_float64() {
         &mview,
     ];
     // SAFETY: as above.
-    unsafe { run_attention(&ops, out.as_mut_ptr() as *mut u8, &spec).unwrap() };
+    unsafe { run_attention(&ops, out.as_mut_ptr() as *mut u8, &spec, false).unwrap() };
     for (g, w) in out.iter().zip(&want) {
         assert!((*g as f64 - w).abs() < 2e-5, "{g} vs {w}");
     }
@@ -126,6 +126,6 @@ fn no_keys_give_zeros() {
     let e: Vec<f32> = Vec::new();
     let ops = [&view(&q, DType::F32, &[2, 4]), &view(&e, DType::F32, &[0, 4]), &view(&e, DType::F32, &[0, 3])];
     // SAFETY: as above.
-    unsafe { run_attention(&ops, out.as_mut_ptr() as *mut u8, &spec).unwrap() };
+    unsafe { run_attention(&ops, out.as_mut_ptr() as *mut u8, &spec, false).unwrap() };
     assert_eq!(out, vec![0.0; 6]);
 }

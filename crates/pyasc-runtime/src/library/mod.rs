@@ -48,6 +48,7 @@ pub static KERNELS: &[&dyn LibraryKernel] = &[
     &crate::shuffle::ShuffleKernel,
     &crate::attention::AttentionKernel,
     &crate::attention_backward::AttentionBackwardKernel,
+    &crate::attention::AttentionStatsKernel,
     &crate::detection::BoxIouKernel,
     &crate::detection::NmsKernel,
     &crate::detection::NmsMaskKernel,
