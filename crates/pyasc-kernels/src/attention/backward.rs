@@ -284,29 +284,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_block_steps_match_direct_formulas() {
-        let (rows, cols, ld) = (3, 37, 40);
-        let s: Vec<f32> = (0..rows * ld).map(|i| ((i * 7919) % 97) as f32 / 20.0 - 2.0).collect();
-        let valid = [37, 5, 0];
-        let (mut m, mut sum) = (vec![f32::NEG_INFINITY; rows], vec![0.0f32; rows]);
-        lse_update(&s, ld, &mut m, &mut sum, &valid);
-        let mut l = vec![0.0f32; rows];
-        lse_finish(&m, &sum, &mut l);
-        for r in 0..2 {
-            let want = s[r * ld..r * ld + valid[r]].iter().map(|&x| f64::from(x).exp()).sum::<f64>().ln();
-            assert!((f64::from(l[r]) - want).abs() < 1e-5, "row {r}: {} vs {want}", l[r]);
-        }
-        assert_eq!(l[2], f32::NEG_INFINITY);
-        let mut p = s.clone();
-        probs(&mut p, ld, cols, &l, &valid);
-        for r in 0..2 {
-            let total: f32 = p[r * ld..r * ld + cols].iter().sum();
-            assert!((total - 1.0).abs() < 1e-5, "row {r} sums to {total}");
-            assert!(p[r * ld + valid[r]..r * ld + cols].iter().all(|&x| x == 0.0));
-        }
-        let mut dp: Vec<f32> = (0..rows * ld).map(|i| (i % 5) as f32).collect();
-        let want: Vec<f32> = (0..cols).map(|c| p[c] * (dp[c] - 0.5) * 0.25).collect();
-        dscores(&p, &mut dp, ld, cols, &[0.5, 0.0, 0.0], 0.25);
-        assert_eq!(&dp[..cols], &want[..]);
+    fn the_block_steps_match_direct_formulas_on_every_isa() {
+        crate::isa::each_isa(|isa| {
+            let (rows, cols, ld) = (3, 37, 40);
+            let s: Vec<f32> = (0..rows * ld).map(|i| ((i * 7919) % 97) as f32 / 20.0 - 2.0).collect();
+            let valid = [37, 5, 0];
+            let (mut m, mut sum) = (vec![f32::NEG_INFINITY; rows], vec![0.0f32; rows]);
+            lse_update(&s, ld, &mut m, &mut sum, &valid);
+            let mut l = vec![0.0f32; rows];
+            lse_finish(&m, &sum, &mut l);
+            for r in 0..2 {
+                let want = s[r * ld..r * ld + valid[r]].iter().map(|&x| f64::from(x).exp()).sum::<f64>().ln();
+                assert!((f64::from(l[r]) - want).abs() < 1e-5, "{}: row {r}: {} vs {want}", isa.name(), l[r]);
+            }
+            assert_eq!(l[2], f32::NEG_INFINITY);
+            let mut p = s.clone();
+            probs(&mut p, ld, cols, &l, &valid);
+            for r in 0..2 {
+                let total: f32 = p[r * ld..r * ld + cols].iter().sum();
+                assert!((total - 1.0).abs() < 1e-5, "row {r} sums to {total}");
+                assert!(p[r * ld + valid[r]..r * ld + cols].iter().all(|&x| x == 0.0));
+            }
+            let mut dp: Vec<f32> = (0..rows * ld).map(|i| (i % 5) as f32).collect();
+            let want: Vec<f32> = (0..cols).map(|c| p[c] * (dp[c] - 0.5) * 0.25).collect();
+            dscores(&p, &mut dp, ld, cols, &[0.5, 0.0, 0.0], 0.25);
+            assert_eq!(&dp[..cols], &want[..]);
+        });
     }
 }

@@ -120,8 +120,33 @@ pub(crate) fn assert_shapes<A, B, D>(dst: &MatMut<D>, a: &MatRef<A>, b: &MatRef<
     );
 }
 
+/// `dst = scale * (a @ b)` in f32 (`dst` fully overwritten, never read); `threads` as in
+/// [`matmul_f32`].
+///
+/// # Safety
+/// As for [`matmul_f32`].
+///
+/// # Panics
+/// If the shapes do not match: `a` is m×k, `b` k×n, `dst` m×n.
+pub unsafe fn matmul_scaled_f32(dst: MatMut<f32>, a: MatRef<f32>, b: MatRef<f32>, scale: f32, threads: usize) {
+    // SAFETY: forwarded from this function's contract.
+    unsafe { matmul(dst, a, b, threads, 0.0, scale, false) }
+}
+
+/// `dst = scale * (a @ b)` in f64; as [`matmul_scaled_f32`].
+///
+/// # Safety
+/// As for [`matmul_f32`].
+///
+/// # Panics
+/// If the shapes do not match: `a` is m×k, `b` k×n, `dst` m×n.
+pub unsafe fn matmul_scaled_f64(dst: MatMut<f64>, a: MatRef<f64>, b: MatRef<f64>, scale: f64, threads: usize) {
+    // SAFETY: forwarded from this function's contract.
+    unsafe { matmul(dst, a, b, threads, 0.0, scale, false) }
+}
+
 /// The shared body: shape checks, the empty cases, then one `gemm::gemm` call computing
-/// `dst := keep*dst + one*(a@b)`; with `acc` false `read_dst = false`, so `dst` is never read
+/// `dst := keep*dst + scale*(a@b)`; with `acc` false `read_dst = false`, so `dst` is never read
 /// (`keep` is 0), with `acc` true `dst` is read and kept (`keep` is 1).
 unsafe fn matmul<T: Copy + 'static>(
     dst: MatMut<T>,
@@ -129,7 +154,7 @@ unsafe fn matmul<T: Copy + 'static>(
     b: MatRef<T>,
     threads: usize,
     keep: T,
-    one: T,
+    scale: T,
     acc: bool,
 ) {
     assert_shapes(&dst, &a, &b);
@@ -168,7 +193,7 @@ unsafe fn matmul<T: Copy + 'static>(
             b.cs,
             b.rs,
             keep,
-            one,
+            scale,
             false,
             false,
             false,

@@ -13,7 +13,7 @@
 //! The products run on the GEMM of `pyasc-kernels` through the operands' strides (a
 //! broadcast cotangent is read with stride 0); causal attention skips the queries before a
 //! block's first key, which see none of its keys. Peak extra memory is two `Lq x BLOCK_KEYS`
-//! blocks, the queries scaled, and four values per query: `O(Lq * (BLOCK_KEYS + D))`, never
+//! blocks (kept by each thread between calls) and a few values per query: `O(Lq * (BLOCK_KEYS + D))`, never
 //! `Lq x Lk`. Entries run in parallel, one per worker, when there are at least as many as
 //! workers; otherwise one after another with every worker in each product.
 
@@ -25,44 +25,77 @@ use pyasc_ir::library::{attention_shape, AttnMask, AttnSpec, LibCall, LibId};
 use pyasc_ir::tile::TileKernel;
 use pyasc_ir::{Attr, DType, Shape};
 use pyasc_kernels::attention::backward::{dscores, lse_finish, lse_update, probs, BackwardFloat};
-use pyasc_kernels::gemm::{matmul_acc_f32, matmul_acc_f64, matmul_f32, matmul_f64, MatMut, MatRef};
+use pyasc_kernels::gemm::{matmul_acc_f32, matmul_acc_f64, matmul_scaled_f32, matmul_scaled_f64, MatMut, MatRef};
+use std::cell::RefCell;
 
 /// Keys per block.
 pub const BLOCK_KEYS: usize = 128;
 
-/// The element types: float32 and float64, with their products.
+/// The element types: float32 and float64, with their products and per-thread block buffers.
 trait Elem: BackwardFloat {
-    /// `dst = a @ b`.
+    /// `dst = scale * (a @ b)`.
     ///
     /// # Safety
-    /// As for [`matmul_f32`].
-    unsafe fn mm(dst: MatMut<Self>, a: MatRef<Self>, b: MatRef<Self>, threads: usize);
+    /// As for [`pyasc_kernels::gemm::matmul_f32`].
+    unsafe fn mm(dst: MatMut<Self>, a: MatRef<Self>, b: MatRef<Self>, scale: Self, threads: usize);
     /// `dst += a @ b`.
     ///
     /// # Safety
-    /// As for [`matmul_f32`].
+    /// As for [`pyasc_kernels::gemm::matmul_f32`].
     unsafe fn mm_acc(dst: MatMut<Self>, a: MatRef<Self>, b: MatRef<Self>, threads: usize);
+    /// `f` with two buffers of `len` elements of this thread's, kept between calls up to
+    /// [`KEEP_BYTES`] (so a call faults in no fresh pages); their contents are whatever the
+    /// last user left.
+    fn with_blocks<R>(len: usize, f: impl FnOnce(&mut [Self], &mut [Self]) -> R) -> R;
+}
+
+thread_local! {
+    /// Each thread's block buffers, float32 and float64.
+    static BLOCKS: RefCell<(Vec<f32>, Vec<f64>)> = const { RefCell::new((Vec::new(), Vec::new())) };
+}
+
+/// The most bytes of block buffers a thread keeps after a call (long sequences' buffers are
+/// freed again).
+const KEEP_BYTES: usize = 4 << 20;
+
+/// `f` with two halves of `buf`, grown to `2 * len` elements first.
+fn halves<T: Copy, R>(buf: &mut Vec<T>, len: usize, zero: T, f: impl FnOnce(&mut [T], &mut [T]) -> R) -> R {
+    if buf.len() < 2 * len {
+        buf.resize(2 * len, zero);
+    }
+    let (a, b) = buf[..2 * len].split_at_mut(len);
+    let r = f(a, b);
+    if std::mem::size_of_val(buf.as_slice()) > KEEP_BYTES {
+        *buf = Vec::new();
+    }
+    r
 }
 
 impl Elem for f32 {
-    unsafe fn mm(dst: MatMut<f32>, a: MatRef<f32>, b: MatRef<f32>, threads: usize) {
+    unsafe fn mm(dst: MatMut<f32>, a: MatRef<f32>, b: MatRef<f32>, scale: f32, threads: usize) {
         // SAFETY: forwarded.
-        unsafe { matmul_f32(dst, a, b, threads) }
+        unsafe { matmul_scaled_f32(dst, a, b, scale, threads) }
     }
     unsafe fn mm_acc(dst: MatMut<f32>, a: MatRef<f32>, b: MatRef<f32>, threads: usize) {
         // SAFETY: forwarded.
         unsafe { matmul_acc_f32(dst, a, b, threads) }
     }
+    fn with_blocks<R>(len: usize, f: impl FnOnce(&mut [f32], &mut [f32]) -> R) -> R {
+        BLOCKS.with(|b| halves(&mut b.borrow_mut().0, len, 0.0, f))
+    }
 }
 
 impl Elem for f64 {
-    unsafe fn mm(dst: MatMut<f64>, a: MatRef<f64>, b: MatRef<f64>, threads: usize) {
+    unsafe fn mm(dst: MatMut<f64>, a: MatRef<f64>, b: MatRef<f64>, scale: f64, threads: usize) {
         // SAFETY: forwarded.
-        unsafe { matmul_f64(dst, a, b, threads) }
+        unsafe { matmul_scaled_f64(dst, a, b, scale, threads) }
     }
     unsafe fn mm_acc(dst: MatMut<f64>, a: MatRef<f64>, b: MatRef<f64>, threads: usize) {
         // SAFETY: forwarded.
         unsafe { matmul_acc_f64(dst, a, b, threads) }
+    }
+    fn with_blocks<R>(len: usize, f: impl FnOnce(&mut [f64], &mut [f64]) -> R) -> R {
+        BLOCKS.with(|b| halves(&mut b.borrow_mut().1, len, 0.0, f))
     }
 }
 
@@ -121,15 +154,13 @@ impl<T: Elem> Entry<T> {
     /// cotangents of this entry.
     unsafe fn run(&self, out: *mut T, workers: usize, poll: &(dyn Fn() -> Result<()> + Sync)) -> Result<()> {
         let (lq, lk, d, dv) = (self.lq, self.lk, self.d, self.dv);
-        let scale = T::of(self.scale);
         let dq = out;
         // SAFETY: dq is the entry's first lq * d elements.
         unsafe { std::slice::from_raw_parts_mut(dq, lq * d) }.fill(T::ZERO);
-        // The queries times the scale, row-major, and D = rowsum(dO * O).
-        let (q, o, g) = (self.get(0, lq, d), self.get(3, lq, dv), self.get(4, lq, dv));
+        // D = rowsum(dO * O).
+        let (o, g) = (self.get(3, lq, dv), self.get(4, lq, dv));
         // SAFETY: (i, c) lies inside the operand `m`.
         let at = |m: &MatRef<T>, i: usize, c: usize| unsafe { *m.ptr.offset(i as isize * m.rs + c as isize * m.cs) };
-        let qs: Vec<T> = (0..lq * d).map(|x| at(&q, x / d, x % d).mul(scale)).collect();
         let dsum: Vec<T> =
             (0..lq).map(|i| (0..dv).fold(T::ZERO, |a, c| a.add(at(&o, i, c).mul(at(&g, i, c))))).collect();
         let bk = BLOCK_KEYS.min(lk.max(1));
@@ -138,7 +169,7 @@ impl<T: Elem> Entry<T> {
         let lse = match self.lse {
             // SAFETY: the forward's statistics hold one value per query at this stride.
             Some((p, rs)) => (0..lq).map(|i| unsafe { *p.offset(i as isize * rs) }).collect(),
-            None => self.lse_pass(&qs, workers, poll)?,
+            None => self.lse_pass(workers, poll)?,
         };
         // Pass 2: per block of keys, their cotangents and the queries' shares.
         let (dq_at, dk, dvv) =
@@ -149,14 +180,15 @@ impl<T: Elem> Entry<T> {
                 Some(v) => v.as_mut_ptr(),
                 None => dq_at as *mut T,
             };
-            let (mut s, mut dp) = (vec![T::ZERO; lq * bk], vec![T::ZERO; lq * bk]);
-            for b in (w..blocks).step_by(workers) {
-                poll()?;
-                // SAFETY: the block's rows of dk and dv belong to this worker alone; `acc`
-                // is its own share of dq (worker 0 adds into dq itself).
-                unsafe { self.block(&qs, &lse, &dsum, (&mut s, &mut dp), b * bk, acc, dk as *mut T, dvv as *mut T) };
-            }
-            Ok(own)
+            T::with_blocks(lq * bk, |s, dp| {
+                for b in (w..blocks).step_by(workers) {
+                    poll()?;
+                    // SAFETY: the block's rows of dk and dv belong to this worker alone; `acc`
+                    // is its own share of dq (worker 0 adds into dq itself).
+                    unsafe { self.block(&lse, &dsum, (s, dp), b * bk, acc, dk as *mut T, dvv as *mut T) };
+                }
+                Ok(own)
+            })
         });
         for share in shares {
             if let Some(v) = share? {
@@ -172,23 +204,24 @@ impl<T: Elem> Entry<T> {
 
     /// The rows' log-sum-exp, found in one pass over the blocks of keys (each of `workers`
     /// takes every `workers`-th block; their running maxima and sums are merged).
-    fn lse_pass(&self, qs: &[T], workers: usize, poll: &(dyn Fn() -> Result<()> + Sync)) -> Result<Vec<T>> {
+    fn lse_pass(&self, workers: usize, poll: &(dyn Fn() -> Result<()> + Sync)) -> Result<Vec<T>> {
         let (lq, lk) = (self.lq, self.lk);
         let bk = BLOCK_KEYS.min(lk.max(1));
         let blocks = lk.div_ceil(bk);
         let parts: Vec<Result<(Vec<T>, Vec<T>)>> = each(workers, |w| {
             let (mut mx, mut sm) = (vec![T::NEG_INF; lq], vec![T::ZERO; lq]);
-            let mut s = vec![T::ZERO; lq * bk];
-            for b in (w..blocks).step_by(workers) {
-                poll()?;
-                let (j0, r0) = (b * bk, self.first_row(b * bk));
-                let n = bk.min(lk - j0);
-                if r0 < lq {
-                    self.scores(qs, &mut s, bk, r0, j0, n);
-                    lse_update(&s, bk, &mut mx[r0..], &mut sm[r0..], &self.valid(r0, j0, n));
+            T::with_blocks(lq * bk, |s, _| {
+                for b in (w..blocks).step_by(workers) {
+                    poll()?;
+                    let (j0, r0) = (b * bk, self.first_row(b * bk));
+                    let n = bk.min(lk - j0);
+                    if r0 < lq {
+                        self.scores(s, bk, r0, j0, n);
+                        lse_update(s, bk, &mut mx[r0..], &mut sm[r0..], &self.valid(r0, j0, n));
+                    }
                 }
-            }
-            Ok((mx, sm))
+                Ok((mx, sm))
+            })
         });
         let (mut mx, mut sm) = (vec![T::NEG_INF; lq], vec![T::ZERO; lq]);
         for part in parts {
@@ -220,15 +253,14 @@ impl<T: Elem> Entry<T> {
         (r0..self.lq).map(|i| if self.causal { (i + 1).saturating_sub(j0).min(n) } else { n }).collect()
     }
 
-    /// `s = (scale Q)[r0..] K[j0..j0 + n]^T`, rows of stride `ld`.
-    fn scores(&self, qs: &[T], s: &mut [T], ld: usize, r0: usize, j0: usize, n: usize) {
+    /// `s = scale Q[r0..] K[j0..j0 + n]^T`, rows of stride `ld`.
+    fn scores(&self, s: &mut [T], ld: usize, r0: usize, j0: usize, n: usize) {
         let (rows, d) = (self.lq - r0, self.d);
         let dst = MatMut { ptr: s.as_mut_ptr(), rows, cols: n, rs: ld as isize, cs: 1 };
-        let a = mat(qs[r0 * d..].as_ptr(), rows, d, d as isize, 1);
         let kb = self.keys(1, j0, n, d);
         let kt = mat(kb.ptr, d, n, kb.cs, kb.rs);
         // SAFETY: the block buffer holds rows x ld; the operands are readable.
-        unsafe { T::mm(dst, a, kt, 1) };
+        unsafe { T::mm(dst, self.rows_from(0, r0, d), kt, T::of(self.scale), 1) };
     }
 
     /// One block of keys from `j0`: its rows of `dk` and `dv`, and its share added to `acc`
@@ -240,7 +272,6 @@ impl<T: Elem> Entry<T> {
     #[allow(clippy::too_many_arguments)]
     unsafe fn block(
         &self,
-        qs: &[T],
         lse: &[T],
         dsum: &[T],
         (s, dp): (&mut [T], &mut [T]),
@@ -255,7 +286,7 @@ impl<T: Elem> Entry<T> {
         let r0 = self.first_row(j0);
         let rows = lq - r0;
         if rows > 0 {
-            self.scores(qs, s, bk, r0, j0, n);
+            self.scores(s, bk, r0, j0, n);
             probs(s, bk, n, &lse[r0..], &self.valid(r0, j0, n));
         }
         let p = mat(s.as_ptr(), rows, n, bk as isize, 1);
@@ -263,19 +294,19 @@ impl<T: Elem> Entry<T> {
         let g_rows = self.rows_from(4, r0, dv);
         let dst = |ptr: *mut T, rows: usize, cols: usize| MatMut { ptr, rows, cols, rs: cols as isize, cs: 1 };
         // SAFETY: the keys' rows of the packed dv; the operands are readable.
-        unsafe { T::mm(dst(dvv.add(j0 * dv), n, dv), pt, g_rows, 1) };
+        unsafe { T::mm(dst(dvv.add(j0 * dv), n, dv), pt, g_rows, T::of(1.0), 1) };
         if rows > 0 {
             let vb = self.keys(2, j0, n, dv);
             let vt = mat(vb.ptr, dv, n, vb.cs, vb.rs);
             let into = MatMut { ptr: dp.as_mut_ptr(), rows, cols: n, rs: bk as isize, cs: 1 };
             // SAFETY: the block buffer holds rows x bk.
-            unsafe { T::mm(into, g_rows, vt, 1) };
+            unsafe { T::mm(into, g_rows, vt, T::of(1.0), 1) };
             dscores(s, dp, bk, n, &dsum[r0..], T::of(self.scale));
         }
         let ds = mat(dp.as_ptr(), rows, n, bk as isize, 1);
         let ds_t = mat(ds.ptr, n, rows, 1, bk as isize);
         // SAFETY: the keys' rows of the packed dk.
-        unsafe { T::mm(dst(dk.add(j0 * d), n, d), ds_t, self.rows_from(0, r0, d), 1) };
+        unsafe { T::mm(dst(dk.add(j0 * d), n, d), ds_t, self.rows_from(0, r0, d), T::of(1.0), 1) };
         if rows > 0 {
             // SAFETY: the queries' rows of the caller's share of dq.
             unsafe { T::mm_acc(dst(acc.add(r0 * d), rows, d), ds, self.keys(1, j0, n, d), 1) };
