@@ -23,7 +23,6 @@ from .pytree import tree_flatten, tree_unflatten
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "stop_gradient", "check_grads", "custom_vjp"]
 
 _Tensor = _pyasc.Tensor
-_CONTAINERS = (list, tuple, dict)
 
 # Operator options a transformation keeps from the operator it differentiates.
 _KEPT_OPTIONS = ("device_type", "compute_type", "precision_mode", "op_break_level", "atomic_flag", "debug")
@@ -33,8 +32,6 @@ def _traceable(fun: Callable[..., Any]) -> Tuple[Callable[..., Any], Dict[str, A
     """Return the Python function a transformation traces, the options to keep and a name."""
     from .classes import AscendOperatorBase
 
-    if isinstance(fun, Transformed):
-        return fun.__wrapped__, dict(fun.options), fun.__name__
     if isinstance(fun, _pyasc.Operator):
         opts = {k: v for k, v in fun.options.items() if k in _KEPT_OPTIONS and v is not None}
         return fun.__wrapped__, opts, fun.__name__
@@ -209,50 +206,23 @@ class custom_vjp:  # noqa: N801 (JAX's name)
         return tree_unflatten(out_def, marked)
 
 
-class Transformed:
-    """A differentiated function: a compiled, cached operator on arrays; inline on traced tensors.
+def _transformed(body: Callable[..., Any], name: str, options: Dict[str, Any]) -> Any:
+    """Return ``body`` (a function of traced tensors) as an operator named ``name``.
 
-    Called on NumPy arrays (or DeviceArrays) it runs its operator, traced once per signature
-    with forward and backward fused into one plan. Called on traced tensors (inside an
-    operator or another transformation) it traces its body in place. Attribute access
-    (``cache_info``, ``get_compiled_op``, ``options``...) reaches the operator.
+    Called on NumPy arrays (or DeviceArrays) the operator runs compiled, traced once per
+    signature with forward and backward fused into one plan; called on traced tensors (inside
+    an operator or another transformation) it traces its body in place, as every operator
+    does. It is the operator itself, not a wrapper, so a cached call costs what an operator
+    call costs.
     """
+    from .decorators import operator
 
-    def __init__(self, body: Callable[..., Any], name: str, options: Dict[str, Any]) -> None:
-        """Wrap ``body`` (a function of traced tensors) as an operator named ``name``."""
-        from .decorators import operator
-
-        body.__name__ = body.__qualname__ = name
-        self.__wrapped__ = body
-        self.__name__ = name
-        self._options = options
-        self._op = operator(body, kernel_name=name, **options)
-
-    @property
-    def options(self) -> Dict[str, Any]:
-        """The operator options kept from the differentiated operator."""
-        return self._options
-
-    def __call__(self, *args: Any) -> Any:
-        """Run on arrays (compiled, cached) or trace inline on traced tensors."""
-        for a in args:
-            if type(a) is _Tensor or (isinstance(a, _CONTAINERS) and _is_traced(tree_flatten(a)[0])):
-                return self.__wrapped__(*args)
-        return self._op(*args)
-
-    def __getattr__(self, name: str) -> Any:
-        """Reach the underlying operator's attributes."""
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return getattr(self._op, name)
-
-    def __repr__(self) -> str:
-        """Name the transformation."""
-        return f"<pyasc transformed operator {self.__name__}>"
+    body.__name__ = body.__qualname__ = name
+    return operator(body, kernel_name=name, **options)
 
 
 def value_and_grad(fun: Callable[..., Any], argnums: Union[int, Sequence[int]] = 0,
-                   has_aux: bool = False) -> Transformed:
+                   has_aux: bool = False) -> Any:
     """Return a function computing ``fun``'s value and its gradient with respect to ``argnums``.
 
     As ``jax.value_and_grad``: ``fun`` returns a float scalar (with ``has_aux``, a pair
@@ -266,10 +236,10 @@ def value_and_grad(fun: Callable[..., Any], argnums: Union[int, Sequence[int]] =
         out, g, aux = _value_and_grad_traced(f, args, nums, single, has_aux)
         return ((out, aux), g) if has_aux else (out, g)
 
-    return Transformed(body, f"value_and_grad_{name}", options)
+    return _transformed(body, f"value_and_grad_{name}", options)
 
 
-def grad(fun: Callable[..., Any], argnums: Union[int, Sequence[int]] = 0, has_aux: bool = False) -> Transformed:
+def grad(fun: Callable[..., Any], argnums: Union[int, Sequence[int]] = 0, has_aux: bool = False) -> Any:
     """Return a function computing the gradient of the scalar function ``fun`` (``jax.grad``).
 
     ``argnums`` selects the arguments (an int gives that argument's gradient, a tuple a tuple
@@ -284,7 +254,7 @@ def grad(fun: Callable[..., Any], argnums: Union[int, Sequence[int]] = 0, has_au
         _, g, aux = _value_and_grad_traced(f, args, nums, single, has_aux)
         return (g, aux) if has_aux else g
 
-    return Transformed(body, f"grad_{name}", options)
+    return _transformed(body, f"grad_{name}", options)
 
 
 def _vjp_traced(f: Callable[..., Any], primals: Tuple[Any, ...], cotangent: Any, has_aux: bool) -> Tuple[Any, Any, Any]:
@@ -306,7 +276,7 @@ def _vjp_traced(f: Callable[..., Any], primals: Tuple[Any, ...], cotangent: Any,
     return out, tree_unflatten(treedef, list(grads)), aux
 
 
-_VJP_OPERATORS: weakref.WeakKeyDictionary[Any, Transformed] = weakref.WeakKeyDictionary()
+_VJP_OPERATORS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 
 def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
@@ -338,7 +308,7 @@ def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
             *ps, ct = args
             return _vjp_traced(f, tuple(ps), ct, has_aux)[1]
 
-        back = Transformed(body, f"vjp_{name}", options)
+        back = _transformed(body, f"vjp_{name}", options)
         if key is not None:
             _VJP_OPERATORS[key] = back
 
@@ -416,7 +386,7 @@ def jvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]
     def body(*args: Any) -> Any:
         return _jvp_traced(f, tuple(args[:n]), tuple(args[n:]))
 
-    op = Transformed(body, f"jvp_{name}", options)
+    op = _transformed(body, f"jvp_{name}", options)
     out, tangent_out = op(*primals, *tangents)
     return out, tangent_out
 

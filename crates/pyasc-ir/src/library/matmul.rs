@@ -78,9 +78,21 @@ impl LibraryOp for MatMul {
             out[0] = Some(b.reshape(d, &sx)?);
         }
         if wanted[1] {
-            let xt = swap_last(b, x2)?;
-            let d = b.g.library(LibId::MATMUL, Attr::None, &[xt, g2], b.loc.clone())?;
-            let d = b.sum_to(d, &s2z)?;
+            let d = if s2z.rank() == 2 && s2x.rank() > 2 {
+                // A matrix shared by a batch (a weight): the batch's rows are one long
+                // inner dimension, `x^T g` over all of them in one product, no batch of
+                // partial products to sum.
+                let (k, m) = (s2z.0[0], s2z.0[1]);
+                let rows = s2x.0[..s2x.rank() - 1].iter().product();
+                let xf = b.reshape(x2, &Shape(vec![rows, k]))?;
+                let gf = b.reshape(g2, &Shape(vec![rows, m]))?;
+                let xt = swap_last(b, xf)?;
+                b.g.library(LibId::MATMUL, Attr::None, &[xt, gf], b.loc.clone())?
+            } else {
+                let xt = swap_last(b, x2)?;
+                let d = b.g.library(LibId::MATMUL, Attr::None, &[xt, g2], b.loc.clone())?;
+                b.sum_to(d, &s2z)?
+            };
             out[1] = Some(b.reshape(d, &sz)?);
         }
         Ok(out)
