@@ -591,6 +591,46 @@ def test_fused_attention_backward_over_many_key_blocks_and_broadcast_batches(cau
     np.testing.assert_allclose(got, want, **tol)
 
 
+@pytest.mark.parametrize("kind", ["bool", "additive", "additive_wanted"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_masked_attention_backward_matches_jax(kind, dtype):
+    q = RNG.standard_normal((2, 3, 200, 16)).astype(dtype)
+    k = RNG.standard_normal((3, 170, 16)).astype(dtype)
+    v = RNG.standard_normal((3, 170, 8)).astype(dtype)
+    w = RNG.standard_normal((2, 3, 200, 8)).astype(dtype)
+    if kind == "bool":
+        # Broadcast over the batch; every query keeps at least one key.
+        mask = RNG.random((200, 170)) < 0.7
+        mask[:, 0] = True
+    else:
+        mask = RNG.standard_normal((3, 1, 170)).astype(dtype)
+
+    def ref(q, k, v, m):
+        s = q @ jnp.swapaxes(k, -1, -2) / np.sqrt(16)
+        s = jnp.where(m, s, -jnp.inf) if kind == "bool" else s + m
+        return jax.nn.softmax(s, -1) @ v
+
+    f64 = [a.astype(np.float64) for a in (q, k, v, w)]
+    m64 = mask if kind == "bool" else mask.astype(np.float64)
+    tol = dict(rtol=1e-10, atol=1e-11) if dtype == np.float64 else dict(rtol=3e-4, atol=3e-4)
+    if kind == "additive_wanted":
+        g = pyasc.grad(lambda q, m: pyasc.sum(pyasc.scaled_dot_product_attention(q, k, v, m) * w), argnums=(0, 1))
+        got = g(q, mask)
+        want = jax.grad(lambda q, m: jnp.sum(ref(q, f64[1], f64[2], m) * f64[3]), argnums=(0, 1))(f64[0], m64)
+    else:
+        g = pyasc.grad(lambda q, k, v: pyasc.sum(pyasc.scaled_dot_product_attention(q, k, v, mask) * w),
+                       argnums=(0, 1, 2))
+        got = g(q, k, v)
+        ir = g.get_compiled_op(q, k, v).graph_ir()
+        # The routine reads the mask block by block and the forward's statistics.
+        assert "attention_backward" in ir and "attention_stats" in ir
+        want = jax.grad(lambda q, k, v: jnp.sum(ref(q, k, v, m64) * f64[3]), argnums=(0, 1, 2))(*f64[:3])
+    assert len(got) == len(want)
+    for a, b in zip(got, want):
+        assert a.dtype == dtype
+        np.testing.assert_allclose(a, b, **tol)
+
+
 @pytest.mark.parametrize("causal", [False, True])
 def test_the_forward_hands_its_statistics_to_the_backward_and_its_result_to_every_other_user(causal):
     q, k, v = RNG.standard_normal((2, 150, 8)), RNG.standard_normal((2, 140, 8)), RNG.standard_normal((2, 140, 5))

@@ -1,9 +1,9 @@
 //! Attention's forward pass hands its rows' statistics to its backward pass.
 //!
 //! Needs: a graph after [`crate::cse`] (so a forward and the backward that reads its result
-//! name the same operand nodes). Guarantees: every fused attention without a mask whose
-//! result is the forward operand of an `attention_backward` over the same `q`, `k`, `v` and
-//! attribute becomes one `attention_stats` node (the result with each row's log-sum-exp as
+//! name the same operand nodes). Guarantees: every fused attention whose result is the
+//! forward operand of an `attention_backward` over the same `q`, `k`, `v`, mask and attribute
+//! becomes one `attention_stats` node (the result with each row's log-sum-exp as
 //! one more column); the forward's users read the first `Dv` columns (a view) and each such
 //! backward reads the last column as its sixth operand. Without this, the backward pass
 //! computes every score one more time only to find the rows' log-sum-exp, which the forward
@@ -12,27 +12,41 @@
 use crate::pass::{CompileState, Pass};
 use crate::rewrite::{copy_node, with_inputs};
 use pyasc_ir::error::Result;
+use pyasc_ir::library::AttnMask;
 use pyasc_ir::op::Op;
 use pyasc_ir::view::{SliceDim, ViewSpec};
-use pyasc_ir::{Graph, LibId, NodeId};
+use pyasc_ir::{Attr, Graph, LibId, NodeId};
 use std::collections::{HashMap, HashSet};
 
 /// Lets attention's backward pass read the forward's log-sum-exp.
 pub struct AttentionStatsPass;
+
+/// The forward operands a backward node `n` names: `q`, `k`, `v` and the mask if any.
+fn forward_operands(n: &pyasc_ir::Node) -> Vec<NodeId> {
+    n.inputs[..3].iter().chain(n.inputs.get(5)).copied().collect()
+}
+
+/// A backward node's operand count before the log-sum-exp: five, and the mask if any.
+fn fixed(g: &Graph, attr: pyasc_ir::AttrId) -> Result<usize> {
+    Ok(match g.attr(attr)? {
+        Attr::Attention(s) => 5 + usize::from(s.mask != AttnMask::None),
+        _ => usize::MAX,
+    })
+}
 
 /// The forwards (by node) whose statistics a backward pass reads.
 fn forwards_read_back(g: &Graph) -> Result<HashSet<NodeId>> {
     let mut found = HashSet::new();
     for n in &g.nodes {
         let Op::Library(LibId::ATTENTION_BACKWARD, battr) = n.op else { continue };
-        if n.inputs.len() != 5 {
+        if n.inputs.len() != fixed(g, battr)? {
             continue;
         }
         let y = n.inputs[3];
         let f = g.node(y);
         let Op::Library(LibId::ATTENTION, fattr) = f.op else { continue };
         let same =
-            f.inputs[..] == n.inputs[..3] && f.vtype.dtype == n.vtype.dtype && g.attr(fattr)? == g.attr(battr)?;
+            f.inputs == forward_operands(n) && f.vtype.dtype == n.vtype.dtype && g.attr(fattr)? == g.attr(battr)?;
         if same {
             found.insert(y);
         }
@@ -85,9 +99,9 @@ impl Pass for AttentionStatsPass {
                     stats.insert(id, last_columns(&mut g, packed, dv, 1, n)?);
                     last_columns(&mut g, packed, 0, dv, n)?
                 }
-                Op::Library(LibId::ATTENTION_BACKWARD, _) if n.inputs.len() == 5 => {
+                Op::Library(LibId::ATTENTION_BACKWARD, a) if n.inputs.len() == fixed(src, a)? => {
                     if let Some(&lse) = stats.get(&n.inputs[3]) {
-                        if src.node(n.inputs[3]).inputs[..] == n.inputs[..3] {
+                        if src.node(n.inputs[3]).inputs == forward_operands(n) {
                             ops.push(lse);
                         }
                     }

@@ -185,19 +185,18 @@ impl LibraryOp for Attention {
         let s = spec(attr)?.clone();
         let (q, k, v) = (inputs[0], inputs[1], inputs[2]);
         let dt = b.dtype(y);
-        if s.mask == AttnMask::None
-            && matches!(dt, DType::F32 | DType::F64)
-            && [q, k, v, g].iter().all(|x| b.dtype(*x) == dt)
-        {
-            return fused_vjp(&s, b, [q, k, v], y, g, wanted);
+        // The routine gives no cotangent to an additive mask: one wanted takes the written-out rule.
+        let mask_cotangent = s.mask == AttnMask::Additive && wanted.get(3) == Some(&true);
+        if !mask_cotangent && matches!(dt, DType::F32 | DType::F64) && [q, k, v, g].iter().all(|x| b.dtype(*x) == dt) {
+            return fused_vjp(&s, b, [q, k, v], inputs.get(3).copied(), y, g, wanted);
         }
         composite_vjp(&s, b, inputs, y, g, wanted)
     }
 }
 
 /// Attention's cotangents written out as ops (the probabilities recomputed from `q` and `k`,
-/// an `Lq x Lk` matrix): the rule of masked attention, and of the backward routine's own
-/// gradient. `inputs` are `q, k, v` and the mask if any, `y` the result, `g` its cotangent.
+/// an `Lq x Lk` matrix): the rule when an additive mask's cotangent is wanted or the dtypes
+/// are not the routine's, and of the backward routine's own gradient. `inputs` are `q, k, v` and the mask if any, `y` the result, `g` its cotangent.
 pub(crate) fn composite_vjp(
     s: &AttnSpec,
     b: &mut Builder<'_>,
@@ -264,6 +263,7 @@ fn fused_vjp(
     s: &AttnSpec,
     b: &mut Builder<'_>,
     qkv: [NodeId; 3],
+    mask: Option<NodeId>,
     y: NodeId,
     g: NodeId,
     wanted: &[bool],
@@ -272,12 +272,14 @@ fn fused_vjp(
     let (qs, ks, vs) = (b.shape(q), b.shape(k), b.shape(v));
     let (lq, d) = (qs.0[qs.rank() - 2], qs.0[qs.rank() - 1]);
     let (lk, dv) = (vs.0[vs.rank() - 2], vs.0[vs.rank() - 1]);
-    let packed = b.g.library(LibId::ATTENTION_BACKWARD, Attr::Attention(s.clone()), &[q, k, v, y, g], b.loc.clone())?;
+    let mut ops = vec![q, k, v, y, g];
+    ops.extend(mask);
+    let packed = b.g.library(LibId::ATTENTION_BACKWARD, Attr::Attention(s.clone()), &ops, b.loc.clone())?;
     let ps = b.shape(packed);
     let last = ps.rank() - 1;
     let batch = ps.0[..last].to_vec();
     let pieces = [(0, lq, d, &qs), (lq * d, lk, d, &ks), (lq * d + lk * d, lk, dv, &vs)];
-    let mut out = vec![None; 3];
+    let mut out = vec![None; 3 + usize::from(mask.is_some())];
     for (i, (start, rows, cols, target)) in pieces.into_iter().enumerate() {
         if !wanted[i] {
             continue;

@@ -147,47 +147,72 @@ unsafe fn widen(src: *const u16, rs: isize, cs: isize, rows: usize, cols: usize,
 }
 
 /// Where a block's mask lies: element (i, j) of the block at `ptr + base + i*sq + j*sk`.
-struct MaskAt {
-    ptr: *const u8,
-    dtype: DType,
-    base: isize,
-    sq: isize,
-    sk: isize,
+pub(crate) struct MaskAt {
+    pub(crate) ptr: *const u8,
+    pub(crate) dtype: DType,
+    pub(crate) base: isize,
+    pub(crate) sq: isize,
+    pub(crate) sk: isize,
 }
 
-/// `out[j][i] = f(mask(i, j))` over a block's valid queries, one query (a run of the mask
-/// along the keys) at a time.
+/// `out[i * ri + j * cj] = f(mask(i, j))` over a block's valid queries, one query (a run of
+/// the mask along the keys) at a time.
 ///
 /// # Safety
 /// Every addressed mask element must be readable as an `M`.
 #[inline(always)]
-unsafe fn each<T: Copy, M: Copy>(out: &mut [T], rows: usize, bc: usize, at: &MaskAt, f: impl Fn(M) -> T) {
+unsafe fn each<T: Copy, M: Copy>(
+    out: &mut [T],
+    (rows, bc): (usize, usize),
+    (ri, cj): (usize, usize),
+    at: &MaskAt,
+    f: impl Fn(M) -> T,
+) {
     let p = at.ptr as *const M;
     for i in 0..rows {
         let run = at.base + i as isize * at.sq;
         for j in 0..bc {
             // SAFETY: element (i, j) of the block, per the contract.
-            out[j * BLOCK_Q + i] = f(unsafe { *p.offset(run + j as isize * at.sk) });
+            out[i * ri + j * cj] = f(unsafe { *p.offset(run + j as isize * at.sk) });
         }
     }
 }
 
-/// The mask's addends of a block: `0` or `-inf` for a boolean mask, the values of a float one.
+/// The mask's addends of a block of `rows` queries and `bc` keys, query `i` and key `j` at
+/// `out[i * ri + j * cj]`: `0` or `-inf` for a boolean mask, the values of a float one
+/// (converted by `of`).
 ///
 /// # Safety
 /// As for [`each`], with the mask's own dtype.
-unsafe fn mask_block<T: Compute>(out: &mut [T], rows: usize, bc: usize, at: &MaskAt, boolean: bool) {
+pub(crate) unsafe fn mask_block<T: AttnFloat>(
+    out: &mut [T],
+    size: (usize, usize),
+    strides: (usize, usize),
+    at: &MaskAt,
+    boolean: bool,
+    of: impl Fn(f64) -> T,
+) {
     // SAFETY: forwarded, each arm reading the mask's dtype.
     unsafe {
         match at.dtype {
-            _ if boolean => each(out, rows, bc, at, |m: u8| if m != 0 { T::ZERO } else { T::NEG_INF }),
-            DType::F32 => each(out, rows, bc, at, |m: f32| T::from_f64(m as f64)),
-            DType::F64 => each(out, rows, bc, at, |m: f64| T::from_f64(m)),
-            DType::F16 => each(out, rows, bc, at, |m: u16| T::from_f64(f16_value(m) as f64)),
-            DType::BF16 => each(out, rows, bc, at, |m: u16| T::from_f64(bf16_value(m) as f64)),
-            _ => each(out, rows, bc, at, |m: u8| T::from_f64(f64::from(m))),
+            _ if boolean => each(out, size, strides, at, |m: u8| if m != 0 { T::ZERO } else { T::NEG_INF }),
+            DType::F32 => each(out, size, strides, at, |m: f32| of(m as f64)),
+            DType::F64 => each(out, size, strides, at, |m: f64| of(m)),
+            DType::F16 => each(out, size, strides, at, |m: u16| of(f16_value(m) as f64)),
+            DType::BF16 => each(out, size, strides, at, |m: u16| of(bf16_value(m) as f64)),
+            _ => each(out, size, strides, at, |m: u8| of(f64::from(m))),
         }
     }
+}
+
+/// The row and column strides of a mask view's last two axes as a `Lq x Lk` matrix (0 along
+/// an axis it broadcasts over).
+pub(crate) fn mask_strides(m: &InputView) -> (isize, isize) {
+    let mr = m.shape.len();
+    (
+        if mr >= 2 && m.shape[mr - 2] != 1 { m.strides[mr - 2] } else { 0 },
+        if mr >= 1 && m.shape[mr - 1] != 1 { m.strides[mr - 1] } else { 0 },
+    )
 }
 
 /// Everything a unit needs, shared by all of them.
@@ -285,18 +310,14 @@ impl Plan<'_> {
             }
             let block = QueryBlock { qt, q0, rows, k: ks, v: vs, lk, d, dv, causal: self.spec.causal, lse: self.stats };
             let mask_fn = self.mask.map(|m| {
-                let mr = m.shape.len();
-                let (sq, sk) = (
-                    if mr >= 2 && m.shape[mr - 2] != 1 { m.strides[mr - 2] } else { 0 },
-                    if mr >= 1 && m.shape[mr - 1] != 1 { m.strides[mr - 1] } else { 0 },
-                );
+                let (sq, sk) = mask_strides(m);
                 let base = off(3) + q0 as isize * sq;
                 let (mp, mdt, boolean) = (SendPtr(m.ptr as *mut u8), m.dtype, self.spec.mask == AttnMask::Bool);
                 move |st: &mut [T], j0: usize, bc: usize| {
                     let mp = &mp;
                     let at = MaskAt { ptr: mp.0, dtype: mdt, base: base + j0 as isize * sk, sq, sk };
                     // SAFETY: the mask view covers rows q0.. and keys j0.. of this head.
-                    unsafe { mask_block(st, rows, bc, &at, boolean) };
+                    unsafe { mask_block(st, (rows, bc), (1, BLOCK_Q), &at, boolean, T::from_f64) };
                 }
             });
             let m: Option<MaskFn<'_, T>> = mask_fn.as_ref().map(|f| f as MaskFn<'_, T>);
@@ -423,8 +444,8 @@ impl crate::library::LibraryKernel for AttentionStatsKernel {
     unsafe fn run(&self, call: &LibCall, operands: &[&InputView], out: *mut u8, _k: &TileKernel) -> Result<()> {
         match &call.attr {
             // SAFETY: per the trait's contract.
-            Attr::Attention(spec) if operands.len() == 3 => unsafe { run_attention(operands, out, spec, true) },
-            _ => Err(IrError::internal("attention_stats needs an attention attribute and three operands")),
+            Attr::Attention(spec) => unsafe { run_attention(operands, out, spec, true) },
+            _ => Err(IrError::internal("attention_stats needs an attention attribute")),
         }
     }
 }

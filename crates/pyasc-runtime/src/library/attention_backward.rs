@@ -10,14 +10,15 @@
 //!                 dS = P * (dP - D) * scale   dK_b = dS^T Q   dQ += dS K_b
 //! ```
 //!
-//! The products run on the GEMM of `pyasc-kernels` through the operands' strides (a
-//! broadcast cotangent is read with stride 0); causal attention skips the queries before a
-//! block's first key, which see none of its keys. Peak extra memory is two `Lq x BLOCK_KEYS`
-//! blocks (kept by each thread between calls) and a few values per query: `O(Lq * (BLOCK_KEYS + D))`, never
-//! `Lq x Lk`. Entries run in parallel, one per worker, when there are at least as many as
+//! A mask's addends (`0`/`-inf` of a boolean one, the values of an additive one) join each
+//! block's scores as the forward adds them. The products run on the GEMM of `pyasc-kernels`
+//! through the operands' strides (a broadcast cotangent is read with stride 0); causal
+//! attention skips the queries before a block's first key, which see none of its keys. Peak
+//! extra memory is two `Lq x BLOCK_KEYS` blocks (kept by each thread between calls) and a few
+//! values per query: `O(Lq * (BLOCK_KEYS + D))`, never `Lq x Lk`. Entries run in parallel, one per worker, when there are at least as many as
 //! workers; otherwise one after another with every worker in each product.
 
-use crate::library::attention::batch_strides_of;
+use crate::library::attention::{batch_strides_of, mask_block, mask_strides, MaskAt};
 use crate::pool::num_threads;
 use crate::view::{InputView, SendPtr};
 use pyasc_ir::error::{IrError, Result};
@@ -114,10 +115,12 @@ fn mat<T>(ptr: *const T, rows: usize, cols: usize, rs: isize, cs: isize) -> MatR
     MatRef { ptr, rows, cols, rs, cs }
 }
 
-/// One batch entry's operands (`q, k, v, o, do`: address, row stride, column stride), the
-/// rows' log-sum-exp when the forward kept them (address, stride), and sizes.
+/// One batch entry's operands (`q, k, v, o, do`: address, row stride, column stride), its
+/// mask if any (its element at query 0, key 0 of this entry), the rows' log-sum-exp when the
+/// forward kept them (address, stride), and sizes.
 struct Entry<T> {
     m: [(*const T, isize, isize); 5],
+    mask: Option<(MaskAt, bool)>,
     lse: Option<(*const T, isize)>,
     lq: usize,
     lk: usize,
@@ -210,13 +213,13 @@ impl<T: Elem> Entry<T> {
         let blocks = lk.div_ceil(bk);
         let parts: Vec<Result<(Vec<T>, Vec<T>)>> = each(workers, |w| {
             let (mut mx, mut sm) = (vec![T::NEG_INF; lq], vec![T::ZERO; lq]);
-            T::with_blocks(lq * bk, |s, _| {
+            T::with_blocks(lq * bk, |s, spare| {
                 for b in (w..blocks).step_by(workers) {
                     poll()?;
                     let (j0, r0) = (b * bk, self.first_row(b * bk));
                     let n = bk.min(lk - j0);
                     if r0 < lq {
-                        self.scores(s, bk, r0, j0, n);
+                        self.scores(s, spare, bk, r0, j0, n);
                         lse_update(s, bk, &mut mx[r0..], &mut sm[r0..], &self.valid(r0, j0, n));
                     }
                 }
@@ -253,14 +256,26 @@ impl<T: Elem> Entry<T> {
         (r0..self.lq).map(|i| if self.causal { (i + 1).saturating_sub(j0).min(n) } else { n }).collect()
     }
 
-    /// `s = scale Q[r0..] K[j0..j0 + n]^T`, rows of stride `ld`.
-    fn scores(&self, s: &mut [T], ld: usize, r0: usize, j0: usize, n: usize) {
+    /// `s = scale Q[r0..] K[j0..j0 + n]^T (+ the mask's addends)`, rows of stride `ld`;
+    /// `spare` (as large as `s`) holds the addends on the way.
+    fn scores(&self, s: &mut [T], spare: &mut [T], ld: usize, r0: usize, j0: usize, n: usize) {
         let (rows, d) = (self.lq - r0, self.d);
         let dst = MatMut { ptr: s.as_mut_ptr(), rows, cols: n, rs: ld as isize, cs: 1 };
         let kb = self.keys(1, j0, n, d);
         let kt = mat(kb.ptr, d, n, kb.cs, kb.rs);
         // SAFETY: the block buffer holds rows x ld; the operands are readable.
         unsafe { T::mm(dst, self.rows_from(0, r0, d), kt, T::of(self.scale), 1) };
+        if let Some((m, boolean)) = &self.mask {
+            let at = MaskAt { base: m.base + r0 as isize * m.sq + j0 as isize * m.sk, ..*m };
+            // SAFETY: the mask view covers queries r0.. and keys j0..j0 + n of this entry.
+            unsafe { mask_block(spare, (rows, n), (ld, 1), &at, *boolean, T::of) };
+            for r in 0..rows {
+                let (row, add) = (&mut s[r * ld..r * ld + n], &spare[r * ld..r * ld + n]);
+                for (x, a) in row.iter_mut().zip(add) {
+                    *x = x.add(*a);
+                }
+            }
+        }
     }
 
     /// One block of keys from `j0`: its rows of `dk` and `dv`, and its share added to `acc`
@@ -286,7 +301,7 @@ impl<T: Elem> Entry<T> {
         let r0 = self.first_row(j0);
         let rows = lq - r0;
         if rows > 0 {
-            self.scores(s, bk, r0, j0, n);
+            self.scores(s, dp, bk, r0, j0, n);
             probs(s, bk, n, &lse[r0..], &self.valid(r0, j0, n));
         }
         let p = mat(s.as_ptr(), rows, n, bk as isize, 1);
@@ -317,22 +332,21 @@ impl<T: Elem> Entry<T> {
 // SAFETY: an entry holds addresses of operands that are only read while it is shared.
 unsafe impl<T> Sync for Entry<T> {}
 
-/// The packed cotangents of attention without a mask; `out` is C-contiguous with the packed
+/// The packed cotangents of attention (the mask, if any, after the five operands; the rows'
+/// log-sum-exp, if kept, last); `out` is C-contiguous with the packed
 /// shape ([`pyasc_ir::library::attention_backward_shape`]) in the operands' dtype.
 ///
 /// # Safety
 /// The operands must be live views of their dtypes and `out` must hold the result.
 pub unsafe fn run_attention_backward(ops: &[&InputView], out: *mut u8, spec: &AttnSpec) -> Result<()> {
-    let (q, k, v, o, g, stats) = match ops {
-        [q, k, v, o, g] => (*q, *k, *v, *o, *g, None),
-        [q, k, v, o, g, l] => (*q, *k, *v, *o, *g, Some(*l)),
-        _ => return Err(IrError::internal("attention_backward takes five or six operands")),
-    };
-    if spec.mask != AttnMask::None {
-        return Err(IrError::internal("attention_backward has no mask"));
+    let fixed = 5 + usize::from(spec.mask != AttnMask::None);
+    if ops.len() != fixed && ops.len() != fixed + 1 {
+        return Err(IrError::internal("attention_backward: the operand count does not match the mask"));
     }
+    let (q, k, v, o, g) = (ops[0], ops[1], ops[2], ops[3], ops[4]);
+    let (mask, stats) = ((fixed == 6).then(|| ops[5]), ops.get(fixed).copied());
     let shape = |x: &InputView| Shape(x.shape.clone());
-    let oshape = attention_shape(&shape(q), &shape(k), &shape(v), None)?;
+    let oshape = attention_shape(&shape(q), &shape(k), &shape(v), mask.map(shape).as_ref())?;
     let r = oshape.rank();
     let batch = oshape.0[..r - 2].to_vec();
     let (lq, dv) = (oshape.0[r - 2], oshape.0[r - 1]);
@@ -343,20 +357,23 @@ pub unsafe fn run_attention_backward(ops: &[&InputView], out: *mut u8, spec: &At
         return Ok(());
     }
     let views = [q, k, v, o, g];
-    let strides: Vec<Vec<isize>> = views.iter().chain(&stats).map(|x| batch_strides_of(x, &batch)).collect();
+    let strides: Vec<Vec<isize>> = views.iter().map(|x| batch_strides_of(x, &batch)).collect();
     // Each operand's address (as an integer, shared by the workers), row and column strides.
     let bases: [(usize, isize, isize); 5] = std::array::from_fn(|i| {
         let x = views[i];
         let n = x.shape.len();
         (x.ptr as usize, x.strides[n - 2], x.strides[n - 1])
     });
-    // The statistics' address (as an integer, like the operands') and row stride.
-    let stats_at = stats.map(|l| (l.ptr as usize, l.strides[l.shape.len() - 2]));
+    // The statistics' and the mask's addresses (as integers, like the operands'), strides and
+    // batch strides.
+    let stats_at = stats.map(|l| (l.ptr as usize, l.strides[l.shape.len() - 2], batch_strides_of(l, &batch)));
+    let mask_at = mask.map(|m| (m.ptr as usize, m.dtype, mask_strides(m), batch_strides_of(m, &batch)));
+    let boolean = spec.mask == AttnMask::Bool;
     let dtype = q.dtype;
-    let offset = |i: usize, mut flat: usize| -> isize {
+    let offset = |strides: &[isize], mut flat: usize| -> isize {
         let mut off = 0;
         for dim in (0..batch.len()).rev() {
-            off += (flat % batch[dim]) as isize * strides[i][dim];
+            off += (flat % batch[dim]) as isize * strides[dim];
             flat /= batch[dim];
         }
         off
@@ -373,10 +390,13 @@ pub unsafe fn run_attention_backward(ops: &[&InputView], out: *mut u8, spec: &At
             ($t:ty) => {{
                 let m: [(*const $t, isize, isize); 5] = std::array::from_fn(|i| {
                     let (p, rs, cs) = bases[i];
-                    ((p as *const $t).wrapping_offset(offset(i, e)), rs, cs)
+                    ((p as *const $t).wrapping_offset(offset(&strides[i], e)), rs, cs)
                 });
-                let lse = stats_at.map(|(p, rs)| ((p as *const $t).wrapping_offset(offset(5, e)), rs));
-                let entry = Entry { m, lse, lq, lk, d, dv, scale: spec.scale, causal: spec.causal };
+                let lse = stats_at.as_ref().map(|(p, rs, bs)| ((*p as *const $t).wrapping_offset(offset(bs, e)), *rs));
+                let mask = mask_at.as_ref().map(|(p, dtype, (sq, sk), bs)| {
+                    (MaskAt { ptr: *p as *const u8, dtype: *dtype, base: offset(bs, e), sq: *sq, sk: *sk }, boolean)
+                });
+                let entry = Entry { m, mask, lse, lq, lk, d, dv, scale: spec.scale, causal: spec.causal };
                 let pout = &pout;
                 // SAFETY: per this function's contract; each entry writes its own packed row.
                 unsafe { entry.run((pout.0 as *mut $t).add(e * per), inner, &poll) }
