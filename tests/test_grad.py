@@ -226,13 +226,49 @@ def test_check_grads_passes_and_catches_a_wrong_rule():
                           (np.array([0.12345]),), modes=("fwd",), eps=1e-4)
 
 
+@pyasc.vectorized_operator
+def _halve_until_small(x):
+    while x > 1.0:
+        x = x * 0.5
+    return x
+
+
+@pyasc.vectorized_operator
+def _poly(x, y):
+    return x * x * y + 3.0 * y
+
+
+@pyasc.kernel
+def double_into(x, y):
+    i = pyasc.program_id(0)
+    y[i] = x[i] * 2.0
+
+
+def _launch_inside(x):
+    y = x * 0.0
+    double_into[4](x, y)
+    return y
+
+
+def test_a_vectorized_operator_without_loops_joins_the_trace_and_differentiates():
+    x, y = RNG.standard_normal(7), RNG.standard_normal(7)
+    assert _poly.mode(x, y) == "fused"
+    gx, gy = pyasc.grad(lambda x, y: pyasc.sum(pyasc.sin(_poly(x, y))), argnums=(0, 1))(x, y)
+    c = np.cos(x * x * y + 3.0 * y)
+    np.testing.assert_allclose(gx, c * 2 * x * y, rtol=1e-12)
+    np.testing.assert_allclose(gy, c * (x * x + 3.0), rtol=1e-12)
+
+
 def test_errors_are_typed_and_name_the_line():
     with pytest.raises(pyasc.ShapeError, match="scalar output"):
         pyasc.grad(lambda x: pyasc.exp(x))(np.ones(3))
     with pytest.raises(pyasc.DTypeError, match="float"):
         pyasc.grad(lambda x: pyasc.sum(x * 2.0))(np.arange(3))
-    with pytest.raises(pyasc.UnsupportedError, match="[Mm]edian.*no gradient rule.*custom_vjp") as e:
-        pyasc.grad(lambda x: pyasc.sum(pyasc.nanmedian(x, axis=0)))(np.ones(3))
+    with pytest.raises(pyasc.UnsupportedError, match="vectorized operator whose body loops.*no gradient rule") as e:
+        pyasc.grad(lambda x: pyasc.sum(_halve_until_small(x)))(np.ones(3))
+    assert e.value.filename == __file__
+    with pytest.raises(pyasc.UnsupportedError, match="kernel 'double_into'.*no gradient rule") as e:
+        pyasc.grad(lambda x: pyasc.sum(_launch_inside(x)))(np.ones(4, np.float32))
     assert e.value.filename == __file__
     with pytest.raises(pyasc.InvalidArgumentError, match="argnums"):
         pyasc.grad(lambda x: pyasc.sum(x), argnums=2)(np.ones(3))
@@ -496,6 +532,33 @@ def test_median_and_quantile_rules_match_jax(case):
         pf, jf = (lambda x: pyasc.quantile(x, q, axis=0)), (lambda x: jnp.quantile(x, q, axis=0))
     wt = RNG.standard_normal(np.shape(jf(x)))
     _close(pyasc.grad(lambda x: pyasc.sum(pf(x) * wt))(x), jax.grad(lambda x: jnp.sum(jf(x) * wt))(x))
+
+
+@pytest.mark.parametrize("case", ["nanmedian_odd", "nanmedian_even", "nanquantiles", "nanpercentile"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_nan_order_statistics_rules_match_jax(case, dtype):
+    x = RNG.standard_normal((6, 7)).astype(dtype)
+    x[RNG.random(x.shape) < 0.3] = np.nan
+    x[2] = np.nan  # a row of NaNs: NaN value, no gradient
+    x[4, :] = RNG.standard_normal(7)  # a row without NaNs
+    if case == "nanmedian_odd":
+        x[0, :3] = np.nan  # 4 left: the middle pair
+        x[1, :2] = np.nan  # 5 left: the middle one
+        pf, jf = (lambda x: pyasc.nanmedian(x, axis=1)), (lambda x: jnp.nanmedian(x, axis=1))
+    elif case == "nanmedian_even":
+        pf, jf = (lambda x: pyasc.nanmedian(x.T, axis=0)), (lambda x: jnp.nanmedian(x.T, axis=0))
+    elif case == "nanquantiles":
+        q = np.array([0.0, 0.3, 0.5, 1.0])
+        pf, jf = (lambda x: pyasc.nanquantile(x, q, axis=1)), (lambda x: jnp.nanquantile(x, q, axis=1))
+    else:
+        pf, jf = (lambda x: pyasc.nanpercentile(x, 70, axis=1)), (lambda x: jnp.nanpercentile(x, 70, axis=1))
+    x64 = x.astype(np.float64)
+    wt = RNG.standard_normal(np.shape(jf(x64)))
+    want = jax.grad(lambda x: jnp.nansum(jf(x) * wt))(x64)
+    got = pyasc.grad(lambda x: pyasc.nansum(pf(x) * wt))(x)
+    assert got.dtype == dtype and np.all(got[2] == 0)
+    tol = 1e-12 if dtype == np.float64 else 1e-5
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
 
 
 @pytest.mark.parametrize("mode", ["edge", "reflect", "wrap"])

@@ -159,9 +159,9 @@ class custom_vjp:  # noqa: N801 (JAX's name)
 
     ``f = custom_vjp(fun)``, then ``f.defvjp(fwd, bwd)``: ``fwd(*args)`` returns ``(out,
     residuals)``, ``bwd(residuals, cotangent)`` a tuple with one cotangent per argument
-    (``None`` for none). Called outside differentiation, ``f`` is ``fun``. Use it for ops with
-    no gradient rule (kernel-language kernels, vectorized operators, NMS) or for a cheaper or
-    more stable rule than the one the graph would give.
+    (``None`` for none). Called outside differentiation, ``f`` is ``fun``. Use it for a cheaper
+    or more stable rule than the one the graph would give, or for a function whose ops have no
+    rule (``fwd`` and ``bwd`` are traced like ``fun``, so they use pyasc ops).
     """
 
     def __init__(self, fun: Callable[..., Any]) -> None:

@@ -146,6 +146,11 @@ class Kernel:
                         f"argument {i} of kernel {self.__name__!r} is a DeviceArray that is not C-contiguous "
                         "(kernels address arrays as flat global memory; copy it with pyasc.to_device(a))"))
                 key.append(("array", _dtype_name(np.dtype(a.dtype)), a.size))
+            elif type(a) is _pyasc.Tensor:
+                raise at_user_line(UnsupportedError(
+                    f"kernel {self.__name__!r} got a traced value as argument {i}: kernels run on arrays only, so "
+                    "a launch cannot join a trace (an operator body or a gradient) and has no gradient rule; "
+                    "launch it on arrays, outside the operator"))
             elif hasattr(a, "__dlpack__"):
                 raise at_user_line(UnsupportedError(
                     f"argument {i} of kernel {self.__name__!r}: kernels take NumPy arrays and pyasc.DeviceArray "

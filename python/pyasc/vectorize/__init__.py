@@ -26,7 +26,7 @@ import numpy as np
 from .. import _pyasc
 from ..core.decorators import validate_options
 from ..dask import call_elementwise, has_dask
-from ..errors import InvalidArgumentError, ShapeError
+from ..errors import InvalidArgumentError, ShapeError, UnsupportedError, at_user_line
 from . import _types as vt
 from ._compile import Source, UnknownCall, compile_function, has_value_control_flow
 from ._ir import form_chains
@@ -53,6 +53,8 @@ def _is_device_array(a: Any) -> bool:
 
 
 def _arg_type(a: Any) -> Tuple[vt.VType, Any]:
+    if type(a) is _pyasc.Tensor:
+        return vt.strong(np.dtype(a.dtype)), a
     """Return the type of an argument and the array that carries it."""
     if type(a) is bool:  # exact types: NumPy's float64 and bool_ scalars are strong
         return vt.weak(bool), np.asarray(a)
@@ -116,6 +118,8 @@ class VectorizedOperator:
         """Apply the function to every element of the broadcast arguments."""
         if has_dask(args):  # Dask arrays: mapped over their aligned blocks (see pyasc.dask)
             return call_elementwise(self, args)
+        if any(type(a) is _pyasc.Tensor for a in args):
+            return self._traced(args)
         c, arrays, types = self._prepare(args)
         if c.mode == "whole":
             return self.fn(*args)
@@ -161,6 +165,22 @@ class VectorizedOperator:
         if scalar_out:
             return out[()]
         return out
+
+    def _traced(self, args: Tuple[Any, ...]) -> Any:
+        """Apply the function to traced values (inside an operator body or a gradient).
+
+        A body without loops joins the caller's trace as its ops (fused and differentiated
+        with it); a body with loops runs on arrays only.
+        """
+        c = self._prepare(args)[0]
+        if c.mode == "fused":
+            return c.op(*args)
+        if c.mode == "whole":
+            return self.fn(*args)
+        raise at_user_line(UnsupportedError(
+            f"{self.name}: a vectorized operator whose body loops runs on arrays only, so it cannot join a trace "
+            "(an operator body or a gradient) and has no gradient rule; call it on arrays, outside the operator, or "
+            "write the loop with pyasc ops (a gradient then follows the ops' rules)"))
 
     def mode(self, *args: Any) -> str:
         """Return how calls with arguments like ``args`` run.

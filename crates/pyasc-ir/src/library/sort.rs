@@ -245,7 +245,10 @@ impl LibraryOp for SortOp {
             SortMode::Median { skip_nan: false } | SortMode::Quantile { skip_nan: false, .. } => {
                 return Ok(vec![Some(order_statistic_vjp(b, spec, x, g)?)]);
             }
-            SortMode::Median { .. } | SortMode::Quantile { .. } | SortMode::Unique { .. } => {
+            SortMode::Median { .. } | SortMode::Quantile { .. } => {
+                return Ok(vec![Some(nan_order_statistic_vjp(b, spec, x, g)?)]);
+            }
+            SortMode::Unique { .. } => {
                 return Err(crate::grad::no_rule(&self.describe(attr)));
             }
             _ => return Ok(vec![None; inputs.len()]),
@@ -320,6 +323,70 @@ fn order_statistic_vjp(
         }
     }
     total.ok_or_else(|| IrError::internal("an order statistic without positions"))
+}
+
+/// The cotangent of `x` for `nanmedian` or a linear `nanquantile` along `spec.axis`: as
+/// [`order_statistic_vjp`] over each row's `c` non-NaN elements, which the stable argsort puts
+/// first, so the sorted positions `lo = floor(q (c - 1))` and `lo + 1` and the weight
+/// `f = q (c - 1) - lo` differ by row and are computed as values; a row of NaNs (`c = 0`)
+/// sends back nothing (JAX's rule).
+fn nan_order_statistic_vjp(
+    b: &mut crate::grad::Builder<'_>,
+    spec: &SortSpec,
+    x: crate::graph::NodeId,
+    g: crate::graph::NodeId,
+) -> Result<crate::graph::NodeId> {
+    use crate::op::{BinaryOp, ReduceOp, UnaryOp};
+    let axis = spec.axis;
+    let xs = b.shape(x);
+    let n = xs.0[axis];
+    let outer: usize = xs.0[..axis].iter().product();
+    let inner: usize = xs.0[axis + 1..].iter().product();
+    let qs: Vec<f64> = match &spec.mode {
+        SortMode::Median { .. } => vec![0.5],
+        SortMode::Quantile { q, .. } => q.clone(),
+        _ => return Err(IrError::internal("not an order statistic")),
+    };
+    let dt = b.dtype(x);
+    let three = Shape(vec![outer, n, inner]);
+    let mode = SortMode::ArgSort { stable: true };
+    let order = b.g.library(LibId::SORT, Attr::Sort(SortSpec { mode, axis }), &[x], b.loc.clone())?;
+    let order = b.reshape(order, &three)?;
+    // Per row: the count of non-NaN elements; per sorted position: its index.
+    let x3 = b.reshape(x, &three)?;
+    let nan = b.un(UnaryOp::IsNan, x3)?;
+    let nan = b.cast(nan, dt)?;
+    let (zero, one) = (b.c(0.0), b.c(1.0));
+    let valid = b.sub(one, nan)?;
+    let count = b.reduce(ReduceOp::Sum, valid, &[1], true)?;
+    let some = b.bin(BinaryOp::Gt, count, zero)?;
+    let pos = crate::grad::iota(b, &Shape(vec![1, n, 1]), 1)?;
+    let pos = b.cast(pos, dt)?;
+    let last = b.sub(count, one)?;
+    let g = b.cast(g, dt)?;
+    let g = b.reshape(g, &Shape(vec![qs.len(), outer, 1, inner]))?;
+    let mut total: Option<crate::graph::NodeId> = None;
+    for (i, &q) in qs.iter().enumerate() {
+        let gi = b.slice_axis(g, 0, SliceDim { start: i, step: 1, len: 1 })?;
+        let gi = b.reshape(gi, &Shape(vec![outer, 1, inner]))?;
+        let at = b.scale(q, last)?;
+        let lo = b.un(UnaryOp::Floor, at)?;
+        let f = b.sub(at, lo)?;
+        let hi = b.add(lo, one)?;
+        let (on_lo, on_hi) = (b.bin(BinaryOp::Eq, pos, lo)?, b.bin(BinaryOp::Eq, pos, hi)?);
+        let keep = b.sub(one, f)?;
+        let w_lo = b.select(on_lo, keep, zero)?;
+        let w_hi = b.select(on_hi, f, zero)?;
+        let w = b.add(w_lo, w_hi)?;
+        let w = b.select(some, w, zero)?;
+        let vals = b.mul(w, gi)?;
+        total = Some(match total {
+            Some(t) => b.add(t, vals)?,
+            None => vals,
+        });
+    }
+    let vals = total.ok_or_else(|| IrError::internal("an order statistic without positions"))?;
+    crate::grad::scatter_add_along(b, &xs, axis, order, vals)
 }
 
 #[cfg(test)]
