@@ -150,7 +150,8 @@ class Kernel:
                 raise at_user_line(UnsupportedError(
                     f"kernel {self.__name__!r} got a traced value as argument {i}: kernels run on arrays only, so "
                     "a launch cannot join a trace (an operator body or a gradient) and has no gradient rule; "
-                    "launch it on arrays, outside the operator"))
+                    "launch it on arrays, outside the operator, or give the enclosing function a rule with "
+                    "pyasc.custom_vjp whose fwd and bwd use pyasc ops"))
             elif hasattr(a, "__dlpack__"):
                 raise at_user_line(UnsupportedError(
                     f"argument {i} of kernel {self.__name__!r}: kernels take NumPy arrays and pyasc.DeviceArray "

@@ -180,7 +180,8 @@ class VectorizedOperator:
         raise at_user_line(UnsupportedError(
             f"{self.name}: a vectorized operator whose body loops runs on arrays only, so it cannot join a trace "
             "(an operator body or a gradient) and has no gradient rule; call it on arrays, outside the operator, or "
-            "write the loop with pyasc ops (a gradient then follows the ops' rules)"))
+            "write the loop with pyasc ops (a gradient then follows the ops' rules), or give the enclosing function "
+            "a rule with pyasc.custom_vjp (its fwd and bwd traced like any body)"))
 
     def mode(self, *args: Any) -> str:
         """Return how calls with arguments like ``args`` run.
