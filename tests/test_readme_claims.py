@@ -170,8 +170,8 @@ def test_introspection_methods():
         c.tile_program(len(kernels))
     passes = [r["name"] for r in c.pass_reports()]
     assert passes == ["precision", "attention", "promote", "host_ints", "fold", "implicit_broadcast", "cse",
-                      "attention_stats", "dce", "fuse", "lower", "chain", "select_cmp", "scale_shift", "reduce_map", "deviation", "scan_map", "half_math",
-                      "stack_columns"], passes
+                      "attention_stats", "dce", "fuse", "lower", "chain", "select_cmp", "scale_shift", "reduce_map",
+                      "deviation", "scan_map", "half_math", "stack_columns"], passes
     usage = c.memory_usage()
     assert any(u["role"] == "argument 0" and u["bytes"] == x.nbytes for u in usage), usage
     assert c.peak_memory_bytes >= x.nbytes and c.compile_micros > 0
