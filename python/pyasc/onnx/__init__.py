@@ -1,0 +1,211 @@
+"""ONNX models in pyasc: ``pyasc.onnx.load`` turns a whole network into one pyasc operator.
+
+The graph is prepared once (shape inference, constant folding, batch normalisations folded
+into their convolutions; see :mod:`pyasc.onnx._graph`), then traced node by node into one
+operator: every node becomes pyasc ops (the table in :mod:`pyasc.onnx._ops`), so the compiler
+fuses across nodes (a convolution's bias, ReLU and residual add run in its kernel) and the
+operator's cache keeps one plan per input signature. Initializers are captured arrays of the
+trace, not copied per call. ``custom_ops`` maps nodes of any domain to user operators.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from .. import _pyasc
+from ..errors import InvalidArgumentError, PyAscError
+from ._graph import Graph, Node, Value
+from ._ops import OPS
+
+__all__ = ["load", "Model", "Value", "supported_ops"]
+
+
+def supported_ops() -> List[str]:
+    """Return the ONNX operator types (default domain) pyasc runs, sorted."""
+    return sorted(OPS)
+
+
+def _custom_table(custom_ops: Optional[Dict[Any, Any]]) -> Dict[Tuple[str, str], Any]:
+    table: Dict[Tuple[str, str], Any] = {}
+    for key, op in (custom_ops or {}).items():
+        if isinstance(key, str):
+            table[("", key)] = op
+        elif isinstance(key, tuple) and len(key) == 2 and all(isinstance(k, str) for k in key):
+            table[(key[0] if key[0] != "ai.onnx" else "", key[1])] = op
+        else:
+            raise InvalidArgumentError(f"custom_ops keys are 'OpType' or ('domain', 'OpType'), not {key!r}")
+        if not callable(op):
+            raise InvalidArgumentError(f"custom_ops[{key!r}] is not callable")
+    return table
+
+
+def _run_node(graph: Graph, n: Node, ins: List[Any]) -> List[Any]:
+    f = graph.op_of(n)
+    try:
+        if f is OPS.get(n.op_type) and n.domain in ("", "ai.onnx"):
+            outs = f(ins, dict(n.attrs, _outputs=len(n.outputs)), graph.opset)
+        else:
+            got = f(*[i for i in ins if i is not None], **n.attrs)
+            outs = list(got) if isinstance(got, (tuple, list)) else [got]
+    except PyAscError as e:
+        e.add_note(f"in ONNX node {n.name!r} ({n.domain or 'ai.onnx'}::{n.op_type})")
+        raise
+    return outs
+
+
+class Model:
+    """An ONNX model as one pyasc operator, with onnxruntime's calling convention.
+
+    ``model.run(output_names_or_None, {input_name: array})`` returns a list of arrays;
+    ``model(*inputs)`` returns one array or a tuple. ``inputs`` and ``outputs`` describe the
+    graph's values (symbolic dimensions by name).
+    """
+
+    def __init__(self, proto: Any, custom_ops: Optional[Dict[Any, Any]] = None,
+                 precision_mode: Optional[str] = None, device_type: str = "cpu") -> None:
+        """Prepare ``proto`` (a ``onnx.ModelProto``); its operator is built at the first call."""
+        self.graph = Graph(proto, _custom_table(custom_ops))
+        self.inputs: List[Value] = self.graph.inputs
+        self.outputs: List[Value] = self.graph.outputs
+        opts: Dict[str, Any] = {"kernel_name": _kernel_name(self.graph.name), "device_type": device_type}
+        if precision_mode is not None:
+            opts["precision_mode"] = precision_mode
+        self._opts = opts
+        # One operator per value of the static inputs (shapes, axes, pads fed at run time).
+        self._ops: Dict[Any, Any] = {}
+        self._dynamic = [v for v in self.inputs if v.name not in self.graph.static]
+
+    def _operator(self, static: Dict[str, np.ndarray]) -> Any:
+        key = tuple((k, a.dtype.str, a.shape, a.tobytes()) for k, a in sorted(static.items()))
+        op = self._ops.get(key)
+        if op is not None:
+            return op
+        from ..core.decorators import operator
+
+        graph = self.graph
+        consts = dict(graph.consts, **static)
+        names = [v.name for v in self._dynamic]
+
+        def body(*args: Any) -> Any:
+            env: Dict[str, Any] = dict(consts)
+            env.update(zip(names, args))
+            for n in graph.nodes:
+                outs = _run_node(graph, n, [env[i] if i else None for i in n.inputs])
+                for name, o in zip(n.outputs, outs):
+                    if name:
+                        env[name] = o
+            return tuple(_traced_value(env[v.name], args) for v in graph.outputs)
+
+        body.__name__ = body.__qualname__ = self._opts["kernel_name"]
+        # With every input static the whole model is constant: computed on arrays, once.
+        op = operator(body, **self._opts) if names else _constant_outputs(body)
+        if len(self._ops) >= 64:
+            self._ops.pop(next(iter(self._ops)))
+        self._ops[key] = op
+        return op
+
+    def __repr__(self) -> str:
+        """Name the model and its inputs and outputs."""
+        return f"<pyasc.onnx.Model {self.graph.name!r}: {len(self.graph.nodes)} nodes, inputs {self.inputs}>"
+
+    def _arrays(self, args: Sequence[Any]) -> List[Any]:
+        if len(args) != len(self.inputs):
+            raise InvalidArgumentError(f"the model takes {len(self.inputs)} inputs "
+                                       f"({', '.join(v.name for v in self.inputs)}), {len(args)} given")
+        out = []
+        for v, a in zip(self.inputs, args):
+            a = a if isinstance(a, _pyasc.DeviceArray) else np.asarray(a)
+            if v.dtype is not None and np.dtype(a.dtype) != v.dtype:
+                raise InvalidArgumentError(f"input {v.name!r} has dtype {a.dtype}; the model takes {v.dtype}")
+            out.append(a)
+        return out
+
+    def _split(self, inputs: Sequence[Any]) -> Tuple[Any, List[Any]]:
+        arrays = self._arrays(inputs)
+        static = {v.name: np.asarray(a) for v, a in zip(self.inputs, arrays) if v.name in self.graph.static}
+        dynamic = [a for v, a in zip(self.inputs, arrays) if v.name not in self.graph.static]
+        return self._operator(static), dynamic
+
+    def __call__(self, *inputs: Any) -> Any:
+        """Run the model on ``inputs`` in the graph's order; one output alone, else a tuple."""
+        op, args = self._split(inputs)
+        outs = op(*args)
+        outs = outs if isinstance(outs, tuple) else (outs,)
+        return outs[0] if len(outs) == 1 else outs
+
+    def run(self, output_names: Optional[Sequence[str]], feeds: Dict[str, Any]) -> List[Any]:
+        """Run as ``onnxruntime.InferenceSession.run``: outputs by name (all for ``None``)."""
+        missing = [v.name for v in self.inputs if v.name not in feeds]
+        if missing:
+            raise InvalidArgumentError(f"missing model input(s): {', '.join(missing)}")
+        outs = self(*[feeds[v.name] for v in self.inputs])
+        outs = list(outs) if isinstance(outs, tuple) else [outs]
+        if output_names is None:
+            return outs
+        names = [v.name for v in self.outputs]
+        for n in output_names:
+            if n not in names:
+                raise InvalidArgumentError(f"the model has no output {n!r}; it has {', '.join(names)}")
+        return [outs[names.index(n)] for n in output_names]
+
+    def get_compiled_op(self, *inputs: Any) -> Any:
+        """Return the compiled operator for inputs like ``inputs`` (kernels, pass reports)."""
+        op, args = self._split(inputs)
+        return op.get_compiled_op(*args)
+
+    def estimate(self, *inputs: Any) -> Any:
+        """Return the NPU twin's estimate of the model on inputs like ``inputs``."""
+        op, args = self._split(inputs)
+        return op.estimate(*args)
+
+
+def _constant_outputs(body: Any) -> Any:
+    """Return a function returning ``body()``'s outputs, computed on arrays at the first call."""
+    done: List[Any] = []
+
+    def run() -> Any:
+        if not done:
+            done.append(tuple(np.asarray(o) for o in body()))
+        return done[0]
+
+    return run
+
+
+def _kernel_name(name: str) -> str:
+    clean = "".join(c if c.isalnum() else "_" for c in name) or "onnx_model"
+    return clean if not clean[0].isdigit() else f"m_{clean}"
+
+
+def _traced_value(x: Any, args: Sequence[Any]) -> Any:
+    """Return output ``x`` as a value of the trace (a constant of the graph joins it).
+
+    Without arguments (every input static) the body runs on arrays and ``x`` stays as it is.
+    """
+    if type(x) is _pyasc.Tensor or not args:
+        return x
+    a = np.asarray(x)
+    # A constant joined to the trace through an empty read of the first argument.
+    empty = args[0].reshape(-1)[:0].sum()
+    return a + empty.astype(a.dtype) if a.dtype.kind != "b" else np.logical_or(a, empty != 0)
+
+
+def load(model: Union[str, Any], custom_ops: Optional[Dict[Any, Any]] = None, precision_mode: Optional[str] = None,
+         device_type: str = "cpu") -> Model:
+    """Load an ONNX model (a path, bytes or a ``onnx.ModelProto``) as a :class:`Model`.
+
+    ``custom_ops`` maps ``"OpType"`` (default domain) or ``("domain", "OpType")`` to a
+    ``@pyasc.operator``, class operator, ``@vectorized_operator`` or function of pyasc ops; the
+    node's inputs are its positional arguments and its attributes keyword arguments. Every node
+    without an operator is listed in one ``UnsupportedError``.
+    """
+    import onnx
+
+    if isinstance(model, (bytes, bytearray)):
+        proto = onnx.load_from_string(bytes(model))
+    elif isinstance(model, onnx.ModelProto):
+        proto = model
+    else:
+        proto = onnx.load(str(model))
+    return Model(proto, custom_ops, precision_mode, device_type)

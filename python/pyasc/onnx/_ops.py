@@ -1,0 +1,857 @@
+"""ONNX operators as pyasc ops: one function per operator type.
+
+Each function takes the node's inputs (NumPy arrays for constants, traced tensors inside the
+model's operator; ``None`` for an omitted optional input), its attributes as a dict and the
+model's opset for the default domain, and returns the node's outputs as a list. The bodies use
+NumPy functions and pyasc's NN ops, which work on both: so the same table folds constant
+subgraphs at load time (on arrays) and builds the model's trace (on traced tensors), where
+NumPy calls dispatch to pyasc and fuse.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+import numpy as np
+
+from .. import _pyasc
+from ..errors import UnsupportedError
+from ..nn import convolution as _conv
+
+Op = Callable[[List[Any], Dict[str, Any], int], List[Any]]
+OPS: Dict[str, Op] = {}
+
+
+def op(*names: str) -> Callable[[Op], Op]:
+    """Register a function for the operator types ``names``."""
+
+    def put(f: Op) -> Op:
+        for n in names:
+            OPS[n] = f
+        return f
+
+    return put
+
+
+def traced(x: Any) -> bool:
+    """Return whether ``x`` is a traced tensor (a value of the model's trace)."""
+    return type(x) is _pyasc.Tensor
+
+
+def ints(x: Any) -> List[int]:
+    """Return a constant integer input (shapes, axes, pads) as a list; it must be known at load time."""
+    if traced(x):
+        raise UnsupportedError("a shape, axes or pads input computed from the model's inputs is not supported; "
+                               "it must be a constant or come from static shapes")
+    return [int(v) for v in np.asarray(x).reshape(-1)]
+
+
+def _dims(x: Any) -> tuple:
+    """Return the shape of an array or a traced tensor."""
+    return tuple(x.shape) if traced(x) else tuple(np.shape(x))
+
+
+def _rank(x: Any) -> int:
+    return len(_dims(x))
+
+
+def _count(x: Any) -> int:
+    return int(np.prod(_dims(x), dtype=np.int64))
+
+
+def _axis(a: int, rank: int) -> int:
+    return a + rank if a < 0 else a
+
+
+# ---- elementwise -------------------------------------------------------------------------
+
+_UNARY = {
+    "Abs": np.abs, "Neg": np.negative, "Exp": np.exp, "Log": np.log, "Sqrt": np.sqrt, "Reciprocal": np.reciprocal,
+    "Floor": np.floor, "Ceil": np.ceil, "Sin": np.sin, "Cos": np.cos, "Tan": np.tan, "Asin": np.arcsin,
+    "Acos": np.arccos, "Atan": np.arctan, "Sinh": np.sinh, "Cosh": np.cosh, "Tanh": np.tanh, "Asinh": np.arcsinh,
+    "Acosh": np.arccosh, "Atanh": np.arctanh, "Sign": np.sign, "Not": np.logical_not, "IsNaN": np.isnan,
+    "BitwiseNot": np.invert,
+}
+_BINARY = {
+    "Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Equal": np.equal, "Less": np.less,
+    "LessOrEqual": np.less_equal, "Greater": np.greater, "GreaterOrEqual": np.greater_equal, "And": np.logical_and,
+    "Or": np.logical_or, "Xor": np.logical_xor, "BitwiseAnd": np.bitwise_and, "BitwiseOr": np.bitwise_or,
+    "BitwiseXor": np.bitwise_xor,
+}
+
+
+def _unary(f: Callable[[Any], Any]) -> Op:
+    return lambda x, a, v: [f(x[0])]
+
+
+def _binary(f: Callable[[Any, Any], Any]) -> Op:
+    return lambda x, a, v: [f(x[0], x[1])]
+
+
+for _n, _f in _UNARY.items():
+    OPS[_n] = _unary(_f)
+for _n, _f in _BINARY.items():
+    OPS[_n] = _binary(_f)
+
+
+def _same(x: Any, like: Any) -> Any:
+    """``x`` in ``like``'s dtype (ONNX ops keep their input's type)."""
+    dt = np.dtype(like.dtype)
+    return x if np.dtype(x.dtype) == dt else x.astype(dt)
+
+
+@op("Div")
+def _div(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    p, q = x
+    if np.dtype(p.dtype).kind in "iu":
+        # Integer division truncates toward zero (C), as onnxruntime does.
+        r = np.trunc(np.true_divide(p, q))
+        return [r.astype(np.dtype(p.dtype))]
+    return [np.true_divide(p, q)]
+
+
+@op("Mod")
+def _mod(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    p, q = x
+    return [np.fmod(p, q) if a.get("fmod", 0) else np.mod(p, q)]
+
+
+@op("Pow")
+def _pow(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    return [_same(np.power(x[0], x[1]), x[0])]
+
+
+
+
+def _fold(f: Callable[[Any, Any], Any], mean: bool = False) -> Op:
+    def run(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+        acc = x[0]
+        for y in x[1:]:
+            acc = f(acc, y)
+        return [acc / len(x) if mean else acc]
+
+    return run
+
+
+OPS["Max"], OPS["Min"] = _fold(np.maximum), _fold(np.minimum)
+OPS["Sum"], OPS["Mean"] = _fold(np.add), _fold(np.add, mean=True)
+
+
+@op("Relu")
+def _relu(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    return [np.maximum(x[0], np.zeros((), np.dtype(x[0].dtype)))]
+
+
+@op("LeakyRelu")
+def _leaky(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    alpha = a.get("alpha", 0.01)
+    return [np.where(x[0] < 0, x[0] * alpha, x[0])]
+
+
+@op("PRelu")
+def _prelu(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    return [np.where(x[0] < 0, x[0] * x[1], x[0])]
+
+
+@op("Elu")
+def _elu(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    alpha = a.get("alpha", 1.0)
+    return [np.where(x[0] < 0, (np.exp(x[0]) - 1) * alpha, x[0])]
+
+
+@op("Selu")
+def _selu(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    alpha, gamma = a.get("alpha", 1.67326319217681884765625), a.get("gamma", 1.05070102214813232421875)
+    return [np.where(x[0] <= 0, (np.exp(x[0]) - 1) * alpha, x[0]) * gamma]
+
+
+@op("Sigmoid")
+def _sigmoid(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    return [1 / (1 + np.exp(-x[0]))]
+
+
+@op("HardSigmoid")
+def _hard_sigmoid(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    alpha, beta = a.get("alpha", 0.2), a.get("beta", 0.5)
+    return [np.clip(x[0] * alpha + beta, 0, 1)]
+
+
+@op("HardSwish")
+def _hard_swish(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    return [x[0] * np.clip(x[0] * (1 / 6) + 0.5, 0, 1)]
+
+
+@op("Softplus")
+def _softplus(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    return [np.logaddexp(x[0], np.zeros((), np.dtype(x[0].dtype)))]
+
+
+@op("Softsign")
+def _softsign(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    return [x[0] / (1 + np.abs(x[0]))]
+
+
+@op("Mish")
+def _mish(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    return [x[0] * np.tanh(np.logaddexp(x[0], np.zeros((), np.dtype(x[0].dtype))))]
+
+
+@op("Erf")
+def _erf(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    import pyasc
+
+    return [pyasc.erf(x[0])]
+
+
+@op("Gelu")
+def _gelu(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    import pyasc
+
+    t = x[0]
+    if a.get("approximate", "none") in ("tanh", b"tanh"):
+        return [0.5 * t * (1 + np.tanh(math.sqrt(2 / math.pi) * (t + 0.044715 * t * t * t)))]
+    return [pyasc.gelu(t)]
+
+
+@op("Clip")
+def _clip(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    t = x[0]
+    lo = a.get("min") if v < 11 else (x[1] if len(x) > 1 else None)
+    hi = a.get("max") if v < 11 else (x[2] if len(x) > 2 else None)
+    if lo is not None:
+        t = np.maximum(t, lo if not hasattr(lo, "dtype") else _same(lo, t))
+    if hi is not None:
+        t = np.minimum(t, hi if not hasattr(hi, "dtype") else _same(hi, t))
+    return [t]
+
+
+@op("Where")
+def _where(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    return [np.where(x[0], x[1], x[2])]
+
+
+@op("Identity", "Dropout")
+def _identity(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    out = [x[0]]
+    return out + [np.ones(_dims(x[0]), bool)]
+
+
+@op("Cast")
+def _cast(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    from onnx.helper import tensor_dtype_to_np_dtype
+
+    return [x[0].astype(tensor_dtype_to_np_dtype(a["to"]))]
+
+
+@op("CastLike")
+def _cast_like(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    return [x[0].astype(np.dtype(x[1].dtype))]
+
+
+# ---- reductions and normalisations -------------------------------------------------------
+
+def _reduce_axes(x: List[Any], a: Dict[str, Any], v: int, since: int) -> Optional[tuple]:
+    if v >= since and len(x) > 1 and x[1] is not None:
+        axes = ints(x[1])
+    else:
+        axes = a.get("axes")
+    if not axes:
+        return None if not a.get("noop_with_empty_axes", 0) else ()
+    return tuple(_axis(int(i), _rank(x[0])) for i in axes)
+
+
+def _reducer(f: Callable[..., Any], since: int, post: Optional[Callable[[Any], Any]] = None,
+             pre: Optional[Callable[[Any], Any]] = None) -> Op:
+    def run(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+        axes = _reduce_axes(x, a, v, since)
+        t = x[0] if pre is None else pre(x[0])
+        if axes == ():
+            r = t
+        else:
+            r = f(t, axis=axes, keepdims=bool(a.get("keepdims", 1)))
+        return [_same(post(r) if post is not None else r, x[0])]
+
+    return run
+
+
+OPS["ReduceSum"] = _reducer(np.sum, 13)
+OPS["ReduceMean"] = _reducer(np.mean, 18)
+OPS["ReduceMax"] = _reducer(np.max, 18)
+OPS["ReduceMin"] = _reducer(np.min, 18)
+OPS["ReduceProd"] = _reducer(np.prod, 18)
+OPS["ReduceL1"] = _reducer(np.sum, 18, pre=np.abs)
+OPS["ReduceL2"] = _reducer(np.sum, 18, pre=lambda t: t * t, post=np.sqrt)
+OPS["ReduceSumSquare"] = _reducer(np.sum, 18, pre=lambda t: t * t)
+OPS["ReduceLogSum"] = _reducer(np.sum, 18, post=np.log)
+OPS["ReduceLogSumExp"] = _reducer(np.sum, 18, pre=np.exp, post=np.log)
+
+
+
+
+def _argop(f: Callable[..., Any], flip: Callable[..., Any]) -> Op:
+    def run(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+        t, axis = x[0], _axis(a.get("axis", 0), _rank(x[0]))
+        if a.get("select_last_index", 0):
+            n = _dims(t)[axis]
+            r = (n - 1) - f(np.flip(t, axis), axis=axis)
+        else:
+            r = f(t, axis=axis)
+        r = r.astype(np.int64)
+        return [np.expand_dims(r, axis) if a.get("keepdims", 1) else r]
+
+    return run
+
+
+OPS["ArgMax"], OPS["ArgMin"] = _argop(np.argmax, np.flip), _argop(np.argmin, np.flip)
+
+
+
+
+def _softmax_op(log: bool) -> Op:
+    def run(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+        t = x[0]
+        axis = a.get("axis", -1 if v >= 13 else 1)
+        shape = _dims(t)
+        if v < 13:
+            # Before opset 13 the input is coerced to 2-D at `axis`.
+            axis = _axis(axis, len(shape))
+            t = t.reshape(int(np.prod(shape[:axis], dtype=np.int64)), -1)
+            axis = 1
+        m = np.max(t, axis=axis, keepdims=True)
+        e = np.exp(t - m)
+        s = np.sum(e, axis=axis, keepdims=True)
+        r = (t - m) - np.log(s) if log else e / s
+        return [r.reshape(shape)]
+
+    return run
+
+
+OPS["Softmax"], OPS["LogSoftmax"] = _softmax_op(False), _softmax_op(True)
+
+
+@op("BatchNormalization")
+def _batch_norm(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    t, scale, bias, mean, var = x[:5]
+    eps = a.get("epsilon", 1e-5)
+    shape = (1, -1) + (1,) * (_rank(t) - 2)
+    k = (scale / np.sqrt(var + eps)).reshape(shape)
+    return [_same(t * k + (bias - mean * k.reshape(-1)).reshape(shape), t)]
+
+
+@op("InstanceNormalization")
+def _instance_norm(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    t, scale, bias = x
+    eps = a.get("epsilon", 1e-5)
+    axes = tuple(range(2, _rank(t)))
+    mu = np.mean(t, axis=axes, keepdims=True)
+    d = t - mu
+    var = np.mean(d * d, axis=axes, keepdims=True)
+    shape = (1, -1) + (1,) * (_rank(t) - 2)
+    return [d / np.sqrt(var + eps) * scale.reshape(shape) + bias.reshape(shape)]
+
+
+@op("LayerNormalization")
+def _layer_norm(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    t, scale = x[0], x[1]
+    bias = x[2] if len(x) > 2 else None
+    axis = _axis(a.get("axis", -1), _rank(t))
+    eps = a.get("epsilon", 1e-5)
+    axes = tuple(range(axis, _rank(t)))
+    mu = np.mean(t, axis=axes, keepdims=True)
+    d = t - mu
+    var = np.mean(d * d, axis=axes, keepdims=True)
+    rstd = 1 / np.sqrt(var + eps)
+    y = d * rstd * scale
+    if bias is not None:
+        y = y + bias
+    return [y, mu, rstd]
+
+
+@op("LRN")
+def _lrn(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    t = x[0]
+    size = a["size"]
+    alpha, beta, bias = a.get("alpha", 1e-4), a.get("beta", 0.75), a.get("bias", 1.0)
+    c = _dims(t)[1]
+    sq = t * t
+    lo, hi = (size - 1) // 2, size - 1 - (size - 1) // 2
+    widths = [(0, 0), (lo, hi)] + [(0, 0)] * (_rank(t) - 2)
+    padded = np.pad(sq, widths)
+    acc = None
+    for i in range(size):
+        s = padded[:, i:i + c]
+        acc = s if acc is None else acc + s
+    return [t / (bias + (alpha / size) * acc) ** beta]
+
+
+# ---- matrix products and convolutions ----------------------------------------------------
+
+@op("MatMul")
+def _matmul(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    return [np.matmul(x[0], x[1])]
+
+
+@op("Gemm")
+def _gemm(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    p, q = x[0], x[1]
+    if a.get("transA", 0):
+        p = p.T
+    if a.get("transB", 0):
+        q = q.T
+    y = np.matmul(p, q)
+    alpha, beta = a.get("alpha", 1.0), a.get("beta", 1.0)
+    if alpha != 1.0:
+        y = y * alpha
+    if len(x) > 2 and x[2] is not None:
+        y = y + (x[2] * beta if beta != 1.0 else x[2])
+    return [_same(y, x[0])]
+
+
+def _conv_pads(a: Dict[str, Any], spatial: Sequence[int], kernel: Sequence[int], strides: Sequence[int],
+               dil: Sequence[int]) -> List[int]:
+    n = len(spatial)
+    auto = a.get("auto_pad", "NOTSET")
+    if isinstance(auto, bytes):
+        auto = auto.decode()
+    if auto in ("SAME_UPPER", "SAME_LOWER"):
+        pads = [0] * (2 * n)
+        for i in range(n):
+            out = -(-spatial[i] // strides[i])
+            total = max(0, (out - 1) * strides[i] + (kernel[i] - 1) * dil[i] + 1 - spatial[i])
+            small, big = total // 2, total - total // 2
+            pads[i], pads[i + n] = (small, big) if auto == "SAME_UPPER" else (big, small)
+        return pads
+    if auto == "VALID":
+        return [0] * (2 * n)
+    return list(a.get("pads", [0] * (2 * n)))
+
+
+@op("Conv")
+def _conv_op(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    t, w = x[0], x[1]
+    b = x[2] if len(x) > 2 else None
+    n = _rank(t) - 2
+    kernel = list(a.get("kernel_shape", _dims(w)[2:]))
+    strides = list(a.get("strides", [1] * n))
+    dil = list(a.get("dilations", [1] * n))
+    pads = _conv_pads(a, _dims(t)[2:], kernel, strides, dil)
+    begin, end = pads[:n], pads[n:]
+    if begin == end:
+        padding: Any = tuple(begin)
+    else:
+        t = np.pad(t, [(0, 0), (0, 0)] + list(zip(begin, end)))
+        padding = 0
+    if n not in (1, 2, 3):
+        raise UnsupportedError(f"Conv over {n} spatial dimensions is not supported")
+    f = (_conv.conv1d, _conv.conv2d, _conv.conv3d)[n - 1]
+    return [f(t, w, b, stride=tuple(strides), padding=padding, dilation=tuple(dil), groups=a.get("group", 1))]
+
+
+# ---- pooling ------------------------------------------------------------------------------
+
+def _pool_geometry(a: Dict[str, Any], shape: Sequence[int]) -> tuple:
+    n = len(shape) - 2
+    kernel = list(a["kernel_shape"])
+    strides = list(a.get("strides", [1] * n))
+    dil = list(a.get("dilations", [1] * n))
+    pads = _conv_pads(a, shape[2:], kernel, strides, dil)
+    begin, end = pads[:n], list(pads[n:])
+    outs = []
+    for i in range(n):
+        span = shape[2 + i] + begin[i] + end[i] - ((kernel[i] - 1) * dil[i] + 1)
+        o = (-(-span // strides[i]) if a.get("ceil_mode", 0) else span // strides[i]) + 1
+        if a.get("ceil_mode", 0) and (o - 1) * strides[i] >= shape[2 + i] + begin[i]:
+            o -= 1  # the last window must start inside the input or its left padding
+        # Pad the end so that every window lies inside.
+        need = (o - 1) * strides[i] + (kernel[i] - 1) * dil[i] + 1 - (shape[2 + i] + begin[i])
+        end[i] = max(end[i], need)
+        outs.append(o)
+    return kernel, strides, dil, begin, end, outs
+
+
+def _windows(t: Any, kernel: Sequence[int], strides: Sequence[int], dil: Sequence[int],
+             outs: Sequence[int]) -> List[Any]:
+    """Every window tap of a padded input as a strided slice of shape ``(N, C, *outs)``."""
+    taps = []
+    for off in itertools.product(*(range(k) for k in kernel)):
+        idx = [slice(None), slice(None)]
+        for i, o in enumerate(off):
+            start = o * dil[i]
+            idx.append(slice(start, start + strides[i] * (outs[i] - 1) + 1, strides[i]))
+        taps.append(t[tuple(idx)])
+    return taps
+
+
+@op("MaxPool")
+def _max_pool(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    t = x[0]
+    kernel, strides, dil, begin, end, outs = _pool_geometry(a, _dims(t))
+    n = len(kernel)
+    simple = n == 2 and dil == [1, 1] and begin == end[:2] and all(b <= k // 2 for b, k in zip(begin, kernel))
+    if simple and np.dtype(t.dtype).kind == "f" and all(
+            (_dims(t)[2 + i] + 2 * begin[i] - kernel[i]) // strides[i] + 1 == outs[i] for i in range(2)):
+        return [_conv.max_pool2d(t, tuple(kernel), tuple(strides), tuple(begin))]
+    dt = np.dtype(t.dtype)
+    low = -np.inf if dt.kind == "f" else np.iinfo(dt).min
+    padded = np.pad(t, [(0, 0), (0, 0)] + list(zip(begin, end)), constant_values=low)
+    acc = None
+    for tap in _windows(padded, kernel, strides, dil, outs):
+        acc = tap if acc is None else np.maximum(acc, tap)
+    return [acc]
+
+
+@op("AveragePool")
+def _avg_pool(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    t = x[0]
+    shape = _dims(t)
+    explicit = list(a.get("pads", [0] * (2 * (len(shape) - 2))))
+    kernel, strides, dil, begin, end, outs = _pool_geometry(a, shape)
+    n = len(kernel)
+    padded = np.pad(t, [(0, 0), (0, 0)] + list(zip(begin, end)))
+    acc = None
+    for tap in _windows(padded, kernel, strides, dil, outs):
+        acc = tap if acc is None else acc + tap
+    # Each window's divisor: the input elements it covers, and the explicit pads with
+    # count_include_pad (never the end padding ceil_mode adds).
+    covered = np.zeros([shape[2 + i] + begin[i] + end[i] for i in range(n)])
+    if a.get("count_include_pad", 0):
+        covered[tuple(slice(0, shape[2 + i] + begin[i] + explicit[n + i]) for i in range(n))] = 1.0
+    else:
+        covered[tuple(slice(begin[i], begin[i] + shape[2 + i]) for i in range(n))] = 1.0
+    cnt = np.zeros(outs)
+    for off in itertools.product(*(range(k) for k in kernel)):
+        idx = tuple(slice(o * d, o * d + s * (m - 1) + 1, s) for o, d, s, m in zip(off, dil, strides, outs))
+        cnt = cnt + covered[idx]
+    return [acc * (1.0 / cnt).astype(np.dtype(t.dtype))]
+
+
+
+
+OPS["GlobalAveragePool"] = lambda x, a, v: [np.mean(x[0], axis=tuple(range(2, _rank(x[0]))), keepdims=True)]
+OPS["GlobalMaxPool"] = lambda x, a, v: [np.max(x[0], axis=tuple(range(2, _rank(x[0]))), keepdims=True)]
+
+
+# ---- movement -----------------------------------------------------------------------------
+
+@op("Reshape")
+def _reshape(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    shape = ints(x[1]) if v >= 5 else list(a["shape"])
+    cur = _dims(x[0])
+    if not a.get("allowzero", 0):
+        shape = [cur[i] if s == 0 else s for i, s in enumerate(shape)]
+    return [np.reshape(x[0], shape)]
+
+
+@op("Flatten")
+def _flatten(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    shape = _dims(x[0])
+    axis = _axis(a.get("axis", 1), len(shape))
+    lead = int(np.prod(shape[:axis], dtype=np.int64))
+    return [np.reshape(x[0], (lead, int(np.prod(shape[axis:], dtype=np.int64))))]
+
+
+@op("Transpose")
+def _transpose(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    perm = a.get("perm")
+    return [np.transpose(x[0], perm if perm is not None else None)]
+
+
+@op("Squeeze")
+def _squeeze(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    axes = (ints(x[1]) if len(x) > 1 and x[1] is not None else None) if v >= 13 else a.get("axes")
+    if axes is None:
+        return [np.squeeze(x[0])]
+    return [np.squeeze(x[0], tuple(_axis(i, _rank(x[0])) for i in axes))]
+
+
+@op("Unsqueeze")
+def _unsqueeze(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    axes = ints(x[1]) if v >= 13 else list(a["axes"])
+    rank = _rank(x[0]) + len(axes)
+    return [np.expand_dims(x[0], tuple(sorted(_axis(i, rank) for i in axes)))]
+
+
+@op("Concat")
+def _concat(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    parts = [t for t in x if t is not None]
+    return [np.concatenate(parts, axis=a["axis"])]
+
+
+@op("Split")
+def _split(x: List[Any], a: Dict[str, Any], v: int, outputs: int = 0) -> List[Any]:
+    t = x[0]
+    axis = _axis(a.get("axis", 0), _rank(t))
+    sizes = (ints(x[1]) if len(x) > 1 and x[1] is not None else None) if v >= 13 else a.get("split")
+    n = _dims(t)[axis]
+    if sizes is None:
+        parts = a.get("num_outputs") or a["_outputs"]
+        step = -(-n // parts)
+        sizes = [min(step, n - i * step) for i in range(parts)]
+    bounds = np.cumsum([0] + list(sizes))
+    idx = [slice(None)] * _rank(t)
+    out = []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        idx[axis] = slice(int(lo), int(hi))
+        out.append(t[tuple(idx)])
+    return out
+
+
+@op("Slice")
+def _slice(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    t = x[0]
+    if v < 10:
+        starts, ends, axes, steps = list(a["starts"]), list(a["ends"]), a.get("axes"), None
+    else:
+        starts, ends = ints(x[1]), ints(x[2])
+        axes = ints(x[3]) if len(x) > 3 and x[3] is not None else None
+        steps = ints(x[4]) if len(x) > 4 and x[4] is not None else None
+    rank = _rank(t)
+    axes = [_axis(i, rank) for i in axes] if axes is not None else list(range(len(starts)))
+    steps = steps or [1] * len(starts)
+    idx = [slice(None)] * rank
+    shape = _dims(t)
+    for s, e, ax, st in zip(starts, ends, axes, steps):
+        n = shape[ax]
+        # Clamp as ONNX does (INT_MAX/INT_MIN ends included).
+        s = max(-n - 1, min(n, s))
+        e = max(-n - 1, min(n, e))
+        if st > 0:
+            s, e = (s + n if s < 0 else s), (e + n if e < 0 else e)
+            idx[ax] = slice(max(0, s), max(0, e), st)
+        else:
+            s = s + n if s < 0 else s
+            s = min(s, n - 1)
+            e = e + n if e < 0 else e
+            idx[ax] = slice(s, e if e >= 0 else None, st)
+    return [t[tuple(idx)]]
+
+
+@op("Gather")
+def _gather(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    t, i = x
+    axis = _axis(a.get("axis", 0), _rank(t))
+    n = _dims(t)[axis]
+    if not traced(i):
+        i = np.where(np.asarray(i) < 0, np.asarray(i) + n, np.asarray(i)).astype(np.int64)
+    else:
+        i = np.where(i < 0, i + n, i)
+    return [np.take(t, i, axis=axis)]
+
+
+@op("GatherElements")
+def _gather_elements(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    t, i = x
+    axis = _axis(a.get("axis", 0), _rank(t))
+    n = _dims(t)[axis]
+    i = np.where(i < 0, i + n, i)
+    return [np.take_along_axis(t, i, axis=axis)]
+
+
+@op("Expand")
+def _expand(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    shape = np.broadcast_shapes(tuple(_dims(x[0])), tuple(ints(x[1])))
+    return [np.broadcast_to(x[0], shape) * np.ones((), np.dtype(x[0].dtype)) if traced(x[0])
+            else np.broadcast_to(x[0], shape).copy()]
+
+
+@op("Tile")
+def _tile(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    return [np.tile(x[0], ints(x[1]))]
+
+
+@op("Pad")
+def _pad(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    t = x[0]
+    rank = _rank(t)
+    if v < 11:
+        pads, value = list(a["pads"]), a.get("value", 0.0)
+    else:
+        pads = ints(x[1])
+        value = x[2] if len(x) > 2 and x[2] is not None else 0
+        if hasattr(value, "reshape") and not traced(value):
+            value = np.asarray(value).reshape(()).item()
+    mode = a.get("mode", "constant")
+    if isinstance(mode, bytes):
+        mode = mode.decode()
+    axes = ints(x[3]) if v >= 18 and len(x) > 3 and x[3] is not None else list(range(rank))
+    axes = [_axis(i, rank) for i in axes]
+    k = len(axes)
+    widths = [(0, 0)] * rank
+    for j, ax in enumerate(axes):
+        widths[ax] = (pads[j], pads[j + k])
+    # Negative pads crop.
+    crop = [slice(None)] * rank
+    pos = []
+    for ax, (lo, hi) in enumerate(widths):
+        crop[ax] = slice(-lo if lo < 0 else 0, hi if hi < 0 else None)
+        pos.append((max(lo, 0), max(hi, 0)))
+    t = t[tuple(crop)]
+    np_mode = {"constant": "constant", "reflect": "reflect", "edge": "edge", "wrap": "wrap"}[mode]
+    if np_mode == "constant":
+        return [np.pad(t, pos, mode="constant", constant_values=value)]
+    return [np.pad(t, pos, mode=np_mode)]
+
+
+@op("Shape")
+def _shape(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    shape = np.array(_dims(x[0]), np.int64)
+    start, end = a.get("start", 0), a.get("end")
+    return [shape[start:end]]
+
+
+@op("Size")
+def _size(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    return [np.array(int(np.prod(_dims(x[0]), dtype=np.int64)), np.int64)]
+
+
+@op("Constant")
+def _constant(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    for key in ("value", "value_float", "value_floats", "value_int", "value_ints"):
+        if key in a:
+            val = a[key]
+            if key == "value_float" or key == "value_floats":
+                return [np.asarray(val, np.float32)]
+            if key == "value_int" or key == "value_ints":
+                return [np.asarray(val, np.int64)]
+            return [val]
+    raise UnsupportedError("Constant without a numeric value (sparse or string) is not supported")
+
+
+@op("ConstantOfShape")
+def _constant_of_shape(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    value = a.get("value", np.zeros(1, np.float32))
+    return [np.full(ints(x[0]), value.reshape(-1)[0], value.dtype)]
+
+
+@op("Range")
+def _range(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    start, limit, delta = (np.asarray(t).reshape(()) for t in x)
+    return [np.arange(start, limit, delta, dtype=np.asarray(x[0]).dtype)]
+
+
+@op("TopK")
+def _topk(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    t = x[0]
+    k = ints(x[1])[0] if v >= 10 else a["k"]
+    axis = _axis(a.get("axis", -1), _rank(t))
+    largest = a.get("largest", 1)
+    # A stable sort keeps the lower index first among equal values, as ONNX specifies.
+    keyed = -t if largest else t
+    order = np.argsort(keyed, axis=axis, kind="stable")
+    idx = [slice(None)] * _rank(t)
+    idx[axis] = slice(0, k)
+    order = order[tuple(idx)]
+    return [np.take_along_axis(t, order, axis=axis), order.astype(np.int64)]
+
+
+@op("Einsum")
+def _einsum(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    eq = a["equation"]
+    return [np.einsum(eq.decode() if isinstance(eq, bytes) else eq, *x)]
+
+
+
+
+def _depth_to_space(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    t = x[0]
+    b = a["blocksize"]
+    n, c, h, w = _dims(t)
+    mode = a.get("mode", "DCR")
+    if isinstance(mode, bytes):
+        mode = mode.decode()
+    if mode == "DCR":
+        y = np.reshape(t, (n, b, b, c // (b * b), h, w)).transpose(0, 3, 4, 1, 5, 2)
+    else:
+        y = np.reshape(t, (n, c // (b * b), b, b, h, w)).transpose(0, 1, 4, 2, 5, 3)
+    return [np.reshape(y, (n, c // (b * b), h * b, w * b))]
+
+
+def _space_to_depth(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    t = x[0]
+    b = a["blocksize"]
+    n, c, h, w = _dims(t)
+    y = np.reshape(t, (n, c, h // b, b, w // b, b)).transpose(0, 3, 5, 1, 2, 4)
+    return [np.reshape(y, (n, c * b * b, h // b, w // b))]
+
+
+OPS["DepthToSpace"], OPS["SpaceToDepth"] = _depth_to_space, _space_to_depth
+
+
+@op("Resize", "Upsample")
+def _resize(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    t = x[0]
+    shape = _dims(t)
+    rank = len(shape)
+    mode = a.get("mode", "nearest")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    if v < 10 or len(x) == 2:  # Upsample: (X, scales)
+        scales = [float(s) for s in np.asarray(x[1]).reshape(-1)] if len(x) > 1 else list(a["scales"])
+        sizes = [int(math.floor(n * s)) for n, s in zip(shape, scales)]
+        ct = "asymmetric"
+    else:
+        roi = x[1] if len(x) > 1 else None
+        scales_in = x[2] if len(x) > 2 else None
+        sizes_in = x[3] if len(x) > 3 else None
+        if roi is not None and _count(roi) and a.get("coordinate_transformation_mode", "half_pixel") in (
+                "tf_crop_and_resize", b"tf_crop_and_resize"):
+            raise UnsupportedError("Resize with tf_crop_and_resize is not supported")
+        if sizes_in is not None and _count(sizes_in):
+            sizes = ints(sizes_in)
+            scales = [o / n for o, n in zip(sizes, shape)]
+        else:
+            scales = [float(s) for s in np.asarray(scales_in).reshape(-1)]
+            sizes = [int(math.floor(n * s)) for n, s in zip(shape, scales)]
+        ct = a.get("coordinate_transformation_mode", "half_pixel")
+        ct = ct.decode() if isinstance(ct, bytes) else ct
+    nearest_mode = a.get("nearest_mode", "round_prefer_floor")
+    nearest_mode = nearest_mode.decode() if isinstance(nearest_mode, bytes) else nearest_mode
+    for ax in range(rank):
+        n, o, s = shape[ax], sizes[ax], scales[ax]
+        if n == o:
+            continue
+        out = np.arange(o, dtype=np.float64)
+        if ct == "half_pixel":
+            src = (out + 0.5) / s - 0.5
+        elif ct == "pytorch_half_pixel":
+            src = (out + 0.5) / s - 0.5 if o > 1 else np.zeros(o)
+        elif ct == "align_corners":
+            src = out * (n - 1) / (o - 1) if o > 1 else np.zeros(o)
+        elif ct == "asymmetric":
+            src = out / s
+        elif ct == "half_pixel_symmetric":
+            adj = o / (s * n)
+            center = n / 2
+            src = center * (1 - adj) + (out + 0.5) / s - 0.5
+        else:
+            raise UnsupportedError(f"Resize with coordinate_transformation_mode {ct!r} is not supported")
+        if mode == "nearest":
+            if nearest_mode == "round_prefer_floor":
+                i = np.where(src - np.floor(src) == 0.5, np.floor(src), np.round(src))
+            elif nearest_mode == "round_prefer_ceil":
+                i = np.where(src - np.floor(src) == 0.5, np.ceil(src), np.round(src))
+            elif nearest_mode == "floor":
+                i = np.floor(src)
+            else:
+                i = np.ceil(src)
+            i = np.clip(i, 0, n - 1).astype(np.int64)
+            t = np.take(t, i, axis=ax)
+        elif mode == "linear":
+            src = np.clip(src, 0, n - 1)
+            lo = np.floor(src).astype(np.int64)
+            hi = np.minimum(lo + 1, n - 1)
+            f = (src - lo).astype(np.dtype(t.dtype))
+            fshape = [1] * rank
+            fshape[ax] = o
+            f = f.reshape(fshape)
+            t = np.take(t, lo, axis=ax) * (1 - f) + np.take(t, hi, axis=ax) * f
+        else:
+            raise UnsupportedError(f"Resize mode {mode!r} is not supported")
+    return [t]
+
+
+@op("NonMaxSuppression")
+def _nms(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    raise UnsupportedError("NonMaxSuppression returns a data-dependent number of boxes; pyasc runs it on arrays "
+                           "only (pyasc.ops.nms)")
