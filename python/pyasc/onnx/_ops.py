@@ -855,3 +855,300 @@ def _resize(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
 def _nms(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
     raise UnsupportedError("NonMaxSuppression returns a data-dependent number of boxes; pyasc runs it on arrays "
                            "only (pyasc.ops.nms)")
+
+
+# ---- more elementwise and activations ------------------------------------------------------
+
+OPS["Round"] = _unary(np.round)
+OPS["IsInf"] = lambda x, a, v: [(np.isposinf(x[0]) if a.get("detect_negative", 1) == 0 else
+                                  np.isneginf(x[0]) if a.get("detect_positive", 1) == 0 else np.isinf(x[0]))]
+
+
+@op("BitShift")
+def _bit_shift(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    f = np.left_shift if a["direction"] == "LEFT" else np.right_shift
+    return [f(x[0], x[1])]
+
+
+@op("Celu")
+def _celu(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    alpha = a.get("alpha", 1.0)
+    t = x[0]
+    return [np.maximum(t, 0) + np.minimum(0, (np.exp(t / alpha) - 1) * alpha)]
+
+
+@op("ThresholdedRelu")
+def _thresholded_relu(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    return [np.where(x[0] > a.get("alpha", 1.0), x[0], np.zeros((), np.dtype(x[0].dtype)))]
+
+
+@op("Shrink")
+def _shrink(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    t, lambd, bias = x[0], a.get("lambd", 0.5), a.get("bias", 0.0)
+    dt = np.dtype(t.dtype)
+    zero = np.zeros((), dt)
+    return [np.where(t < -lambd, (t + bias).astype(dt), np.where(t > lambd, (t - bias).astype(dt), zero))]
+
+
+@op("Hardmax")
+def _hardmax(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    t = x[0]
+    shape = _dims(t)
+    axis = _axis(a.get("axis", -1 if v >= 13 else 1), len(shape))
+    if v < 13:
+        t = t.reshape(int(np.prod(shape[:axis], dtype=np.int64)), -1)
+        axis = 1
+    first = np.argmax(t, axis=axis)
+    pos = np.arange(_dims(t)[axis]).reshape([-1 if i == axis else 1 for i in range(len(_dims(t)))])
+    hot = np.expand_dims(first, axis) == pos
+    return [np.where(hot, np.ones((), np.dtype(t.dtype)), np.zeros((), np.dtype(t.dtype))).reshape(shape)]
+
+
+@op("OneHot")
+def _one_hot(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    idx, depth, values = x
+    d = int(np.asarray(depth).reshape(-1)[0])
+    rank = _rank(idx) + 1
+    axis = _axis(a.get("axis", -1), rank)
+    idx = np.where(idx < 0, idx + d, idx)
+    pos = np.arange(d).reshape([-1 if i == axis else 1 for i in range(rank)])
+    hot = np.expand_dims(idx, axis) == pos
+    return [np.where(hot, values[1], values[0])]
+
+
+@op("LpNormalization")
+def _lp_norm(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    t, p = x[0], a.get("p", 2)
+    axis = a.get("axis", -1)
+    n = np.sum(np.abs(t), axis=axis, keepdims=True) if p == 1 else np.sqrt(np.sum(t * t, axis=axis, keepdims=True))
+    zero = np.zeros((), np.dtype(t.dtype))
+    return [np.where(n == 0, zero, t / np.where(n == 0, np.ones((), np.dtype(t.dtype)), n))]
+
+
+@op("RMSNormalization")
+def _rms_norm(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    t, scale = x[0], x[1]
+    axis = _axis(a.get("axis", -1), _rank(t))
+    eps = a.get("epsilon", 1e-5)
+    dt = np.dtype(t.dtype)
+    w = t.astype(np.float32) if dt.itemsize < 4 else t
+    ms = np.mean(w * w, axis=tuple(range(axis, _rank(t))), keepdims=True)
+    return [(w / np.sqrt(ms + eps)).astype(dt) * scale]
+
+
+@op("Trilu")
+def _trilu(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    t = x[0]
+    k = ints(x[1])[0] if len(x) > 1 and x[1] is not None else 0
+    rows, cols = _dims(t)[-2:]
+    keep = np.triu(np.ones((rows, cols), bool), k) if a.get("upper", 1) else np.tril(np.ones((rows, cols), bool), k)
+    return [np.where(keep, t, np.zeros((), np.dtype(t.dtype)))]
+
+
+def _scan_op(f: Callable[..., Any], identity: float) -> Op:
+    def run(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+        t = x[0]
+        axis = _axis(ints(x[1])[0], _rank(t))
+        if a.get("reverse", 0):
+            t = np.flip(t, axis)
+        r = f(t, axis=axis)
+        if a.get("exclusive", 0):
+            n = _dims(t)[axis]
+            idx = [slice(None)] * _rank(t)
+            idx[axis] = slice(0, n - 1)
+            widths = [(0, 0)] * _rank(t)
+            widths[axis] = (1, 0)
+            r = np.pad(r[tuple(idx)], widths, constant_values=identity)
+        if a.get("reverse", 0):
+            r = np.flip(r, axis)
+        return [_same(r, x[0])]
+
+    return run
+
+
+OPS["CumSum"], OPS["CumProd"] = _scan_op(np.cumsum, 0), _scan_op(np.cumprod, 1)
+
+
+@op("LpPool")
+def _lp_pool(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    t = x[0]
+    p = a.get("p", 2)
+    kernel, strides, dil, begin, end, outs = _pool_geometry(a, _dims(t))
+    padded = np.pad(np.abs(t), [(0, 0), (0, 0)] + list(zip(begin, end)))
+    acc = None
+    for tap in _windows(padded, kernel, strides, dil, outs):
+        tp = tap ** p
+        acc = tp if acc is None else acc + tp
+    return [acc ** (1.0 / p)]
+
+
+# ---- losses --------------------------------------------------------------------------------
+
+def _nll(logp: Any, target: Any, weight: Optional[Any], a: Dict[str, Any]) -> Any:
+    ignore = a.get("ignore_index")
+    tgt = target if ignore is None else np.where(target == ignore, np.zeros((), np.dtype(target.dtype)), target)
+    picked = np.take_along_axis(logp, np.expand_dims(tgt, 1), axis=1)
+    picked = np.squeeze(picked, 1)
+    dt = np.dtype(logp.dtype)
+    w = None
+    if weight is not None:
+        w = np.take(weight, tgt)
+    if ignore is not None:
+        keep = (target != ignore).astype(dt)
+        w = keep if w is None else w * keep
+    loss = -picked if w is None else -picked * w
+    red = a.get("reduction", "mean")
+    if red == "none":
+        return loss
+    if red == "sum":
+        return np.sum(loss)
+    if w is None:
+        return np.mean(loss)
+    return np.sum(loss) / np.sum(w)
+
+
+@op("NegativeLogLikelihoodLoss")
+def _nll_loss(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    return [_same(_nll(x[0], x[1], x[2] if len(x) > 2 else None, a), x[0])]
+
+
+@op("SoftmaxCrossEntropyLoss")
+def _sce_loss(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    t = x[0]
+    m = np.max(t, axis=1, keepdims=True)
+    logp = (t - m) - np.log(np.sum(np.exp(t - m), axis=1, keepdims=True))
+    return [_same(_nll(logp, x[1], x[2] if len(x) > 2 else None, a), t), logp]
+
+
+# ---- transposed convolution ----------------------------------------------------------------
+
+@op("ConvTranspose")
+def _conv_transpose(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    t, w = x[0], x[1]
+    b = x[2] if len(x) > 2 else None
+    shape = _dims(t)
+    n = len(shape) - 2
+    groups = a.get("group", 1)
+    kernel = list(a.get("kernel_shape", _dims(w)[2:]))
+    strides = list(a.get("strides", [1] * n))
+    dil = list(a.get("dilations", [1] * n))
+    out_pad = list(a.get("output_padding", [0] * n))
+    eff = [(k - 1) * d + 1 for k, d in zip(kernel, dil)]
+    full = [(shape[2 + i] - 1) * strides[i] + eff[i] + out_pad[i] for i in range(n)]
+    if "output_shape" in a:
+        want = list(a["output_shape"])[-n:]
+        total = [full[i] - want[i] for i in range(n)]
+        auto = a.get("auto_pad", "NOTSET")
+        pads = [0] * (2 * n)
+        for i in range(n):
+            if auto == "SAME_UPPER":
+                pads[i], pads[n + i] = total[i] // 2, total[i] - total[i] // 2
+            else:
+                pads[i], pads[n + i] = total[i] - total[i] // 2, total[i] // 2
+    elif a.get("auto_pad", "NOTSET") in ("SAME_UPPER", "SAME_LOWER"):
+        pads = [0] * (2 * n)
+        for i in range(n):
+            total = max(0, full[i] - shape[2 + i] * strides[i])
+            lo = total // 2 if a["auto_pad"] == "SAME_UPPER" else total - total // 2
+            pads[i], pads[n + i] = lo, total - lo
+    else:
+        pads = list(a.get("pads", [0] * (2 * n)))
+    # Zeros between the input's elements (stride), then a convolution with the flipped
+    # kernel, its in and out channels swapped per group, over the input padded by eff - 1.
+    if any(s > 1 for s in strides):
+        dims = list(shape)
+        up = [dims[0], dims[1]] + [(dims[2 + i] - 1) * strides[i] + 1 for i in range(n)]
+        z = np.zeros(up, np.dtype(t.dtype))
+        idx = (slice(None), slice(None)) + tuple(slice(None, None, s) for s in strides)
+        if traced(t):
+            z = _pyasc_set(z, idx, t)
+        else:
+            z[idx] = t
+        t = z
+    widths = [(0, 0), (0, 0)] + [(eff[i] - 1 - pads[i], eff[i] - 1 - pads[n + i] + out_pad[i]) for i in range(n)]
+    crop = [slice(None)] * (n + 2)
+    pos = []
+    for i, (lo, hi) in enumerate(widths):
+        crop[i] = slice(-lo if lo < 0 else 0, hi if hi < 0 else None)
+        pos.append((max(lo, 0), max(hi, 0)))
+    t = np.pad(t[tuple(crop)], pos)
+    cin, cout_g = _dims(w)[0], _dims(w)[1]
+    wg = np.reshape(w, (groups, cin // groups, cout_g) + tuple(kernel))
+    wg = np.swapaxes(wg, 1, 2)
+    wf = np.flip(np.reshape(wg, (groups * cout_g, cin // groups) + tuple(kernel)), tuple(range(2, n + 2)))
+    if traced(wf):
+        wf = wf * np.ones((), np.dtype(wf.dtype))
+    else:
+        wf = np.ascontiguousarray(wf)
+    f = (_conv.conv1d, _conv.conv2d, _conv.conv3d)[n - 1]
+    return [f(t, wf, b, stride=1, padding=0, dilation=tuple(dil), groups=groups)]
+
+
+def _pyasc_set(z: Any, idx: tuple, t: Any) -> Any:
+    """Return ``z`` with ``z[idx] = t`` (functional, on traced values)."""
+    import pyasc
+
+    zt = pyasc.asarray(z) if hasattr(pyasc, "asarray") else z
+    return zt.at[idx].set(t) if hasattr(zt, "at") else _scatter_fallback(z, idx, t)
+
+
+def _scatter_fallback(z: Any, idx: tuple, t: Any) -> Any:
+    raise UnsupportedError("ConvTranspose with strides on traced inputs needs a functional slice update")
+
+
+# ---- quantization --------------------------------------------------------------------------
+
+def _per_axis(p: Any, like_rank: int, axis: int, block: int, dim: int) -> Any:
+    """Return a scale or zero point shaped to broadcast against an input of rank ``like_rank``."""
+    if _rank(p) == 0 or _count(p) == 1 and _rank(p) <= 1:
+        return np.reshape(p, ())
+    if block:
+        p = np.repeat(p, block, axis=axis)
+        idx = [slice(None)] * like_rank
+        idx[axis] = slice(0, dim)
+        return p[tuple(idx)]
+    shape = [1] * like_rank
+    shape[axis] = -1
+    return np.reshape(p, shape)
+
+
+@op("DequantizeLinear")
+def _dequantize(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    t, scale = x[0], x[1]
+    zp = x[2] if len(x) > 2 and x[2] is not None else None
+    rank = _rank(t)
+    axis = _axis(a.get("axis", 1), max(rank, 1))
+    block = a.get("block_size", 0)
+    dim = _dims(t)[axis] if rank else 1
+    s = _per_axis(scale, rank, axis, block, dim)
+    q = t.astype(np.float32)
+    if zp is not None:
+        q = q - _per_axis(zp, rank, axis, block, dim).astype(np.float32)
+    out_dt = np.dtype(scale.dtype) if a.get("output_dtype", 0) == 0 else _np_dtype(a["output_dtype"])
+    return [(q * s.astype(np.float32)).astype(out_dt)]
+
+
+def _np_dtype(code: int) -> np.dtype:
+    from onnx.helper import tensor_dtype_to_np_dtype
+
+    return np.dtype(tensor_dtype_to_np_dtype(code))
+
+
+@op("QuantizeLinear")
+def _quantize(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    t, scale = x[0], x[1]
+    zp = x[2] if len(x) > 2 and x[2] is not None else None
+    rank = _rank(t)
+    axis = _axis(a.get("axis", 1), max(rank, 1))
+    block = a.get("block_size", 0)
+    dim = _dims(t)[axis] if rank else 1
+    out_dt = np.dtype(zp.dtype) if zp is not None else (
+        _np_dtype(a["output_dtype"]) if a.get("output_dtype", 0) else np.dtype(np.uint8))
+    if out_dt.kind not in "iu":
+        raise UnsupportedError(f"QuantizeLinear to {out_dt} is not supported")
+    s = _per_axis(scale, rank, axis, block, dim).astype(np.float32)
+    q = np.round(t.astype(np.float32) / s)
+    if zp is not None:
+        q = q + _per_axis(zp, rank, axis, block, dim).astype(np.float32)
+    info = np.iinfo(out_dt)
+    return [np.clip(q, float(info.min), float(info.max)).astype(out_dt)]
