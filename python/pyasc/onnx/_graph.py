@@ -22,7 +22,7 @@ SHAPE_SLOTS: Dict[str, Tuple[int, ...]] = {
     "Resize": (1, 2, 3), "Upsample": (1,), "ReduceSum": (1,), "ReduceMean": (1,), "ReduceMax": (1,),
     "ReduceMin": (1,), "ReduceProd": (1,), "ReduceL1": (1,), "ReduceL2": (1,), "ReduceSumSquare": (1,),
     "ReduceLogSum": (1,), "ReduceLogSumExp": (1,), "OneHot": (1,), "CumSum": (1,), "CumProd": (1,),
-    "Trilu": (1,), "CenterCropPad": (1,),
+    "Trilu": (1,), "CenterCropPad": (1,), "Attention": (6,),
 }
 
 #: Operators whose result is not a function of their inputs (never folded).
