@@ -152,7 +152,13 @@ def _leaky(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
 
 @op("PRelu")
 def _prelu(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
-    return [np.where(x[0] < 0, x[0] * x[1], x[0])]
+    t, slope = x
+    try:
+        np.broadcast_shapes(_dims(t), _dims(slope))
+    except ValueError:
+        # A slope per channel (axis 1), as converters write it.
+        slope = np.reshape(slope, (-1,) + (1,) * (_rank(t) - 2))
+    return [np.where(t < 0, t * slope, t)]
 
 
 @op("Elu")
@@ -232,10 +238,19 @@ def _where(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
     return [np.where(x[0], x[1], x[2])]
 
 
-@op("Identity", "Dropout")
+@op("Identity")
 def _identity(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
-    out = [x[0]]
-    return out + [np.ones(_dims(x[0]), bool)]
+    return [x[0]]
+
+
+@op("Dropout")
+def _dropout(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    training = x[2] if len(x) > 2 and x[2] is not None else None
+    if training is not None and not traced(training) and bool(np.asarray(training)):
+        ratio = float(np.asarray(x[1])) if len(x) > 1 and x[1] is not None else 0.5
+        if ratio != 0.0:
+            raise UnsupportedError("Dropout in training mode (random masks) is not supported; run inference")
+    return [x[0], np.ones(_dims(x[0]), bool)]
 
 
 @op("Cast")
@@ -336,6 +351,15 @@ def _batch_norm(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
     t, scale, bias, mean, var = x[:5]
     eps = a.get("epsilon", 1e-5)
     shape = (1, -1) + (1,) * (_rank(t) - 2)
+    if a.get("training_mode", 0):
+        # The batch's statistics normalise; the running ones are updated with momentum.
+        axes = (0,) + tuple(range(2, _rank(t)))
+        bm = np.mean(t, axis=axes)
+        dev = t - bm.reshape(shape)
+        bv = np.mean(dev * dev, axis=axes)
+        mom = a.get("momentum", 0.9)
+        y = dev / np.sqrt(bv.reshape(shape) + eps) * scale.reshape(shape) + bias.reshape(shape)
+        return [_same(y, t), _same(mean * mom + bm * (1 - mom), mean), _same(var * mom + bv * (1 - mom), var)]
     k = (scale / np.sqrt(var + eps)).reshape(shape)
     return [_same(t * k + (bias - mean * k.reshape(-1)).reshape(shape), t)]
 
@@ -797,12 +821,22 @@ def _resize(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
         if roi is not None and _count(roi) and a.get("coordinate_transformation_mode", "half_pixel") in (
                 "tf_crop_and_resize", b"tf_crop_and_resize"):
             raise UnsupportedError("Resize with tf_crop_and_resize is not supported")
+        axes = [_axis(i, rank) for i in a.get("axes", range(rank))]
         if sizes_in is not None and _count(sizes_in):
-            sizes = ints(sizes_in)
-            scales = [o / n for o, n in zip(sizes, shape)]
+            want = dict(zip(axes, ints(sizes_in)))
+            policy = a.get("keep_aspect_ratio_policy", "stretch")
+            if policy != "stretch":
+                pick = min if policy == "not_larger" else max
+                r = pick(want[i] / shape[i] for i in axes)
+                want = {i: int(math.floor(r * shape[i] + 0.5)) for i in axes}
+                scales = [r if i in want else 1.0 for i in range(rank)]
+            else:
+                scales = [want[i] / shape[i] if i in want else 1.0 for i in range(rank)]
+            sizes = [want.get(i, shape[i]) for i in range(rank)]
         else:
-            scales = [float(s) for s in np.asarray(scales_in).reshape(-1)]
-            sizes = [int(math.floor(n * s)) for n, s in zip(shape, scales)]
+            given = dict(zip(axes, (float(v) for v in np.asarray(scales_in).reshape(-1))))
+            scales = [given.get(i, 1.0) for i in range(rank)]
+            sizes = [int(math.floor(n * sc)) for n, sc in zip(shape, scales)]
         ct = a.get("coordinate_transformation_mode", "half_pixel")
         ct = ct.decode() if isinstance(ct, bytes) else ct
     nearest_mode = a.get("nearest_mode", "round_prefer_floor")
@@ -1055,16 +1089,17 @@ def _conv_transpose(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
         pads = list(a.get("pads", [0] * (2 * n)))
     # Zeros between the input's elements (stride), then a convolution with the flipped
     # kernel, its in and out channels swapped per group, over the input padded by eff - 1.
-    if any(s > 1 for s in strides):
-        dims = list(shape)
-        up = [dims[0], dims[1]] + [(dims[2 + i] - 1) * strides[i] + 1 for i in range(n)]
-        z = np.zeros(up, np.dtype(t.dtype))
-        idx = (slice(None), slice(None)) + tuple(slice(None, None, s) for s in strides)
-        if traced(t):
-            z = _pyasc_set(z, idx, t)
-        else:
-            z[idx] = t
-        t = z
+    for i, st in enumerate(strides):
+        if st > 1:
+            # Each element followed by st - 1 zeros along the axis, the trailing zeros cut.
+            ax = 2 + i
+            d = _dims(t)
+            t = np.expand_dims(t, ax + 1)
+            t = np.pad(t, [(0, 0)] * (ax + 1) + [(0, st - 1)] + [(0, 0)] * (len(d) - ax - 1))
+            t = np.reshape(t, d[:ax] + (d[ax] * st,) + d[ax + 1:])
+            idx = [slice(None)] * len(d)
+            idx[ax] = slice(0, (d[ax] - 1) * st + 1)
+            t = t[tuple(idx)]
     widths = [(0, 0), (0, 0)] + [(eff[i] - 1 - pads[i], eff[i] - 1 - pads[n + i] + out_pad[i]) for i in range(n)]
     crop = [slice(None)] * (n + 2)
     pos = []
@@ -1084,23 +1119,11 @@ def _conv_transpose(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
     return [f(t, wf, b, stride=1, padding=0, dilation=tuple(dil), groups=groups)]
 
 
-def _pyasc_set(z: Any, idx: tuple, t: Any) -> Any:
-    """Return ``z`` with ``z[idx] = t`` (functional, on traced values)."""
-    import pyasc
-
-    zt = pyasc.asarray(z) if hasattr(pyasc, "asarray") else z
-    return zt.at[idx].set(t) if hasattr(zt, "at") else _scatter_fallback(z, idx, t)
-
-
-def _scatter_fallback(z: Any, idx: tuple, t: Any) -> Any:
-    raise UnsupportedError("ConvTranspose with strides on traced inputs needs a functional slice update")
-
-
 # ---- quantization --------------------------------------------------------------------------
 
 def _per_axis(p: Any, like_rank: int, axis: int, block: int, dim: int) -> Any:
     """Return a scale or zero point shaped to broadcast against an input of rank ``like_rank``."""
-    if _rank(p) == 0 or _count(p) == 1 and _rank(p) <= 1:
+    if _rank(p) == 0 or _count(p) == 1 and _rank(p) <= 1 or like_rank == 0:
         return np.reshape(p, ())
     if block:
         p = np.repeat(p, block, axis=axis)
@@ -1252,3 +1275,132 @@ def _attention(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
     if three:
         out = np.reshape(np.transpose(out, (0, 2, 1, 3)), (batch, sq, -1))
     return [out, present_k, present_v, qk_out.astype(dt)]
+
+
+# ---- scatter and gather by index -----------------------------------------------------------
+
+_AT = {"none": "set", "add": "add", "mul": "multiply", "max": "max", "min": "min"}
+
+
+def _update(data: Any, index: tuple, updates: Any, reduction: str) -> Any:
+    import pyasc
+
+    base = data if traced(data) else pyasc.asarray(data) if hasattr(pyasc, "asarray") else data
+    if not traced(base):
+        out = np.array(data, copy=True)
+        f = {"none": None, "add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}[reduction]
+        if f is None:
+            out[index] = updates
+        else:
+            f.at(out, index, updates)
+        return out
+    return getattr(base.at[index], _AT[reduction])(updates)
+
+
+@op("ScatterND")
+def _scatter_nd(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    data, idx, upd = x
+    k = _dims(idx)[-1]
+    index = tuple(idx[..., i] for i in range(k))
+    return [_update(data, index, upd, a.get("reduction", "none"))]
+
+
+@op("ScatterElements", "Scatter")
+def _scatter_elements(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    data, idx, upd = x
+    axis = _axis(a.get("axis", 0), _rank(data))
+    n = _dims(data)[axis]
+    idx = np.where(idx < 0, idx + n, idx)
+    shape = _dims(idx)
+    index = tuple(idx if d == axis else np.arange(shape[d]).reshape([-1 if e == d else 1 for e in range(len(shape))])
+                  for d in range(len(shape)))
+    index = tuple(np.broadcast_to(i, shape) if not traced(i) else i for i in index)
+    return [_update(data, index, upd, a.get("reduction", "none"))]
+
+
+@op("GatherND")
+def _gather_nd(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    data, idx = x
+    b = a.get("batch_dims", 0)
+    if b:
+        raise UnsupportedError("GatherND with batch_dims is not supported")
+    k = _dims(idx)[-1]
+    return [data[tuple(idx[..., i] for i in range(k))]]
+
+
+# ---- more activations and normalisations ---------------------------------------------------
+
+@op("Swish")
+def _swish(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    t = x[0]
+    return [t / (1 + np.exp(-t * a.get("alpha", 1.0)))]
+
+
+@op("SwiGLU")
+def _swiglu(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    t = x[0]
+    half = _dims(t)[-1] // 2
+    gate, up = t[..., :half], t[..., half:]
+    alpha = a.get("alpha", 1.0)
+    return [gate / (1 + np.exp(-gate * alpha)) * up]
+
+
+@op("GroupNormalization")
+def _group_norm(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    t, scale, bias = x
+    g = a["num_groups"]
+    eps = a.get("epsilon", 1e-5)
+    d = _dims(t)
+    grouped = np.reshape(t, (d[0], g, -1))
+    mu = np.mean(grouped, axis=2, keepdims=True)
+    dev = grouped - mu
+    var = np.mean(dev * dev, axis=2, keepdims=True)
+    y = np.reshape(dev / np.sqrt(var + eps), d)
+    shape = (1, -1) + (1,) * (len(d) - 2)
+    return [y * np.reshape(scale, shape) + np.reshape(bias, shape)]
+
+
+@op("EyeLike")
+def _eye_like(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    rows, cols = _dims(x[0])
+    dt = _np_dtype(a["dtype"]) if "dtype" in a else np.dtype(x[0].dtype)
+    return [np.eye(rows, cols, a.get("k", 0), dtype=dt)]
+
+
+def _window(kind: str) -> Op:
+    def run(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+        n = ints(x[0])[0]
+        m = n if a.get("periodic", 1) else n - 1
+        i = np.arange(n, dtype=np.float64)
+        if kind == "hann":
+            w = 0.5 - 0.5 * np.cos(2 * np.pi * i / m)
+        elif kind == "hamming":
+            w = 25 / 46 - (1 - 25 / 46) * np.cos(2 * np.pi * i / m)
+        else:
+            w = 0.42 - 0.5 * np.cos(2 * np.pi * i / m) + 0.08 * np.cos(4 * np.pi * i / m)
+        return [w.astype(_np_dtype(a.get("output_datatype", 1)))]
+
+    return run
+
+
+OPS["HannWindow"], OPS["HammingWindow"], OPS["BlackmanWindow"] = _window("hann"), _window("hamming"), _window("b")
+
+
+@op("CenterCropPad")
+def _center_crop_pad(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+    t = x[0]
+    shape = _dims(t)
+    axes = [_axis(i, len(shape)) for i in a.get("axes", range(len(shape)))]
+    want = dict(zip(axes, ints(x[1])))
+    idx, widths = [], []
+    for d, n in enumerate(shape):
+        w = want.get(d, n)
+        if w < n:
+            lo = (n - w) // 2
+            idx.append(slice(lo, lo + w))
+            widths.append((0, 0))
+        else:
+            idx.append(slice(None))
+            lo = (w - n) // 2
+            widths.append((lo, w - n - lo))
+    return [np.pad(t[tuple(idx)], widths)]
