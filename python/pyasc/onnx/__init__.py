@@ -82,25 +82,14 @@ class Model:
         op = self._ops.get(key)
         if op is not None:
             return op
-        from ..core.decorators import operator
-
         graph = self.graph
         consts = dict(graph.consts, **static)
         names = [v.name for v in self._dynamic]
-
-        def body(*args: Any) -> Any:
-            env: Dict[str, Any] = dict(consts)
-            env.update(zip(names, args))
-            for n in graph.nodes:
-                outs = _run_node(graph, n, [env[i] if i else None for i in n.inputs])
-                for name, o in zip(n.outputs, outs):
-                    if name:
-                        env[name] = o
-            return tuple(_traced_value(env[v.name], args) for v in graph.outputs)
-
-        body.__name__ = body.__qualname__ = self._opts["kernel_name"]
-        # With every input static the whole model is constant: computed on arrays, once.
-        op = operator(body, **self._opts) if names else _constant_outputs(body)
+        outputs = [v.name for v in graph.outputs]
+        if any(graph.on_host(n) for n in graph.nodes):
+            op = _staged(graph, consts, names, outputs, self._opts)
+        else:
+            op = _stage(graph, graph.nodes, consts, names, outputs, self._opts)
         if len(self._ops) >= 64:
             self._ops.pop(next(iter(self._ops)))
         self._ops[key] = op
@@ -161,6 +150,91 @@ class Model:
         return op.estimate(*args)
 
 
+def _stage(graph: Graph, nodes: List[Node], consts: Dict[str, Any], inputs: List[str], outputs: List[str],
+           opts: Dict[str, Any]) -> Any:
+    """Return an operator computing ``outputs`` from ``inputs`` through ``nodes`` (one trace)."""
+    from ..core.decorators import operator
+
+    def body(*args: Any) -> Any:
+        env: Dict[str, Any] = dict(consts)
+        env.update(zip(inputs, args))
+        for n in nodes:
+            outs = _run_node(graph, n, [env[i] if i else None for i in n.inputs])
+            for name, o in zip(n.outputs, outs):
+                if name:
+                    env[name] = o
+        return tuple(_traced_value(env[o], args) for o in outputs)
+
+    body.__name__ = body.__qualname__ = opts["kernel_name"]
+    # With no input the stage is constant: computed on arrays, once.
+    return operator(body, **opts) if inputs else _constant_outputs(body)
+
+
+def _staged(graph: Graph, consts: Dict[str, Any], inputs: List[str], outputs: List[str],
+            opts: Dict[str, Any]) -> Any:
+    """Return a function running the graph as traced stages split at its host nodes.
+
+    A host node's result size depends on the data (NonMaxSuppression, NonZero, ...): the
+    stage before it runs, the node runs on its arrays, and the next stage is traced for the
+    shapes it produced.
+    """
+    from ._host import HOST_OPS
+
+    plan: List[Any] = []
+    run: List[Node] = []
+    for n in graph.nodes:
+        if graph.on_host(n):
+            if run:
+                plan.append(run)
+            plan.append(n)
+            run = []
+        else:
+            run.append(n)
+    if run:
+        plan.append(run)
+    # What each traced stage reads from before it and hands on.
+    later: List[set] = []
+    needed = set(outputs)
+    for step in reversed(plan):
+        later.append(set(needed))
+        nodes = step if isinstance(step, list) else [step]
+        for n in nodes:
+            needed.update(i for i in n.inputs if i)
+    later.reverse()
+    stages: List[Any] = []
+    for step, after in zip(plan, later):
+        if isinstance(step, Node):
+            stages.append(step)
+            continue
+        made = {o for n in step for o in n.outputs if o}
+        reads = sorted({i for n in step for i in n.inputs if i and i not in made and i not in consts})
+        hands = sorted(made & after)
+        stages.append((reads, hands, _stage(graph, step, consts, reads, hands, opts)))
+
+    def staged(*args: Any) -> Any:
+        env: Dict[str, Any] = dict(zip(inputs, args))
+
+        def value(name: str) -> Any:
+            return env[name] if name in env else consts[name]
+
+        for st in stages:
+            if isinstance(st, Node):
+                ins = [np.asarray(value(i)) if i else None for i in st.inputs]
+                try:
+                    outs = HOST_OPS[st.op_type](ins, st.attrs)
+                except PyAscError as e:
+                    e.add_note(f"in ONNX node {st.name!r} ({st.domain or 'ai.onnx'}::{st.op_type})")
+                    raise
+                env.update((o, v) for o, v in zip(st.outputs, outs) if o)
+            else:
+                reads, hands, op = st
+                got = op(*[value(r) for r in reads])
+                env.update(zip(hands, got if isinstance(got, tuple) else (got,)))
+        return tuple(np.asarray(value(o)) for o in outputs)
+
+    return staged
+
+
 def _constant_outputs(body: Any) -> Any:
     """Return a function returning ``body()``'s outputs, computed on arrays at the first call."""
     done: List[Any] = []
@@ -188,7 +262,9 @@ def _traced_value(x: Any, args: Sequence[Any]) -> Any:
     a = np.asarray(x)
     # A constant joined to the trace through an empty read of the first argument.
     empty = args[0].reshape(-1)[:0].sum()
-    return a + empty.astype(a.dtype) if a.dtype.kind != "b" else np.logical_or(a, empty != 0)
+    if a.dtype.kind == "b":
+        return (a.astype(np.int8) + empty.astype(np.int8)) != 0
+    return a + empty.astype(a.dtype)
 
 
 def load(model: Union[str, Any], custom_ops: Optional[Dict[Any, Any]] = None, precision_mode: Optional[str] = None,

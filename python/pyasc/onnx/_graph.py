@@ -12,6 +12,7 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 import numpy as np
 
 from ..errors import UnsupportedError
+from ._host import HOST_OPS
 from ._ops import OPS
 
 #: Operand positions that must be known when the model is traced: shapes, axes, pads, counts,
@@ -126,8 +127,12 @@ class Graph:
         if user is not None:
             return user
         if n.domain in ("", "ai.onnx"):
-            return OPS.get(n.op_type)
+            return OPS.get(n.op_type) or HOST_OPS.get(n.op_type)
         return None
+
+    def on_host(self, n: Node) -> bool:
+        """Return whether ``n`` runs on arrays between traced stages (a data-dependent size)."""
+        return n.domain in ("", "ai.onnx") and self.op_of(n) is HOST_OPS.get(n.op_type)
 
     def _users(self) -> Dict[str, List[Node]]:
         users: Dict[str, List[Node]] = {}

@@ -282,13 +282,31 @@ def _reducer(f: Callable[..., Any], since: int, post: Optional[Callable[[Any], A
     def run(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
         axes = _reduce_axes(x, a, v, since)
         t = x[0] if pre is None else pre(x[0])
+        shape = _dims(t)
+        empty = any(shape[i] == 0 for i in (axes if axes is not None else range(len(shape))))
         if axes == ():
             r = t
+        elif empty:
+            # Over nothing: the reduction's identity (NumPy raises for max and min).
+            keep = bool(a.get("keepdims", 1))
+            out = [1 if (axes is None or i in axes) and keep else n for i, n in enumerate(shape)
+                   if keep or not (axes is None or i in axes)]
+            r = np.full(out, _empty_identity(f, np.dtype(t.dtype)), np.dtype(t.dtype))
         else:
             r = f(t, axis=axes, keepdims=bool(a.get("keepdims", 1)))
         return [_same(post(r) if post is not None else r, x[0])]
 
     return run
+
+
+def _empty_identity(f: Callable[..., Any], dt: np.dtype) -> Any:
+    if f is np.max:
+        return False if dt.kind == "b" else -np.inf if dt.kind == "f" else np.iinfo(dt).min
+    if f is np.min:
+        return True if dt.kind == "b" else np.inf if dt.kind == "f" else np.iinfo(dt).max
+    if f is np.prod:
+        return 1
+    return 0
 
 
 OPS["ReduceSum"] = _reducer(np.sum, 13)
@@ -803,6 +821,38 @@ def _space_to_depth(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
 OPS["DepthToSpace"], OPS["SpaceToDepth"] = _depth_to_space, _space_to_depth
 
 
+def _cubic_axis(t: Any, ax: int, src: np.ndarray, n: int, o: int, a: Dict[str, Any]) -> Any:
+    """Interpolate ``t`` cubically along ``ax`` at source positions ``src``.
+
+    Four taps each, Keys' kernel with coefficient ``cubic_coeff_a``; taps outside the input are
+    clamped, or dropped with the rest reweighted under ``exclude_outside``.
+    """
+    ca = a.get("cubic_coeff_a", -0.75)
+    base = np.floor(src).astype(np.int64)
+    frac = src - base
+
+    def kernel(d: np.ndarray) -> np.ndarray:
+        d = np.abs(d)
+        return np.where(d <= 1, ((ca + 2) * d - (ca + 3)) * d * d + 1,
+                        np.where(d < 2, ((ca * d - 5 * ca) * d + 8 * ca) * d - 4 * ca, 0.0))
+
+    taps = [base + k for k in (-1, 0, 1, 2)]
+    weights = [kernel(frac - k) for k in (-1, 0, 1, 2)]
+    if a.get("exclude_outside", 0):
+        weights = [np.where((i >= 0) & (i < n), w, 0.0) for i, w in zip(taps, weights)]
+        total = sum(weights)
+        weights = [w / total for w in weights]
+    rank = _rank(t)
+    fshape = [1] * rank
+    fshape[ax] = o
+    dt = np.dtype(t.dtype)
+    acc = None
+    for i, w in zip(taps, weights):
+        part = np.take(t, np.clip(i, 0, n - 1), axis=ax) * w.astype(dt).reshape(fshape)
+        acc = part if acc is None else acc + part
+    return acc
+
+
 @op("Resize", "Upsample")
 def _resize(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
     t = x[0]
@@ -851,7 +901,9 @@ def _resize(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
         elif ct == "pytorch_half_pixel":
             src = (out + 0.5) / s - 0.5 if o > 1 else np.zeros(o)
         elif ct == "align_corners":
-            src = out * (n - 1) / (o - 1) if o > 1 else np.zeros(o)
+            # The unrounded output length n * s, as ONNX's reference scales it.
+            span = n * s - 1
+            src = out * (n - 1) / span if span > 0 else np.zeros(o)
         elif ct == "asymmetric":
             src = out / s
         elif ct == "half_pixel_symmetric":
@@ -871,6 +923,8 @@ def _resize(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
                 i = np.ceil(src)
             i = np.clip(i, 0, n - 1).astype(np.int64)
             t = np.take(t, i, axis=ax)
+        elif mode == "cubic":
+            t = _cubic_axis(t, ax, src, n, o, a)
         elif mode == "linear":
             src = np.clip(src, 0, n - 1)
             lo = np.floor(src).astype(np.int64)
@@ -883,12 +937,6 @@ def _resize(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
         else:
             raise UnsupportedError(f"Resize mode {mode!r} is not supported")
     return [t]
-
-
-@op("NonMaxSuppression")
-def _nms(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
-    raise UnsupportedError("NonMaxSuppression returns a data-dependent number of boxes; pyasc runs it on arrays "
-                           "only (pyasc.ops.nms)")
 
 
 # ---- more elementwise and activations ------------------------------------------------------
@@ -1404,3 +1452,127 @@ def _center_crop_pad(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
             lo = (w - n) // 2
             widths.append((lo, w - n - lo))
     return [np.pad(t[tuple(idx)], widths)]
+
+
+# ---- recurrent layers ----------------------------------------------------------------------
+
+def _activation(name: str, alpha: Optional[float], beta: Optional[float]) -> Callable[[Any], Any]:
+    name = name.lower()
+    if name == "sigmoid":
+        return lambda t: 1 / (1 + np.exp(-t))
+    if name == "tanh":
+        return np.tanh
+    if name == "relu":
+        return lambda t: np.maximum(t, 0)
+    if name == "leakyrelu":
+        return lambda t: np.where(t < 0, t * (0.01 if alpha is None else alpha), t)
+    if name == "hardsigmoid":
+        return lambda t: np.clip(t * (0.2 if alpha is None else alpha) + (0.5 if beta is None else beta), 0, 1)
+    if name == "affine":
+        return lambda t: t * (1.0 if alpha is None else alpha) + (0.0 if beta is None else beta)
+    if name == "scaledtanh":
+        return lambda t: np.tanh(t * (1.0 if beta is None else beta)) * (1.0 if alpha is None else alpha)
+    if name == "softsign":
+        return lambda t: t / (1 + np.abs(t))
+    if name == "softplus":
+        return lambda t: np.logaddexp(t, 0)
+    if name == "elu":
+        return lambda t: np.where(t < 0, (np.exp(t) - 1) * (1.0 if alpha is None else alpha), t)
+    raise UnsupportedError(f"recurrent activation {name!r} is not supported")
+
+
+def _recurrent(kind: str) -> Op:
+    gates = {"RNN": 1, "GRU": 3, "LSTM": 4}[kind]
+    defaults = {"RNN": ["Tanh"], "GRU": ["Sigmoid", "Tanh"], "LSTM": ["Sigmoid", "Tanh", "Tanh"]}[kind]
+
+    def run(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
+        get = lambda i: x[i] if len(x) > i and x[i] is not None else None  # noqa: E731
+        xs, w, r = x[0], x[1], x[2]
+        bias, lens, h0 = get(3), get(4), get(5)
+        c0, peep = (get(6), get(7)) if kind == "LSTM" else (None, None)
+        layout = a.get("layout", 0)
+        if layout:
+            xs = np.swapaxes(xs, 0, 1)
+        steps, batch, _ = _dims(xs)
+        hidden = a.get("hidden_size") or _dims(r)[-1]
+        direction = a.get("direction", "forward")
+        dirs = 2 if direction == "bidirectional" else 1
+        names = list(a.get("activations", [])) or defaults * dirs
+        alphas, betas = list(a.get("activation_alpha", [])), list(a.get("activation_beta", []))
+        per = len(defaults)
+        acts = [_activation(n, alphas[i] if i < len(alphas) else None, betas[i] if i < len(betas) else None)
+                for i, n in enumerate(names)]
+        clip = a.get("clip")
+        dt = np.dtype(xs.dtype)
+        if lens is not None and direction != "forward" and (traced(lens) or np.any(np.asarray(lens) != steps)):
+            raise UnsupportedError(f"{kind} running backwards over sequences shorter than the input is not supported")
+        zeros = np.zeros((batch, hidden), dt)
+        ys, hs, cs = [], [], []
+        for d in range(dirs):
+            f = acts[d * per:(d + 1) * per]
+            wd, rd = w[d], r[d]
+            bd = bias[d] if bias is not None else np.zeros(2 * gates * hidden, dt)
+            wb, rb = bd[:gates * hidden], bd[gates * hidden:]
+            h = h0[d] if h0 is not None else zeros
+            c = c0[d] if c0 is not None else zeros
+            reverse = direction == "reverse" or d == 1
+            out: List[Any] = [None] * steps
+            for step in range(steps):
+                t = steps - 1 - step if reverse else step
+                xt = xs[t]
+                gx = np.matmul(xt, np.swapaxes(wd, 0, 1)) + wb
+                gh = np.matmul(h, np.swapaxes(rd, 0, 1)) + rb
+                if kind == "RNN":
+                    pre = gx + gh
+                    if clip:
+                        pre = np.clip(pre, -clip, clip)
+                    h_new, c_new = f[0](pre), c
+                elif kind == "GRU":
+                    zx, rx, hx = gx[:, :hidden], gx[:, hidden:2 * hidden], gx[:, 2 * hidden:]
+                    zh, rh, hh = gh[:, :hidden], gh[:, hidden:2 * hidden], gh[:, 2 * hidden:]
+                    cl = (lambda q: np.clip(q, -clip, clip)) if clip else (lambda q: q)
+                    z, rr = f[0](cl(zx + zh)), f[0](cl(rx + rh))
+                    if a.get("linear_before_reset", 0):
+                        cand = f[1](cl(hx + rr * hh))
+                    else:
+                        cand = f[1](cl(hx + np.matmul(rr * h, np.swapaxes(rd[2 * hidden:], 0, 1))
+                                       + rb[2 * hidden:]))
+                    h_new, c_new = (1 - z) * cand + z * h, c
+                else:
+                    pre = gx + gh
+                    if clip:
+                        pre = np.clip(pre, -clip, clip)
+                    i_, o_, f_, g_ = (pre[:, k * hidden:(k + 1) * hidden] for k in range(4))
+                    if peep is not None:
+                        pi, po, pf = peep[d][:hidden], peep[d][hidden:2 * hidden], peep[d][2 * hidden:]
+                        i_, f_ = i_ + pi * c, f_ + pf * c
+                    it, ft = f[0](i_), f[0](f_)
+                    if a.get("input_forget", 0):
+                        ft = 1 - it
+                    c_new = ft * c + it * f[1](g_)
+                    if peep is not None:
+                        o_ = o_ + po * c_new
+                    h_new = f[0](o_) * f[2](c_new)
+                if lens is not None:
+                    live = (np.asarray(lens) > t if not traced(lens) else lens > t).reshape(-1, 1)
+                    h_out = np.where(live, h_new, np.zeros((), dt))
+                    h = np.where(live, h_new, h)
+                    c = np.where(live, c_new, c)
+                else:
+                    h_out, h, c = h_new, h_new, c_new
+                out[t] = h_out
+            ys.append(np.stack(out, 0))
+            hs.append(h)
+            cs.append(c)
+        y = np.stack(ys, 1)
+        if layout:
+            y = np.transpose(y, (2, 0, 1, 3))
+            yh, yc = np.swapaxes(np.stack(hs, 0), 0, 1), np.swapaxes(np.stack(cs, 0), 0, 1)
+        else:
+            yh, yc = np.stack(hs, 0), np.stack(cs, 0)
+        return [y, yh, yc]
+
+    return run
+
+
+OPS["RNN"], OPS["GRU"], OPS["LSTM"] = _recurrent("RNN"), _recurrent("GRU"), _recurrent("LSTM")
