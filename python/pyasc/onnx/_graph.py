@@ -18,12 +18,13 @@ from ._ops import OPS
 #: Operand positions that must be known when the model is traced: shapes, axes, pads, counts,
 #: scales. A graph input feeding one is a *static* input: the model is traced for its value.
 SHAPE_SLOTS: Dict[str, Tuple[int, ...]] = {
-    "Reshape": (1,), "Expand": (1,), "Tile": (1,), "Slice": (1, 2, 3, 4), "Pad": (1, 3), "Squeeze": (1,),
+    "Reshape": (1,), "Expand": (1,), "Tile": (1,), "Slice": (1, 2, 3, 4), "Pad": (1, 2, 3), "Squeeze": (1,),
     "Unsqueeze": (1,), "Split": (1,), "TopK": (1,), "ConstantOfShape": (0,), "Range": (0, 1, 2),
     "Resize": (1, 2, 3), "Upsample": (1,), "ReduceSum": (1,), "ReduceMean": (1,), "ReduceMax": (1,),
     "ReduceMin": (1,), "ReduceProd": (1,), "ReduceL1": (1,), "ReduceL2": (1,), "ReduceSumSquare": (1,),
     "ReduceLogSum": (1,), "ReduceLogSumExp": (1,), "OneHot": (1,), "CumSum": (1,), "CumProd": (1,),
-    "Trilu": (1,), "CenterCropPad": (1,), "Attention": (6,),
+    "Trilu": (1,), "CenterCropPad": (1,), "Attention": (6,), "HannWindow": (0,),
+    "HammingWindow": (0,), "BlackmanWindow": (0,),
 }
 
 #: Operators whose result is not a function of their inputs (never folded).
@@ -187,7 +188,8 @@ class Graph:
             ready = all(i == "" or i in self.consts for i in n.inputs)
             if ready and n.op_type not in _UNFOLDABLE and f is OPS.get(n.op_type) and n.domain in ("", "ai.onnx"):
                 try:
-                    outs = f([self.consts[i] if i else None for i in n.inputs], n.attrs, self.opset)
+                    ins = [self.consts[i] if i else None for i in n.inputs]
+                    outs = f(ins, dict(n.attrs, _outputs=len(n.outputs)), self.opset)
                 except Exception:  # noqa: BLE001 (left for the trace, which reports the node)
                     kept.append(n)
                     continue

@@ -541,7 +541,26 @@ def _max_pool(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
     acc = None
     for tap in _windows(padded, kernel, strides, dil, outs):
         acc = tap if acc is None else np.maximum(acc, tap)
-    return [acc]
+    if a.get("_outputs", 1) < 2:
+        return [acc]
+    # Indices: the first maximum's flat position in the (unpadded) input, row-major per
+    # image (storage_order 0) or column-major over the spatial dims (1).
+    shape = _dims(t)
+    spatial = shape[2:]
+    if a.get("storage_order", 0):
+        flat = np.arange(int(np.prod(spatial))).reshape(spatial[::-1]).T
+    else:
+        flat = np.arange(int(np.prod(spatial))).reshape(spatial)
+    per_image = (np.arange(shape[0] * shape[1]) * int(np.prod(spatial))).reshape(shape[0], shape[1], *([1] * n))
+    pos = np.pad(flat, list(zip(begin, end)), constant_values=-1)[None, None]
+    best, where = None, None
+    for tap, at in zip(_windows(padded, kernel, strides, dil, outs), _windows(pos, kernel, strides, dil, outs)):
+        if best is None:
+            best, where = tap, np.broadcast_to(at, _dims(tap))
+        else:
+            better = tap > best
+            best, where = np.where(better, tap, best), np.where(better, at, where)
+    return [acc, (where + per_image).astype(np.int64)]
 
 
 @op("AveragePool")
@@ -780,7 +799,7 @@ def _topk(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
     axis = _axis(a.get("axis", -1), _rank(t))
     largest = a.get("largest", 1)
     # A stable sort keeps the lower index first among equal values, as ONNX specifies.
-    keyed = -t if largest else t
+    keyed = (np.invert(t) if np.dtype(t.dtype).kind == "u" else -t) if largest else t
     order = np.argsort(keyed, axis=axis, kind="stable")
     idx = [slice(None)] * _rank(t)
     idx[axis] = slice(0, k)
@@ -864,6 +883,7 @@ def _resize(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
         scales = [float(s) for s in np.asarray(x[1]).reshape(-1)] if len(x) > 1 else list(a["scales"])
         sizes = [int(math.floor(n * s)) for n, s in zip(shape, scales)]
         ct = "asymmetric"
+        a = dict(a, nearest_mode="floor")  # Upsample's nearest neighbour is the one at or before
     else:
         roi = x[1] if len(x) > 1 else None
         scales_in = x[2] if len(x) > 2 else None
@@ -942,8 +962,8 @@ def _resize(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
 # ---- more elementwise and activations ------------------------------------------------------
 
 OPS["Round"] = _unary(np.round)
-OPS["IsInf"] = lambda x, a, v: [(np.isposinf(x[0]) if a.get("detect_negative", 1) == 0 else
-                                  np.isneginf(x[0]) if a.get("detect_positive", 1) == 0 else np.isinf(x[0]))]
+OPS["IsInf"] = lambda x, a, v: [(x[0] == np.inf if a.get("detect_negative", 1) == 0 else
+                                  x[0] == -np.inf if a.get("detect_positive", 1) == 0 else np.isinf(x[0]))]
 
 
 @op("BitShift")
@@ -1169,16 +1189,25 @@ def _conv_transpose(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
 
 # ---- quantization --------------------------------------------------------------------------
 
-def _per_axis(p: Any, like_rank: int, axis: int, block: int, dim: int) -> Any:
-    """Return a scale or zero point shaped to broadcast against an input of rank ``like_rank``."""
-    if _rank(p) == 0 or _count(p) == 1 and _rank(p) <= 1 or like_rank == 0:
+def _per_axis(p: Any, like: Any, axis: int, block: int) -> Any:
+    """Return a scale or zero point shaped to broadcast against ``like``.
+
+    One value for the whole tensor, one per index of ``axis``, or (with ``block``) one per
+    block of ``block`` indices along it.
+    """
+    rank = _rank(like)
+    if _rank(p) == 0 or _count(p) == 1 and _rank(p) <= 1 or rank == 0:
         return np.reshape(p, ())
+    axis = _axis(axis, rank)
     if block:
-        p = np.repeat(p, block, axis=axis)
-        idx = [slice(None)] * like_rank
-        idx[axis] = slice(0, dim)
+        dims = _dims(p)
+        e = np.expand_dims(p, axis + 1)
+        full = dims[:axis + 1] + (block,) + dims[axis + 1:]
+        p = np.reshape(np.broadcast_to(e, full), dims[:axis] + (dims[axis] * block,) + dims[axis + 1:])
+        idx = [slice(None)] * rank
+        idx[axis] = slice(0, _dims(like)[axis])
         return p[tuple(idx)]
-    shape = [1] * like_rank
+    shape = [1] * rank
     shape[axis] = -1
     return np.reshape(p, shape)
 
@@ -1187,16 +1216,12 @@ def _per_axis(p: Any, like_rank: int, axis: int, block: int, dim: int) -> Any:
 def _dequantize(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
     t, scale = x[0], x[1]
     zp = x[2] if len(x) > 2 and x[2] is not None else None
-    rank = _rank(t)
-    axis = _axis(a.get("axis", 1), max(rank, 1))
-    block = a.get("block_size", 0)
-    dim = _dims(t)[axis] if rank else 1
-    s = _per_axis(scale, rank, axis, block, dim)
+    axis, block = a.get("axis", 1), a.get("block_size", 0)
     q = t.astype(np.float32)
     if zp is not None:
-        q = q - _per_axis(zp, rank, axis, block, dim).astype(np.float32)
+        q = q - _per_axis(zp, t, axis, block).astype(np.float32)
     out_dt = np.dtype(scale.dtype) if a.get("output_dtype", 0) == 0 else _np_dtype(a["output_dtype"])
-    return [(q * s.astype(np.float32)).astype(out_dt)]
+    return [(q * _per_axis(scale, t, axis, block).astype(np.float32)).astype(out_dt)]
 
 
 def _np_dtype(code: int) -> np.dtype:
@@ -1209,18 +1234,14 @@ def _np_dtype(code: int) -> np.dtype:
 def _quantize(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
     t, scale = x[0], x[1]
     zp = x[2] if len(x) > 2 and x[2] is not None else None
-    rank = _rank(t)
-    axis = _axis(a.get("axis", 1), max(rank, 1))
-    block = a.get("block_size", 0)
-    dim = _dims(t)[axis] if rank else 1
+    axis, block = a.get("axis", 1), a.get("block_size", 0)
     out_dt = np.dtype(zp.dtype) if zp is not None else (
         _np_dtype(a["output_dtype"]) if a.get("output_dtype", 0) else np.dtype(np.uint8))
     if out_dt.kind not in "iu":
         raise UnsupportedError(f"QuantizeLinear to {out_dt} is not supported")
-    s = _per_axis(scale, rank, axis, block, dim).astype(np.float32)
-    q = np.round(t.astype(np.float32) / s)
+    q = np.round(t.astype(np.float32) / _per_axis(scale, t, axis, block).astype(np.float32))
     if zp is not None:
-        q = q + _per_axis(zp, rank, axis, block, dim).astype(np.float32)
+        q = q + _per_axis(zp, t, axis, block).astype(np.float32)
     info = np.iinfo(out_dt)
     return [np.clip(q, float(info.min), float(info.max)).astype(out_dt)]
 
