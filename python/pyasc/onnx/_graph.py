@@ -117,8 +117,26 @@ class Graph:
                                    "operators with custom_ops={(domain, op_type): op}")
         self._fold_batch_norms()
         self._fold_constants()
-        slots = {n.inputs[i] for n in self.nodes for i in SHAPE_SLOTS.get(n.op_type, ()) if i < len(n.inputs)}
-        self.static = [v.name for v in self.inputs if v.name in slots]
+        self.static = self._static_inputs()
+
+    def _static_inputs(self) -> List[str]:
+        """Return the graph inputs whose values decide a shape slot.
+
+        Directly or through other nodes' values; a Shape or Size node reads only its input's
+        static shape, so the walk stops there.
+        """
+        producer = {o: n for n in self.nodes for o in n.outputs if o}
+        todo = [n.inputs[i] for n in self.nodes for i in SHAPE_SLOTS.get(n.op_type, ()) if i < len(n.inputs)]
+        seen = set()
+        while todo:
+            name = todo.pop()
+            if not name or name in seen:
+                continue
+            seen.add(name)
+            p = producer.get(name)
+            if p is not None and p.op_type not in ("Shape", "Size"):
+                todo.extend(p.inputs)
+        return [v.name for v in self.inputs if v.name in seen]
 
     def op_of(self, n: Node) -> Any:
         """Return the user's operator for ``n`` (custom_ops), else the built-in one, else None."""

@@ -532,7 +532,7 @@ def _max_pool(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
     kernel, strides, dil, begin, end, outs = _pool_geometry(a, _dims(t))
     n = len(kernel)
     simple = n == 2 and dil == [1, 1] and begin == end[:2] and all(b <= k // 2 for b, k in zip(begin, kernel))
-    if simple and np.dtype(t.dtype).kind == "f" and all(
+    if simple and a.get("_outputs", 1) < 2 and np.dtype(t.dtype).kind == "f" and all(
             (_dims(t)[2 + i] + 2 * begin[i] - kernel[i]) // strides[i] + 1 == outs[i] for i in range(2)):
         return [_conv.max_pool2d(t, tuple(kernel), tuple(strides), tuple(begin))]
     dt = np.dtype(t.dtype)
@@ -696,9 +696,11 @@ def _gather(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
     n = _dims(t)[axis]
     if not traced(i):
         i = np.where(np.asarray(i) < 0, np.asarray(i) + n, np.asarray(i)).astype(np.int64)
+        if not traced(t):
+            return [np.take(t, i, axis=axis)]
     else:
         i = np.where(i < 0, i + n, i)
-    return [np.take(t, i, axis=axis)]
+    return [t[(slice(None),) * axis + (i,)]]
 
 
 @op("GatherElements")
@@ -719,7 +721,14 @@ def _expand(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
 
 @op("Tile")
 def _tile(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
-    return [np.tile(x[0], ints(x[1]))]
+    t, reps = x[0], ints(x[1])
+    if not traced(t):
+        return [np.tile(t, reps)]
+    # Each axis d becomes (reps[d], d) broadcast, then merged: the copies one after another.
+    d = _dims(t)
+    inter = tuple(v for n in d for v in (1, n))
+    full = tuple(v for r, n in zip(reps, d) for v in (r, n))
+    return [np.reshape(np.broadcast_to(np.reshape(t, inter), full), tuple(r * n for r, n in zip(reps, d)))]
 
 
 @op("Pad")
@@ -1407,11 +1416,10 @@ def _swish(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
 
 @op("SwiGLU")
 def _swiglu(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
-    t = x[0]
-    half = _dims(t)[-1] // 2
-    gate, up = t[..., :half], t[..., half:]
+    gate, up = x[0], x[1]
     alpha = a.get("alpha", 1.0)
-    return [gate / (1 + np.exp(-gate * alpha)) * up]
+    dt = np.dtype(gate.dtype)
+    return [(gate * (1 / (1 + np.exp(-gate * alpha))).astype(dt) * up).astype(dt)]
 
 
 @op("GroupNormalization")
