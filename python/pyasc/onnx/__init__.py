@@ -17,7 +17,7 @@ import numpy as np
 from .. import _pyasc
 from ..errors import InvalidArgumentError, PyAscError
 from ._graph import Graph, Node, Value
-from ._ops import OPS
+from ._ops import OPS, join
 
 __all__ = ["load", "Model", "Value", "supported_ops"]
 
@@ -43,6 +43,12 @@ def _custom_table(custom_ops: Optional[Dict[Any, Any]]) -> Dict[Tuple[str, str],
 
 def _run_node(graph: Graph, n: Node, ins: List[Any]) -> List[Any]:
     f = graph.op_of(n)
+    # Values computed on arrays (constants) follow IEEE rules silently, as in the trace.
+    with np.errstate(all="ignore"):
+        return _call_node(graph, n, f, ins)
+
+
+def _call_node(graph: Graph, n: Node, f: Any, ins: List[Any]) -> List[Any]:
     try:
         if f is OPS.get(n.op_type) and n.domain in ("", "ai.onnx"):
             outs = f(ins, dict(n.attrs, _outputs=len(n.outputs)), graph.opset)
@@ -259,12 +265,7 @@ def _traced_value(x: Any, args: Sequence[Any]) -> Any:
     """
     if type(x) is _pyasc.Tensor or not args:
         return x
-    a = np.asarray(x)
-    # A constant joined to the trace through an empty read of the first argument.
-    empty = args[0].reshape(-1)[:0].sum()
-    if a.dtype.kind == "b":
-        return (a.astype(np.int8) + empty.astype(np.int8)) != 0
-    return a + empty.astype(a.dtype)
+    return join(x, args[0])
 
 
 def load(model: Union[str, Any], custom_ops: Optional[Dict[Any, Any]] = None, precision_mode: Optional[str] = None,

@@ -207,7 +207,8 @@ class Graph:
             if ready and n.op_type not in _UNFOLDABLE and f is OPS.get(n.op_type) and n.domain in ("", "ai.onnx"):
                 try:
                     ins = [self.consts[i] if i else None for i in n.inputs]
-                    outs = f(ins, dict(n.attrs, _outputs=len(n.outputs)), self.opset)
+                    with np.errstate(all="ignore"):
+                        outs = f(ins, dict(n.attrs, _outputs=len(n.outputs)), self.opset)
                 except Exception:  # noqa: BLE001 (left for the trace, which reports the node)
                     kept.append(n)
                     continue

@@ -48,6 +48,15 @@ def ints(x: Any) -> List[int]:
     return [int(v) for v in np.asarray(x).reshape(-1)]
 
 
+def join(const: Any, value: Any) -> Any:
+    """Return the array ``const`` as a value of ``value``'s trace (through an empty read of it)."""
+    a = np.asarray(const)
+    empty = value.reshape(-1)[:0].sum()
+    if a.dtype.kind == "b":
+        return (a.astype(np.int8) + empty.astype(np.int8)) != 0
+    return a + empty.astype(a.dtype)
+
+
 def _dims(x: Any) -> tuple:
     """Return the shape of an array or a traced tensor."""
     return tuple(x.shape) if traced(x) else tuple(np.shape(x))
@@ -700,6 +709,8 @@ def _gather(x: List[Any], a: Dict[str, Any], v: int) -> List[Any]:
             return [np.take(t, i, axis=axis)]
     else:
         i = np.where(i < 0, i + n, i)
+        if not traced(t):
+            t = join(t, i)
     return [t[(slice(None),) * axis + (i,)]]
 
 
