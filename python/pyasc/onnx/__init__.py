@@ -19,7 +19,23 @@ from ..errors import InvalidArgumentError, PyAscError
 from ._graph import Graph, Node, Value
 from ._ops import OPS, join
 
-__all__ = ["load", "Model", "Value", "supported_ops"]
+__all__ = ["load", "Model", "Value", "supported_ops", "on_arrays"]
+
+
+def on_arrays(fn: Any) -> Any:
+    """Mark a custom operator's function to run on arrays, between the model's traced stages.
+
+    Use it for functions that launch ``@pyasc.kernel`` kernels or otherwise need the values
+    (a kernel launch cannot join a trace): the stage before the node runs, ``fn`` gets its
+    inputs as arrays and returns arrays, and the next stage is traced for what it returned.
+    """
+    def run(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+
+    run._pyasc_on_arrays = True  # type: ignore[attr-defined]
+    run.__name__ = getattr(fn, "__name__", "on_arrays")
+    run.__doc__ = getattr(fn, "__doc__", None)
+    return run
 
 
 def supported_ops() -> List[str]:
@@ -53,12 +69,27 @@ def _call_node(graph: Graph, n: Node, f: Any, ins: List[Any]) -> List[Any]:
         if f is OPS.get(n.op_type) and n.domain in ("", "ai.onnx"):
             outs = f(ins, dict(n.attrs, _outputs=len(n.outputs)), graph.opset)
         else:
-            got = f(*[i for i in ins if i is not None], **n.attrs)
+            got = _call_custom(f, [i for i in ins if i is not None], n.attrs)
             outs = list(got) if isinstance(got, (tuple, list)) else [got]
     except PyAscError as e:
         e.add_note(f"in ONNX node {n.name!r} ({n.domain or 'ai.onnx'}::{n.op_type})")
         raise
     return outs
+
+
+def _call_custom(f: Any, args: List[Any], attrs: Dict[str, Any]) -> Any:
+    """Call a user's operator for a node.
+
+    Attributes go as keyword arguments, or for a class operator as attributes of the instance
+    (read by its ``compute``).
+    """
+    from ..core.classes import AscendOperatorBase
+
+    if isinstance(f, AscendOperatorBase):
+        for k, v in attrs.items():
+            setattr(f, k, v)
+        return f(*args)
+    return f(*args, **attrs)
 
 
 class Model:
@@ -227,7 +258,12 @@ def _staged(graph: Graph, consts: Dict[str, Any], inputs: List[str], outputs: Li
             if isinstance(st, Node):
                 ins = [np.asarray(value(i)) if i else None for i in st.inputs]
                 try:
-                    outs = HOST_OPS[st.op_type](ins, st.attrs)
+                    user = graph.op_of(st)
+                    if getattr(user, "_pyasc_on_arrays", False):
+                        got = user(*[i for i in ins if i is not None], **st.attrs)
+                        outs = [np.asarray(o) for o in (got if isinstance(got, (tuple, list)) else (got,))]
+                    else:
+                        outs = HOST_OPS[st.op_type](ins, st.attrs)
                 except PyAscError as e:
                     e.add_note(f"in ONNX node {st.name!r} ({st.domain or 'ai.onnx'}::{st.op_type})")
                     raise

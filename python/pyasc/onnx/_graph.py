@@ -150,8 +150,15 @@ class Graph:
         return None
 
     def on_host(self, n: Node) -> bool:
-        """Return whether ``n`` runs on arrays between traced stages (a data-dependent size)."""
-        return n.domain in ("", "ai.onnx") and self.op_of(n) is HOST_OPS.get(n.op_type)
+        """Return whether ``n`` runs on arrays between traced stages.
+
+        A built-in node whose result size depends on the data, or a custom one marked with
+        :func:`pyasc.onnx.on_arrays` (a function launching kernels, say).
+        """
+        f = self.op_of(n)
+        if getattr(f, "_pyasc_on_arrays", False):
+            return True
+        return n.domain in ("", "ai.onnx") and f is HOST_OPS.get(n.op_type)
 
     def _users(self) -> Dict[str, List[Node]]:
         users: Dict[str, List[Node]] = {}
@@ -180,6 +187,8 @@ class Graph:
             if not all(p in self.consts for p in params) or not all(w in self.consts for w in weights if w):
                 continue
             scale, bias, mean, var = (self.consts[p].astype(np.float64) for p in params)
+            if np.any(var + bn.attrs.get("epsilon", 1e-5) <= 0):
+                continue  # left to the node, which computes what ONNX says (NaN)
             w = self.consts[conv.inputs[1]]
             b = self.consts[conv.inputs[2]].astype(np.float64) if len(conv.inputs) > 2 and conv.inputs[2] else 0.0
             k = scale / np.sqrt(var + bn.attrs.get("epsilon", 1e-5))
