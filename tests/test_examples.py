@@ -114,3 +114,11 @@ def test_train_transformer_loss_falls_and_its_gradient_checks():
     params = {k: v.astype(np.float64) for k, v in mod.init_params(rng, 6, 5, 8, 1).items()}
     pyasc.check_grads(lambda p: mod.loss_fn(p, x.astype(np.float64), y.astype(np.float64), 2, 1), (params,),
                       order=1)
+
+
+def test_onnx_custom_op_matches_onnxruntime_with_the_node_expanded():
+    r = load("onnx_custom_op").main(["--batch", "16", "--width", "64"])
+    assert r["shape"] == (16, 64)
+    assert r["max_abs_err"] <= 1e-5 * max(1.0, r["scale"])
+    # Three products, with the custom node and the residual add in their epilogues.
+    assert r["kernels"] <= 3
