@@ -695,6 +695,10 @@ def run(quick: bool = False, only: Optional[List[str]] = None) -> int:
         from .grad import run_entries as run_grad
 
         run_grad(want, quick, repeat, summary)
+    if "onnx" in want:
+        from .onnx_models import run_entries as run_onnx
+
+        run_onnx(want, quick, repeat, summary)
     print("\nsummary")
     for line in summary:
         print(f"  {line}")

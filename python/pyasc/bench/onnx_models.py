@@ -1,0 +1,94 @@
+"""``pyasc bench`` entry of whole ONNX models: pyasc against onnxruntime in the same run.
+
+``onnx``: the light zoo models that ship with the ``onnx`` wheel (ResNet-50, SqueezeNet,
+DenseNet-121, Inception v1) at batch 1 on random inputs, onnxruntime with as many threads as
+pyasc uses; each model's time, its convolutions' GFLOP/s against the machine's FMA peak
+(``pyasc info --peaks``), and the time to load, compile and first run ResNet-50.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Dict, List, Tuple
+
+import numpy as np
+
+from ..tools._timing import best_time, fmt_time
+
+Row = Tuple[str, str, float]
+
+MODELS = ("resnet50", "squeezenet", "densenet121", "inception_v1")
+
+
+def _path(name: str) -> str:
+    import onnx
+
+    return os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light", f"light_{name}.onnx")
+
+
+def conv_flops(model: Any) -> float:
+    """Return the FLOPs of a loaded model's convolutions (two per multiply-add, from the inferred shapes)."""
+    g = model.graph
+    total = 0.0
+    for n in g.nodes:
+        if n.op_type != "Conv" or n.outputs[0] not in g.shapes or n.inputs[1] not in g.consts:
+            continue
+        w = g.consts[n.inputs[1]]
+        total += 2.0 * np.prod(g.shapes[n.outputs[0]]) * np.prod(w.shape[1:])
+    return total
+
+
+def bench_model(name: str, repeat: int) -> Tuple[List[Row], Dict[str, float]]:
+    """Time one model with pyasc and onnxruntime; also its load-to-first-result time and conv FLOPs."""
+    import pyasc
+    import pyasc.onnx as po
+
+    start = time.perf_counter()
+    model = po.load(_path(name))
+    (inp,) = model.inputs
+    x = np.random.default_rng(0).standard_normal([d if isinstance(d, int) else 1 for d in inp.shape])
+    x = x.astype(np.float32)
+    model(x)
+    first = time.perf_counter() - start
+    rows: List[Row] = [("pyasc", "pyasc.onnx.load(...).run", best_time(lambda: model(x), repeat))]
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        ort = None
+    if ort is not None:
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = pyasc.device_info("cpu").get("cores", os.cpu_count() or 1)
+        opts.inter_op_num_threads = 1
+        sess = ort.InferenceSession(_path(name), opts, providers=["CPUExecutionProvider"])
+        feeds = {inp.name: x}
+        rows.append(("onnxruntime", "InferenceSession.run", best_time(lambda: sess.run(None, feeds), repeat)))
+    return rows, {"first": first, "flops": conv_flops(model)}
+
+
+def run_entries(want: set, quick: bool, repeat: int, summary: List[str]) -> None:
+    """Run the ``onnx`` entry, adding summary lines."""
+    from ..device.roofs import peaks
+    from . import _report
+
+    if "onnx" not in want:
+        return
+    peak = peaks().get("fma_gflops")
+    ratios = []
+    for name in (("squeezenet",) if quick else MODELS):
+        rows, extra = bench_model(name, 2 if quick else repeat)
+        t = _report(f"onnx: light {name}, batch 1, float32", rows)
+        gf = extra["flops"] / t["pyasc"] / 1e9
+        line = f"onnx {name}: {fmt_time(t['pyasc'])}, convolutions {gf:.0f} GFLOP/s"
+        if peak:
+            line += f" ({gf / peak:.0%} of the {peak:.0f} GFLOP/s FMA peak)"
+        if "onnxruntime" in t:
+            ratios.append(t["onnxruntime"] / t["pyasc"])
+            line += f", {ratios[-1]:.2f}x onnxruntime's speed"
+        if name == "resnet50":
+            line += f"; load, compile and first run {fmt_time(extra['first'])} (target <= 1 s)"
+        summary.append(line)
+    if ratios:
+        geo = float(np.exp(np.mean(np.log(ratios))))
+        summary.append(f"onnx: geometric mean {geo:.2f}x onnxruntime's speed, lowest {min(ratios):.2f}x "
+                       "(target >= 1.0x, none below 0.8x)")
