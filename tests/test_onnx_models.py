@@ -185,3 +185,42 @@ def test_custom_operator_for_a_custom_domain_node(kind):
     if kind == "operator":
         # The custom node fuses with the ReLU before it and the add after it.
         assert len(model.get_compiled_op(x).kernels()) == 1
+
+
+def test_precision_modes_keep_the_top_class_and_check_accuracy_reports_it():
+    m = randomized("squeezenet")
+    x = np.random.default_rng(4).standard_normal((1, 3, 224, 224)).astype(np.float32)
+    ref = po.load(m)(x)
+    for mode in ("mixed_bf16", "force_fp16"):
+        model = po.load(m, precision_mode=mode)
+        report = pyasc.check_accuracy(model, x)
+        (out,) = report.outputs
+        assert out.max_rel == pytest.approx(np.abs(model(x) - ref).max() / np.abs(ref).max(), rel=1e-6)
+        assert 0 < out.max_rel < 0.05  # 16-bit operands, float32 sums: close, not equal
+        assert mode in str(report)
+
+
+def test_profile_names_the_onnx_nodes_and_the_estimate_covers_every_kernel():
+    model = po.load(os.path.join(LIGHT, "light_squeezenet.onnx"))
+    x = np.random.default_rng(5).standard_normal((1, 3, 224, 224)).astype(np.float32)
+    model(x)
+    with pyasc.profile() as p:
+        model(x)
+    rows = p.key_averages(group_by="source")
+    names = " ".join(r["name"] for r in rows)
+    # Each of the 26 convolutions appears, its ReLU fused into the same row.
+    convs = [n for n in model.graph.nodes if n.op_type == "Conv"]
+    for n in convs:
+        assert f":{n.name}(Conv)" in names
+    assert any("(Conv)" in r["name"] and "(Relu)" in r["name"] for r in rows)
+    assert sum(r["kernels"] for r in rows) == len(model.get_compiled_op(x).kernels())
+    est = str(model.estimate(x))
+    assert "910B" in est and est.count("_k") >= 26
+
+
+def test_the_onnx_command_checks_against_onnxruntime(capsys):
+    from pyasc.cli import main
+
+    assert main(["onnx", os.path.join(LIGHT, "light_squeezenet.onnx"), "--bench", "--profile"]) == 0
+    out = capsys.readouterr().out
+    assert "Conv 26" in out and "onnxruntime's speed" in out and "(Conv)" in out

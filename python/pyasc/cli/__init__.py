@@ -1,4 +1,4 @@
-"""The ``pyasc`` command: ``demo``, ``bench``, ``info``, ``doctor``, ``prof`` and ``debug serve``."""
+"""The ``pyasc`` command: ``demo``, ``bench``, ``info``, ``doctor``, ``prof``, ``onnx`` and ``debug serve``."""
 
 from __future__ import annotations
 
@@ -60,6 +60,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     serve.add_argument("--port", type=int, default=9090, help="port on 127.0.0.1 (0: any free port)")
     serve.add_argument("--exit-after", action="store_true", help="stop once the script or demo has run")
     serve.add_argument("script", nargs=argparse.REMAINDER, help="-- python script.py [args]")
+    onnx_cmd = sub.add_parser("onnx", help="summarise an ONNX model, check it against onnxruntime, time it")
+    onnx_cmd.add_argument("model", help="path of the .onnx file")
+    onnx_cmd.add_argument("--bench", action="store_true", help="time pyasc and onnxruntime (same thread count)")
+    onnx_cmd.add_argument("--estimate", action="store_true", help="print the NPU twin's per-kernel estimate")
+    onnx_cmd.add_argument("--profile", action="store_true", help="print the kernel time per ONNX node")
     prof = sub.add_parser("prof", help="profile a whole Python program: pyasc prof [--html] [--csv] [--trace] -- "
                           "python script.py [args]")
     prof.add_argument("--html", action="store_true", help="write the HTML report")
@@ -72,6 +77,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         from ..debug._cli import serve_command
 
         return serve_command(args.port, args.script, exit_after=args.exit_after)
+    if args.command == "onnx":
+        from .onnx_cmd import run as run_onnx
+
+        return run_onnx(args.model, bench=args.bench, estimate=args.estimate, profile=args.profile)
     if args.command == "prof":
         from .prof import run as run_prof
 

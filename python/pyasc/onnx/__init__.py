@@ -61,7 +61,7 @@ def _run_node(graph: Graph, n: Node, ins: List[Any]) -> List[Any]:
     f = graph.op_of(n)
     # Values computed on arrays (constants) follow IEEE rules silently, as in the trace.
     with np.errstate(all="ignore"):
-        return _call_node(graph, n, f, ins)
+        return graph.caller(n)(_call_node, graph, n, f, ins)
 
 
 def _call_node(graph: Graph, n: Node, f: Any, ins: List[Any]) -> List[Any]:
@@ -103,6 +103,8 @@ class Model:
     def __init__(self, proto: Any, custom_ops: Optional[Dict[Any, Any]] = None,
                  precision_mode: Optional[str] = None, device_type: str = "cpu") -> None:
         """Prepare ``proto`` (a ``onnx.ModelProto``); its operator is built at the first call."""
+        self._args = (proto, custom_ops, device_type)
+        self.precision_mode = precision_mode
         self.graph = Graph(proto, _custom_table(custom_ops))
         self.inputs: List[Value] = self.graph.inputs
         self.outputs: List[Value] = self.graph.outputs
@@ -181,9 +183,28 @@ class Model:
         op, args = self._split(inputs)
         return op.get_compiled_op(*args)
 
+    def check_accuracy(self, *inputs: Any) -> Any:
+        """Compare this model's outputs with the same model in float32 (see ``pyasc.onnx._accuracy``)."""
+        from ._accuracy import compare
+
+        proto, custom, device = self._args
+        reference = Model(proto, custom, None, device)
+        return compare(self, reference, {v.name: x for v, x in zip(self.inputs, inputs)})
+
     def estimate(self, *inputs: Any) -> Any:
-        """Return the NPU twin's estimate of the model on inputs like ``inputs``."""
-        op, args = self._split(inputs)
+        """Return the NPU twin's (910B) estimate of the model on inputs like ``inputs``.
+
+        Per kernel (each one a fused group of the model's nodes) its bound, time and bytes, and
+        the summary table, as an operator's ``estimate()`` gives; the model is traced for the
+        twin device (``device_type="npu"``) for it.
+        """
+        twin = self
+        if self._args[2] != "npu":
+            proto, custom, _ = self._args
+            twin = Model(proto, custom, self.precision_mode, "npu")
+        op, args = twin._split(inputs)
+        if not hasattr(op, "estimate"):
+            raise InvalidArgumentError("a model with data-dependent nodes runs in stages; estimate takes one stage")
         return op.estimate(*args)
 
 

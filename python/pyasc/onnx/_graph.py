@@ -84,6 +84,19 @@ def _value(vi: Any) -> Value:
     return Value(vi.name, shape, dtype)
 
 
+def _caller(model: str, index: int, n: Node) -> Any:
+    """Return a function calling its first argument from a frame that names node ``n``.
+
+    The frame's file is ``<model>.onnx:<node name>(<op type>)`` and its line ``index + 1`` (no
+    spaces: profiles list source lines separated by spaces).
+    """
+    name = "".join(c if not c.isspace() else "_" for c in n.name)
+    filename = f"{model}.onnx:{name}({n.domain + '::' if n.domain else ''}{n.op_type})"
+    ns: Dict[str, Any] = {}
+    exec(compile("\n" * index + "call = lambda f, *args: f(*args)\n", filename, "exec"), ns)  # noqa: S102
+    return ns["call"]
+
+
 class Graph:
     """The prepared graph of a model."""
 
@@ -118,6 +131,15 @@ class Graph:
         self._fold_batch_norms()
         self._fold_constants()
         self.static = self._static_inputs()
+        self._callers = {id(n): _caller(self.name, i, n) for i, n in enumerate(self.nodes)}
+
+    def caller(self, n: Node) -> Any:
+        """Return ``n``'s call frame maker.
+
+        ``caller(n)(f, *args)`` is ``f(*args)`` from a frame whose file names the node, so
+        errors, kernel source lines and profiles name it.
+        """
+        return self._callers.get(id(n)) or (lambda f, *args: f(*args))
 
     def _static_inputs(self) -> List[str]:
         """Return the graph inputs whose values decide a shape slot.

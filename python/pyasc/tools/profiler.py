@@ -173,18 +173,34 @@ class profile:
 
     # -- tables ----------------------------------------------------------------------------
 
-    def key_averages(self) -> KeyAverages:
-        """Return one row per operator, sorted by total kernel time.
+    def _kernel_sources(self) -> Dict[str, str]:
+        """Return each kernel's source lines (the user's lines of its fused ops), joined by " + "."""
+        out: Dict[str, str] = {}
+        for op in self.compiled_ops().values():
+            for line in op["fusion"].split("\n"):
+                parts = line.split("\t")
+                if len(parts) == 3:
+                    out[parts[0]] = " + ".join(parts[2].split()) or parts[0]
+        return out
+
+    def key_averages(self, group_by: str = "operator") -> KeyAverages:
+        """Return one row per operator (or, with ``group_by="source"``, per source line), sorted by total kernel time.
 
         Each row (``name``, ``calls``, ``kernels``, ``total_us``, ``percent``,
         ``avg_us``, ``min_us``, ``max_us``, ``bytes``, ``flops``, ``gbs``, ``gflops``, ``bound``),
-        sorted by total kernel time, largest first.
+        sorted by total kernel time, largest first. ``group_by="source"`` names each kernel by
+        the user's lines its ops came from (fused lines joined by ``+``): for a model from
+        :func:`pyasc.onnx.load`, its ONNX nodes.
         """
+        if group_by not in ("operator", "source"):
+            raise ValueError(f"group_by is 'operator' or 'source', not {group_by!r}")
+        sources = self._kernel_sources() if group_by == "source" else {}
         per_launch: Dict[Any, float] = defaultdict(float)
         groups: Dict[str, List[Dict[str, Any]]] = defaultdict(list)
         for r in self.records():
-            groups[r["operator"]].append(r)
-            per_launch[(r["operator"], r["launch"])] += r["duration_us"]
+            key = sources.get(r["kernel"], r["kernel"]) if group_by == "source" else r["operator"]
+            groups[key].append(r)
+            per_launch[(key, r["launch"])] += r["duration_us"]
         total = sum(r["duration_us"] for rs in groups.values() for r in rs) or 1.0
         rows = KeyAverages()
         for name, rs in groups.items():
@@ -200,9 +216,9 @@ class profile:
         rows.sort(key=lambda r: r["total_us"], reverse=True)
         return rows
 
-    def summary(self, row_limit: Optional[int] = None) -> str:
+    def summary(self, row_limit: Optional[int] = None, group_by: str = "operator") -> str:
         """:meth:`key_averages` as a text table (largest total time first)."""
-        return self.key_averages().table(row_limit=row_limit)
+        return self.key_averages(group_by).table(row_limit=row_limit)
 
     # -- files -----------------------------------------------------------------------------
 
