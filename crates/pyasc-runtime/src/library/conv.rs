@@ -6,7 +6,9 @@
 //! about [`BLOCK_BYTES`]), each block's columns are gathered from the input (strided reads, zeros
 //! for padding) into a per-thread scratch buffer and multiplied straight into the output.
 //! Blocks of every image and group are spread over the worker pool, one GEMM per block on
-//! one worker (when there are fewer blocks than workers, each GEMM runs on all of them). A 1x1 convolution without stride or padding over a contiguous image reads the
+//! one worker; when there are fewer blocks than workers (a late layer of one small image) the
+//! output channels are cut into slices too, one unit per slice and block, and only a layer
+//! too small to cut runs each GEMM on all the workers. A 1x1 convolution without stride or padding over a contiguous image reads the
 //! input itself as the column matrix. 1-D and 2-D convolutions are 3-D ones with unit leading
 //! dimensions. Operands are float32 or float64, computing into their own type, or bfloat16 or
 //! float16 (gathered in 16 bits), computing into float32 through the 16-bit GEMM kernels (the
@@ -309,7 +311,16 @@ unsafe fn conv_typed<T: Elem>(x: &InputView, w: &InputView, out: *mut u8, geo: &
     let threads = num_threads();
     let len = block_len(geo, std::mem::size_of::<T>(), threads);
     let blocks = p.div_ceil(len);
-    let units = geo.n * geo.groups * blocks;
+    // Too few blocks of positions for the workers (a late layer of a small image): the output
+    // channels are cut as well, each unit one slice of the filters over its block.
+    let slices = if geo.n * geo.groups * blocks < threads && geo.og >= 32 * threads {
+        threads.div_ceil(geo.n * geo.groups * blocks)
+    } else {
+        1
+    };
+    let oslice = geo.og.div_ceil(slices).div_ceil(16) * 16;
+    let slices = geo.og.div_ceil(oslice);
+    let units = geo.n * geo.groups * blocks * slices;
     let direct = geo.direct();
     let (px, pout) = (SendPtr(x.ptr as *mut u8), SendPtr(out));
     let pw = SendPtr(wptr as *mut u8);
@@ -321,21 +332,18 @@ unsafe fn conv_typed<T: Elem>(x: &InputView, w: &InputView, out: *mut u8, geo: &
             tok.check()?;
         }
         let (px, pout, pw) = (&px, &pout, &pw);
+        let (t, si) = (t / slices, t % slices);
         let (ng, bi) = (t / blocks, t % blocks);
         let (n, g) = (ng / geo.groups, ng % geo.groups);
         let p0 = bi * len;
         let cols_n = len.min(p - p0);
+        let (o0, rows) = (si * oslice, oslice.min(geo.og - si * oslice));
         let xptr = px.0 as *const T;
-        let offc = ((n * o + g * geo.og) * p + p0) as isize;
-        let dst = MatMut {
-            ptr: (pout.0 as *mut T::Out).wrapping_offset(offc),
-            rows: geo.og,
-            cols: cols_n,
-            rs: p as isize,
-            cs: 1,
-        };
-        let wg = (pw.0 as *const T).wrapping_offset((g * geo.og) as isize * wrs);
-        let a = MatRef { ptr: wg, rows: geo.og, cols: k, rs: wrs, cs: 1 };
+        let offc = ((n * o + g * geo.og + o0) * p + p0) as isize;
+        let dst =
+            MatMut { ptr: (pout.0 as *mut T::Out).wrapping_offset(offc), rows, cols: cols_n, rs: p as isize, cs: 1 };
+        let wg = (pw.0 as *const T).wrapping_offset((g * geo.og + o0) as isize * wrs);
+        let a = MatRef { ptr: wg, rows, cols: k, rs: wrs, cs: 1 };
         if direct {
             let off = n as isize * geo.xs[0] + (g * geo.cg) as isize * geo.xs[1] + p0 as isize;
             let b = MatRef { ptr: xptr.wrapping_offset(off), rows: k, cols: cols_n, rs: geo.xs[1], cs: 1 };
