@@ -103,9 +103,12 @@ class Model:
     def __init__(self, proto: Any, custom_ops: Optional[Dict[Any, Any]] = None,
                  precision_mode: Optional[str] = None, device_type: str = "cpu") -> None:
         """Prepare ``proto`` (a ``onnx.ModelProto``); its operator is built at the first call."""
-        self._args = (proto, custom_ops, device_type)
-        self.precision_mode = precision_mode
         self.graph = Graph(proto, _custom_table(custom_ops))
+        self._setup(precision_mode, device_type)
+
+    def _setup(self, precision_mode: Optional[str], device_type: str) -> None:
+        self.precision_mode = precision_mode
+        self.device_type = device_type
         self.inputs: List[Value] = self.graph.inputs
         self.outputs: List[Value] = self.graph.outputs
         opts: Dict[str, Any] = {"kernel_name": _kernel_name(self.graph.name), "device_type": device_type}
@@ -115,6 +118,13 @@ class Model:
         # One operator per value of the static inputs (shapes, axes, pads fed at run time).
         self._ops: Dict[Any, Any] = {}
         self._dynamic = [v for v in self.inputs if v.name not in self.graph.static]
+
+    def _twin(self, precision_mode: Optional[str], device_type: str) -> Model:
+        """Return the same prepared graph under other options (no second load)."""
+        twin = Model.__new__(Model)
+        twin.graph = self.graph
+        twin._setup(precision_mode, device_type)
+        return twin
 
     def _operator(self, static: Dict[str, np.ndarray]) -> Any:
         key = tuple((k, a.dtype.str, a.shape, a.tobytes()) for k, a in sorted(static.items()))
@@ -187,8 +197,7 @@ class Model:
         """Compare this model's outputs with the same model in float32 (see ``pyasc.onnx._accuracy``)."""
         from ._accuracy import compare
 
-        proto, custom, device = self._args
-        reference = Model(proto, custom, None, device)
+        reference = self._twin(None, self.device_type)
         return compare(self, reference, {v.name: x for v, x in zip(self.inputs, inputs)})
 
     def estimate(self, *inputs: Any) -> Any:
@@ -198,10 +207,7 @@ class Model:
         the summary table, as an operator's ``estimate()`` gives; the model is traced for the
         twin device (``device_type="npu"``) for it.
         """
-        twin = self
-        if self._args[2] != "npu":
-            proto, custom, _ = self._args
-            twin = Model(proto, custom, self.precision_mode, "npu")
+        twin = self if self.device_type == "npu" else self._twin(self.precision_mode, "npu")
         op, args = twin._split(inputs)
         if not hasattr(op, "estimate"):
             raise InvalidArgumentError("a model with data-dependent nodes runs in stages; estimate takes one stage")
