@@ -161,12 +161,19 @@ pub fn available() -> Vec<Isa> {
     [Isa::Scalar, Isa::Sse2, Isa::Neon, Isa::Avx2Fma, Isa::Avx512].into_iter().filter(|&i| supported(i)).collect()
 }
 
+/// Test helper: keeps every other test from forcing the ISA while the guard lives (tests run
+/// on parallel threads and the override is process-wide).
+#[cfg(test)]
+pub(crate) fn hold_isa() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Test helper: runs `f` once with each ISA this CPU has forced active, one caller at a time
 /// (the override is process-wide), then restores the default.
 #[cfg(test)]
 pub(crate) fn each_isa(mut f: impl FnMut(Isa)) {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _serial = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = hold_isa();
     for isa in available() {
         force(Some(isa));
         f(isa);
@@ -189,6 +196,7 @@ mod tests {
 
     #[test]
     fn force_is_clamped_and_restorable() {
+        let _serial = hold_isa();
         let best = detected();
         force(Some(Isa::Avx512));
         assert!(active() <= best);
