@@ -22,7 +22,9 @@ use pyasc_ir::error::{IrError, Result};
 use pyasc_ir::library::{ConvSpec, LibCall, LibId};
 use pyasc_ir::tile::TileKernel;
 use pyasc_ir::{Attr, DType};
-use pyasc_kernels::gemm::{matmul_bf16, matmul_f16, matmul_f32, matmul_f64, MatMut, MatRef};
+use pyasc_kernels::gemm::{
+    matmul_bf16, matmul_f16, matmul_f32, matmul_f64, matmul_rows_f32, matmul_rows_f32_runs, MatMut, MatRef,
+};
 use std::cell::RefCell;
 
 /// Bytes of gathered columns per block. `gemm` re-packs the block into its own cache-sized
@@ -30,6 +32,13 @@ use std::cell::RefCell;
 /// packs the weights again (1x64x256x256 3x3 float32: 27.0-27.1 ms with 384 KiB blocks,
 /// 26.4-26.5 ms with 1 MiB, 26.1-26.6 ms with 2 MiB, 26.3-26.6 ms with 4 MiB).
 const BLOCK_BYTES: usize = 2 << 20;
+
+/// Bytes of gathered columns per block for the weight-panel kernel, which reads them in place.
+const ROWS_BLOCK_BYTES: usize = 512 << 10;
+
+/// Bytes of columns up to which the blocks of a convolution cut into channel slices are
+/// gathered once into a buffer they share.
+const SHARED_BYTES: usize = 4 << 20;
 
 /// An operand element type the routine reads, with its GEMM and the type it computes into.
 trait Elem: Copy + Send + Sync + 'static {
@@ -43,6 +52,18 @@ trait Elem: Copy + Send + Sync + 'static {
     /// # Safety
     /// As for [`matmul_f32`].
     unsafe fn gemm(dst: MatMut<Self::Out>, a: MatRef<Self>, b: MatRef<Self>, threads: usize);
+    /// Whether [`Elem::rows`] runs here.
+    fn rows_run() -> bool {
+        false
+    }
+    /// `dst = a @ b` on this thread through the weight-panel kernel (unit column strides in
+    /// `b` and `dst`); only called when [`Elem::rows_run`].
+    ///
+    /// # Safety
+    /// As for [`matmul_rows_f32`].
+    unsafe fn rows(_dst: MatMut<Self::Out>, _a: MatRef<Self>, _b: MatRef<Self>) {
+        unreachable!("no weight-panel kernel for this type")
+    }
 }
 
 impl Elem for f32 {
@@ -52,6 +73,14 @@ impl Elem for f32 {
     unsafe fn gemm(dst: MatMut<f32>, a: MatRef<Self>, b: MatRef<Self>, threads: usize) {
         // SAFETY: forwarded from the caller.
         unsafe { matmul_f32(dst, a, b, threads) }
+    }
+    fn rows_run() -> bool {
+        matmul_rows_f32_runs()
+    }
+    unsafe fn rows(dst: MatMut<f32>, a: MatRef<Self>, b: MatRef<Self>) {
+        // SAFETY: forwarded from the caller.
+        let ran = unsafe { matmul_rows_f32(dst, a, b) };
+        debug_assert!(ran);
     }
 }
 
@@ -163,8 +192,23 @@ impl Geometry {
 
 /// Output positions per block: the gathered columns fill about [`BLOCK_BYTES`] (more when the
 /// weights are large), but there are enough blocks for every worker when the convolution is large.
-fn block_len(geo: &Geometry, size: usize, threads: usize) -> usize {
+fn block_len(geo: &Geometry, size: usize, threads: usize, rows: bool) -> usize {
     let p = geo.positions();
+    if rows {
+        // The weight-panel kernel reads a block once per eight output channels: blocks of
+        // about ROWS_BLOCK_BYTES (at least 96 positions) stay in the core's cache. A layer
+        // with too few blocks for the workers is one block per image and group when its
+        // columns fit SHARED_BYTES (its output channels are then cut, and the slices share
+        // the gathered columns; see `conv_typed`), else a few blocks for each worker.
+        let ng = geo.n * geo.groups;
+        let mut nb = p.div_ceil((ROWS_BLOCK_BYTES / (geo.k() * size).max(1)).max(96));
+        if ng * nb < 2 * threads && ng * geo.k() * p * size <= SHARED_BYTES {
+            nb = 1;
+        } else if ng < 4 * threads {
+            nb = nb.max((4 * threads).div_ceil(ng).min(p / 96).max(1));
+        }
+        return (p.div_ceil(nb).div_ceil(16) * 16).min(p);
+    }
     // The GEMM packs a group's weights (O/g x K) again for every block: when they outweigh a
     // block, blocks of at least 256 positions keep that packing a small share of the work.
     let least = if geo.og * geo.k() * size > BLOCK_BYTES { 256 } else { 64 };
@@ -180,17 +224,28 @@ fn block_len(geo: &Geometry, size: usize, threads: usize) -> usize {
     }
 }
 
-/// Gather the columns of output positions `p0..p0+len` of image `n`, group `g` into `cols`
-/// (row-major `K x len`), zeros where a tap falls into the padding.
+/// Gather the columns of output positions `p0..p0+len` of image `n`, group `g`, for the
+/// group's input channels `chans`, into `cols` (row-major, `len` values per row, the rows of
+/// channel `chans.start` first), zeros where a tap falls into the padding.
 ///
 /// # Safety
-/// `x` must address the input of `geo`; `cols` must hold `K * len` elements.
-unsafe fn gather<T: Elem>(geo: &Geometry, x: *const T, n: usize, g: usize, p0: usize, len: usize, cols: &mut [T]) {
+/// `x` must address the input of `geo`; `cols` must hold `chans.len() * taps * len` elements.
+#[allow(clippy::too_many_arguments)]
+unsafe fn gather<T: Elem>(
+    geo: &Geometry,
+    x: *const T,
+    n: usize,
+    g: usize,
+    chans: std::ops::Range<usize>,
+    p0: usize,
+    len: usize,
+    cols: &mut [T],
+) {
     let [od, oh, ow] = geo.out;
     let [kd, kh, kw] = geo.kernel;
     let xs = geo.xs;
     let mut row = 0;
-    for ci in 0..geo.cg {
+    for ci in chans {
         let base = n as isize * xs[0] + (g * geo.cg + ci) as isize * xs[1];
         for a in 0..kd {
             for b in 0..kh {
@@ -264,6 +319,28 @@ unsafe fn product<T: Elem>(dst: MatMut<T::Out>, a: MatRef<T>, b: MatRef<T>, work
     unsafe { T::gemm(d, t(b), t(a), workers) }
 }
 
+/// `dst = a @ b` on `workers` threads: through the weight-panel kernel when `rows_path` (it
+/// runs here), on this thread, and the block has more positions than a narrow one; else
+/// through [`product`] (whose packed kernels do better on a few columns: 49 positions of a
+/// 4608-tap product measured 127-134 GFLOP/s on one thread against 99-104 for the panel
+/// kernel, which then computes 64 columns for 49).
+///
+/// # Safety
+/// As for [`Elem::gemm`].
+unsafe fn multiply<T: Elem>(dst: MatMut<T::Out>, a: MatRef<T>, b: MatRef<T>, workers: usize, rows_path: bool) {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        if rows_path && workers == 1 && b.cols > NARROW {
+            T::rows(dst, a, b)
+        } else {
+            product(dst, a, b, workers)
+        }
+    }
+}
+
+/// Positions of a block up to which the packed GEMM runs it (see [`multiply`]).
+const NARROW: usize = 64;
+
 thread_local! {
     /// Per-thread column scratch (f64 words, enough alignment for every element type).
     static SCRATCH: RefCell<Vec<f64>> = const { RefCell::new(Vec::new()) };
@@ -309,20 +386,62 @@ unsafe fn conv_typed<T: Elem>(x: &InputView, w: &InputView, out: *mut u8, geo: &
         (wpack.as_ptr(), k as isize)
     };
     let threads = num_threads();
-    let len = block_len(geo, std::mem::size_of::<T>(), threads);
+    let rows_path = T::rows_run();
+    let len = block_len(geo, std::mem::size_of::<T>(), threads, rows_path);
     let blocks = p.div_ceil(len);
     // Too few blocks of positions for the workers (a late layer of a small image): the output
     // channels are cut as well, each unit one slice of the filters over its block.
-    let slices = if geo.n * geo.groups * blocks < threads && geo.og >= 32 * threads {
-        threads.div_ceil(geo.n * geo.groups * blocks)
+    let least = if rows_path { 8 } else { 32 };
+    let base = geo.n * geo.groups * blocks;
+    let slices = if rows_path && base < 2 * threads && threads > 1 {
+        // A few units each for the workers, as many for each, of at least eight channels.
+        let most = (geo.og / 8).max(1);
+        let mut s = (2 * threads).div_ceil(base).min(most);
+        while !(base * s).is_multiple_of(threads) && s < most {
+            s += 1;
+        }
+        s
+    } else if base < threads && geo.og >= least * threads {
+        threads.div_ceil(base)
     } else {
         1
     };
-    let oslice = geo.og.div_ceil(slices).div_ceil(16) * 16;
+    let oslice = geo.og.div_ceil(slices).div_ceil(least.min(16)) * least.min(16);
     let slices = geo.og.div_ceil(oslice);
     let units = geo.n * geo.groups * blocks * slices;
     let direct = geo.direct();
     let (px, pout) = (SendPtr(x.ptr as *mut u8), SendPtr(out));
+    // Output channels cut into slices: the columns of each block are gathered once, by every
+    // worker a share of the channels, into one buffer the slices then read (when it fits a
+    // core's cache; larger blocks are gathered by each slice, in its own scratch).
+    let shared: Vec<T> = if slices > 1 && !direct && base * k * len * std::mem::size_of::<T>() <= SHARED_BYTES {
+        let per_unit = k * len;
+        let mut buf: Vec<T> = Vec::with_capacity(geo.n * geo.groups * blocks * per_unit);
+        let chunk = geo.cg.div_ceil(threads);
+        let parts = geo.cg.div_ceil(chunk);
+        let taps = k / geo.cg;
+        let pb = SendPtr(buf.as_mut_ptr() as *mut u8);
+        crate::pool::for_blocks(geo.n * geo.groups * blocks * parts, threads.saturating_sub(1), |t| -> Result<()> {
+            let (ngb, part) = (t / parts, t % parts);
+            let (ng, bi) = (ngb / blocks, ngb % blocks);
+            let (p0, c0) = (bi * len, part * chunk);
+            let (cols_n, c1) = (len.min(p - p0), (c0 + chunk).min(geo.cg));
+            let (pb, px) = (&pb, &px);
+            // Block `ngb` keeps its columns at `ngb * per_unit`, `cols_n` values per row.
+            let start = (pb.0 as *mut T).wrapping_add(ngb * per_unit + c0 * taps * cols_n);
+            // SAFETY: each task fills its own rows of its block, inside the reserved capacity.
+            let cols = unsafe { std::slice::from_raw_parts_mut(start, (c1 - c0) * taps * cols_n) };
+            // SAFETY: the input view covers every element the geometry addresses.
+            unsafe { gather(geo, px.0 as *const T, ng / geo.groups, ng % geo.groups, c0..c1, p0, cols_n, cols) };
+            Ok(())
+        })?;
+        // SAFETY: every block's K x cols_n values were written above (the tail past a short
+        // last block's values is never read).
+        unsafe { buf.set_len(buf.capacity()) };
+        buf
+    } else {
+        Vec::new()
+    };
     let pw = SendPtr(wptr as *mut u8);
     let token = crate::interrupt::current();
     // Unit `t` (an image, a group and a block) on `workers` threads (more than one only when
@@ -349,7 +468,14 @@ unsafe fn conv_typed<T: Elem>(x: &InputView, w: &InputView, out: *mut u8, geo: &
             let b = MatRef { ptr: xptr.wrapping_offset(off), rows: k, cols: cols_n, rs: geo.xs[1], cs: 1 };
             // SAFETY: the input's channels of this group, positions p0.., are inside the view;
             // each unit writes its own block of the output.
-            unsafe { product(dst, a, b, workers) };
+            unsafe { multiply(dst, a, b, workers, rows_path) };
+            return Ok(());
+        }
+        if !shared.is_empty() {
+            let at = (ng * blocks + bi) * k * len;
+            let b = MatRef { ptr: shared[at..].as_ptr(), rows: k, cols: cols_n, rs: cols_n as isize, cs: 1 };
+            // SAFETY: operands live for the call; each unit writes its own output block.
+            unsafe { multiply(dst, a, b, workers, rows_path) };
             return Ok(());
         }
         SCRATCH.with(|s| {
@@ -361,10 +487,10 @@ unsafe fn conv_typed<T: Elem>(x: &InputView, w: &InputView, out: *mut u8, geo: &
             // SAFETY: the scratch holds at least K * cols_n elements of T, suitably aligned.
             let cols = unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr() as *mut T, k * cols_n) };
             // SAFETY: the input view covers every element the geometry addresses.
-            unsafe { gather(geo, xptr, n, g, p0, cols_n, cols) };
+            unsafe { gather(geo, xptr, n, g, 0..geo.cg, p0, cols_n, cols) };
             let b = MatRef { ptr: cols.as_ptr(), rows: k, cols: cols_n, rs: cols_n as isize, cs: 1 };
             // SAFETY: operands live for the call; each unit writes its own output block.
-            unsafe { product(dst, a, b, workers) };
+            unsafe { multiply(dst, a, b, workers, rows_path) };
         });
         Ok(())
     };

@@ -147,6 +147,10 @@ fn small_images_with_large_weights_split_each_gemm_over_the_workers() {
     // 3 x 3 positions, K = 64 * 9: one block, fewer units of work than workers.
     check(&[1, 64, 3, 3], &[48, 64, 3, 3], &spec(2, 1, (1, 1), 1, 1), false);
     check(&[1, 64, 3, 3], &[48, 64, 3, 3], &spec(2, 1, (1, 1), 1, 1), true);
+    // Channels that do not split evenly over the workers gathering them, a stride, and
+    // output channels not a multiple of the kernels' eight rows.
+    check(&[1, 5, 7, 6], &[21, 5, 3, 3], &spec(2, 2, (1, 1), 1, 1), true);
+    check(&[1, 7, 9, 9], &[35, 7, 1, 1], &spec(2, 2, (0, 0), 1, 1), false);
 }
 
 #[test]
@@ -166,6 +170,11 @@ fn large_images_run_in_many_blocks() {
         dilation: [1; 3],
         xs: [0; 5],
     };
-    let len = block_len(&geo, 4, 2);
+    let len = block_len(&geo, 4, 2, false);
     assert!(len * geo.k() * 4 <= 2 * BLOCK_BYTES && len < geo.positions(), "{len}");
+    let len = block_len(&geo, 4, 2, true);
+    assert!(len * geo.k() * 4 <= ROWS_BLOCK_BYTES + 16 * geo.k() * 4 && len.is_multiple_of(16), "{len}");
+    // A small image is one block (its output channels are cut instead).
+    let small = Geometry { input: [1, 7, 7], out: [1, 7, 7], cg: 512, og: 512, ..geo };
+    assert_eq!(block_len(&small, 4, 2, true), 49);
 }
