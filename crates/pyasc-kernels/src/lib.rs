@@ -48,6 +48,7 @@ pub mod gemm;
 pub mod isa;
 pub mod lane;
 mod math;
+pub mod pool_taps;
 pub mod radix;
 pub mod reduce;
 pub mod scan;

@@ -2,8 +2,8 @@
 //!
 //! Each output row is accumulated in a row buffer: for every input row its window covers
 //! (rows in the padding are skipped) and every window column, the taps that fall inside the
-//! input are folded into the buffer, a unit-stride loop the compiler vectorizes when the
-//! stride is 1. Max pooling starts from `-inf` and propagates NaN; average pooling adds the
+//! input are folded into the buffer by [`pyasc_kernels::pool_taps::fold_taps`] (vectorized for
+//! the active ISA at strides 1 and 2). Max pooling starts from `-inf` and propagates NaN; average pooling adds the
 //! taps in window order and divides by the full window size (padding counts as zeros). Rows
 //! of every plane are spread over the worker pool in blocks.
 
@@ -13,13 +13,13 @@ use pyasc_ir::error::{IrError, Result};
 use pyasc_ir::library::{LibCall, LibId, PoolKind, PoolSpec};
 use pyasc_ir::tile::TileKernel;
 use pyasc_ir::{Attr, DType};
+use pyasc_kernels::pool_taps::{fold_taps, PoolFloat, Taps};
 
 /// A float element type pooling computes in.
-trait Float: Copy + PartialOrd + std::ops::Add<Output = Self> + std::ops::Div<Output = Self> + Send + Sync {
+trait Float: PoolFloat + std::ops::Div<Output = Self> {
     const NEG_INF: Self;
     const ZERO: Self;
     fn from_usize(v: usize) -> Self;
-    fn is_nan(self) -> bool;
 }
 
 impl Float for f32 {
@@ -28,9 +28,6 @@ impl Float for f32 {
     fn from_usize(v: usize) -> Self {
         v as f32
     }
-    fn is_nan(self) -> bool {
-        self.is_nan()
-    }
 }
 
 impl Float for f64 {
@@ -38,9 +35,6 @@ impl Float for f64 {
     const ZERO: Self = 0.0;
     fn from_usize(v: usize) -> Self {
         v as f64
-    }
-    fn is_nan(self) -> bool {
-        self.is_nan()
     }
 }
 
@@ -86,8 +80,10 @@ unsafe fn pool_typed<T: Float>(x: &InputView, out: *mut u8, spec: &PoolSpec) -> 
         }
         let src = (px.0 as *const T).wrapping_offset(base);
         let mut acc = vec![if spec.kind == PoolKind::Max { T::NEG_INF } else { T::ZERO }; ow];
+        let mut taps: Vec<Taps<T>> = Vec::with_capacity(kh * kw);
         for oy in rb * rows_per_block..((rb + 1) * rows_per_block).min(oh) {
             acc.fill(if spec.kind == PoolKind::Max { T::NEG_INF } else { T::ZERO });
+            taps.clear();
             for ky in 0..kh {
                 let iy = (oy * sh + ky) as isize - ph as isize;
                 if iy < 0 || iy >= h as isize {
@@ -103,37 +99,11 @@ unsafe fn pool_typed<T: Float>(x: &InputView, out: *mut u8, spec: &PoolSpec) -> 
                         continue;
                     }
                     let first = row.wrapping_offset((lo * sw) as isize * ws + off * ws);
-                    let step = sw as isize * ws;
-                    let dst = &mut acc[lo..hi];
-                    // SAFETY: every tap read lies inside the input row (lo..hi above).
-                    unsafe {
-                        if step == 1 {
-                            let s = std::slice::from_raw_parts(first, hi - lo);
-                            match spec.kind {
-                                PoolKind::Max => {
-                                    for (a, v) in dst.iter_mut().zip(s) {
-                                        *a = if *v > *a || v.is_nan() { *v } else { *a };
-                                    }
-                                }
-                                PoolKind::Avg => {
-                                    for (a, v) in dst.iter_mut().zip(s) {
-                                        *a = *a + *v;
-                                    }
-                                }
-                            }
-                        } else {
-                            for (i, a) in dst.iter_mut().enumerate() {
-                                let v = *first.offset(i as isize * step);
-                                *a = match spec.kind {
-                                    PoolKind::Max if v > *a || v.is_nan() => v,
-                                    PoolKind::Max => *a,
-                                    PoolKind::Avg => *a + v,
-                                };
-                            }
-                        }
-                    }
+                    taps.push(Taps { lo, hi, first });
                 }
             }
+            // SAFETY: every tap read lies inside the input row (lo..hi above).
+            unsafe { fold_taps(&mut acc, &taps, sw as isize * ws, spec.kind == PoolKind::Max) };
             let o = (po.0 as *mut T).wrapping_add((plane * oh + oy) * ow);
             for (i, a) in acc.iter().enumerate() {
                 let v = if spec.kind == PoolKind::Avg { *a / divisor } else { *a };
