@@ -3,17 +3,21 @@
 //! For image `n` and group `g` the result is `W_g (O/g x K) @ cols (K x P)`, with
 //! `K = C/g * prod(kernel)` and `P = prod(output spatial)`. The column matrix is never built
 //! whole: the output positions are cut into blocks of bounded size (`K x block` columns of
-//! about [`BLOCK_BYTES`]), each block's columns are gathered from the input (strided reads, zeros
-//! for padding) into a per-thread scratch buffer and multiplied straight into the output.
+//! about [`BLOCK_BYTES`], or [`ROWS_BLOCK_BYTES`] for the weight-panel kernel), each block's
+//! columns are gathered from the input (strided reads, zeros for padding) into a per-thread
+//! scratch buffer and multiplied straight into the output. Float32 blocks wider than
+//! [`NARROW`] positions go through `matmul_rows_f32` on AVX2/AVX-512 (the weights and the
+//! columns read in place), the rest through the packed `gemm` kernels ([`multiply`]).
 //! Blocks of every image and group are spread over the worker pool, one GEMM per block on
-//! one worker; when there are fewer blocks than workers (a late layer of one small image) the
-//! output channels are cut into slices too, one unit per slice and block, and only a layer
-//! too small to cut runs each GEMM on all the workers. A 1x1 convolution without stride or padding over a contiguous image reads the
-//! input itself as the column matrix. 1-D and 2-D convolutions are 3-D ones with unit leading
-//! dimensions. Operands are float32 or float64, computing into their own type, or bfloat16 or
-//! float16 (gathered in 16 bits), computing into float32 through the 16-bit GEMM kernels (the
-//! AVX-512 BF16 `vdpbf16ps` kernels for bfloat16); the typed path is chosen by the single `match`
-//! in [`run_conv`].
+//! one worker; when there are too few blocks for the workers (a late layer of one small
+//! image) the output channels are cut into slices too, one unit per slice and block, the
+//! slices sharing one gather of the columns when they fit [`SHARED_BYTES`]; only a layer too
+//! small to cut runs each GEMM on all the workers. A 1x1 convolution without stride or padding
+//! over a contiguous image reads the input itself as the column matrix. 1-D and 2-D
+//! convolutions are 3-D ones with unit leading dimensions. Operands are float32 or float64,
+//! computing into their own type, or bfloat16 or float16 (gathered in 16 bits), computing into
+//! float32 through the 16-bit GEMM kernels (the AVX-512 BF16 `vdpbf16ps` kernels for
+//! bfloat16); the typed path is chosen by the single `match` in [`run_conv`].
 
 use crate::pool::num_threads;
 use crate::view::{InputView, SendPtr};
