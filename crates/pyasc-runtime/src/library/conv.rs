@@ -418,7 +418,8 @@ unsafe fn conv_typed<T: Elem>(x: &InputView, w: &InputView, out: *mut u8, geo: &
     // Output channels cut into slices: the columns of each block are gathered once, by every
     // worker a share of the channels, into one buffer the slices then read (when it fits a
     // core's cache; larger blocks are gathered by each slice, in its own scratch).
-    let shared: Vec<T> = if slices > 1 && !direct && base * k * len * std::mem::size_of::<T>() <= SHARED_BYTES {
+    let shared: Vec<T> = if slices > 1 && !direct && k > 0 && base * k * len * std::mem::size_of::<T>() <= SHARED_BYTES
+    {
         let per_unit = k * len;
         let mut buf: Vec<T> = Vec::with_capacity(geo.n * geo.groups * blocks * per_unit);
         let chunk = geo.cg.div_ceil(threads);

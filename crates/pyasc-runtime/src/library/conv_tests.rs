@@ -151,6 +151,8 @@ fn small_images_with_large_weights_split_each_gemm_over_the_workers() {
     // output channels not a multiple of the kernels' eight rows.
     check(&[1, 5, 7, 6], &[21, 5, 3, 3], &spec(2, 2, (1, 1), 1, 1), true);
     check(&[1, 7, 9, 9], &[35, 7, 1, 1], &spec(2, 2, (0, 0), 1, 1), false);
+    // No input channels: zeros.
+    check(&[1, 0, 5, 5], &[32, 0, 3, 3], &spec(2, 1, (1, 1), 1, 1), false);
 }
 
 #[test]
