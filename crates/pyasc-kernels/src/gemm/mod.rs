@@ -26,7 +26,7 @@ mod lowp_tests;
 mod rows_f32;
 
 pub use lowp::{matmul_bf16, matmul_f16};
-pub use rows_f32::{matmul_rows_f32, matmul_rows_f32_runs};
+pub use rows_f32::{matmul_rows_f32, matmul_rows_f32_at, matmul_rows_f32_runs};
 
 /// A strided matrix operand: element (i, j) lives at `ptr + i*rs + j*cs` (in elements).
 #[derive(Clone, Copy, Debug)]

@@ -1,7 +1,9 @@
 //! `dst = a @ b` in float32 on this thread, for products whose right operand is a block of
 //! rows read in place: a convolution's weights (`a`, output channels by taps) times its
 //! gathered (or, for a 1x1 convolution, its own) input rows (`b`, taps by output positions),
-//! written straight into the channel-major output.
+//! written straight into the channel-major output. [`matmul_rows_f32_at`] takes the rows of
+//! `b` at any offsets from one pointer (a stride-1 convolution's taps are shifted rows of its
+//! padded input); [`matmul_rows_f32`] is the case of rows a fixed stride apart.
 //!
 //! Nothing is packed. The product runs in blocks of [`KC`] values of `k`; within one, a panel
 //! of `b` (`KC` rows by 48 columns on AVX-512, 24 on AVX2: about 24 KiB, kept in the first
@@ -44,12 +46,31 @@ pub fn matmul_rows_f32_runs() -> bool {
 pub unsafe fn matmul_rows_f32(dst: MatMut<f32>, a: MatRef<f32>, b: MatRef<f32>) -> bool {
     assert!(a.rows == dst.rows && a.cols == b.rows && b.cols == dst.cols, "shapes do not match");
     assert!(a.cs == 1 && b.cs == 1 && dst.cs == 1, "rows must be contiguous");
+    let rows: Vec<isize> = (0..b.rows).map(|r| r as isize * b.rs).collect();
+    // SAFETY: row r of `b` starts at b.ptr + r * b.rs and holds b.cols values.
+    unsafe { matmul_rows_f32_at(dst, a, b.ptr, &rows) }
+}
+
+/// `dst = a @ b` as [`matmul_rows_f32`], with row `r` of `b` the `dst.cols` values starting
+/// at `b.offset(rows[r])`: rows anywhere, overlapping ones included (a stride-1 convolution
+/// reads its taps as shifted rows of one padded image).
+///
+/// # Safety
+/// For every `r`, `b.offset(rows[r])` must address `dst.cols` readable values; `a` and `dst`
+/// as for [`matmul_rows_f32`], `dst` not overlapping `a` or any row of `b`.
+///
+/// # Panics
+/// If `a` has other than `rows.len()` columns or another row count than `dst`, or a column
+/// stride other than 1 (or `dst` has).
+pub unsafe fn matmul_rows_f32_at(dst: MatMut<f32>, a: MatRef<f32>, b: *const f32, rows: &[isize]) -> bool {
+    assert!(a.rows == dst.rows && a.cols == rows.len(), "shapes do not match");
+    assert!(a.cs == 1 && dst.cs == 1, "rows must be contiguous");
     if !matmul_rows_f32_runs() {
         return false;
     }
     #[cfg(target_arch = "x86_64")]
     {
-        let (m, k, n) = (a.rows, a.cols, b.cols);
+        let (m, k, n) = (a.rows, a.cols, dst.cols);
         if m == 0 || n == 0 {
             return true;
         }
@@ -69,7 +90,7 @@ pub unsafe fn matmul_rows_f32(dst: MatMut<f32>, a: MatRef<f32>, b: MatRef<f32>) 
         let tiles = |k0: usize, kc: usize, i: usize| {
             let (g, panels) = (m.div_ceil(mr), n.div_ceil(nr));
             let (r0, j0) = if few { ((i / panels) * mr, (i % panels) * nr) } else { ((i % g) * mr, (i / g) * nr) };
-            let rows = mr.min(m - r0);
+            let rows_here = mr.min(m - r0);
             // The next tile's rows, fetched ahead while this one runs.
             let next = if few { i + panels } else { i + 1 };
             let next_r0 = if few { (next / panels) * mr } else { (next % g) * mr };
@@ -79,21 +100,17 @@ pub unsafe fn matmul_rows_f32(dst: MatMut<f32>, a: MatRef<f32>, b: MatRef<f32>) 
                 std::ptr::null()
             };
             // The first tile of a panel fetches the next panel of `b` ahead.
-            let b_ahead = if !few && r0 == 0 && j0 + nr < n {
-                b.ptr.wrapping_offset(k0 as isize * b.rs).wrapping_add(j0 + nr)
-            } else {
-                std::ptr::null()
-            };
+            let b_ahead = if !few && r0 == 0 && j0 + nr < n { b.wrapping_add(j0 + nr) } else { std::ptr::null() };
             Tile {
                 kc,
                 b_ahead,
                 a: a.ptr.wrapping_offset(r0 as isize * a.rs).wrapping_add(k0),
                 lda: a.rs,
-                rows,
+                rows: rows_here,
                 ahead,
                 ahead_rows: mr.min(m.saturating_sub(next_r0)),
-                b: b.ptr.wrapping_offset(k0 as isize * b.rs).wrapping_add(j0),
-                ldb: b.rs,
+                b: b.wrapping_add(j0),
+                offs: rows[k0..].as_ptr(),
                 cols: nr.min(n - j0),
                 dst: dst.ptr.wrapping_offset(r0 as isize * dst.rs).wrapping_add(j0),
                 ldd: dst.rs,
@@ -133,8 +150,9 @@ struct Tile {
     /// Row 0 of the next tile's weights (null when none), fetched into the cache ahead.
     ahead: *const f32,
     ahead_rows: usize,
+    /// Column 0 of the tile in `b`; row `kk` of the tile starts `offs[kk]` values on.
     b: *const f32,
-    ldb: isize,
+    offs: *const isize,
     cols: usize,
     dst: *mut f32,
     ldd: isize,
@@ -156,7 +174,8 @@ fn fetch_ahead(t: &Tile, kk: usize) {
         unsafe { _mm_prefetch::<_MM_HINT_T0>(at as *const i8) };
     }
     if !t.b_ahead.is_null() {
-        let row = t.b_ahead.wrapping_offset(kk as isize * t.ldb);
+        // SAFETY: kk < kc, inside the tile's offsets.
+        let row = t.b_ahead.wrapping_offset(unsafe { *t.offs.add(kk) });
         for line in 0..3 {
             // SAFETY: as above (a prefetch past the end of a row is harmless).
             unsafe { _mm_prefetch::<_MM_HINT_T0>(row.wrapping_add(16 * line) as *const i8) };
@@ -219,9 +238,10 @@ mod avx512 {
         let rows: [*const f32; MR] =
             std::array::from_fn(|i| t.a.wrapping_offset(if i < t.rows { i as isize * t.lda } else { 0 }));
         let mut c = [[_mm512_setzero_ps(); NV]; MR];
-        let mut bp = t.b;
         for kk in 0..t.kc {
             fetch_ahead(&t, kk);
+            // SAFETY: kk < kc, inside the tile's offsets.
+            let bp = t.b.wrapping_offset(unsafe { *t.offs.add(kk) });
             // SAFETY: masked loads read only the tile's columns of row kk of `b`.
             let bv: [__m512; NV] = std::array::from_fn(|v| unsafe {
                 if FULL {
@@ -237,7 +257,6 @@ mod avx512 {
                     ci[v] = _mm512_fmadd_ps(av, bv[v], ci[v]);
                 }
             }
-            bp = bp.wrapping_offset(t.ldb);
         }
         for (i, ci) in c.iter().enumerate().take(t.rows) {
             let d = t.dst.wrapping_offset(i as isize * t.ldd);
@@ -293,9 +312,10 @@ mod avx2 {
         let rows: [*const f32; MR] =
             std::array::from_fn(|i| t.a.wrapping_offset(if i < t.rows { i as isize * t.lda } else { 0 }));
         let mut c = [[_mm256_setzero_ps(); NV]; MR];
-        let mut bp = t.b;
         for kk in 0..t.kc {
             super::fetch_ahead(&t, kk);
+            // SAFETY: kk < kc, inside the tile's offsets.
+            let bp = t.b.wrapping_offset(unsafe { *t.offs.add(kk) });
             // SAFETY: masked loads read only the tile's columns of row kk of `b`.
             let bv: [__m256; NV] = std::array::from_fn(|v| unsafe { _mm256_maskload_ps(bp.add(8 * v), m[v]) });
             for (ci, row) in c.iter_mut().zip(&rows) {
@@ -305,7 +325,6 @@ mod avx2 {
                     ci[v] = _mm256_fmadd_ps(av, bv[v], ci[v]);
                 }
             }
-            bp = bp.wrapping_offset(t.ldb);
         }
         for (i, ci) in c.iter().enumerate().take(t.rows) {
             let d = t.dst.wrapping_offset(i as isize * t.ldd);
@@ -376,6 +395,38 @@ mod tests {
                         assert!((got - want).abs() <= 1e-5 * (k as f64).sqrt(), "{isa:?} {m}x{k}x{n} ({i},{j})");
                     }
                     assert!(dst[i * (n + 3) + n..(i + 1) * (n + 3)].iter().all(|v| v.is_nan()), "wrote past a row");
+                }
+            }
+        });
+    }
+
+    #[test]
+    fn rows_at_any_offsets_overlapping_ones_included() {
+        // Rows of `b` at shifted offsets into one buffer, as a stride-1 convolution reads its
+        // padded input: row r starts at (r / 3) * 40 + (r % 3) * 5 + 1.
+        let (m, k, n) = (11, 30, 97);
+        let buf: Vec<f32> = (0..(k / 3) * 40 + 120).map(|i| ((i * 37 % 101) as f32 - 50.0) / 50.0).collect();
+        let a: Vec<f32> = (0..m * k).map(|i| ((i * 13 % 29) as f32 - 14.0) / 14.0).collect();
+        let rows: Vec<isize> = (0..k).map(|r| ((r / 3) * 40 + (r % 3) * 5 + 1) as isize).collect();
+        each_isa(|isa| {
+            let mut dst = vec![f32::NAN; m * n];
+            // SAFETY: every row addresses n values inside `buf`; the views address the vectors.
+            let ok = unsafe {
+                matmul_rows_f32_at(
+                    MatMut { ptr: dst.as_mut_ptr(), rows: m, cols: n, rs: n as isize, cs: 1 },
+                    MatRef { ptr: a.as_ptr(), rows: m, cols: k, rs: k as isize, cs: 1 },
+                    buf.as_ptr(),
+                    &rows,
+                )
+            };
+            if !ok {
+                assert!(isa < Isa::Avx2Fma, "{isa:?}");
+                return;
+            }
+            for i in 0..m {
+                for j in 0..n {
+                    let want: f64 = (0..k).map(|t| a[i * k + t] as f64 * buf[rows[t] as usize + j] as f64).sum();
+                    assert!((dst[i * n + j] as f64 - want).abs() <= 1e-5 * (k as f64).sqrt(), "{isa:?} ({i},{j})");
                 }
             }
         });

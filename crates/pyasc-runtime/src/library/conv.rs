@@ -1,7 +1,9 @@
 //! Convolution as an implicit GEMM over the micro-kernels of `pyasc-kernels`.
 //!
 //! For image `n` and group `g` the result is `W_g (O/g x K) @ cols (K x P)`, with
-//! `K = C/g * prod(kernel)` and `P = prod(output spatial)`. The column matrix is never built
+//! `K = C/g * prod(kernel)` and `P = prod(output spatial)`. A float32 convolution with unit
+//! strides reads the column matrix's rows as shifted rows of a padded copy of its input (see
+//! [`shifted`]) where the weight-panel kernel runs. Otherwise the column matrix is never built
 //! whole: the output positions are cut into blocks of bounded size (`K x block` columns of
 //! about [`BLOCK_BYTES`], or [`ROWS_BLOCK_BYTES`] for the weight-panel kernel), each block's
 //! columns are gathered from the input (strided reads, zeros for padding) into a per-thread
@@ -68,6 +70,20 @@ trait Elem: Copy + Send + Sync + 'static {
     unsafe fn rows(_dst: MatMut<Self::Out>, _a: MatRef<Self>, _b: MatRef<Self>) {
         unreachable!("no weight-panel kernel for this type")
     }
+    /// The whole convolution through [`shifted`] (weights `w`, rows `wrs` apart) where that
+    /// path takes it; `None` where it does not.
+    ///
+    /// # Safety
+    /// As for [`conv_typed`], with `w` the `O x K` weights.
+    unsafe fn shifted(
+        _x: &InputView,
+        _w: *const Self,
+        _wrs: isize,
+        _out: *mut u8,
+        _geo: &Geometry,
+    ) -> Option<Result<()>> {
+        None
+    }
 }
 
 impl Elem for f32 {
@@ -85,6 +101,10 @@ impl Elem for f32 {
         // SAFETY: forwarded from the caller.
         let ran = unsafe { matmul_rows_f32(dst, a, b) };
         debug_assert!(ran);
+    }
+    unsafe fn shifted(x: &InputView, w: *const Self, wrs: isize, out: *mut u8, geo: &Geometry) -> Option<Result<()>> {
+        // SAFETY: forwarded from the caller.
+        shifted::applies(geo).then(|| unsafe { shifted::conv(x.ptr as *const f32, w, wrs, out as *mut f32, geo) })
     }
 }
 
@@ -389,6 +409,10 @@ unsafe fn conv_typed<T: Elem>(x: &InputView, w: &InputView, out: *mut u8, geo: &
         }
         (wpack.as_ptr(), k as isize)
     };
+    // SAFETY: forwarded from the caller; the weights are the O x K matrix.
+    if let Some(done) = unsafe { T::shifted(x, wptr, wrs, out, geo) } {
+        return done;
+    }
     let threads = num_threads();
     let rows_path = T::rows_run();
     let len = block_len(geo, std::mem::size_of::<T>(), threads, rows_path);
@@ -544,6 +568,9 @@ impl crate::library::LibraryKernel for ConvKernel {
         }
     }
 }
+
+#[path = "conv_shifted.rs"]
+mod shifted;
 
 #[cfg(test)]
 #[path = "conv_tests.rs"]

@@ -180,3 +180,20 @@ fn large_images_run_in_many_blocks() {
     let small = Geometry { input: [1, 7, 7], out: [1, 7, 7], cg: 512, og: 512, ..geo };
     assert_eq!(block_len(&small, 4, 2, true), 49);
 }
+
+#[test]
+fn stride_one_convolutions_read_shifted_rows_of_the_padded_input() {
+    // Groups, a strided view, and more than one block of grid positions.
+    check(&[2, 6, 20, 20], &[12, 3, 3, 3], &spec(2, 1, (1, 1), 1, 2), true);
+    check(&[1, 3, 60, 70], &[10, 3, 3, 3], &spec(2, 1, (1, 1), 1, 1), false);
+    // Few positions, many channels: the output channels are cut into slices (44: not a
+    // multiple of the kernel's eight rows).
+    check(&[1, 16, 14, 14], &[44, 16, 3, 3], &spec(2, 1, (1, 1), 1, 1), false);
+    // One dimension; padding only after; padding wider than the kernel; a 1x1 kernel with
+    // padding; dilation.
+    check(&[1, 3, 200], &[5, 3, 5], &spec(1, 1, (2, 2), 1, 1), true);
+    check(&[1, 2, 9, 30], &[3, 2, 2, 4], &spec(2, 1, (0, 2), 1, 1), false);
+    check(&[1, 2, 10, 10], &[4, 2, 3, 3], &spec(2, 1, (3, 3), 1, 1), false);
+    check(&[1, 4, 10, 10], &[3, 4, 1, 1], &spec(2, 1, (1, 1), 1, 1), true);
+    check(&[1, 2, 16, 16], &[3, 2, 3, 3], &spec(2, 1, (2, 2), 2, 1), false);
+}
