@@ -224,3 +224,20 @@ def test_the_onnx_command_checks_against_onnxruntime(capsys):
     assert main(["onnx", os.path.join(LIGHT, "light_squeezenet.onnx"), "--bench", "--profile"]) == 0
     out = capsys.readouterr().out
     assert "Conv 26" in out and "onnxruntime's speed" in out and "(Conv)" in out
+
+
+def test_the_conv_layers_bench_entry_times_layers_that_match_onnxruntime(capsys):
+    from pyasc.bench.onnx_models import CONV_LAYERS, conv_layer_model, run_conv_layers
+
+    # Every layer shape of the entry, shrunk to a small image, computes what onnxruntime does.
+    for c, o, size, k, s in CONV_LAYERS:
+        proto = conv_layer_model(min(c, 32), min(o, 48), min(size, 30), k, s)
+        x = np.random.default_rng(2).random((1, min(c, 32), min(size, 30), min(size, 30))).astype(np.float32)
+        sess = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+        want = sess.run(None, {"x": x})[0]
+        got = np.asarray(po.load(proto)(x))
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+    summary = []
+    run_conv_layers(True, 1, summary)
+    assert len(summary) == 4 and "GFLOP/s" in summary[0] and "geometric mean" in summary[-1]

@@ -695,7 +695,7 @@ def run(quick: bool = False, only: Optional[List[str]] = None) -> int:
         from .grad import run_entries as run_grad
 
         run_grad(want, quick, repeat, summary)
-    if "onnx" in want:
+    if want & {"onnx", "conv_layers"}:
         from .onnx_models import run_entries as run_onnx
 
         run_onnx(want, quick, repeat, summary)

@@ -4,6 +4,10 @@
 DenseNet-121, Inception v1) at batch 1 on random inputs, onnxruntime with as many threads as
 pyasc uses; each model's time, its convolutions' GFLOP/s against the machine's FMA peak
 (``pyasc info --peaks``), and the time to load, compile and first run ResNet-50.
+
+``conv_layers``: the convolution shapes those models spend their time in, each as a one-node
+ONNX model, so a model's ratio can be traced to its layers: GFLOP/s of pyasc and onnxruntime
+and their ratio per layer.
 """
 
 from __future__ import annotations
@@ -19,6 +23,11 @@ from ..tools._timing import best_time, fmt_time
 Row = Tuple[str, str, float]
 
 MODELS = ("resnet50", "squeezenet", "densenet121", "inception_v1")
+
+#: (input channels, output channels, image size, kernel, stride) of ResNet-50's layers.
+CONV_LAYERS = ((3, 64, 224, 7, 2), (64, 64, 56, 3, 1), (64, 256, 56, 1, 1), (128, 128, 56, 3, 2),
+               (128, 128, 28, 3, 1), (256, 512, 56, 1, 2), (256, 256, 14, 3, 1), (512, 512, 7, 3, 1),
+               (1024, 2048, 14, 1, 2), (512, 2048, 7, 1, 1))
 
 
 def _path(name: str) -> str:
@@ -67,10 +76,12 @@ def bench_model(name: str, repeat: int) -> Tuple[List[Row], Dict[str, float]]:
 
 
 def run_entries(want: set, quick: bool, repeat: int, summary: List[str]) -> None:
-    """Run the ``onnx`` entry, adding summary lines."""
+    """Run the ``onnx`` and ``conv_layers`` entries, adding summary lines."""
     from ..device.roofs import peaks
     from . import _report
 
+    if "conv_layers" in want:
+        run_conv_layers(quick, repeat, summary)
     if "onnx" not in want:
         return
     peak = peaks().get("fma_gflops")
@@ -92,3 +103,63 @@ def run_entries(want: set, quick: bool, repeat: int, summary: List[str]) -> None
         geo = float(np.exp(np.mean(np.log(ratios))))
         summary.append(f"onnx: geometric mean {geo:.2f}x onnxruntime's speed, lowest {min(ratios):.2f}x "
                        "(target >= 1.0x, none below 0.8x)")
+
+
+def conv_layer_model(c: int, o: int, size: int, k: int, stride: int) -> Any:
+    """Return a one-node ONNX model: a ``k x k`` Conv of ``c -> o`` channels over ``size x size``."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(1)
+    w = numpy_helper.from_array((rng.random((o, c, k, k)) - 0.5).astype(np.float32), "w")
+    node = helper.make_node("Conv", ["x", "w"], ["y"], pads=[k // 2] * 4, strides=[stride, stride])
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, size, size])
+    graph = helper.make_graph([node], "conv", [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def _time_layer(proto: Any, shape: Tuple[int, ...], repeat: int, ort: Any) -> List[Row]:
+    """Time a one-node model with pyasc and (when given) onnxruntime on a random input."""
+    import pyasc
+    import pyasc.onnx as po
+
+    model = po.load(proto)
+    x = np.random.default_rng(0).random(shape).astype(np.float32)
+    model(x)
+    rows: List[Row] = [("pyasc", "pyasc.onnx.load(conv).run", best_time(lambda: model(x), repeat))]
+    if ort is not None:
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = pyasc.device_info("cpu").get("cores", os.cpu_count() or 1)
+        opts.inter_op_num_threads = 1
+        sess = ort.InferenceSession(proto.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+        rows.append(("onnxruntime", "InferenceSession.run", best_time(lambda: sess.run(None, {"x": x}), repeat)))
+    return rows
+
+
+def run_conv_layers(quick: bool, repeat: int, summary: List[str]) -> None:
+    """Run the ``conv_layers`` entry: each layer with pyasc and onnxruntime, GFLOP/s and ratio."""
+    from ..device.roofs import peaks
+    from . import _report
+
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        ort = None
+    peak = peaks().get("fma_gflops")
+    ratios = []
+    for c, o, size, k, s in (CONV_LAYERS[:3] if quick else CONV_LAYERS):
+        rows = _time_layer(conv_layer_model(c, o, size, k, s), (1, c, size, size), repeat, ort)
+        out = (size + 2 * (k // 2) - k) // s + 1
+        flops = 2.0 * o * c * k * k * out * out
+        name = f"{c}->{o} {size}x{size} {k}x{k} stride {s}"
+        t = _report(f"conv_layers: {name}, float32", rows)
+        gf = flops / t["pyasc"] / 1e9
+        line = f"conv_layers {name}: pyasc {gf:.0f} GFLOP/s"
+        if peak:
+            line += f" ({gf / peak:.0%} of peak)"
+        if "onnxruntime" in t:
+            ratios.append(t["onnxruntime"] / t["pyasc"])
+            line += f", onnxruntime {flops / t['onnxruntime'] / 1e9:.0f} GFLOP/s, {ratios[-1]:.2f}x"
+        summary.append(line)
+    if ratios:
+        geo = float(np.exp(np.mean(np.log(ratios))))
+        summary.append(f"conv_layers: geometric mean {geo:.2f}x onnxruntime's speed, lowest {min(ratios):.2f}x")

@@ -14,7 +14,7 @@ BENCHMARKS = ("gelu", "normalize", "first_call", "cached_call", "launch", "copy_
               "bert_gelu", "matmul_policy", "conv2d", "sr_inference", "attention", "attention_long",
               "attention_causal", "graph_mode", "pipeline", "nms", "yolo_postprocess",
               "stencil", "stencil_steps", "stencil_3d", "mandelbrot", "piecewise", "kernels", "grad_transformer",
-              "grad_attention", "grad_layer_norm", "grad_compile", "onnx")
+              "grad_attention", "grad_layer_norm", "grad_compile", "onnx", "conv_layers")
 
 
 def _positive_int(text: str) -> int:

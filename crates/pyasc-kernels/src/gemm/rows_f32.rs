@@ -21,7 +21,7 @@
 
 use super::{MatMut, MatRef};
 
-/// Values of `k` per block: a panel of `b` of `KC` rows fits the first level cache.
+/// Most values of `k` per block: a panel of `b` of `KC` rows fits the first level cache.
 const KC: usize = 128;
 
 /// Columns up to which a whole block of `b` (`KC` rows) stays in the first level cache.
@@ -118,8 +118,11 @@ pub unsafe fn matmul_rows_f32_at(dst: MatMut<f32>, a: MatRef<f32>, b: *const f32
             }
         };
         let count = m.div_ceil(mr) * n.div_ceil(nr);
-        for k0 in (0..k).step_by(KC) {
-            let kc = KC.min(k - k0);
+        // Blocks of `k` of equal length (at most KC): a short last block would store and
+        // reload every tile's sums for a few steps (147 taps: 74 + 73, not 128 + 19).
+        let step = k.div_ceil(k.div_ceil(KC));
+        for k0 in (0..k).step_by(step) {
+            let kc = step.min(k - k0);
             for i in 0..count {
                 let t = tiles(k0, kc, i);
                 // SAFETY: the tile addresses rows of `a` and `dst`, and rows and columns of

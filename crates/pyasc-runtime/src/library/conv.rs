@@ -1,9 +1,10 @@
 //! Convolution as an implicit GEMM over the micro-kernels of `pyasc-kernels`.
 //!
 //! For image `n` and group `g` the result is `W_g (O/g x K) @ cols (K x P)`, with
-//! `K = C/g * prod(kernel)` and `P = prod(output spatial)`. A float32 convolution with unit
-//! strides reads the column matrix's rows as shifted rows of a padded copy of its input (see
-//! [`shifted`]) where the weight-panel kernel runs. Otherwise the column matrix is never built
+//! `K = C/g * prod(kernel)` and `P = prod(output spatial)`. A float32 convolution reads the
+//! column matrix's rows as shifted rows of its padded input split by stride phase (see
+//! [`shifted`]) where the weight-panel kernel runs and the output rows are wider than a narrow
+//! block. Otherwise the column matrix is never built
 //! whole: the output positions are cut into blocks of bounded size (`K x block` columns of
 //! about [`BLOCK_BYTES`], or [`ROWS_BLOCK_BYTES`] for the weight-panel kernel), each block's
 //! columns are gathered from the input (strided reads, zeros for padding) into a per-thread

@@ -197,3 +197,37 @@ fn stride_one_convolutions_read_shifted_rows_of_the_padded_input() {
     check(&[1, 4, 10, 10], &[3, 4, 1, 1], &spec(2, 1, (1, 1), 1, 1), true);
     check(&[1, 2, 16, 16], &[3, 2, 3, 3], &spec(2, 1, (2, 2), 2, 1), false);
 }
+
+#[test]
+fn strided_convolutions_read_shifted_rows_of_the_input_phases() {
+    // Stride 2 with a 3x3 and a 7x7 kernel (every phase read), a 1x1 kernel (one phase), a
+    // stride not dividing the padded extent, dilation with stride, and three dimensions.
+    check(&[1, 3, 33, 35], &[8, 3, 3, 3], &spec(2, 2, (1, 1), 1, 1), true);
+    check(&[1, 3, 40, 40], &[9, 3, 7, 7], &spec(2, 2, (3, 3), 1, 1), false);
+    check(&[1, 6, 30, 30], &[10, 6, 1, 1], &spec(2, 2, (0, 0), 1, 1), false);
+    check(&[2, 4, 31, 29], &[6, 2, 3, 3], &spec(2, 3, (2, 1), 1, 2), true);
+    check(&[1, 2, 40, 40], &[3, 2, 3, 3], &spec(2, 2, (2, 2), 2, 1), false);
+    check(&[1, 2, 9, 12, 14], &[3, 2, 3, 3, 3], &spec(3, 2, (1, 1), 1, 1), false);
+}
+
+#[test]
+fn shifted_blocks_and_slices_give_the_workers_equal_units() {
+    use super::shifted::schedule;
+    // (output channels, grid span, images x groups) on two workers.
+    for &(og, span, units) in
+        &[(64, 3246, 1), (128, 838, 1), (1024, 196, 1), (256, 222, 1), (64, 12877, 1), (8, 100, 1)]
+    {
+        let (blocks, slices) = schedule(og, span, units, 2);
+        let n = units * blocks * slices;
+        assert!(n >= 4 || og < 64, "{og} {span}: {blocks} blocks x {slices} slices");
+        assert!(blocks <= span.div_ceil(48) && slices <= (og / 32).max(1), "{og} {span}");
+        // Equal work: the panels split evenly over the blocks, or many units.
+        let panels = span.div_ceil(48);
+        assert!(n >= 16 || panels.is_multiple_of(blocks) || panels / blocks >= 8, "{og} {span}: {blocks}");
+        // A block's results stay within the cache budget unless the channels cannot be cut.
+        let rows = og.div_ceil(slices);
+        assert!(rows * span.div_ceil(blocks) * 4 <= ROWS_BLOCK_BYTES + 48 * rows * 4 || slices == (og / 32).max(1));
+    }
+    // One worker: no slices.
+    assert_eq!(schedule(512, 1000, 1, 1).1, 1);
+}
