@@ -36,6 +36,30 @@ def _path(name: str) -> str:
     return os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light", f"light_{name}.onnx")
 
 
+def _ort_session(ort: Any, model: Any) -> Any:
+    """Return an onnxruntime session of ``model`` (a path or bytes) on as many threads as pyasc uses."""
+    import pyasc
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = pyasc.device_info("cpu").get("cores", os.cpu_count() or 1)
+    opts.inter_op_num_threads = 1
+    return ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
+
+
+def _speed_line(head: str, gflops: float, peak: Any, t: Dict[str, float], ratios: List[float]) -> str:
+    """Return ``head`` with the GFLOP/s, its share of the FMA peak and the ratio to onnxruntime.
+
+    The ratio (when onnxruntime was timed) is appended to ``ratios``.
+    """
+    line = f"{head} {gflops:.0f} GFLOP/s"
+    if peak:
+        line += f" ({gflops / peak:.0%} of the {peak:.0f} GFLOP/s FMA peak)"
+    if "onnxruntime" in t:
+        ratios.append(t["onnxruntime"] / t["pyasc"])
+        line += f", {ratios[-1]:.2f}x onnxruntime's speed"
+    return line
+
+
 def conv_flops(model: Any) -> float:
     """Return the FLOPs of a loaded model's convolutions (two per multiply-add, from the inferred shapes)."""
     g = model.graph
@@ -50,7 +74,6 @@ def conv_flops(model: Any) -> float:
 
 def bench_model(name: str, repeat: int) -> Tuple[List[Row], Dict[str, float]]:
     """Time one model with pyasc and onnxruntime; also its load-to-first-result time and conv FLOPs."""
-    import pyasc
     import pyasc.onnx as po
 
     start = time.perf_counter()
@@ -66,10 +89,7 @@ def bench_model(name: str, repeat: int) -> Tuple[List[Row], Dict[str, float]]:
     except ImportError:
         ort = None
     if ort is not None:
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = pyasc.device_info("cpu").get("cores", os.cpu_count() or 1)
-        opts.inter_op_num_threads = 1
-        sess = ort.InferenceSession(_path(name), opts, providers=["CPUExecutionProvider"])
+        sess = _ort_session(ort, _path(name))
         feeds = {inp.name: x}
         rows.append(("onnxruntime", "InferenceSession.run", best_time(lambda: sess.run(None, feeds), repeat)))
     return rows, {"first": first, "flops": conv_flops(model)}
@@ -90,12 +110,7 @@ def run_entries(want: set, quick: bool, repeat: int, summary: List[str]) -> None
         rows, extra = bench_model(name, 2 if quick else repeat)
         t = _report(f"onnx: light {name}, batch 1, float32", rows)
         gf = extra["flops"] / t["pyasc"] / 1e9
-        line = f"onnx {name}: {fmt_time(t['pyasc'])}, convolutions {gf:.0f} GFLOP/s"
-        if peak:
-            line += f" ({gf / peak:.0%} of the {peak:.0f} GFLOP/s FMA peak)"
-        if "onnxruntime" in t:
-            ratios.append(t["onnxruntime"] / t["pyasc"])
-            line += f", {ratios[-1]:.2f}x onnxruntime's speed"
+        line = _speed_line(f"onnx {name}: {fmt_time(t['pyasc'])}, convolutions", gf, peak, t, ratios)
         if name == "resnet50":
             line += f"; load, compile and first run {fmt_time(extra['first'])} (target <= 1 s)"
         summary.append(line)
@@ -119,7 +134,6 @@ def conv_layer_model(c: int, o: int, size: int, k: int, stride: int) -> Any:
 
 def _time_layer(proto: Any, shape: Tuple[int, ...], repeat: int, ort: Any) -> List[Row]:
     """Time a one-node model with pyasc and (when given) onnxruntime on a random input."""
-    import pyasc
     import pyasc.onnx as po
 
     model = po.load(proto)
@@ -127,10 +141,7 @@ def _time_layer(proto: Any, shape: Tuple[int, ...], repeat: int, ort: Any) -> Li
     model(x)
     rows: List[Row] = [("pyasc", "pyasc.onnx.load(conv).run", best_time(lambda: model(x), repeat))]
     if ort is not None:
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = pyasc.device_info("cpu").get("cores", os.cpu_count() or 1)
-        opts.inter_op_num_threads = 1
-        sess = ort.InferenceSession(proto.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+        sess = _ort_session(ort, proto.SerializeToString())
         rows.append(("onnxruntime", "InferenceSession.run", best_time(lambda: sess.run(None, {"x": x}), repeat)))
     return rows
 
@@ -152,13 +163,9 @@ def run_conv_layers(quick: bool, repeat: int, summary: List[str]) -> None:
         flops = 2.0 * o * c * k * k * out * out
         name = f"{c}->{o} {size}x{size} {k}x{k} stride {s}"
         t = _report(f"conv_layers: {name}, float32", rows)
-        gf = flops / t["pyasc"] / 1e9
-        line = f"conv_layers {name}: pyasc {gf:.0f} GFLOP/s"
-        if peak:
-            line += f" ({gf / peak:.0%} of peak)"
+        line = _speed_line(f"conv_layers {name}: pyasc", flops / t["pyasc"] / 1e9, peak, t, ratios)
         if "onnxruntime" in t:
-            ratios.append(t["onnxruntime"] / t["pyasc"])
-            line += f", onnxruntime {flops / t['onnxruntime'] / 1e9:.0f} GFLOP/s, {ratios[-1]:.2f}x"
+            line += f" (onnxruntime {flops / t['onnxruntime'] / 1e9:.0f} GFLOP/s)"
         summary.append(line)
     if ratios:
         geo = float(np.exp(np.mean(np.log(ratios))))
