@@ -105,7 +105,8 @@ impl Elem for f32 {
     }
     unsafe fn shifted(x: &InputView, w: *const Self, wrs: isize, out: *mut u8, geo: &Geometry) -> Option<Result<()>> {
         // SAFETY: forwarded from the caller.
-        shifted::applies(geo).then(|| unsafe { shifted::conv(x.ptr as *const f32, w, wrs, out as *mut f32, geo) })
+        shifted::grid(geo)
+            .map(|grid| unsafe { shifted::conv(&grid, x.ptr as *const f32, w, wrs, out as *mut f32, geo) })
     }
 }
 
@@ -371,6 +372,53 @@ thread_local! {
     static SCRATCH: RefCell<Vec<f64>> = const { RefCell::new(Vec::new()) };
 }
 
+/// Run `f` on this thread's scratch, grown to at least `elems` values of `T` (contents
+/// unspecified).
+fn with_scratch<T: Copy, R>(elems: usize, f: impl FnOnce(&mut [T]) -> R) -> R {
+    SCRATCH.with(|s| {
+        let mut s = s.borrow_mut();
+        let words = (elems * std::mem::size_of::<T>()).div_ceil(8);
+        if s.len() < words {
+            s.resize(words, 0.0);
+        }
+        // SAFETY: the scratch holds at least `elems` values of T (f64 words are aligned for
+        // every element type), and any bit pattern is a value of the float types used here.
+        f(unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr() as *mut T, elems) })
+    })
+}
+
+/// How a convolution's work is cut into units: every image and group, `blocks` blocks of
+/// output positions, `slices` slices of `oslice` of a group's `og` output channels.
+#[derive(Clone, Copy)]
+struct Cut {
+    groups: usize,
+    og: usize,
+    blocks: usize,
+    slices: usize,
+    oslice: usize,
+}
+
+/// One unit of work: image `n`, group `g` (`ng = n * groups + g`), block `block` of
+/// positions, output channels `o0..o0 + rows` of the group.
+struct Unit {
+    ng: usize,
+    n: usize,
+    g: usize,
+    block: usize,
+    o0: usize,
+    rows: usize,
+}
+
+impl Cut {
+    /// Unit `t`, slices innermost, then blocks, then images and groups.
+    fn unit(&self, t: usize) -> Unit {
+        let (t, si) = (t / self.slices, t % self.slices);
+        let (ng, block) = (t / self.blocks, t % self.blocks);
+        let o0 = si * self.oslice;
+        Unit { ng, n: ng / self.groups, g: ng % self.groups, block, o0, rows: self.oslice.min(self.og - o0) }
+    }
+}
+
 /// The convolution in element type `T`.
 ///
 /// # Safety
@@ -474,6 +522,7 @@ unsafe fn conv_typed<T: Elem>(x: &InputView, w: &InputView, out: *mut u8, geo: &
     };
     let pw = SendPtr(wptr as *mut u8);
     let token = crate::interrupt::current();
+    let cut = Cut { groups: geo.groups, og: geo.og, blocks, slices, oslice };
     // Unit `t` (an image, a group and a block) on `workers` threads (more than one only when
     // there are fewer units than workers).
     let unit = |t: usize, workers: usize| -> Result<()> {
@@ -481,12 +530,9 @@ unsafe fn conv_typed<T: Elem>(x: &InputView, w: &InputView, out: *mut u8, geo: &
             tok.check()?;
         }
         let (px, pout, pw) = (&px, &pout, &pw);
-        let (t, si) = (t / slices, t % slices);
-        let (ng, bi) = (t / blocks, t % blocks);
-        let (n, g) = (ng / geo.groups, ng % geo.groups);
+        let Unit { ng, n, g, block: bi, o0, rows } = cut.unit(t);
         let p0 = bi * len;
         let cols_n = len.min(p - p0);
-        let (o0, rows) = (si * oslice, oslice.min(geo.og - si * oslice));
         let xptr = px.0 as *const T;
         let offc = ((n * o + g * geo.og + o0) * p + p0) as isize;
         let dst =
@@ -508,14 +554,7 @@ unsafe fn conv_typed<T: Elem>(x: &InputView, w: &InputView, out: *mut u8, geo: &
             unsafe { multiply(dst, a, b, workers, rows_path) };
             return Ok(());
         }
-        SCRATCH.with(|s| {
-            let mut s = s.borrow_mut();
-            let words = (k * cols_n * std::mem::size_of::<T>()).div_ceil(8);
-            if s.len() < words {
-                s.resize(words, 0.0);
-            }
-            // SAFETY: the scratch holds at least K * cols_n elements of T, suitably aligned.
-            let cols = unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr() as *mut T, k * cols_n) };
+        with_scratch(k * cols_n, |cols: &mut [T]| {
             // SAFETY: the input view covers every element the geometry addresses.
             unsafe { gather(geo, xptr, n, g, 0..geo.cg, p0, cols_n, cols) };
             let b = MatRef { ptr: cols.as_ptr(), rows: k, cols: cols_n, rs: cols_n as isize, cs: 1 };

@@ -17,7 +17,7 @@
 //! across the blocks of `k`, and output channels cut into slices when there are too few
 //! blocks for the workers, are spread over the worker pool.
 
-use super::{Geometry, NARROW, ROWS_BLOCK_BYTES, SCRATCH};
+use super::{with_scratch, Cut, Geometry, Unit, NARROW, ROWS_BLOCK_BYTES};
 use crate::pool::{for_blocks, num_threads};
 use crate::view::SendPtr;
 use pyasc_ir::error::Result;
@@ -34,7 +34,7 @@ thread_local! {
 
 /// The phase grid of a convolution: the padded input's elements of one phase (their
 /// coordinates modulo the strides) laid out as a dense sub-plane.
-struct Grid {
+pub(super) struct Grid {
     /// Strides `[s0, s1, s2]`.
     stride: [usize; 3],
     /// Extents of a phase's sub-plane `[Dq, Hq, Wq]`.
@@ -97,14 +97,15 @@ impl Grid {
     }
 }
 
-/// Whether a float32 convolution of `geo` runs here: a kernel or padding that a direct
-/// product does not cover, and grid rows wider than the packed kernels' narrow blocks.
-pub(super) fn applies(geo: &Geometry) -> bool {
-    !geo.direct()
-        && geo.k() > 0
-        && geo.out.iter().all(|&o| o > 0)
-        && Grid::new(geo).span > NARROW
-        && matmul_rows_f32_runs()
+/// The phase grid of a float32 convolution of `geo` where this path runs it: a kernel or
+/// padding that a direct product does not cover, and grid rows wider than the packed
+/// kernels' narrow blocks; `None` elsewhere.
+pub(super) fn grid(geo: &Geometry) -> Option<Grid> {
+    if geo.direct() || geo.k() == 0 || geo.out.contains(&0) || !matmul_rows_f32_runs() {
+        return None;
+    }
+    let grid = Grid::new(geo);
+    (grid.span > NARROW).then_some(grid)
 }
 
 /// Copy image `n`'s channel `c` into its phase sub-planes at `xp` (channel planes of
@@ -159,9 +160,15 @@ unsafe fn pad_planes(geo: &Geometry, grid: &Grid, x: *const f32, xp: *mut f32, n
 ///
 /// # Safety
 /// `x` must address the input of `geo`, `w` its `O x K` weights, `out` the result; only
-/// called where [`applies`] holds.
-pub(super) unsafe fn conv(x: *const f32, w: *const f32, wrs: isize, out: *mut f32, geo: &Geometry) -> Result<()> {
-    let grid = Grid::new(geo);
+/// called with the [`grid`] of `geo`.
+pub(super) unsafe fn conv(
+    grid: &Grid,
+    x: *const f32,
+    w: *const f32,
+    wrs: isize,
+    out: *mut f32,
+    geo: &Geometry,
+) -> Result<()> {
     let threads = num_threads();
     let channels = geo.cg * geo.groups;
     let o = geo.og * geo.groups;
@@ -181,12 +188,12 @@ pub(super) unsafe fn conv(x: *const f32, w: *const f32, wrs: isize, out: *mut f3
             let (px, pxp) = (&px, &pxp);
             for i in t * per..((t + 1) * per).min(planes) {
                 // SAFETY: each task writes its own planes of the buffer sized above.
-                unsafe { pad_planes(geo, &grid, px.0 as *const f32, pxp.0 as *mut f32, i / channels, i % channels) };
+                unsafe { pad_planes(geo, grid, px.0 as *const f32, pxp.0 as *mut f32, i / channels, i % channels) };
             }
             Ok(())
         })?;
         // SAFETY: the padded input is complete; the weights and output as the caller's.
-        let run = unsafe { products(geo, &grid, xp.as_ptr(), w, wrs, out, threads, (k, p, o)) };
+        let run = unsafe { products(geo, grid, xp.as_ptr(), w, wrs, out, threads, (k, p, o)) };
         if need * 4 > KEEP_BYTES {
             *xp = Vec::new();
         }
@@ -254,17 +261,15 @@ unsafe fn products(
     let [_, oh, ow] = geo.out;
     let (pxp, pw, pout) = (SendPtr(xp as *mut u8), SendPtr(w as *mut u8), SendPtr(out as *mut u8));
     let token = crate::interrupt::current();
+    let cut = Cut { groups: geo.groups, og: geo.og, blocks, slices, oslice };
     for_blocks(ng * blocks * slices, threads.saturating_sub(1), |t| -> Result<()> {
         if let Some(tok) = &token {
             tok.check()?;
         }
         let (pxp, pw, pout) = (&pxp, &pw, &pout);
-        let (t, si) = (t / slices, t % slices);
-        let (ngi, bi) = (t / blocks, t % blocks);
-        let (n, g) = (ngi / geo.groups, ngi % geo.groups);
-        let q0 = bi * len;
+        let Unit { n, g, block, o0, rows, .. } = cut.unit(t);
+        let q0 = block * len;
         let cols = len.min(grid.span - q0);
-        let (o0, rows) = (si * oslice, oslice.min(geo.og - si * oslice));
         let a = MatRef {
             ptr: (pw.0 as *const f32).wrapping_offset((g * geo.og + o0) as isize * wrs),
             rows,
@@ -286,13 +291,8 @@ unsafe fn products(
             }
             q += run;
         }
-        SCRATCH.with(|s| {
-            let mut s = s.borrow_mut();
-            let words = (rows * cols).div_ceil(2);
-            if s.len() < words {
-                s.resize(words, 0.0);
-            }
-            let res = s.as_mut_ptr() as *mut f32;
+        with_scratch(rows * cols, |res: &mut [f32]| {
+            let res = res.as_mut_ptr();
             let dst = MatMut { ptr: res, rows, cols, rs: cols as isize, cs: 1 };
             // SAFETY: tap row r of the block reads `cols` values from b + taps[r], inside the
             // group's padded planes (the grid's span ends at a plane's last element); the
